@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * credisson: Redisson's distributed synchronizers for C, wire-compatible with
+ * Java Redisson. Include only this header.
+ *
+ * Thread safety: one cr_client per process, shared by all threads. Object
+ * handles may be shared too; ownership is per thread (client id + thread id),
+ * as in Redisson. Callbacks run on the client's watchdog thread and must not
+ * block.
+ */
+#ifndef CREDISSON_H
+#define CREDISSON_H
+
+#include <credisson/version.h>
+#include <credisson/status.h>
+#include <credisson/client.h>
+#include <credisson/lock.h>
+
+#endif

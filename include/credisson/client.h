@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client: one per process, shared by all its threads. It owns the Redis
+ * connections, the pub/sub dispatcher, the watchdog thread and the identity
+ * (a random UUID) that names this process's lock holders.
+ *
+ * Thread safety: one cr_client per process, shared by all threads. Object
+ * handles may be shared too; ownership is per thread (client id + thread id),
+ * as in Redisson. Callbacks run on the client's watchdog thread and must not
+ * block or call back into the library in a way that waits on Redis.
+ */
+#ifndef CREDISSON_CLIENT_H
+#define CREDISSON_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <credisson/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_client cr_client;
+
+/* Log levels for the optional log callback. The library never prints. */
+typedef enum cr_log_level {
+    CR_LOG_DEBUG = 0,
+    CR_LOG_INFO,
+    CR_LOG_WARN,
+    CR_LOG_ERROR
+} cr_log_level;
+
+typedef void (*cr_log_fn)(void *userdata, cr_log_level level, const char *msg);
+
+/* Options for cr_client_new. A zeroed struct gives Redisson's defaults; every
+ * field that is 0 or NULL takes the default written beside it. */
+typedef struct cr_client_options {
+    /* redis://[user:password@]host[:port][/db] or unix:///path/to.sock
+     * (unix://[user:password@]/path?db=N). NULL: redis://127.0.0.1:6379. */
+    const char *url;
+    int64_t connect_timeout_ms;       /* 0: 3000 */
+    int64_t command_timeout_ms;       /* 0: 3000 (Redisson's `timeout`) */
+    int pool_size;                    /* command connections; 0: 4 */
+    int64_t lock_watchdog_timeout_ms; /* 0: 30000 (lockWatchdogTimeout) */
+    int lock_watchdog_batch_size;     /* keys per renewal call; 0: 100 */
+    int64_t fair_lock_wait_timeout_ms;/* 0: 300000 (fairLockWaitTimeout) */
+    int64_t subscription_timeout_ms;  /* 0: 7500 (subscriptionTimeout) */
+    /* How long calls that wait keep retrying while Redis is unreachable
+     * before they give up with CR_EIO. 0: 30000. */
+    int64_t reconnect_window_ms;
+    /* Redisson NameMapper equivalent: a prefix put before every object name
+     * (the Java side must map names the same way). NULL: none. */
+    const char *name_prefix;
+    cr_log_fn log_fn;                 /* NULL: no logging */
+    void *log_userdata;
+    cr_log_level log_level;           /* least severe level passed to log_fn */
+} cr_client_options;
+
+/* Counters since the client was created, cheap enough to stay on. */
+typedef struct cr_client_stats {
+    uint64_t acquisitions;       /* locks, permits and latches obtained */
+    uint64_t contended_waits;    /* acquisitions that had to wait */
+    uint64_t wait_time_total_ms; /* summed over contended waits */
+    uint64_t wait_time_max_ms;
+    uint64_t renewals_sent;      /* leases in renewal calls */
+    uint64_t renewal_calls;      /* renewal script calls */
+    uint64_t renewal_failures;   /* calls that failed in transport */
+    uint64_t leases_lost;        /* holds found gone by the watchdog or unlock */
+    uint64_t reconnects;         /* command and pub/sub reconnections */
+    uint64_t noscript_fallbacks; /* EVALSHA answered NOSCRIPT, EVAL sent */
+    uint64_t commands;           /* commands sent on command connections */
+    uint64_t messages;           /* pub/sub messages received */
+} cr_client_stats;
+
+/* cr_client_new: connect to Redis as `opts` says (NULL: all defaults) and
+ * start the client's threads. Only the first command connection is opened
+ * here, so a server that is down is reported at once as CR_EIO.
+ * Ownership: *out needs to be freed with cr_client_free().
+ * Returns CR_OK, CR_EINVAL (bad URL or option), CR_EIO, CR_ESERVER (AUTH or
+ * SELECT refused), CR_ENOMEM. */
+CR_EXPORT cr_status cr_client_new(const cr_client_options *opts,
+                                  cr_client **out);
+
+/* cr_client_free: stop the client's threads and close its connections. Leases
+ * still held are no longer renewed (they expire by their TTL). Threads blocked
+ * in a wait on this client return CR_ECLOSED; this call waits for them to
+ * leave. Object handles must be freed before. NULL does nothing. Never call
+ * it from a callback. In the child of a fork() it releases memory only. */
+CR_EXPORT void cr_client_free(cr_client *client);
+
+/* cr_client_id: the client's UUID (36 lowercase characters), Redisson's
+ * RedissonClient.getId(). Borrowed; valid until cr_client_free. */
+CR_EXPORT const char *cr_client_id(const cr_client *client);
+
+/* cr_thread_id: the calling thread's id inside every credisson client: a
+ * positive number taken from a process-wide counter the first time the
+ * thread asks, never reused by another thread of this process. Owner names
+ * are "<client id>:<thread id>". */
+CR_EXPORT int64_t cr_thread_id(void);
+
+/* cr_client_stats_get: copy the client's counters into *out. */
+CR_EXPORT cr_status cr_client_stats_get(cr_client *client,
+                                        cr_client_stats *out);
+
+/* cr_version_str / cr_version_num: the library's run-time version. */
+CR_EXPORT const char *cr_version_str(void);
+CR_EXPORT unsigned cr_version_num(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Locks: Redisson's RLock and every lock kind built like it. All of them are
+ * a cr_lock *, as every Redisson lock is an RLock, and take the same calls.
+ *
+ * Thread safety: a cr_lock may be shared by threads. Ownership is per thread:
+ * the owner is "<client id>:<thread id>" where the thread id is cr_thread_id()
+ * of the calling thread, or the explicit id given to a *_tid call (for code
+ * that locks on one thread and unlocks on another, as Redisson's
+ * lockAsync(threadId)). Lost-lease callbacks run on the watchdog thread and
+ * must not block.
+ */
+#ifndef CREDISSON_LOCK_H
+#define CREDISSON_LOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <credisson/client.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_lock cr_lock;
+
+/* lease_ms: renew the lease with the watchdog while held (Redisson lock()). */
+#define CR_LEASE_WATCHDOG ((int64_t)-1)
+/* wait_ms: wait as long as it takes (Redisson lock()). */
+#define CR_WAIT_FOREVER ((int64_t)-1)
+/* Longest accepted explicit lease or wait: 100 years. */
+#define CR_DURATION_MAX ((int64_t)3155760000000LL)
+
+/* Called on the watchdog thread when a watchdog-renewed hold is found gone
+ * (expired, deleted or taken): `name` is the lock's name, `thread_id` the
+ * owner thread. */
+typedef void (*cr_lock_lost_fn)(void *userdata, const char *name,
+                                int64_t thread_id);
+
+/* cr_lock_new: a handle on the reentrant lock `name` (Redisson getLock). The
+ * name is copied. Nothing is sent to Redis.
+ * Ownership: *out needs to be freed with cr_lock_free().
+ * Returns CR_OK, CR_EINVAL (NULL or empty name), CR_ENOMEM, CR_EFORKED. */
+CR_EXPORT cr_status cr_lock_new(cr_client *client, const char *name,
+                                cr_lock **out);
+
+/* cr_lock_free: release the handle. Holds are not released: unlock first.
+ * A watchdog renewal of a hold taken through this handle goes on until it is
+ * unlocked through another handle or the client is freed. NULL does nothing. */
+CR_EXPORT void cr_lock_free(cr_lock *lock);
+
+/* cr_lock_name: the lock's name as given. Borrowed. */
+CR_EXPORT const char *cr_lock_name(const cr_lock *lock);
+
+/* cr_lock_lock: acquire, waiting as long as it takes. With lease_ms =
+ * CR_LEASE_WATCHDOG the lease is the client's watchdog timeout, renewed every
+ * third of it while held; otherwise the hold expires after lease_ms.
+ * Returns CR_OK, CR_EINVAL, CR_EIO (Redis unreachable for longer than the
+ * reconnect window), CR_ESERVER, CR_ECLOSED, CR_EFORKED.
+ * Threads: safe; the owner is the calling thread. */
+CR_EXPORT cr_status cr_lock_lock(cr_lock *lock, int64_t lease_ms);
+
+/* cr_lock_try_lock: acquire, waiting at most wait_ms (0: one attempt,
+ * CR_WAIT_FOREVER: as cr_lock_lock). Returns CR_OK when acquired, CR_BUSY
+ * when the wait ran out, CR_E* on failure. */
+CR_EXPORT cr_status cr_lock_try_lock(cr_lock *lock, int64_t wait_ms,
+                                     int64_t lease_ms);
+
+/* cr_lock_unlock: release one hold of the calling thread. Returns CR_OK,
+ * CR_ENOTOWNER when the thread holds no hold, CR_ELOST when this client
+ * believed it held the lock but the hold had expired or been removed (its
+ * lease was lost), CR_EIO, CR_ESERVER. */
+CR_EXPORT cr_status cr_lock_unlock(cr_lock *lock);
+
+/* Explicit-thread-id forms of the three calls above; thread_id may be any
+ * value (negative ones included) as long as lock and unlock agree. */
+CR_EXPORT cr_status cr_lock_lock_tid(cr_lock *lock, int64_t thread_id,
+                                     int64_t lease_ms);
+CR_EXPORT cr_status cr_lock_try_lock_tid(cr_lock *lock, int64_t thread_id,
+                                         int64_t wait_ms, int64_t lease_ms);
+CR_EXPORT cr_status cr_lock_unlock_tid(cr_lock *lock, int64_t thread_id);
+
+/* cr_lock_force_unlock: release the lock whoever holds it and wake a waiter.
+ * *unlocked (may be NULL) tells whether it was held. */
+CR_EXPORT cr_status cr_lock_force_unlock(cr_lock *lock, bool *unlocked);
+
+/* cr_lock_delete: Redisson's delete(): as force_unlock for RLock.
+ * *deleted (may be NULL) tells whether there was something to delete. */
+CR_EXPORT cr_status cr_lock_delete(cr_lock *lock, bool *deleted);
+
+/* Queries: plain commands, no scripts. */
+CR_EXPORT cr_status cr_lock_is_locked(cr_lock *lock, bool *locked);
+CR_EXPORT cr_status cr_lock_is_held_by_current_thread(cr_lock *lock,
+                                                      bool *held);
+CR_EXPORT cr_status cr_lock_is_held_by_thread(cr_lock *lock,
+                                              int64_t thread_id, bool *held);
+/* Hold count of the calling thread (0 when not held). */
+CR_EXPORT cr_status cr_lock_get_hold_count(cr_lock *lock, int64_t *count);
+CR_EXPORT cr_status cr_lock_get_hold_count_tid(cr_lock *lock,
+                                               int64_t thread_id,
+                                               int64_t *count);
+/* Remaining lease in ms; -2 when not locked, -1 when it has no expiry. */
+CR_EXPORT cr_status cr_lock_remain_time_to_live(cr_lock *lock,
+                                                int64_t *ttl_ms);
+
+/* cr_lock_is_lost: true when this client took the lock for `thread_id` (or
+ * the calling thread with cr_lock_is_lost) and the watchdog has since found
+ * the hold gone. The flag stays until that owner's unlock. */
+CR_EXPORT cr_status cr_lock_is_lost(cr_lock *lock, bool *lost);
+CR_EXPORT cr_status cr_lock_is_lost_tid(cr_lock *lock, int64_t thread_id,
+                                        bool *lost);
+
+/* cr_lock_set_lost_callback: call `fn` when a watchdog-renewed hold taken
+ * through this handle is found lost. NULL fn removes it. The callback runs on
+ * the watchdog thread, must not block, and must not free the handle. */
+CR_EXPORT cr_status cr_lock_set_lost_callback(cr_lock *lock,
+                                              cr_lock_lost_fn fn,
+                                              void *userdata);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

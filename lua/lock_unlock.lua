@@ -1,0 +1,24 @@
+-- RLock unlock (protocol sections 3.3 and 1.5).
+-- KEYS[1] = lock hash N, KEYS[2] = channel redisson_lock__channel:{N},
+-- KEYS[3] = unlock latch redisson_unlock_latch:{N}:<request id>
+-- ARGV[1] = message to publish (0), ARGV[2] = lease in ms for a partial
+-- unlock, ARGV[3] = owner name, ARGV[4] = publish command (publish or
+-- spublish), ARGV[5] = latch lifetime in ms
+-- Returns nil when the owner holds nothing, 0 when holds remain, 1 when the
+-- lock was released; a retry with the same latch replays the first result.
+local replay = redis.call('get', KEYS[3])
+if replay then
+    return tonumber(replay)
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1

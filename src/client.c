@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client: settings, start and stop of its parts, the guard around public
+ * calls, the script runner and the protocol's name helpers.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+#include "credisson/version.h"
+#include "renewal.h"
+
+#define DEFAULT_URL "redis://127.0.0.1:6379"
+
+/* ---------------------------------------------------------------- guard */
+
+cr_status
+cr__client_enter(cr_client *c)
+{
+    if (c == NULL)
+        return cr__fail(CR_EINVAL, "client is NULL");
+    if (c->magic != CR__CLIENT_MAGIC)
+        return cr__fail(CR_EINVAL, "not a live client (freed?)");
+    if (c->fork_gen != cr__fork_generation())
+        return cr__fail(CR_EFORKED, "this client was created before fork(); "
+                        "the child must create its own client");
+    atomic_fetch_add(&c->active, 1);
+    if (atomic_load(&c->closing)) {
+        cr__client_leave(c);
+        return cr__fail(CR_ECLOSED, "the client is being freed");
+    }
+    return CR_OK;
+}
+
+void
+cr__client_leave(cr_client *c)
+{
+    if (atomic_fetch_sub(&c->active, 1) == 1 && atomic_load(&c->closing)) {
+        pthread_mutex_lock(&c->mu);
+        pthread_cond_broadcast(&c->idle);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+/* -------------------------------------------------------------- scripts */
+
+/* Turns an error reply into CR_ESERVER with its text; frees it. */
+static cr_status
+server_error(cr__reply *r)
+{
+    cr_status rc = cr__fail(CR_ESERVER, "%s", r->str);
+
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr__command(cr_client *c, unsigned flags, int argc, const char **argv,
+            const size_t *lens, cr__reply **out)
+{
+    cr__reply *r = NULL;
+    cr_status rc = cr__transport_command(c->transport, flags, argc, argv, lens, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (r->type == CR__REPLY_ERROR)
+        return server_error(r);
+    *out = r;
+    return CR_OK;
+}
+
+cr_status
+cr__script_run(cr_client *c, cr__script_id id, unsigned flags, int nkeys,
+               int nargs, const char **args, const size_t *lens,
+               cr__reply **out)
+{
+    const cr__script *s = &cr__scripts[id];
+    int argc = 3 + nkeys + nargs, i;
+    const char *stack_argv[64], **argv = stack_argv;
+    size_t stack_lens[64], *argvlen = stack_lens;
+    char nk[24];
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    if (argc > 64) {
+        argv = malloc((size_t)argc * sizeof(*argv));
+        argvlen = malloc((size_t)argc * sizeof(*argvlen));
+        if (argv == NULL || argvlen == NULL) {
+            rc = CR_ENOMEM;
+            goto out;
+        }
+    }
+    argv[0] = "EVALSHA";
+    argvlen[0] = 7;
+    argv[1] = s->sha1;
+    argvlen[1] = 40;
+    argvlen[2] = cr__fmt_i64(nk, nkeys);
+    argv[2] = nk;
+    for (i = 0; i < nkeys + nargs; i++) {
+        argv[3 + i] = args[i];
+        argvlen[3 + i] = lens != NULL ? lens[i] : strlen(args[i]);
+    }
+    rc = cr__transport_command(c->transport, flags, argc, argv, argvlen, &r);
+    if (rc == CR_OK && r->type == CR__REPLY_ERROR &&
+        strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        cr__reply_free(r);
+        r = NULL;
+        CR__STAT_ADD(&c->stats, noscript_fallbacks, 1);
+        argv[0] = "EVAL";
+        argvlen[0] = 4;
+        argv[1] = s->body;
+        argvlen[1] = s->len;
+        rc = cr__transport_command(c->transport, flags, argc, argv, argvlen, &r);
+    }
+    if (rc == CR_OK && r->type == CR__REPLY_ERROR) {
+        rc = server_error(r);
+        r = NULL;
+    }
+    if (rc == CR_OK)
+        *out = r;
+out:
+    if (argv != stack_argv) {
+        free(argv);
+        free(argvlen);
+    }
+    return rc;
+}
+
+bool
+cr__reply_int(const cr__reply *r, int64_t *out)
+{
+    if (r == NULL)
+        return false;
+    if (r->type == CR__REPLY_INTEGER) {
+        *out = r->integer;
+        return true;
+    }
+    if (r->type == CR__REPLY_STRING)
+        return cr__parse_i64(r->str, r->len, out);
+    return false;
+}
+
+/* ---------------------------------------------------------------- names */
+
+cr_status
+cr__check_name(const char *name)
+{
+    if (name == NULL)
+        return cr__fail(CR_EINVAL, "name is NULL");
+    if (name[0] == '\0')
+        return cr__fail(CR_EINVAL, "name is empty");
+    return CR_OK;
+}
+
+char *
+cr__raw_name(const cr_client *c, const char *name)
+{
+    if (c->name_prefix == NULL)
+        return strdup(name);
+    return cr__strdup_printf("%s%s", c->name_prefix, name);
+}
+
+char *
+cr__prefix_name(const char *prefix, const char *name)
+{
+    if (strchr(name, '{') != NULL)
+        return cr__strdup_printf("%s:%s", prefix, name);
+    return cr__strdup_printf("%s:{%s}", prefix, name);
+}
+
+char *
+cr__suffix_name(const char *name, const char *suffix)
+{
+    if (strchr(name, '{') != NULL)
+        return cr__strdup_printf("%s:%s", name, suffix);
+    return cr__strdup_printf("{%s}:%s", name, suffix);
+}
+
+char *
+cr__unlock_latch_name(const char *name)
+{
+    unsigned char id[16];
+    char hex[33];
+    char *prefix, *latch;
+
+    if (cr__random_bytes(id, sizeof(id)) != CR_OK)
+        return NULL;
+    cr__hex(id, sizeof(id), hex);
+    prefix = cr__prefix_name("redisson_unlock_latch", name);
+    if (prefix == NULL)
+        return NULL;
+    latch = cr__strdup_printf("%s:%s", prefix, hex);
+    free(prefix);
+    return latch;
+}
+
+void
+cr__drop_latch(cr_client *c, const char *latch)
+{
+    const char *argv[2] = {"DEL", latch};
+
+    cr__transport_send_noreply(c->transport, 2, argv, NULL);
+}
+
+/* ------------------------------------------------------------ life cycle */
+
+/* Picks `value` when set (> 0), else `dflt`. */
+static int64_t
+or_default(int64_t value, int64_t dflt)
+{
+    return value > 0 ? value : dflt;
+}
+
+/* Checks the options' numbers: negative values are refused. */
+static cr_status
+check_options(const cr_client_options *o)
+{
+    if (o->connect_timeout_ms < 0 || o->command_timeout_ms < 0 ||
+        o->pool_size < 0 || o->lock_watchdog_timeout_ms < 0 ||
+        o->lock_watchdog_batch_size < 0 || o->fair_lock_wait_timeout_ms < 0 ||
+        o->subscription_timeout_ms < 0 || o->reconnect_window_ms < 0)
+        return cr__fail(CR_EINVAL, "negative option value");
+    if (o->connect_timeout_ms > 3600000 || o->command_timeout_ms > 3600000 ||
+        o->pool_size > 1024 || o->lock_watchdog_batch_size > 10000 ||
+        o->lock_watchdog_timeout_ms > 86400000LL * 365 ||
+        o->fair_lock_wait_timeout_ms > 86400000LL * 365)
+        return cr__fail(CR_EINVAL, "option value out of range");
+    if (o->lock_watchdog_timeout_ms > 0 && o->lock_watchdog_timeout_ms < 30)
+        return cr__fail(CR_EINVAL, "lock_watchdog_timeout_ms must be >= 30");
+    return CR_OK;
+}
+
+cr_status
+cr_client_new(const cr_client_options *opts, cr_client **out)
+{
+    static const cr_client_options defaults;
+    cr_client *c;
+    char err[256];
+    cr_status rc;
+
+    cr__clear_error();
+    if (out == NULL)
+        return cr__fail(CR_EINVAL, "out is NULL");
+    if (opts == NULL)
+        opts = &defaults;
+    rc = check_options(opts);
+    if (rc != CR_OK)
+        return rc;
+    cr__registry_init();
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return CR_ENOMEM;
+    rc = cr__url_parse(opts->url != NULL ? opts->url : DEFAULT_URL, &c->url,
+                       err, sizeof(err));
+    if (rc != CR_OK) {
+        free(c);
+        return cr__fail(rc, "bad URL: %s", err);
+    }
+    c->magic = CR__CLIENT_MAGIC;
+    c->fork_gen = cr__fork_generation();
+    c->connect_timeout_ms = or_default(opts->connect_timeout_ms, 3000);
+    c->command_timeout_ms = or_default(opts->command_timeout_ms, 3000);
+    c->watchdog_timeout_ms = or_default(opts->lock_watchdog_timeout_ms, 30000);
+    c->watchdog_batch = (int)or_default(opts->lock_watchdog_batch_size, 100);
+    c->fair_wait_timeout_ms = or_default(opts->fair_lock_wait_timeout_ms, 300000);
+    c->subscription_timeout_ms = or_default(opts->subscription_timeout_ms, 7500);
+    c->reconnect_window_ms = or_default(opts->reconnect_window_ms, 30000);
+    /* Long enough to cover an unlock's own retry: two command timeouts. */
+    c->latch_timeout_ms = 2 * c->command_timeout_ms + 1000;
+    c->publish_cmd = "publish";
+    c->log.fn = opts->log_fn;
+    c->log.userdata = opts->log_userdata;
+    c->log.level = opts->log_level;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->idle, NULL);
+    c->conn_cfg.url = &c->url;
+    c->conn_cfg.connect_timeout_ms = c->connect_timeout_ms;
+    c->conn_cfg.command_timeout_ms = c->command_timeout_ms;
+    c->conn_cfg.stats = &c->stats;
+    c->conn_cfg.log = &c->log;
+    if (opts->name_prefix != NULL && opts->name_prefix[0] != '\0' &&
+        (c->name_prefix = strdup(opts->name_prefix)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc == CR_OK)
+        rc = cr__uuid_v4(c->id);
+    if (rc == CR_OK)
+        rc = cr__transport_new(&c->conn_cfg, (int)or_default(opts->pool_size, 4),
+                               &c->transport);
+    if (rc == CR_OK)
+        rc = cr__pubsub_new(&c->conn_cfg, &c->pubsub);
+    if (rc == CR_OK)
+        rc = cr__renewal_new(c, &c->renewal);
+    if (rc != CR_OK) {
+        char keep[512];
+
+        /* Freeing must not replace the reason with its own messages. */
+        strncpy(keep, cr_last_error(), sizeof(keep) - 1);
+        keep[sizeof(keep) - 1] = '\0';
+        cr_client_free(c);
+        return cr__fail(rc, "%s", keep);
+    }
+    *out = c;
+    return CR_OK;
+}
+
+void
+cr_client_free(cr_client *c)
+{
+    if (c == NULL || c->magic != CR__CLIENT_MAGIC)
+        return;
+    if (c->fork_gen != cr__fork_generation()) {
+        /* In a fork child: the threads are not ours and their locks may be
+         * held forever; the connections are shared with the parent. Give
+         * back only what is certainly ours to give: nothing touches Redis. */
+        c->magic = 0;
+        return;
+    }
+    atomic_store(&c->closing, true);
+    if (c->pubsub != NULL)
+        cr__pubsub_close(c->pubsub);
+    pthread_mutex_lock(&c->mu);
+    while (atomic_load(&c->active) > 0)
+        pthread_cond_wait(&c->idle, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+    cr__renewal_free(c->renewal);
+    cr__pubsub_free(c->pubsub);
+    cr__transport_free(c->transport);
+    cr__url_clear(&c->url);
+    free(c->name_prefix);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->idle);
+    c->magic = 0;
+    free(c);
+}
+
+const char *
+cr_client_id(const cr_client *c)
+{
+    return c != NULL && c->magic == CR__CLIENT_MAGIC ? c->id : "";
+}
+
+cr_status
+cr_client_stats_get(cr_client *c, cr_client_stats *out)
+{
+    if (c == NULL || c->magic != CR__CLIENT_MAGIC || out == NULL)
+        return cr__fail(CR_EINVAL, "client or out is NULL");
+#define COPY(f) out->f = atomic_load_explicit(&c->stats.f, memory_order_relaxed)
+    COPY(acquisitions);
+    COPY(contended_waits);
+    COPY(wait_time_total_ms);
+    COPY(wait_time_max_ms);
+    COPY(renewals_sent);
+    COPY(renewal_calls);
+    COPY(renewal_failures);
+    COPY(leases_lost);
+    COPY(reconnects);
+    COPY(noscript_fallbacks);
+    COPY(commands);
+    COPY(messages);
+#undef COPY
+    return CR_OK;
+}
+
+const char *
+cr_version_str(void)
+{
+    return CR_VERSION_STR;
+}
+
+unsigned
+cr_version_num(void)
+{
+    return CR_VERSION_NUM;
+}

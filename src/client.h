@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client's insides, shared by the object modules: its settings, its
+ * transport, pub/sub and watchdog, the guard every public call goes
+ * through, the script runner and the protocol's name helpers.
+ */
+#ifndef CR_CLIENT_INTERNAL_H
+#define CR_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "common.h"
+#include "credisson/client.h"
+#include "pubsub.h"
+#include "registry.h"
+#include "scripts.h"
+#include "transport.h"
+#include "url.h"
+
+typedef struct cr__renewal cr__renewal;
+
+#define CR__CLIENT_MAGIC 0x43524353u /* "CRCS" */
+
+struct cr_client {
+    uint32_t magic;
+    char id[37];
+    unsigned fork_gen;
+    cr__url url;
+    char *name_prefix;
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
+    int64_t watchdog_timeout_ms;
+    int watchdog_batch;
+    int64_t fair_wait_timeout_ms;
+    int64_t subscription_timeout_ms;
+    int64_t reconnect_window_ms;
+    int64_t latch_timeout_ms; /* lifetime of unlock latch keys */
+    const char *publish_cmd;  /* "publish" (or "spublish" in sharded mode) */
+    cr__logger log;
+    cr__stats stats;
+    cr__conn_config conn_cfg;
+    cr__transport *transport;
+    cr__pubsub *pubsub;
+    cr__renewal *renewal;
+    atomic_bool closing;
+    atomic_int active; /* public calls under way */
+    pthread_mutex_t mu;
+    pthread_cond_t idle;
+};
+
+/* cr__client_enter: the guard at the top of every public call on `c`:
+ * CR_EINVAL for NULL or a freed client (when detectable), CR_EFORKED in the
+ * child of a fork, CR_ECLOSED while it is being freed. On CR_OK the call
+ * must end with cr__client_leave. */
+cr_status cr__client_enter(cr_client *c);
+void cr__client_leave(cr_client *c);
+
+/* cr__script_run: run script `id` with nkeys keys then nargs arguments (args
+ * and lens hold nkeys + nargs entries; lens may be NULL for C strings) by
+ * EVALSHA, falling back to EVAL on NOSCRIPT. An error reply becomes
+ * CR_ESERVER with the server's text in cr_last_error().
+ * Ownership: *out needs cr__reply_free(). */
+cr_status cr__script_run(cr_client *c, cr__script_id id, unsigned flags,
+                         int nkeys, int nargs, const char **args,
+                         const size_t *lens, cr__reply **out);
+
+/* cr__command: one plain command; an error reply becomes CR_ESERVER. */
+cr_status cr__command(cr_client *c, unsigned flags, int argc,
+                      const char **argv, const size_t *lens,
+                      cr__reply **out);
+
+/* cr__raw_name: the client's name prefix + name (Redisson's NameMapper),
+ * malloc'd; NULL when out of memory. */
+char *cr__raw_name(const cr_client *c, const char *name);
+
+/* cr__check_name: CR_EINVAL unless `name` is a non-empty string. */
+cr_status cr__check_name(const char *name);
+
+/* Protocol section 1.1 name helpers, malloc'd (NULL: out of memory):
+ * prefixName(P, N) = "P:N" when N contains '{', else "P:{N}";
+ * suffixName(N, S) = "N:S" when N contains '{', else "{N}:S". */
+char *cr__prefix_name(const char *prefix, const char *name);
+char *cr__suffix_name(const char *name, const char *suffix);
+
+/* cr__unlock_latch_name: prefixName("redisson_unlock_latch", N) + ":" + a
+ * fresh 32-hex-character request id, malloc'd. */
+char *cr__unlock_latch_name(const char *name);
+
+/* cr__drop_latch: send DEL of an unlock latch without waiting (after the
+ * unlock script replied, as Redisson does). */
+void cr__drop_latch(cr_client *c, const char *latch);
+
+/* cr__reply_int: the integer of an INTEGER reply, or of a STRING holding a
+ * decimal; false otherwise. */
+bool cr__reply_int(const cr__reply *r, int64_t *out);
+
+#endif

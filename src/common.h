@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every module of the library shares: the client's counters, the
+ * per-thread error detail, clocks, and small formatting helpers.
+ */
+#ifndef CR_COMMON_H
+#define CR_COMMON_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "credisson/client.h"
+#include "credisson/status.h"
+
+/* Counters behind cr_client_stats; relaxed atomics, updated anywhere. */
+typedef struct cr__stats {
+    atomic_uint_fast64_t acquisitions;
+    atomic_uint_fast64_t contended_waits;
+    atomic_uint_fast64_t wait_time_total_ms;
+    atomic_uint_fast64_t wait_time_max_ms;
+    atomic_uint_fast64_t renewals_sent;
+    atomic_uint_fast64_t renewal_calls;
+    atomic_uint_fast64_t renewal_failures;
+    atomic_uint_fast64_t leases_lost;
+    atomic_uint_fast64_t reconnects;
+    atomic_uint_fast64_t noscript_fallbacks;
+    atomic_uint_fast64_t commands;
+    atomic_uint_fast64_t messages;
+} cr__stats;
+
+#define CR__STAT_ADD(stats, field, n)                                         \
+    atomic_fetch_add_explicit(&(stats)->field, (n), memory_order_relaxed)
+
+/* A log sink: the client's callback and threshold. */
+typedef struct cr__logger {
+    cr_log_fn fn;
+    void *userdata;
+    cr_log_level level;
+} cr__logger;
+
+void cr__log(const cr__logger *lg, cr_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Set this thread's last-error detail (cr_last_error) and return rc, so a
+ * failure path reads `return cr__fail(CR_EINVAL, "name is empty");`. */
+cr_status cr__fail(cr_status rc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void cr__clear_error(void);
+
+/* Milliseconds on the monotonic clock, and since the epoch (wall clock). */
+int64_t cr__now_ms(void);
+int64_t cr__wall_ms(void);
+
+/* Writes v in decimal into buf (at least 21 bytes); returns the length. */
+size_t cr__fmt_i64(char *buf, int64_t v);
+
+/* Parses a whole decimal string of len bytes into *out; false when it is not
+ * one or overflows. */
+bool cr__parse_i64(const char *s, size_t len, int64_t *out);
+
+/* Fills buf with n random bytes from the kernel; CR_EIO when it cannot. */
+cr_status cr__random_bytes(void *buf, size_t n);
+
+/* Writes n bytes as 2n lowercase hex characters plus a NUL into out. */
+void cr__hex(const unsigned char *in, size_t n, char *out);
+
+/* malloc'd printf; NULL on out of memory. */
+char *cr__strdup_printf(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+#endif

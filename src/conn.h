@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the transport layer (transport.c and pubsub.c), the only files
+ * that include <hiredis.h>: opening an authenticated connection and turning
+ * hiredis replies into cr__reply.
+ */
+#ifndef CR_CONN_H
+#define CR_CONN_H
+
+#include <hiredis/hiredis.h>
+
+#include "transport.h"
+
+/* cr__conn_open: connect as `cfg` says (TCP or unix socket), set the command
+ * timeout, AUTH when the URL has a password and SELECT a non-zero db.
+ * On failure *out is NULL and the reason is in cr_last_error(): CR_EIO for
+ * an unreachable server, CR_ESERVER when AUTH or SELECT was refused. */
+cr_status cr__conn_open(const cr__conn_config *cfg, redisContext **out);
+
+/* cr__reply_convert: a deep copy of a hiredis reply, or NULL when out of
+ * memory. */
+cr__reply *cr__reply_convert(const redisReply *r);
+
+/* cr__conn_io_error: record the context's error as this thread's detail and
+ * return CR_EIO. */
+cr_status cr__conn_io_error(const redisContext *c, const char *what);
+
+#endif

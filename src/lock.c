@@ -1,0 +1,627 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Locks: the calls every kind shares, and RLock (protocol sections 3-4).
+ *
+ * An acquisition runs the kind's acquire script through the shared waiting
+ * loop, then records the hold in the client's holds table (and, without a
+ * lease, with the watchdog) before returning. An unlock runs the kind's
+ * unlock script with a fresh unlock latch, so its one retry after a broken
+ * link cannot release twice, and uses the holds table to tell a lost lease
+ * (CR_ELOST) from a hold that never was (CR_ENOTOWNER).
+ *
+ * An acquire whose reply was lost (the link broke after sending) may or may
+ * not have run. Before trying again, the lock compares the server's hold
+ * count of the owner with this client's own: one more on the server means
+ * the lost attempt did acquire, so it is not run twice.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock.h"
+#include "wait.h"
+
+/* ------------------------------------------------------------- creation */
+
+cr_status
+cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
+                cr_lock **out)
+{
+    cr_lock *l;
+    cr_status rc;
+
+    if (out == NULL)
+        return cr__fail(CR_EINVAL, "out is NULL");
+    rc = cr__check_name(name);
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__client_enter(c);
+    if (rc != CR_OK)
+        return rc;
+    l = calloc(1, sizeof(*l));
+    if (l == NULL || (l->name = strdup(name)) == NULL ||
+        (l->raw = cr__raw_name(c, name)) == NULL ||
+        (l->channel = cr__prefix_name("redisson_lock__channel", l->raw)) == NULL) {
+        if (l != NULL) {
+            free(l->name);
+            free(l->raw);
+        }
+        free(l);
+        cr__client_leave(c);
+        return CR_ENOMEM;
+    }
+    l->magic = CR__LOCK_MAGIC;
+    l->client = c;
+    l->ops = ops;
+    atomic_init(&l->lease_ms, c->watchdog_timeout_ms);
+    cr__client_leave(c);
+    *out = l;
+    return CR_OK;
+}
+
+void
+cr_lock_free(cr_lock *l)
+{
+    if (l == NULL || l->magic != CR__LOCK_MAGIC)
+        return;
+    if (l->ops->free_impl != NULL)
+        l->ops->free_impl(l);
+    l->magic = 0;
+    free(l->name);
+    free(l->raw);
+    free(l->channel);
+    free(l->aux);
+    free(l);
+}
+
+const char *
+cr_lock_name(const cr_lock *l)
+{
+    return l != NULL && l->magic == CR__LOCK_MAGIC ? l->name : "";
+}
+
+/* The guard of every lock call: a live handle on a live client. */
+static cr_status
+enter(cr_lock *l)
+{
+    cr__clear_error();
+    if (l == NULL)
+        return cr__fail(CR_EINVAL, "lock is NULL");
+    if (l->magic != CR__LOCK_MAGIC)
+        return cr__fail(CR_EINVAL, "not a live lock handle (freed?)");
+    return cr__client_enter(l->client);
+}
+
+/* Checks a wait: CR_WAIT_FOREVER or 0..CR_DURATION_MAX. */
+static cr_status
+check_wait(int64_t wait_ms)
+{
+    if (wait_ms == CR_WAIT_FOREVER || (wait_ms >= 0 && wait_ms <= CR_DURATION_MAX))
+        return CR_OK;
+    return cr__fail(CR_EINVAL, "wait of %lld ms is neither CR_WAIT_FOREVER "
+                    "nor in 0..CR_DURATION_MAX", (long long)wait_ms);
+}
+
+/* Checks a lease: CR_LEASE_WATCHDOG or 1..CR_DURATION_MAX. */
+static cr_status
+check_lease(int64_t lease_ms)
+{
+    if (lease_ms == CR_LEASE_WATCHDOG || (lease_ms > 0 && lease_ms <= CR_DURATION_MAX))
+        return CR_OK;
+    return cr__fail(CR_EINVAL, "lease of %lld ms is neither CR_LEASE_WATCHDOG "
+                    "nor in 1..CR_DURATION_MAX", (long long)lease_ms);
+}
+
+/* ------------------------------------------------------------ acquiring */
+
+typedef struct attempt_ctx {
+    cr_lock *lock;
+    const char *owner;
+    int64_t lease_ms;
+    int64_t wait_ms;
+    bool uncertain; /* the last attempt's reply was lost */
+} attempt_ctx;
+
+/* Tells whether an attempt whose reply was lost did acquire: the server
+ * counts one hold more than this client knows of. */
+static cr_status
+resolve_lost_reply(attempt_ctx *a, bool *acquired)
+{
+    cr_lock *l = a->lock;
+    int64_t server = 0, local;
+    cr_status rc = l->ops->hold_count(l, a->owner, &server);
+
+    if (rc != CR_OK)
+        return rc;
+    local = cr__hold_count(l->client->renewal, l->ops->hold_kind, l->raw,
+                           a->owner, NULL);
+    *acquired = server > local;
+    a->uncertain = false;
+    return CR_OK;
+}
+
+/* One attempt of the waiting loop (cr__attempt_fn). */
+static cr_status
+attempt(void *arg, int64_t *hint)
+{
+    attempt_ctx *a = arg;
+    cr_status rc;
+
+    if (a->uncertain) {
+        bool acquired = false;
+
+        rc = resolve_lost_reply(a, &acquired);
+        if (rc != CR_OK)
+            return rc;
+        if (acquired)
+            return CR_OK;
+    }
+    rc = a->lock->ops->acquire(a->lock, a->owner, a->lease_ms, a->wait_ms, hint);
+    if (rc == CR_EIO)
+        a->uncertain = true;
+    return rc;
+}
+
+/* Acquisition shared by lock/try_lock and their _tid forms. */
+static cr_status
+acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
+{
+    char owner[CR__OWNER_MAX];
+    attempt_ctx a;
+    cr__wait_spec spec;
+    char *channel;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_wait(wait_ms)) != CR_OK || (rc = check_lease(lease_ms)) != CR_OK)
+        goto out;
+    l->ops->owner(l, tid, owner);
+    channel = l->ops->channel(l, owner);
+    if (channel == NULL) {
+        rc = CR_ENOMEM;
+        goto out;
+    }
+    a.lock = l;
+    a.owner = owner;
+    a.lease_ms = lease_ms > 0 ? lease_ms : atomic_load(&l->lease_ms);
+    a.wait_ms = wait_ms;
+    a.uncertain = false;
+    spec.channel = channel;
+    spec.mode = l->ops->wake_mode;
+    spec.wait_ms = wait_ms;
+    spec.min_sleep_ms = l->ops->min_sleep_ms;
+    spec.max_sleep_ms = l->ops->max_sleep_ms;
+    spec.attempt = attempt;
+    spec.ctx = &a;
+    rc = cr__wait(l->client, &spec);
+    if (rc == CR_EIO && a.uncertain) {
+        bool acquired = false;
+
+        if (resolve_lost_reply(&a, &acquired) == CR_OK && acquired)
+            rc = CR_OK;
+    }
+    free(channel);
+    if (rc == CR_OK) {
+        rc = cr__hold_add(l->client->renewal, l->ops->hold_kind, l->raw, owner,
+                          l->aux, tid, lease_ms == CR_LEASE_WATCHDOG,
+                          l->lost_fn, l->lost_userdata);
+        if (rc != CR_OK) {
+            int ignored;
+
+            /* Nobody would renew or remember it: give it back. */
+            l->ops->unlock(l, owner, a.lease_ms, &ignored);
+        } else if (lease_ms > 0) {
+            atomic_store(&l->lease_ms, lease_ms);
+        }
+    } else if (l->ops->give_up != NULL) {
+        l->ops->give_up(l, owner, wait_ms);
+    }
+out:
+    cr__client_leave(l->client);
+    return rc;
+}
+
+cr_status
+cr_lock_lock(cr_lock *l, int64_t lease_ms)
+{
+    return acquire(l, cr_thread_id(), CR_WAIT_FOREVER, lease_ms);
+}
+
+cr_status
+cr_lock_try_lock(cr_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    return acquire(l, cr_thread_id(), wait_ms, lease_ms);
+}
+
+cr_status
+cr_lock_lock_tid(cr_lock *l, int64_t tid, int64_t lease_ms)
+{
+    return acquire(l, tid, CR_WAIT_FOREVER, lease_ms);
+}
+
+cr_status
+cr_lock_try_lock_tid(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
+{
+    return acquire(l, tid, wait_ms, lease_ms);
+}
+
+/* ------------------------------------------------------------ releasing */
+
+/* Unlock shared by cr_lock_unlock and cr_lock_unlock_tid. */
+static cr_status
+release(cr_lock *l, int64_t tid)
+{
+    char owner[CR__OWNER_MAX];
+    cr__renewal *r;
+    int64_t local;
+    int result = 0;
+    bool lost = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    r = l->client->renewal;
+    l->ops->owner(l, tid, owner);
+    local = cr__hold_count(r, l->ops->hold_kind, l->raw, owner, &lost);
+    rc = l->ops->unlock(l, owner, atomic_load(&l->lease_ms), &result);
+    if (rc == CR_OK) {
+        cr__hold_release(r, l->ops->hold_kind, l->raw, owner, result == 1);
+    } else if (rc == CR_ENOTOWNER && local > 0) {
+        if (!lost)
+            CR__STAT_ADD(&l->client->stats, leases_lost, 1);
+        cr__hold_release(r, l->ops->hold_kind, l->raw, owner, true);
+        rc = cr__fail(CR_ELOST, "%s %s: the hold of %s had expired or was "
+                      "removed before this unlock", l->ops->kind, l->name, owner);
+    } else {
+        /* As Redisson: a failed unlock still takes one renewal count, so a
+         * lock whose unlock cannot reach Redis expires instead of being
+         * renewed forever. */
+        cr__hold_release(r, l->ops->hold_kind, l->raw, owner, false);
+    }
+    if (rc != CR_OK || result == 1)
+        atomic_store(&l->lease_ms, l->client->watchdog_timeout_ms);
+    cr__client_leave(l->client);
+    return rc;
+}
+
+cr_status
+cr_lock_unlock(cr_lock *l)
+{
+    return release(l, cr_thread_id());
+}
+
+cr_status
+cr_lock_unlock_tid(cr_lock *l, int64_t tid)
+{
+    return release(l, tid);
+}
+
+cr_status
+cr_lock_force_unlock(cr_lock *l, bool *unlocked)
+{
+    bool done = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = l->ops->force_unlock(l, &done);
+    if (rc == CR_OK) {
+        cr__hold_drop_key(l->client->renewal, l->ops->hold_kind, l->raw);
+        atomic_store(&l->lease_ms, l->client->watchdog_timeout_ms);
+        if (unlocked != NULL)
+            *unlocked = done;
+    }
+    cr__client_leave(l->client);
+    return rc;
+}
+
+cr_status
+cr_lock_delete(cr_lock *l, bool *deleted)
+{
+    bool done = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = l->ops->delete_(l, &done);
+    if (rc == CR_OK) {
+        cr__hold_drop_key(l->client->renewal, l->ops->hold_kind, l->raw);
+        if (deleted != NULL)
+            *deleted = done;
+    }
+    cr__client_leave(l->client);
+    return rc;
+}
+
+/* -------------------------------------------------------------- queries */
+
+cr_status
+cr_lock_is_locked(cr_lock *l, bool *locked)
+{
+    bool v = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if (locked == NULL)
+        rc = cr__fail(CR_EINVAL, "locked is NULL");
+    else if ((rc = l->ops->is_locked(l, &v)) == CR_OK)
+        *locked = v;
+    cr__client_leave(l->client);
+    return rc;
+}
+
+cr_status
+cr_lock_get_hold_count_tid(cr_lock *l, int64_t tid, int64_t *count)
+{
+    char owner[CR__OWNER_MAX];
+    int64_t n = 0;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if (count == NULL) {
+        rc = cr__fail(CR_EINVAL, "count is NULL");
+    } else {
+        l->ops->owner(l, tid, owner);
+        if ((rc = l->ops->hold_count(l, owner, &n)) == CR_OK)
+            *count = n;
+    }
+    cr__client_leave(l->client);
+    return rc;
+}
+
+cr_status
+cr_lock_get_hold_count(cr_lock *l, int64_t *count)
+{
+    return cr_lock_get_hold_count_tid(l, cr_thread_id(), count);
+}
+
+cr_status
+cr_lock_is_held_by_thread(cr_lock *l, int64_t tid, bool *held)
+{
+    int64_t n = 0;
+    cr_status rc;
+
+    if (held == NULL)
+        return cr__fail(CR_EINVAL, "held is NULL");
+    rc = cr_lock_get_hold_count_tid(l, tid, &n);
+    if (rc == CR_OK)
+        *held = n > 0;
+    return rc;
+}
+
+cr_status
+cr_lock_is_held_by_current_thread(cr_lock *l, bool *held)
+{
+    return cr_lock_is_held_by_thread(l, cr_thread_id(), held);
+}
+
+cr_status
+cr_lock_remain_time_to_live(cr_lock *l, int64_t *ttl_ms)
+{
+    const char *argv[2] = {"PTTL", NULL};
+    cr__reply *r = NULL;
+    int64_t v;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    argv[1] = l->raw;
+    if (ttl_ms == NULL)
+        rc = cr__fail(CR_EINVAL, "ttl_ms is NULL");
+    else if ((rc = cr__command(l->client, CR__CMD_RETRY, 2, argv, NULL, &r)) == CR_OK) {
+        if (cr__reply_int(r, &v))
+            *ttl_ms = v;
+        else
+            rc = cr__fail(CR_ESCRIPT, "PTTL gave no integer");
+        cr__reply_free(r);
+    }
+    cr__client_leave(l->client);
+    return rc;
+}
+
+cr_status
+cr_lock_is_lost_tid(cr_lock *l, int64_t tid, bool *lost)
+{
+    char owner[CR__OWNER_MAX];
+    bool v = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if (lost == NULL) {
+        rc = cr__fail(CR_EINVAL, "lost is NULL");
+    } else {
+        l->ops->owner(l, tid, owner);
+        cr__hold_count(l->client->renewal, l->ops->hold_kind, l->raw, owner, &v);
+        *lost = v;
+    }
+    cr__client_leave(l->client);
+    return rc;
+}
+
+cr_status
+cr_lock_is_lost(cr_lock *l, bool *lost)
+{
+    return cr_lock_is_lost_tid(l, cr_thread_id(), lost);
+}
+
+cr_status
+cr_lock_set_lost_callback(cr_lock *l, cr_lock_lost_fn fn, void *userdata)
+{
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    l->lost_fn = fn;
+    l->lost_userdata = userdata;
+    cr__client_leave(l->client);
+    return CR_OK;
+}
+
+/* ---------------------------------------------------------------- RLock */
+
+void
+cr__lock_owner_plain(const cr_lock *l, int64_t tid, char *out)
+{
+    cr__owner_name(l->client->id, tid, out);
+}
+
+char *
+cr__lock_channel_plain(cr_lock *l, const char *owner)
+{
+    (void)owner;
+    return strdup(l->channel);
+}
+
+/* RLock acquire: nil when acquired, else the PTTL hint. */
+static cr_status
+plain_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
+              int64_t *hint)
+{
+    char lease[24];
+    const char *args[3] = {l->raw, lease, owner};
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    (void)wait_ms;
+    cr__fmt_i64(lease, lease_ms);
+    rc = cr__script_run(l->client, CR__SCRIPT_LOCK_ACQUIRE, 0, 1, 2, args, NULL, &r);
+    if (rc != CR_OK)
+        return rc;
+    if (r->type == CR__REPLY_NIL)
+        rc = CR_OK;
+    else if (cr__reply_int(r, hint))
+        rc = CR_BUSY;
+    else
+        rc = cr__fail(CR_ESCRIPT, "lock acquire replied neither nil nor a ttl");
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr__lock_unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result)
+{
+    int64_t v;
+    cr_status rc;
+
+    if (r->type == CR__REPLY_NIL)
+        rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this owner",
+                      l->ops->kind, l->name);
+    else if (cr__reply_int(r, &v) && (v == 0 || v == 1)) {
+        *result = (int)v;
+        rc = CR_OK;
+    } else
+        rc = cr__fail(CR_ESCRIPT, "unlock replied neither nil, 0 nor 1");
+    cr__reply_free(r);
+    cr__drop_latch(l->client, latch);
+    return rc;
+}
+
+cr_status
+cr__lock_unlock_plain(cr_lock *l, const char *owner, int64_t lease_ms,
+                      int *result)
+{
+    cr_client *c = l->client;
+    char lease[24], latch_ms[24];
+    char *latch = cr__unlock_latch_name(l->raw);
+    const char *args[8];
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    if (latch == NULL)
+        return CR_ENOMEM;
+    cr__fmt_i64(lease, lease_ms);
+    cr__fmt_i64(latch_ms, c->latch_timeout_ms);
+    args[0] = l->raw;
+    args[1] = l->channel;
+    args[2] = latch;
+    args[3] = "0";
+    args[4] = lease;
+    args[5] = owner;
+    args[6] = c->publish_cmd;
+    args[7] = latch_ms;
+    rc = cr__script_run(c, CR__SCRIPT_LOCK_UNLOCK, CR__CMD_RETRY, 3, 5, args,
+                        NULL, &r);
+    if (rc == CR_OK)
+        rc = cr__lock_unlock_reply(l, r, latch, result);
+    free(latch);
+    return rc;
+}
+
+cr_status
+cr__lock_force_unlock_plain(cr_lock *l, bool *done)
+{
+    const char *args[4] = {l->raw, l->channel, "0", l->client->publish_cmd};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = cr__script_run(l->client, CR__SCRIPT_LOCK_FORCE_UNLOCK,
+                                  CR__CMD_RETRY, 2, 2, args, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (!cr__reply_int(r, &v))
+        rc = cr__fail(CR_ESCRIPT, "force unlock replied no integer");
+    *done = v == 1;
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr__lock_is_locked_plain(cr_lock *l, bool *locked)
+{
+    const char *argv[2] = {"EXISTS", l->raw};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = cr__command(l->client, CR__CMD_RETRY, 2, argv, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (!cr__reply_int(r, &v))
+        rc = cr__fail(CR_ESCRIPT, "EXISTS gave no integer");
+    *locked = v > 0;
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr__lock_hold_count_plain(cr_lock *l, const char *owner, int64_t *count)
+{
+    const char *argv[3] = {"HGET", l->raw, owner};
+    cr__reply *r = NULL;
+    cr_status rc = cr__command(l->client, CR__CMD_RETRY, 3, argv, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (r->type == CR__REPLY_NIL)
+        *count = 0;
+    else if (!cr__reply_int(r, count))
+        rc = cr__fail(CR_ESCRIPT, "hold count of %s is not a number", owner);
+    cr__reply_free(r);
+    return rc;
+}
+
+static const cr__lock_ops plain_ops = {
+    .kind = "lock",
+    .hold_kind = CR__HOLD_PLAIN,
+    .wake_mode = CR__WAKE_LOCK,
+    .min_sleep_ms = 1,
+    .max_sleep_ms = -1,
+    .owner = cr__lock_owner_plain,
+    .acquire = plain_acquire,
+    .unlock = cr__lock_unlock_plain,
+    .force_unlock = cr__lock_force_unlock_plain,
+    .delete_ = cr__lock_force_unlock_plain,
+    .is_locked = cr__lock_is_locked_plain,
+    .hold_count = cr__lock_hold_count_plain,
+    .channel = cr__lock_channel_plain,
+};
+
+cr_status
+cr_lock_new(cr_client *c, const char *name, cr_lock **out)
+{
+    return cr__lock_create(c, name, &plain_ops, out);
+}

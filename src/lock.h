@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The inside of a cr_lock. Every lock kind (RLock, fair, read, write, spin,
+ * fenced...) is a cr_lock with a table of operations, as hiredis's
+ * redisContextFuncs; lock.c holds what all kinds share (argument checks,
+ * waiting, the holds table, the watchdog, lost leases) and RLock's own
+ * operations, which other kinds reuse where the protocol says they are the
+ * same.
+ */
+#ifndef CR_LOCK_INTERNAL_H
+#define CR_LOCK_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "client.h"
+#include "credisson/lock.h"
+#include "renewal.h"
+
+#define CR__LOCK_MAGIC 0x43524c4bu /* "CRLK" */
+
+typedef struct cr__lock_ops {
+    const char *kind;          /* "lock", "fair_lock", ... for messages */
+    cr__hold_kind hold_kind;   /* which renewal script keeps it alive */
+    cr__wake_mode wake_mode;   /* how its channel's messages wake waiters */
+    int64_t min_sleep_ms;      /* floor for ttl hints while waiting */
+    int64_t max_sleep_ms;      /* re-try at least this often; -1: no bound */
+    /* Owner name of thread `tid` (the write lock appends ":write"). */
+    void (*owner)(const cr_lock *l, int64_t tid, char *out);
+    /* One attempt (see cr__attempt_fn); `wait_ms` is the caller's whole
+     * wait (the fair lock enqueues with it), 0 for a single try. */
+    cr_status (*acquire)(cr_lock *l, const char *owner, int64_t lease_ms,
+                         int64_t wait_ms, int64_t *hint_ms);
+    /* Release one hold: *result 0 (holds remain) or 1 (released);
+     * CR_ENOTOWNER when the owner holds none. */
+    cr_status (*unlock)(cr_lock *l, const char *owner, int64_t lease_ms,
+                        int *result);
+    cr_status (*force_unlock)(cr_lock *l, bool *done);
+    cr_status (*delete_)(cr_lock *l, bool *done);
+    cr_status (*is_locked)(cr_lock *l, bool *locked);
+    cr_status (*hold_count)(cr_lock *l, const char *owner, int64_t *count);
+    /* The channel a waiter subscribes to, malloc'd. */
+    char *(*channel)(cr_lock *l, const char *owner);
+    /* Called when a waiter stops waiting without the lock; NULL: none. */
+    void (*give_up)(cr_lock *l, const char *owner, int64_t wait_ms);
+    /* Frees l->impl; NULL: nothing to free. */
+    void (*free_impl)(cr_lock *l);
+} cr__lock_ops;
+
+struct cr_lock {
+    uint32_t magic;
+    cr_client *client;
+    const cr__lock_ops *ops;
+    char *name;    /* as given by the user */
+    char *raw;     /* N: the name after the client's name prefix */
+    char *channel; /* redisson_lock__channel:{N} */
+    char *aux;     /* the kind's extra key for renewal (read lock), or NULL */
+    atomic_int_fast64_t lease_ms; /* Redisson's per-object current lease */
+    cr_lock_lost_fn lost_fn;
+    void *lost_userdata;
+    void *impl;    /* the kind's own data */
+};
+
+/* cr__lock_create: a cr_lock of kind `ops` for `name`. */
+cr_status cr__lock_create(cr_client *c, const char *name,
+                          const cr__lock_ops *ops, cr_lock **out);
+
+/* RLock's operations, for kinds that share them. */
+void cr__lock_owner_plain(const cr_lock *l, int64_t tid, char *out);
+cr_status cr__lock_unlock_plain(cr_lock *l, const char *owner, int64_t lease_ms,
+                                int *result);
+cr_status cr__lock_force_unlock_plain(cr_lock *l, bool *done);
+cr_status cr__lock_is_locked_plain(cr_lock *l, bool *locked);
+cr_status cr__lock_hold_count_plain(cr_lock *l, const char *owner,
+                                    int64_t *count);
+char *cr__lock_channel_plain(cr_lock *l, const char *owner);
+
+/* cr__lock_unlock_reply: map an unlock script's reply (nil, 0 or 1) to a
+ * status and *result, and drop the latch as Redisson does. Frees reply. */
+cr_status cr__lock_unlock_reply(cr_lock *l, cr__reply *reply, const char *latch,
+                                int *result);
+
+#endif

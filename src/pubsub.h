@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pub/sub: one subscriber connection and one dispatcher thread per client.
+ * Local waiters share one subscription per channel (reference counted:
+ * SUBSCRIBE with the first waiter, UNSUBSCRIBE with the last). A message
+ * becomes wake-up permits on the channel's subscription, so a message that
+ * arrives between a failed attempt and the wait is never lost. After the
+ * subscriber connection drops, the thread reconnects with backoff,
+ * resubscribes every channel and wakes every waiter to retry.
+ *
+ * Thread safety: all functions may be called from any thread.
+ */
+#ifndef CR_PUBSUB_H
+#define CR_PUBSUB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "transport.h"
+
+/* How a channel's messages turn into wake-ups (protocol section 2). */
+typedef enum cr__wake_mode {
+    CR__WAKE_LOCK,      /* "0": wake one waiter; "1": wake all */
+    CR__WAKE_SEMAPHORE, /* n > 0: wake up to n waiters */
+    CR__WAKE_LATCH      /* "0": wake all; anything else: nothing */
+} cr__wake_mode;
+
+typedef struct cr__pubsub cr__pubsub;
+typedef struct cr__sub cr__sub;
+
+/* cr__pubsub_new: start the dispatcher thread; it connects on its own. */
+cr_status cr__pubsub_new(const cr__conn_config *cfg, cr__pubsub **out);
+
+/* cr__pubsub_close: make every present and future wait return CR_ECLOSED. */
+void cr__pubsub_close(cr__pubsub *ps);
+
+/* cr__pubsub_free: stop the thread and free everything; no waiter may be
+ * left (cr__pubsub_close first, and let them leave). */
+void cr__pubsub_free(cr__pubsub *ps);
+
+/* cr__pubsub_subscribe: take a reference on `channel`'s subscription and
+ * wait up to timeout_ms (-1: no limit) for the server to confirm it.
+ * Returns CR_OK when confirmed; CR_TIMEOUT when not confirmed in time (the
+ * reference is still taken: the caller should poll instead of relying on
+ * messages, see cr__sub_confirmed); CR_ECLOSED, CR_ENOMEM (no reference).
+ * Every *out must be given back with cr__pubsub_unsubscribe. */
+cr_status cr__pubsub_subscribe(cr__pubsub *ps, const char *channel,
+                               cr__wake_mode mode, int64_t timeout_ms,
+                               cr__sub **out);
+
+/* cr__pubsub_unsubscribe: drop the reference taken by subscribe. */
+void cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *sub);
+
+/* cr__sub_wait: wait up to timeout_ms (-1: no limit) for a wake-up permit
+ * and consume it. Returns CR_OK (woken), CR_TIMEOUT, CR_ECLOSED. */
+cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms);
+
+/* cr__sub_confirmed: true while the server confirms the subscription. */
+bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);
+
+/* cr__pubsub_subscriber_count: the number of channels subscribed (for
+ * tests: 0 once every waiter has left). */
+unsigned cr__pubsub_channel_count(cr__pubsub *ps);
+
+#endif

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Identity: the client's UUID, the process-wide thread ids, owner names
+ * "<uuid>:<tid>", and fork() detection.
+ */
+#ifndef CR_REGISTRY_H
+#define CR_REGISTRY_H
+
+#include <stdint.h>
+
+#include "common.h"
+
+/* Room for "<36-char uuid>:<20-digit tid>:write" and a NUL. */
+#define CR__OWNER_MAX 72
+
+/* cr__uuid_v4: a random version-4 UUID in 36 lowercase characters + NUL. */
+cr_status cr__uuid_v4(char out[37]);
+
+/* cr__owner_name: writes "<uuid>:<tid>" into out (CR__OWNER_MAX bytes). */
+void cr__owner_name(const char *uuid, int64_t tid, char *out);
+
+/* cr__fork_generation: how many fork()s the current process descends from
+ * since the library was loaded; a client remembers it at creation and
+ * refuses to act as an owner when it has changed. */
+unsigned cr__fork_generation(void);
+
+/* cr__registry_init: install the pthread_atfork handler (idempotent). */
+void cr__registry_init(void);
+
+#endif

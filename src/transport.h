@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport: a pool of Redis connections for commands, one connection
+ * reserved for the watchdog thread, reconnection, AUTH and SELECT on every
+ * (re)connect, and the library's own reply type so that hiredis types never
+ * leave the transport layer (transport.c and pubsub.c).
+ *
+ * Thread safety: every function may be called from any thread; each
+ * connection is used by one thread at a time.
+ */
+#ifndef CR_TRANSPORT_H
+#define CR_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "url.h"
+
+typedef enum cr__reply_type {
+    CR__REPLY_NIL = 0,
+    CR__REPLY_INTEGER,
+    CR__REPLY_STRING, /* bulk string */
+    CR__REPLY_STATUS,
+    CR__REPLY_ERROR,
+    CR__REPLY_ARRAY
+} cr__reply_type;
+
+typedef struct cr__reply {
+    cr__reply_type type;
+    long long integer;
+    char *str; /* NUL-terminated copy for STRING, STATUS and ERROR */
+    size_t len;
+    size_t elements;
+    struct cr__reply **element;
+} cr__reply;
+
+void cr__reply_free(cr__reply *r);
+
+/* What a connection needs: where, how long to wait, who to be. */
+typedef struct cr__conn_config {
+    const cr__url *url; /* borrowed for the transport's life */
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
+    cr__stats *stats;   /* counters to bump (reconnects, commands) */
+    const cr__logger *log;
+} cr__conn_config;
+
+typedef struct cr__transport cr__transport;
+
+/* cr__transport_new: a pool of `pool_size` connections plus one reserved.
+ * One connection is opened at once to report an unreachable or refusing
+ * server; the others open on first use. */
+cr_status cr__transport_new(const cr__conn_config *cfg, int pool_size,
+                            cr__transport **out);
+void cr__transport_free(cr__transport *t);
+
+/* Flags for cr__transport_command. */
+#define CR__CMD_RETRY 1u    /* safe to send once more after a broken link */
+#define CR__CMD_RESERVED 2u /* use the watchdog's reserved connection */
+
+/* cr__transport_command: send one command and wait for its reply. An error
+ * reply from Redis is CR_OK with a CR__REPLY_ERROR reply. CR_EIO when the
+ * link broke or timed out (the detail is in cr_last_error()); with
+ * CR__CMD_RETRY the command is sent once more on a fresh connection first.
+ * Ownership: *out needs cr__reply_free(). */
+cr_status cr__transport_command(cr__transport *t, unsigned flags, int argc,
+                                const char **argv, const size_t *argvlen,
+                                cr__reply **out);
+
+/* cr__transport_send_noreply: send a command whose reply nobody waits for
+ * (the unlock latch's DEL); its reply is read and dropped before the
+ * connection's next command. Failures are ignored. */
+void cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
+                                const size_t *argvlen);
+
+/* cr__reply_from_buffer: decode RESP bytes (one reply) with the same code
+ * that decodes the server's replies; for the fuzzer and tests. CR_OK with
+ * *out set, CR_BUSY when the bytes end before the reply does, CR_ESCRIPT when
+ * they are not RESP. */
+cr_status cr__reply_from_buffer(const char *buf, size_t len, cr__reply **out);
+
+#endif

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parsing of Redis URLs, a pure module (no I/O):
+ *   redis://[[user]:password@]host[:port][/db]      (port 6379, db 0 default)
+ *   redis://[user:password@][::1]:port/db          (IPv6 in brackets)
+ *   unix://[[user]:password@]/path/to.sock[?db=N]
+ * User and password are percent-decoded. A query string on redis:// may carry
+ * db=N too. rediss:// (TLS) is refused with a message saying so.
+ */
+#ifndef CR_URL_H
+#define CR_URL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "credisson/status.h"
+
+typedef struct cr__url {
+    bool is_unix;
+    char *host;     /* NULL for unix:// */
+    int port;       /* 0 for unix:// */
+    char *path;     /* socket path for unix://, NULL otherwise */
+    char *user;     /* NULL when absent */
+    char *password; /* NULL when absent */
+    int db;         /* 0..INT_MAX */
+} cr__url;
+
+/* cr__url_parse: parse `s` into *out (which needs cr__url_clear after CR_OK).
+ * On failure *out is left zeroed and a one-line reason that never contains
+ * the password is written to err (errlen bytes, may be 0).
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM. */
+cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen);
+
+/* cr__url_clear: free what cr__url_parse allocated and zero *u. */
+void cr__url_clear(cr__url *u);
+
+/* cr__url_redacted: write `u` back as a URL with the password replaced by
+ * "***" into buf (always NUL-terminated); for logs and error messages. */
+void cr__url_redacted(const cr__url *u, char *buf, size_t buflen);
+
+#endif

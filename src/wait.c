@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The subscribe-then-retry loop of every waiting call.
+ */
+#include "config.h"
+
+#include "wait.h"
+
+/* While the subscription is not confirmed, messages may be missed: poll. */
+#define UNCONFIRMED_POLL_MS 250
+#define IO_BACKOFF_MIN_MS 20
+#define IO_BACKOFF_MAX_MS 1000
+
+/* min() where -1 stands for "no bound". */
+static int64_t
+bound(int64_t a, int64_t b)
+{
+    if (a < 0)
+        return b;
+    if (b < 0)
+        return a;
+    return a < b ? a : b;
+}
+
+/* Records a contended wait that lasted from `start` until now. */
+static void
+count_wait(cr_client *c, int64_t start)
+{
+    uint64_t ms = (uint64_t)(cr__now_ms() - start);
+    uint_fast64_t max = atomic_load(&c->stats.wait_time_max_ms);
+
+    CR__STAT_ADD(&c->stats, contended_waits, 1);
+    CR__STAT_ADD(&c->stats, wait_time_total_ms, ms);
+    while (ms > max &&
+           !atomic_compare_exchange_weak(&c->stats.wait_time_max_ms, &max, ms))
+        ;
+}
+
+cr_status
+cr__wait(cr_client *c, const cr__wait_spec *spec)
+{
+    int64_t start = cr__now_ms(), hint = -1, io_since = 0, backoff = 0;
+    int64_t deadline = spec->wait_ms < 0 ? -1 : start + spec->wait_ms;
+    cr__sub *sub = NULL;
+    cr_status rc = spec->attempt(spec->ctx, &hint);
+
+    if (rc == CR_OK)
+        CR__STAT_ADD(&c->stats, acquisitions, 1);
+    if ((rc != CR_BUSY && rc != CR_EIO) || spec->wait_ms == 0)
+        return rc;
+    rc = cr__pubsub_subscribe(c->pubsub, spec->channel, spec->mode,
+                              bound(spec->wait_ms, c->subscription_timeout_ms),
+                              &sub);
+    if (rc == CR_ECLOSED || rc == CR_ENOMEM)
+        return rc;
+    rc = spec->attempt(spec->ctx, &hint);
+    while (rc == CR_BUSY || rc == CR_EIO) {
+        int64_t now = cr__now_ms(), sleep;
+
+        if (rc == CR_EIO) {
+            if (io_since == 0)
+                io_since = now;
+            if (now - io_since > c->reconnect_window_ms)
+                break;
+            backoff = backoff == 0 ? IO_BACKOFF_MIN_MS
+                                   : bound(backoff * 2, IO_BACKOFF_MAX_MS);
+            sleep = backoff;
+        } else {
+            io_since = 0;
+            backoff = 0;
+            sleep = hint >= 0 ? (hint > spec->min_sleep_ms ? hint : spec->min_sleep_ms)
+                              : -1;
+        }
+        if (!cr__sub_confirmed(c->pubsub, sub))
+            sleep = bound(sleep, UNCONFIRMED_POLL_MS);
+        sleep = bound(sleep, spec->max_sleep_ms);
+        if (deadline >= 0) {
+            if (now >= deadline) {
+                rc = rc == CR_EIO ? CR_EIO : CR_BUSY;
+                break;
+            }
+            sleep = bound(sleep, deadline - now);
+        }
+        if (cr__sub_wait(c->pubsub, sub, sleep) == CR_ECLOSED) {
+            rc = CR_ECLOSED;
+            break;
+        }
+        rc = spec->attempt(spec->ctx, &hint);
+    }
+    cr__pubsub_unsubscribe(c->pubsub, sub);
+    if (rc == CR_OK)
+        CR__STAT_ADD(&c->stats, acquisitions, 1);
+    count_wait(c, start);
+    if (rc == CR_ECLOSED)
+        return cr__fail(CR_ECLOSED, "the client is being freed");
+    return rc;
+}

@@ -1,0 +1,747 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RLock behaviour against a real redis-server: exclusion, reentrancy,
+ * leases, the watchdog, lost leases, waking waiters, thread ids, fork, bad
+ * arguments, and the client's life cycle.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lock_common.h"
+
+/* ------------------------------------------------------------- helpers */
+
+typedef struct waiter {
+    cr_lock *lock;
+    int64_t wait_ms;
+    int64_t lease_ms;
+    cr_status rc;
+    int64_t acquired_at; /* monotonic ms, 0 when not */
+    bool unlock_after;
+    pthread_t thread;
+} waiter;
+
+/* Thread body: try_lock with the waiter's budget, record when it got it. */
+static void *
+waiter_run(void *arg)
+{
+    waiter *w = arg;
+
+    w->rc = cr_lock_try_lock(w->lock, w->wait_ms, w->lease_ms);
+    if (w->rc == CR_OK) {
+        w->acquired_at = cr_test_now_ms();
+        if (w->unlock_after)
+            cr_lock_unlock(w->lock);
+    }
+    return NULL;
+}
+
+static void
+waiter_start(waiter *w, cr_lock *l, int64_t wait_ms)
+{
+    memset(w, 0, sizeof(*w));
+    w->lock = l;
+    w->wait_ms = wait_ms;
+    w->lease_ms = CR_LEASE_WATCHDOG;
+    w->unlock_after = true;
+    assert_int_equal(pthread_create(&w->thread, NULL, waiter_run, w), 0);
+}
+
+/* Number of subscribers of `channel` on the server. */
+static long long
+numsub(const char *channel)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
+    long long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        n = r->element[1]->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+static bool
+channel_has_subscriber(void *arg)
+{
+    return numsub(arg) > 0;
+}
+
+/* -------------------------------------------------------- basic contract */
+
+static void
+test_lock_try_lock_acquires_a_free_lock(void **state)
+{
+    cr_lock *l;
+    bool held = false, locked = false;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "free", &l), CR_OK);
+    assert_string_equal(cr_lock_name(l), "free");
+    assert_int_equal(cr_lock_try_lock(l, 0, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_is_locked(l, &locked), CR_OK);
+    assert_true(locked);
+    assert_int_equal(cr_lock_is_held_by_current_thread(l, &held), CR_OK);
+    assert_true(held);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(cr_lock_is_locked(l, &locked), CR_OK);
+    assert_false(locked);
+    cr_lock_free(l);
+}
+
+static void
+test_lock_try_lock_returns_busy_when_held_by_other_client(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *mine, *theirs;
+
+    (void)state;
+    assert_non_null(other);
+    assert_int_equal(cr_lock_new(test_client, "busy", &mine), CR_OK);
+    assert_int_equal(cr_lock_new(other, "busy", &theirs), CR_OK);
+    assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_try_lock(mine, 0, CR_LEASE_WATCHDOG), CR_BUSY);
+    assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+    assert_int_equal(cr_lock_try_lock(mine, 0, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_unlock(mine), CR_OK);
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+static void
+test_lock_reentrant_holds_are_counted_and_released_one_by_one(void **state)
+{
+    cr_lock *l;
+    int64_t n = -1;
+    bool locked = false;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "reentrant", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_try_lock(l, 0, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_get_hold_count(l, &n), CR_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(cr_lock_is_locked(l, &locked), CR_OK);
+    assert_true(locked);
+    assert_int_equal(cr_lock_get_hold_count(l, &n), CR_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(cr_lock_is_locked(l, &locked), CR_OK);
+    assert_false(locked);
+    assert_int_equal(cr_lock_unlock(l), CR_ENOTOWNER);
+    cr_lock_free(l);
+}
+
+static void *
+unlock_from_thread(void *arg)
+{
+    return (void *)(intptr_t)cr_lock_unlock(arg);
+}
+
+static void
+test_lock_unlock_by_another_thread_or_client_is_refused(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *l, *theirs;
+    pthread_t t;
+    void *ret;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "owned", &l), CR_OK);
+    assert_int_equal(cr_lock_new(other, "owned", &theirs), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(pthread_create(&t, NULL, unlock_from_thread, l), 0);
+    pthread_join(t, &ret);
+    assert_int_equal((cr_status)(intptr_t)ret, CR_ENOTOWNER);
+    /* Same thread id, other client: a different owner. */
+    assert_int_equal(cr_lock_unlock(theirs), CR_ENOTOWNER);
+    assert_int_equal(redis_int("HGET owned %s:%lld", cr_client_id(test_client),
+                               (long long)cr_thread_id()), 1);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    cr_lock_free(l);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+static void
+test_lock_explicit_thread_id_locks_on_one_thread_and_unlocks_on_another(void **state)
+{
+    cr_lock *l;
+    bool held = false;
+    int64_t n = 0;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "tid", &l), CR_OK);
+    assert_int_equal(cr_lock_lock_tid(l, -77, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_try_lock_tid(l, -77, 0, 5000), CR_OK);
+    assert_int_equal(cr_lock_is_held_by_thread(l, -77, &held), CR_OK);
+    assert_true(held);
+    assert_int_equal(cr_lock_is_held_by_current_thread(l, &held), CR_OK);
+    assert_false(held);
+    assert_int_equal(cr_lock_get_hold_count_tid(l, -77, &n), CR_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(cr_lock_unlock(l), CR_ENOTOWNER);
+    assert_int_equal(cr_lock_unlock_tid(l, -77), CR_OK);
+    assert_int_equal(cr_lock_unlock_tid(l, -77), CR_OK);
+    assert_int_equal(redis_int("EXISTS tid"), 0);
+    cr_lock_free(l);
+}
+
+/* ---------------------------------------------------------------- leases */
+
+static void
+test_lock_explicit_lease_expiry_frees_the_lock_and_unlock_reports_lost(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *l, *theirs;
+    int64_t ttl = 0, start;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "lease", &l), CR_OK);
+    assert_int_equal(cr_lock_new(other, "lease", &theirs), CR_OK);
+    assert_int_equal(cr_lock_lock(l, 300), CR_OK);
+    assert_int_equal(cr_lock_remain_time_to_live(l, &ttl), CR_OK);
+    assert_true(ttl > 0 && ttl <= 300);
+    start = cr_test_now_ms();
+    assert_int_equal(cr_lock_try_lock(theirs, slow(5000), CR_LEASE_WATCHDOG), CR_OK);
+    assert_true(cr_test_now_ms() - start >= 150);
+    /* The first holder learns its lease is gone, distinctly. */
+    assert_int_equal(cr_lock_unlock(l), CR_ELOST);
+    assert_int_equal(cr_lock_unlock(l), CR_ENOTOWNER);
+    assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+    cr_lock_free(l);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+static void
+test_lock_watchdog_keeps_lock_alive_for_several_timeouts(void **state)
+{
+    cr_lock *l;
+    cr_client_stats st;
+    int64_t end;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "watched", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    /* Five watchdog timeouts (300 ms each); the key must never vanish. */
+    end = cr_test_now_ms() + 1500;
+    while (cr_test_now_ms() < end) {
+        long long ttl = redis_int("PTTL watched");
+
+        assert_true(ttl > 0 && ttl <= 300);
+        usleep(20000);
+    }
+    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
+    assert_true(st.renewals_sent >= 4);
+    assert_int_equal(st.leases_lost, 0);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    cr_lock_free(l);
+}
+
+static void
+test_lock_watchdog_stops_renewing_after_unlock(void **state)
+{
+    cr_lock *l;
+    cr_client_stats before, after;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "stopped", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(redis_int("EXISTS stopped"), 0);
+    assert_int_equal(cr_client_stats_get(test_client, &before), CR_OK);
+    usleep(400000); /* several renewal periods must pass with nothing sent */
+    assert_int_equal(cr_client_stats_get(test_client, &after), CR_OK);
+    assert_true(after.renewals_sent == before.renewals_sent);
+    assert_int_equal(redis_int("EXISTS stopped"), 0);
+    cr_lock_free(l);
+}
+
+typedef struct lost_record {
+    pthread_mutex_t mu;
+    int calls;
+    int64_t tid;
+    char name[64];
+} lost_record;
+
+static void
+on_lost(void *userdata, const char *name, int64_t tid)
+{
+    lost_record *r = userdata;
+
+    pthread_mutex_lock(&r->mu);
+    r->calls++;
+    r->tid = tid;
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static bool
+lock_is_lost(void *arg)
+{
+    bool lost = false;
+
+    return cr_lock_is_lost(arg, &lost) == CR_OK && lost;
+}
+
+static void
+test_lock_lost_is_reported_when_key_deleted_behind_the_holder(void **state)
+{
+    lost_record rec = {PTHREAD_MUTEX_INITIALIZER, 0, 0, ""};
+    cr_client_stats st;
+    cr_lock *l;
+    bool lost = true;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "stolen", &l), CR_OK);
+    assert_int_equal(cr_lock_set_lost_callback(l, on_lost, &rec), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_is_lost(l, &lost), CR_OK);
+    assert_false(lost);
+    assert_int_equal(redis_int("DEL stolen"), 1);
+    assert_true(cr_test_wait_until(lock_is_lost, l, slow(3000)));
+    pthread_mutex_lock(&rec.mu);
+    assert_int_equal(rec.calls, 1);
+    assert_string_equal(rec.name, "stolen");
+    assert_int_equal(rec.tid, cr_thread_id());
+    pthread_mutex_unlock(&rec.mu);
+    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
+    assert_int_equal(st.leases_lost, 1);
+    assert_int_equal(cr_lock_unlock(l), CR_ELOST);
+    assert_int_equal(cr_lock_is_lost(l, &lost), CR_OK);
+    assert_false(lost);
+    cr_lock_free(l);
+}
+
+/* --------------------------------------------------------------- waking */
+
+static void
+test_lock_unlock_wakes_a_waiter_of_another_client_promptly(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *mine, *theirs;
+    waiter w;
+    int64_t released;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(other, "handoff", &theirs), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "handoff", &mine), CR_OK);
+    assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
+    waiter_start(&w, mine, slow(20000));
+    assert_true(cr_test_wait_until(channel_has_subscriber,
+                                   "redisson_lock__channel:{handoff}", slow(3000)));
+    released = cr_test_now_ms();
+    assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    /* The lease is 30 s: only the message explains a quick wake-up. */
+    assert_true(w.acquired_at - released < slow(1000));
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+static void
+test_lock_force_unlock_wakes_a_waiter_promptly(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *mine, *theirs;
+    waiter w;
+    int64_t released;
+    bool done = false;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(other, "forced", &theirs), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "forced", &mine), CR_OK);
+    assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
+    waiter_start(&w, mine, slow(20000));
+    assert_true(cr_test_wait_until(channel_has_subscriber,
+                                   "redisson_lock__channel:{forced}", slow(3000)));
+    released = cr_test_now_ms();
+    assert_int_equal(cr_lock_force_unlock(mine, &done), CR_OK);
+    assert_true(done);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(w.acquired_at - released < slow(1000));
+    /* The forced-out holder finds out at its unlock. */
+    assert_int_equal(cr_lock_unlock(theirs), CR_ELOST);
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+static void
+test_lock_try_lock_returns_busy_within_its_wait_budget(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *mine, *theirs;
+    int64_t start, took;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(other, "budget", &theirs), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "budget", &mine), CR_OK);
+    assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
+    start = cr_test_now_ms();
+    assert_int_equal(cr_lock_try_lock(mine, 300, CR_LEASE_WATCHDOG), CR_BUSY);
+    took = cr_test_now_ms() - start;
+    assert_true(took >= 290);
+    assert_true(took < slow(1500));
+    /* No subscription is left behind by the waiter that gave up. */
+    assert_int_equal(numsub("redisson_lock__channel:{budget}"), 0);
+    assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+/* ------------------------------------------------------ mutual exclusion */
+
+#define THREADS 8
+#define ROUNDS 40
+
+typedef struct shared_counter {
+    cr_lock *lock;
+    volatile long value;
+    int errors;
+} shared_counter;
+
+static void *
+count_under_lock(void *arg)
+{
+    shared_counter *s = arg;
+    int i;
+
+    for (i = 0; i < ROUNDS; i++) {
+        long v;
+
+        if (cr_lock_lock(s->lock, CR_LEASE_WATCHDOG) != CR_OK) {
+            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        v = s->value;
+        sched_yield(); /* widen the window a missing exclusion would show */
+        s->value = v + 1;
+        if (cr_lock_unlock(s->lock) != CR_OK)
+            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
+    }
+    return NULL;
+}
+
+static void
+test_lock_mutual_exclusion_across_threads_keeps_counter_exact(void **state)
+{
+    shared_counter s = {NULL, 0, 0};
+    pthread_t t[THREADS];
+    int i;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "threads", &s.lock), CR_OK);
+    for (i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, count_under_lock, &s), 0);
+    for (i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(s.errors, 0);
+    assert_int_equal(s.value, THREADS * ROUNDS);
+    assert_int_equal(redis_int("EXISTS threads"), 0);
+    cr_lock_free(s.lock);
+}
+
+static void
+test_lock_mutual_exclusion_across_processes_keeps_counter_exact(void **state)
+{
+    const char *dir = getenv("CR_TEST_BUILDDIR");
+    char worker[512];
+    pid_t pids[4];
+    int i, status;
+
+    (void)state;
+    snprintf(worker, sizeof(worker), "%s/tests/integration/lock_worker",
+             dir != NULL ? dir : ".");
+    for (i = 0; i < 4; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            execl(worker, worker, "count", test_redis.url, "procs", "50",
+                  "counter", (char *)NULL);
+            _exit(127);
+        }
+    }
+    for (i = 0; i < 4; i++) {
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    assert_int_equal(redis_int("GET counter"), 200);
+    assert_int_equal(redis_int("EXISTS procs"), 0);
+}
+
+/* ------------------------------------------------------------------ fork */
+
+static void
+test_lock_fork_child_can_neither_release_nor_use_parent_client(void **state)
+{
+    cr_lock *l;
+    pid_t pid;
+    int fds[2];
+    char seen = 'x';
+    bool held = false;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "forked", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* One byte tells the parent what the child saw; the child then
+         * dies by SIGKILL so that nothing of the parent's runs at exit
+         * (nor valgrind's leak check of memory the parent owns). */
+        char verdict = 'y';
+
+        if (cr_lock_unlock(l) != CR_EFORKED)
+            verdict = 'u';
+        else if (cr_lock_try_lock(l, 0, CR_LEASE_WATCHDOG) != CR_EFORKED)
+            verdict = 'l';
+        if (write(fds[1], &verdict, 1) != 1)
+            verdict = 'w';
+        kill(getpid(), SIGKILL);
+    }
+    close(fds[1]);
+    assert_int_equal(read(fds[0], &seen, 1), 1);
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    assert_int_equal(seen, 'y');
+    assert_int_equal(cr_lock_is_held_by_current_thread(l, &held), CR_OK);
+    assert_true(held);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    cr_lock_free(l);
+}
+
+/* ------------------------------------------------------------ bad input */
+
+static void
+test_lock_bad_arguments_are_refused_with_einval(void **state)
+{
+    cr_lock *l = NULL;
+    bool b;
+    int64_t n;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(NULL, "x", &l), CR_EINVAL);
+    assert_int_equal(cr_lock_new(test_client, NULL, &l), CR_EINVAL);
+    assert_int_equal(cr_lock_new(test_client, "", &l), CR_EINVAL);
+    assert_int_equal(cr_lock_new(test_client, "x", NULL), CR_EINVAL);
+    assert_null(l);
+    assert_int_equal(cr_lock_new(test_client, "x", &l), CR_OK);
+    assert_int_equal(cr_lock_try_lock(l, -5, CR_LEASE_WATCHDOG), CR_EINVAL);
+    assert_int_equal(cr_lock_try_lock(l, 0, 0), CR_EINVAL);
+    assert_int_equal(cr_lock_try_lock(l, 0, -7), CR_EINVAL);
+    assert_int_equal(cr_lock_try_lock(l, 0, CR_DURATION_MAX + 1), CR_EINVAL);
+    assert_int_equal(cr_lock_try_lock(l, INT64_MAX, CR_LEASE_WATCHDOG), CR_EINVAL);
+    assert_int_equal(cr_lock_lock(l, INT64_MIN), CR_EINVAL);
+    assert_true(strlen(cr_last_error()) > 0);
+    assert_int_equal(cr_lock_is_locked(l, NULL), CR_EINVAL);
+    assert_int_equal(cr_lock_get_hold_count(l, NULL), CR_EINVAL);
+    assert_int_equal(cr_lock_is_held_by_current_thread(l, NULL), CR_EINVAL);
+    assert_int_equal(cr_lock_remain_time_to_live(l, NULL), CR_EINVAL);
+    assert_int_equal(cr_lock_is_lost(l, NULL), CR_EINVAL);
+    assert_int_equal(cr_lock_unlock(NULL), CR_EINVAL);
+    assert_int_equal(cr_lock_is_locked(NULL, &b), CR_EINVAL);
+    assert_int_equal(cr_lock_get_hold_count(NULL, &n), CR_EINVAL);
+    /* Nothing was written by the refused calls. */
+    assert_int_equal(redis_int("EXISTS x"), 0);
+    assert_int_equal(cr_lock_unlock(l), CR_ENOTOWNER);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(cr_lock_unlock(l), CR_ENOTOWNER);
+    cr_lock_free(l);
+    cr_lock_free(NULL);
+    cr_client_free(NULL);
+    assert_string_equal(cr_strerror(CR_ELOST),
+                        "the lease was lost: the hold expired or was removed while held");
+}
+
+static void
+test_lock_names_with_braces_and_huge_names_work(void **state)
+{
+    static const char *names[] = {"a{", "{}x", "a}b", "app{7}lock"};
+    char *huge = malloc(1 << 20);
+    cr_lock *l;
+    size_t i;
+
+    (void)state;
+    assert_non_null(huge);
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        assert_int_equal(cr_lock_new(test_client, names[i], &l), CR_OK);
+        assert_int_equal(cr_lock_try_lock(l, 0, 10000), CR_OK);
+        assert_int_equal(redis_int("HLEN %s", names[i]), 1);
+        assert_int_equal(cr_lock_unlock(l), CR_OK);
+        cr_lock_free(l);
+    }
+    memset(huge, 'n', (1 << 20) - 1);
+    huge[(1 << 20) - 1] = '\0';
+    assert_int_equal(cr_lock_new(test_client, huge, &l), CR_OK);
+    assert_int_equal(cr_lock_try_lock(l, 0, 10000), CR_OK);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    cr_lock_free(l);
+    free(huge);
+}
+
+/* ------------------------------------------------------------ the client */
+
+static void
+test_client_new_refuses_bad_url_and_options(void **state)
+{
+    cr_client_options o;
+    cr_client *c = NULL;
+
+    (void)state;
+    memset(&o, 0, sizeof(o));
+    o.url = "http://127.0.0.1:1";
+    assert_int_equal(cr_client_new(&o, &c), CR_EINVAL);
+    assert_non_null(strstr(cr_last_error(), "http"));
+    o.url = test_redis.url;
+    o.pool_size = -1;
+    assert_int_equal(cr_client_new(&o, &c), CR_EINVAL);
+    o.pool_size = 0;
+    o.lock_watchdog_timeout_ms = 5;
+    assert_int_equal(cr_client_new(&o, &c), CR_EINVAL);
+    assert_int_equal(cr_client_new(&o, NULL), CR_EINVAL);
+    assert_null(c);
+}
+
+static void
+test_client_new_reports_unreachable_server_as_eio(void **state)
+{
+    cr_client_options o;
+    cr_client *c = NULL;
+    cr_test_redis gone;
+
+    (void)state;
+    /* A port that was free a moment ago and has no server. */
+    assert_int_equal(cr_test_redis_start(&gone, NULL), 0);
+    cr_test_redis_destroy(&gone);
+    memset(&o, 0, sizeof(o));
+    o.url = gone.url;
+    o.connect_timeout_ms = 500;
+    assert_int_equal(cr_client_new(&o, &c), CR_EIO);
+    assert_null(c);
+    assert_true(strlen(cr_last_error()) > 0);
+}
+
+typedef struct forever {
+    cr_lock *lock;
+    cr_status rc;
+} forever;
+
+static void *
+wait_forever(void *arg)
+{
+    forever *f = arg;
+
+    f->rc = cr_lock_lock(f->lock, CR_LEASE_WATCHDOG);
+    return NULL;
+}
+
+static void
+test_client_free_wakes_waiting_threads_with_eclosed(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *theirs, *mine;
+    forever f;
+    pthread_t t;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(other, "closing", &theirs), CR_OK);
+    assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "closing", &mine), CR_OK);
+    f.lock = mine;
+    f.rc = CR_OK;
+    assert_int_equal(pthread_create(&t, NULL, wait_forever, &f), 0);
+    assert_true(cr_test_wait_until(channel_has_subscriber,
+                                   "redisson_lock__channel:{closing}", slow(3000)));
+    cr_client_free(test_client);
+    test_client = NULL;
+    pthread_join(t, NULL);
+    assert_int_equal(f.rc, CR_ECLOSED);
+    cr_lock_free(mine);
+    assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+static void
+test_client_stats_count_acquisitions_and_contended_waits(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *mine, *theirs;
+    cr_client_stats st;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "stats", &mine), CR_OK);
+    assert_int_equal(cr_lock_new(other, "stats", &theirs), CR_OK);
+    assert_int_equal(cr_lock_lock(mine, 200), CR_OK);
+    assert_int_equal(cr_lock_unlock(mine), CR_OK);
+    assert_int_equal(cr_lock_lock(theirs, 150), CR_OK);
+    assert_int_equal(cr_lock_try_lock(mine, slow(5000), 200), CR_OK);
+    assert_int_equal(cr_lock_unlock(mine), CR_OK);
+    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
+    assert_int_equal(st.acquisitions, 2);
+    assert_int_equal(st.contended_waits, 1);
+    assert_true(st.wait_time_max_ms >= 50);
+    assert_true(st.commands >= 4);
+    assert_int_equal(cr_client_stats_get(test_client, NULL), CR_EINVAL);
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+static void
+test_client_id_is_a_uuid_and_version_is_reported(void **state)
+{
+    (void)state;
+    assert_int_equal(strlen(cr_client_id(test_client)), 36);
+    assert_string_equal(cr_version_str(), CR_VERSION_STR);
+    assert_int_equal(cr_version_num(), CR_VERSION_NUM);
+    assert_string_equal(cr_client_id(NULL), "");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
+        T(test_lock_try_lock_acquires_a_free_lock),
+        T(test_lock_try_lock_returns_busy_when_held_by_other_client),
+        T(test_lock_reentrant_holds_are_counted_and_released_one_by_one),
+        T(test_lock_unlock_by_another_thread_or_client_is_refused),
+        T(test_lock_explicit_thread_id_locks_on_one_thread_and_unlocks_on_another),
+        T(test_lock_explicit_lease_expiry_frees_the_lock_and_unlock_reports_lost),
+        T(test_lock_watchdog_keeps_lock_alive_for_several_timeouts),
+        T(test_lock_watchdog_stops_renewing_after_unlock),
+        T(test_lock_lost_is_reported_when_key_deleted_behind_the_holder),
+        T(test_lock_unlock_wakes_a_waiter_of_another_client_promptly),
+        T(test_lock_force_unlock_wakes_a_waiter_promptly),
+        T(test_lock_try_lock_returns_busy_within_its_wait_budget),
+        T(test_lock_mutual_exclusion_across_threads_keeps_counter_exact),
+        T(test_lock_mutual_exclusion_across_processes_keeps_counter_exact),
+        T(test_lock_fork_child_can_neither_release_nor_use_parent_client),
+        T(test_lock_bad_arguments_are_refused_with_einval),
+        T(test_lock_names_with_braces_and_huge_names_work),
+        T(test_client_new_refuses_bad_url_and_options),
+        T(test_client_new_reports_unreachable_server_as_eio),
+        T(test_client_free_wakes_waiting_threads_with_eclosed),
+        T(test_client_stats_count_acquisitions_and_contended_waits),
+        T(test_client_id_is_a_uuid_and_version_is_reported),
+#undef T
+    };
+
+    return cmocka_run_group_tests(tests, redis_up, redis_down);
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RLock when things break: scripts flushed, connections killed, the server
+ * restarted, a holder process killed. Each test shows that waiters proceed
+ * promptly and that holders learn what happened.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lock_common.h"
+
+typedef struct waiter {
+    cr_lock *lock;
+    int64_t wait_ms;
+    cr_status rc;
+    int64_t acquired_at;
+    pthread_t thread;
+} waiter;
+
+/* Thread body: wait for the lock, record when it came, give it back. */
+static void *
+waiter_run(void *arg)
+{
+    waiter *w = arg;
+
+    w->rc = cr_lock_try_lock(w->lock, w->wait_ms, CR_LEASE_WATCHDOG);
+    if (w->rc == CR_OK) {
+        w->acquired_at = cr_test_now_ms();
+        w->rc = cr_lock_unlock(w->lock);
+    }
+    return NULL;
+}
+
+static void
+waiter_start(waiter *w, cr_lock *l, int64_t wait_ms)
+{
+    memset(w, 0, sizeof(*w));
+    w->lock = l;
+    w->wait_ms = wait_ms;
+    assert_int_equal(pthread_create(&w->thread, NULL, waiter_run, w), 0);
+}
+
+/* Number of subscribers of `channel` on the server (-1 when unknown). */
+static long long
+numsub(const char *channel)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
+    long long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        n = r->element[1]->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+static bool
+subscribed(void *arg)
+{
+    return numsub(arg) > 0;
+}
+
+/* Holds `name` from a second client with a 30 s watchdog lease, so that
+ * only a message (or a fault path) can wake a waiter quickly. */
+static cr_client *
+hold_elsewhere(const char *name, cr_lock **out)
+{
+    cr_client *other = new_client(30000);
+
+    assert_non_null(other);
+    assert_int_equal(cr_lock_new(other, name, out), CR_OK);
+    assert_int_equal(cr_lock_lock(*out, CR_LEASE_WATCHDOG), CR_OK);
+    return other;
+}
+
+static void
+test_lock_waiting_survives_script_flush(void **state)
+{
+    cr_lock *theirs, *mine;
+    cr_client *other = hold_elsewhere("flushed", &theirs);
+    cr_client_stats st;
+    waiter w;
+    int64_t released;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "flushed", &mine), CR_OK);
+    waiter_start(&w, mine, slow(20000));
+    assert_true(cr_test_wait_until(subscribed, "redisson_lock__channel:{flushed}",
+                                   slow(3000)));
+    redisReply *r = cr_test_redis_cmd(&test_redis, "SCRIPT FLUSH");
+    assert_non_null(r);
+    freeReplyObject(r);
+    released = cr_test_now_ms();
+    assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(w.acquired_at - released < slow(1000));
+    assert_int_equal(cr_client_stats_get(other, &st), CR_OK);
+    assert_true(st.noscript_fallbacks >= 1);
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+/* True once test_client has reconnected more often than *arg times. */
+static bool
+reconnected(void *arg)
+{
+    cr_client_stats st;
+
+    return cr_client_stats_get(test_client, &st) == CR_OK &&
+           st.reconnects > *(uint64_t *)arg;
+}
+
+static void
+test_lock_waiting_survives_client_kill_of_the_pubsub_connection(void **state)
+{
+    const char *channel = "redisson_lock__channel:{killed}";
+    cr_lock *theirs, *mine;
+    cr_client *other = hold_elsewhere("killed", &theirs);
+    cr_client_stats st;
+    uint64_t before;
+    waiter w;
+    int64_t released;
+    redisReply *r;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "killed", &mine), CR_OK);
+    waiter_start(&w, mine, slow(30000));
+    assert_true(cr_test_wait_until(subscribed, (void *)channel, slow(3000)));
+    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
+    before = st.reconnects;
+    r = cr_test_redis_cmd(&test_redis, "CLIENT KILL TYPE pubsub");
+    assert_non_null(r);
+    freeReplyObject(r);
+    /* The subscriber reconnects and subscribes again on its own. */
+    assert_true(cr_test_wait_until(reconnected, &before, slow(5000)));
+    assert_true(cr_test_wait_until(subscribed, (void *)channel, slow(5000)));
+    released = cr_test_now_ms();
+    assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(w.acquired_at - released < slow(1000));
+    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+static void
+test_lock_calls_survive_client_kill_of_command_connections(void **state)
+{
+    cr_lock *l;
+    redisReply *r;
+    int64_t n = 0;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "cmdkill", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    r = cr_test_redis_cmd(&test_redis, "CLIENT KILL TYPE normal SKIPME yes");
+    assert_non_null(r);
+    freeReplyObject(r);
+    /* Queries and unlock are safe to resend: they go through. */
+    assert_int_equal(cr_lock_get_hold_count(l, &n), CR_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    r = cr_test_redis_cmd(&test_redis, "CLIENT KILL TYPE normal SKIPME yes");
+    assert_non_null(r);
+    freeReplyObject(r);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(redis_int("EXISTS cmdkill"), 0);
+    cr_lock_free(l);
+}
+
+static bool
+lock_is_lost(void *arg)
+{
+    bool lost = false;
+
+    return cr_lock_is_lost(arg, &lost) == CR_OK && lost;
+}
+
+static void
+test_lock_waiting_survives_a_redis_restart(void **state)
+{
+    cr_lock *theirs, *mine;
+    cr_client *other = hold_elsewhere("restart", &theirs);
+    waiter w;
+    int64_t restarted;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "restart", &mine), CR_OK);
+    waiter_start(&w, mine, CR_WAIT_FOREVER);
+    assert_true(cr_test_wait_until(subscribed, "redisson_lock__channel:{restart}",
+                                   slow(3000)));
+    cr_test_redis_stop(&test_redis);
+    usleep(300000); /* let both clients see the server gone */
+    assert_int_equal(cr_test_redis_restart(&test_redis), 0);
+    restarted = cr_test_now_ms();
+    /* Without persistence the restarted server has no lock: the waiter must
+     * notice through its resubscription, not wait for the 30 s lease. */
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(w.acquired_at - restarted < slow(5000));
+    /* The old holder's watchdog finds its hold gone and says so. */
+    assert_true(cr_test_wait_until(lock_is_lost, theirs, slow(15000)));
+    assert_int_equal(cr_lock_unlock(theirs), CR_ELOST);
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
+static void
+test_lock_killed_holder_frees_the_lock_after_its_lease(void **state)
+{
+    const char *dir = getenv("CR_TEST_BUILDDIR");
+    char worker[512], buf[4];
+    cr_lock *mine;
+    int fds[2];
+    int64_t killed;
+    pid_t pid;
+
+    (void)state;
+    snprintf(worker, sizeof(worker), "%s/tests/integration/lock_worker",
+             dir != NULL ? dir : ".");
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(worker, worker, "hold", test_redis.url, "orphan", "1000", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    assert_int_equal(read(fds[0], buf, 2), 2);
+    close(fds[0]);
+    assert_int_equal(cr_lock_new(test_client, "orphan", &mine), CR_OK);
+    assert_int_equal(cr_lock_try_lock(mine, 0, CR_LEASE_WATCHDOG), CR_BUSY);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    killed = cr_test_now_ms();
+    assert_int_equal(cr_lock_try_lock(mine, slow(10000), CR_LEASE_WATCHDOG), CR_OK);
+    /* At most one lease (1 s) after the holder died, plus slack. */
+    assert_true(cr_test_now_ms() - killed < slow(2500));
+    assert_int_equal(cr_lock_unlock(mine), CR_OK);
+    cr_lock_free(mine);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
+        T(test_lock_waiting_survives_script_flush),
+        T(test_lock_waiting_survives_client_kill_of_the_pubsub_connection),
+        T(test_lock_calls_survive_client_kill_of_command_connections),
+        T(test_lock_waiting_survives_a_redis_restart),
+        T(test_lock_killed_holder_frees_the_lock_after_its_lease),
+#undef T
+    };
+
+    return cmocka_run_group_tests(tests, redis_up, redis_down);
+}

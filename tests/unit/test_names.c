@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the protocol's name helpers (section 1.1), owner names and
+ * UUIDs, decimal formatting and parsing: pure functions, no Redis.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "client.h"
+#include "registry.h"
+
+static void
+assert_name(char *got, const char *want)
+{
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static void
+test_prefix_name_wraps_plain_name_in_braces(void **state)
+{
+    (void)state;
+    assert_name(cr__prefix_name("redisson_lock__channel", "myLock"),
+                "redisson_lock__channel:{myLock}");
+}
+
+static void
+test_prefix_name_keeps_name_with_brace_as_is(void **state)
+{
+    (void)state;
+    assert_name(cr__prefix_name("redisson_lock__channel", "app{7}lock"),
+                "redisson_lock__channel:app{7}lock");
+    /* The test is "contains {", not "has a well-formed tag". */
+    assert_name(cr__prefix_name("p", "a{"), "p:a{");
+}
+
+static void
+test_prefix_name_wraps_name_with_only_closing_brace(void **state)
+{
+    (void)state;
+    assert_name(cr__prefix_name("p", "a}b"), "p:{a}b}");
+}
+
+static void
+test_suffix_name_follows_the_same_brace_rule(void **state)
+{
+    (void)state;
+    assert_name(cr__suffix_name("myLock", "timeout"), "{myLock}:timeout");
+    assert_name(cr__suffix_name("app{7}lock", "timeout"), "app{7}lock:timeout");
+}
+
+static void
+test_unlock_latch_name_has_32_hex_request_id(void **state)
+{
+    char *a = cr__unlock_latch_name("myLock");
+    char *b = cr__unlock_latch_name("myLock");
+    const char *prefix = "redisson_unlock_latch:{myLock}:";
+    size_t i;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(strncmp(a, prefix, strlen(prefix)), 0);
+    assert_int_equal(strlen(a), strlen(prefix) + 32);
+    for (i = strlen(prefix); a[i] != '\0'; i++)
+        assert_non_null(strchr("0123456789abcdef", a[i]));
+    assert_string_not_equal(a, b);
+    free(a);
+    free(b);
+}
+
+static void
+test_uuid_v4_is_36_lowercase_chars_with_version_and_variant(void **state)
+{
+    char u[37];
+    int i;
+
+    (void)state;
+    assert_int_equal(cr__uuid_v4(u), CR_OK);
+    assert_int_equal(strlen(u), 36);
+    for (i = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23)
+            assert_int_equal(u[i], '-');
+        else
+            assert_non_null(strchr("0123456789abcdef", u[i]));
+    }
+    assert_int_equal(u[14], '4');
+    assert_non_null(strchr("89ab", u[19]));
+}
+
+static void
+test_owner_name_is_uuid_colon_decimal_tid(void **state)
+{
+    char out[CR__OWNER_MAX];
+
+    (void)state;
+    cr__owner_name("6f1c0a4e-1111-4222-8333-444455556666", -42, out);
+    assert_string_equal(out, "6f1c0a4e-1111-4222-8333-444455556666:-42");
+    cr__owner_name("6f1c0a4e-1111-4222-8333-444455556666", INT64_MAX, out);
+    assert_string_equal(out,
+                        "6f1c0a4e-1111-4222-8333-444455556666:9223372036854775807");
+}
+
+static void
+test_thread_ids_are_distinct_per_thread_and_stable(void **state)
+{
+    int64_t a = cr_thread_id();
+
+    (void)state;
+    assert_true(a > 0);
+    assert_int_equal(cr_thread_id(), a);
+}
+
+static void
+test_fmt_and_parse_i64_round_trip_extremes(void **state)
+{
+    const int64_t values[] = {0, 1, -1, 30000, INT64_MAX, INT64_MIN};
+    char buf[24];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        int64_t back = 7;
+        size_t n = cr__fmt_i64(buf, values[i]);
+
+        assert_true(cr__parse_i64(buf, n, &back));
+        assert_true(back == values[i]);
+    }
+}
+
+static void
+test_parse_i64_refuses_garbage_and_overflow(void **state)
+{
+    int64_t v = 5;
+
+    (void)state;
+    assert_false(cr__parse_i64("", 0, &v));
+    assert_false(cr__parse_i64("-", 1, &v));
+    assert_false(cr__parse_i64("12a", 3, &v));
+    assert_false(cr__parse_i64("9223372036854775808", 19, &v));
+    assert_false(cr__parse_i64("-9223372036854775809", 20, &v));
+    assert_true(v == 5);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prefix_name_wraps_plain_name_in_braces),
+        cmocka_unit_test(test_prefix_name_keeps_name_with_brace_as_is),
+        cmocka_unit_test(test_prefix_name_wraps_name_with_only_closing_brace),
+        cmocka_unit_test(test_suffix_name_follows_the_same_brace_rule),
+        cmocka_unit_test(test_unlock_latch_name_has_32_hex_request_id),
+        cmocka_unit_test(test_uuid_v4_is_36_lowercase_chars_with_version_and_variant),
+        cmocka_unit_test(test_owner_name_is_uuid_colon_decimal_tid),
+        cmocka_unit_test(test_thread_ids_are_distinct_per_thread_and_stable),
+        cmocka_unit_test(test_fmt_and_parse_i64_round_trip_extremes),
+        cmocka_unit_test(test_parse_i64_refuses_garbage_and_overflow),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
