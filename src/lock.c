@@ -328,6 +328,7 @@ cr_lock_delete(cr_lock *l, bool *deleted)
     rc = l->ops->delete_(l, &done);
     if (rc == CR_OK) {
         cr__hold_drop_key(l->client->renewal, l->ops->hold_kind, l->raw);
+        atomic_store(&l->lease_ms, l->client->watchdog_timeout_ms);
         if (deleted != NULL)
             *deleted = done;
     }
