@@ -185,7 +185,10 @@ acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
     }
     a.lock = l;
     a.owner = owner;
-    a.lease_ms = lease_ms > 0 ? lease_ms : atomic_load(&l->lease_ms);
+    /* Redisson would pass the object's current lease (the last explicit
+     * one) here; a short leftover lease could then expire before the first
+     * renewal, so a lease-less hold always asks for the watchdog timeout. */
+    a.lease_ms = lease_ms > 0 ? lease_ms : l->client->watchdog_timeout_ms;
     a.wait_ms = wait_ms;
     a.uncertain = false;
     spec.channel = channel;
@@ -199,8 +202,10 @@ acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
     if (rc == CR_EIO && a.uncertain) {
         bool acquired = false;
 
-        if (resolve_lost_reply(&a, &acquired) == CR_OK && acquired)
+        if (resolve_lost_reply(&a, &acquired) == CR_OK && acquired) {
+            CR__STAT_ADD(&l->client->stats, acquisitions, 1);
             rc = CR_OK;
+        }
     }
     free(channel);
     if (rc == CR_OK) {

@@ -62,6 +62,7 @@ struct cr__pubsub {
     redisContext *ctx; /* dispatcher thread only */
     int64_t last_rx_ms;
     int64_t ping_sent_ms; /* 0 when no PING is outstanding */
+    bool connected_once;
 };
 
 /* ------------------------------------------------------------- helpers */
@@ -469,7 +470,9 @@ dispatcher(void *arg)
                 ps->ctx = c;
                 ps->last_rx_ms = cr__now_ms();
                 backoff = BACKOFF_MIN_MS;
-                CR__STAT_ADD(ps->cfg.stats, reconnects, 1);
+                if (ps->connected_once)
+                    CR__STAT_ADD(ps->cfg.stats, reconnects, 1);
+                ps->connected_once = true;
             }
         }
         if (ps->ctx != NULL && (!reconcile(ps) || !check_liveness(ps)))

@@ -58,7 +58,7 @@ cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms);
 /* cr__sub_confirmed: true while the server confirms the subscription. */
 bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);
 
-/* cr__pubsub_subscriber_count: the number of channels subscribed (for
+/* cr__pubsub_channel_count: the number of channels subscribed (for
  * tests: 0 once every waiter has left). */
 unsigned cr__pubsub_channel_count(cr__pubsub *ps);
 

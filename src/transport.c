@@ -25,6 +25,7 @@ typedef struct conn {
     redisContext *ctx;
     unsigned discard; /* sent replies nobody waits for, to drop first */
     uint64_t epoch;   /* pool epoch when ctx was opened */
+    bool opened;      /* has been open before: the next open is a reconnect */
     struct conn *next_free;
 } conn;
 
@@ -273,6 +274,7 @@ cr__transport_new(const cr__conn_config *cfg, int pool_size,
         return rc;
     }
     t->conns[0].epoch = 1;
+    t->conns[0].opened = true;
     *out = t;
     return CR_OK;
 }
@@ -359,7 +361,9 @@ ready_conn(cr__transport *t, conn *c)
         if (rc != CR_OK)
             return rc;
         c->epoch = epoch;
-        CR__STAT_ADD(t->cfg.stats, reconnects, 1);
+        if (c->opened)
+            CR__STAT_ADD(t->cfg.stats, reconnects, 1);
+        c->opened = true;
     }
     while (c->discard > 0) {
         void *r = NULL;

@@ -53,7 +53,10 @@ typedef struct cr_client_options {
     /* Redisson NameMapper equivalent: a prefix put before every object name
      * (the Java side must map names the same way). NULL: none. */
     const char *name_prefix;
-    cr_log_fn log_fn;                 /* NULL: no logging */
+    /* NULL: no logging. The callback may run on any thread, internal ones
+     * included, sometimes with internal locks held: it must not block or
+     * call into the library. */
+    cr_log_fn log_fn;
     void *log_userdata;
     cr_log_level log_level;           /* least severe level passed to log_fn */
 } cr_client_options;
@@ -61,14 +64,14 @@ typedef struct cr_client_options {
 /* Counters since the client was created, cheap enough to stay on. */
 typedef struct cr_client_stats {
     uint64_t acquisitions;       /* locks, permits and latches obtained */
-    uint64_t contended_waits;    /* acquisitions that had to wait */
+    uint64_t contended_waits;    /* calls that had to wait, whatever came of it */
     uint64_t wait_time_total_ms; /* summed over contended waits */
     uint64_t wait_time_max_ms;
     uint64_t renewals_sent;      /* leases in renewal calls */
     uint64_t renewal_calls;      /* renewal script calls */
     uint64_t renewal_failures;   /* calls that failed in transport */
     uint64_t leases_lost;        /* holds found gone by the watchdog or unlock */
-    uint64_t reconnects;         /* command and pub/sub reconnections */
+    uint64_t reconnects;         /* connections opened again after a loss */
     uint64_t noscript_fallbacks; /* EVALSHA answered NOSCRIPT, EVAL sent */
     uint64_t commands;           /* commands sent on command connections */
     uint64_t messages;           /* pub/sub messages received */
@@ -87,7 +90,8 @@ CR_EXPORT cr_status cr_client_new(const cr_client_options *opts,
  * still held are no longer renewed (they expire by their TTL). Threads blocked
  * in a wait on this client return CR_ECLOSED; this call waits for them to
  * leave. Object handles must be freed before. NULL does nothing. Never call
- * it from a callback. In the child of a fork() it releases memory only. */
+ * it from a callback. In the child of a fork() it only marks the handle dead: nothing
+ * is sent, no thread is joined and the parent's memory is left alone. */
 CR_EXPORT void cr_client_free(cr_client *client);
 
 /* cr_client_id: the client's UUID (36 lowercase characters), Redisson's

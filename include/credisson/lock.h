@@ -33,8 +33,9 @@ typedef struct cr_lock cr_lock;
 #define CR_DURATION_MAX ((int64_t)3155760000000LL)
 
 /* Called on the watchdog thread when a watchdog-renewed hold is found gone
- * (expired, deleted or taken): `name` is the lock's name, `thread_id` the
- * owner thread. */
+ * (expired, deleted or taken): `name` is the lock's raw name (the Redis key:
+ * the client's name_prefix followed by the name), `thread_id` the owner
+ * thread. */
 typedef void (*cr_lock_lost_fn)(void *userdata, const char *name,
                                 int64_t thread_id);
 
@@ -57,7 +58,8 @@ CR_EXPORT const char *cr_lock_name(const cr_lock *lock);
  * CR_LEASE_WATCHDOG the lease is the client's watchdog timeout, renewed every
  * third of it while held; otherwise the hold expires after lease_ms.
  * Returns CR_OK, CR_EINVAL, CR_EIO (Redis unreachable for longer than the
- * reconnect window), CR_ESERVER, CR_ECLOSED, CR_EFORKED.
+ * reconnect window), CR_ESERVER, CR_ESCRIPT, CR_ENOMEM, CR_ECLOSED,
+ * CR_EFORKED.
  * Threads: safe; the owner is the calling thread. */
 CR_EXPORT cr_status cr_lock_lock(cr_lock *lock, int64_t lease_ms);
 
@@ -67,10 +69,13 @@ CR_EXPORT cr_status cr_lock_lock(cr_lock *lock, int64_t lease_ms);
 CR_EXPORT cr_status cr_lock_try_lock(cr_lock *lock, int64_t wait_ms,
                                      int64_t lease_ms);
 
-/* cr_lock_unlock: release one hold of the calling thread. Returns CR_OK,
+/* cr_lock_unlock: release one hold of the calling thread. A partial unlock
+ * re-applies the lock's current lease (Redisson's rule: the last explicit
+ * lease taken through this handle, else the watchdog timeout). Returns CR_OK,
  * CR_ENOTOWNER when the thread holds no hold, CR_ELOST when this client
  * believed it held the lock but the hold had expired or been removed (its
- * lease was lost), CR_EIO, CR_ESERVER. */
+ * lease was lost), CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EINVAL, CR_ENOMEM,
+ * CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_lock_unlock(cr_lock *lock);
 
 /* Explicit-thread-id forms of the three calls above; thread_id may be any
@@ -106,14 +111,18 @@ CR_EXPORT cr_status cr_lock_remain_time_to_live(cr_lock *lock,
 
 /* cr_lock_is_lost: true when this client took the lock for `thread_id` (or
  * the calling thread with cr_lock_is_lost) and the watchdog has since found
- * the hold gone. The flag stays until that owner's unlock. */
+ * the hold gone. The flag stays until that owner unlocks or acquires again,
+ * or the lock is force-unlocked or deleted through this client. */
 CR_EXPORT cr_status cr_lock_is_lost(cr_lock *lock, bool *lost);
 CR_EXPORT cr_status cr_lock_is_lost_tid(cr_lock *lock, int64_t thread_id,
                                         bool *lost);
 
 /* cr_lock_set_lost_callback: call `fn` when a watchdog-renewed hold taken
- * through this handle is found lost. NULL fn removes it. The callback runs on
- * the watchdog thread, must not block, and must not free the handle. */
+ * through this handle after this call is found lost (holds taken before keep
+ * the callback they were taken with; NULL stops giving one to new holds).
+ * The callback runs on the watchdog thread, must not block, and may run after
+ * cr_lock_free while the hold lasts: `userdata` must stay valid until the
+ * hold is released or the client freed. */
 CR_EXPORT cr_status cr_lock_set_lost_callback(cr_lock *lock,
                                               cr_lock_lost_fn fn,
                                               void *userdata);

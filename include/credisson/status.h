@@ -42,8 +42,8 @@ typedef enum cr_status {
 CR_EXPORT const char *cr_strerror(cr_status rc);
 
 /* cr_last_error: the detail of the last failed call made by this thread
- * (for instance the Redis error text), or "" when there is none. Owned by the
- * library and overwritten by the next failing call on this thread. */
+ * (for instance the Redis error text), or "". Owned by the library; calls
+ * clear it when they start, so read it right after the call that failed. */
 CR_EXPORT const char *cr_last_error(void);
 
 #ifdef __cplusplus
