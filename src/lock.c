@@ -81,9 +81,8 @@ cr_lock_name(const cr_lock *l)
     return l != NULL && l->magic == CR__LOCK_MAGIC ? l->name : "";
 }
 
-/* The guard of every lock call: a live handle on a live client. */
-static cr_status
-enter(cr_lock *l)
+cr_status
+cr__lock_enter(cr_lock *l)
 {
     cr__clear_error();
     if (l == NULL)
@@ -91,6 +90,12 @@ enter(cr_lock *l)
     if (l->magic != CR__LOCK_MAGIC)
         return cr__fail(CR_EINVAL, "not a live lock handle (freed?)");
     return cr__client_enter(l->client);
+}
+
+void
+cr__lock_leave(cr_lock *l)
+{
+    cr__client_leave(l->client);
 }
 
 /* Checks a wait: CR_WAIT_FOREVER or 0..CR_DURATION_MAX. */
@@ -121,6 +126,7 @@ typedef struct attempt_ctx {
     int64_t lease_ms;
     int64_t wait_ms;
     bool uncertain; /* the last attempt's reply was lost */
+    int64_t extra;  /* what the kind's acquire left on success */
 } attempt_ctx;
 
 /* Tells whether an attempt whose reply was lost did acquire: the server
@@ -154,32 +160,36 @@ attempt(void *arg, int64_t *hint)
         rc = resolve_lost_reply(a, &acquired);
         if (rc != CR_OK)
             return rc;
-        if (acquired)
+        if (acquired) {
+            a->extra = 0;
             return CR_OK;
+        }
     }
     rc = a->lock->ops->acquire(a->lock, a->owner, a->lease_ms, a->wait_ms, hint);
     if (rc == CR_EIO)
         a->uncertain = true;
+    else if (rc == CR_OK)
+        a->extra = *hint;
     return rc;
 }
 
-/* Acquisition shared by lock/try_lock and their _tid forms. */
-static cr_status
-acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
+cr_status
+cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
+                 int64_t *extra)
 {
     char owner[CR__OWNER_MAX];
     attempt_ctx a;
     cr__wait_spec spec;
     char *channel;
-    cr_status rc = enter(l);
+    cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = check_wait(wait_ms)) != CR_OK || (rc = check_lease(lease_ms)) != CR_OK)
         goto out;
     l->ops->owner(l, tid, owner);
-    channel = l->ops->channel(l, owner);
-    if (channel == NULL) {
+    channel = l->ops->spin ? NULL : l->ops->channel(l, owner);
+    if (channel == NULL && !l->ops->spin) {
         rc = CR_ENOMEM;
         goto out;
     }
@@ -191,6 +201,7 @@ acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
     a.lease_ms = lease_ms > 0 ? lease_ms : l->client->watchdog_timeout_ms;
     a.wait_ms = wait_ms;
     a.uncertain = false;
+    a.extra = 0;
     spec.channel = channel;
     spec.mode = l->ops->wake_mode;
     spec.wait_ms = wait_ms;
@@ -204,6 +215,7 @@ acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
 
         if (resolve_lost_reply(&a, &acquired) == CR_OK && acquired) {
             CR__STAT_ADD(&l->client->stats, acquisitions, 1);
+            a.extra = 0;
             rc = CR_OK;
         }
     }
@@ -217,8 +229,11 @@ acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
 
             /* Nobody would renew or remember it: give it back. */
             l->ops->unlock(l, owner, a.lease_ms, &ignored);
-        } else if (lease_ms > 0) {
-            atomic_store(&l->lease_ms, lease_ms);
+        } else {
+            if (lease_ms > 0)
+                atomic_store(&l->lease_ms, lease_ms);
+            if (extra != NULL)
+                *extra = a.extra;
         }
     } else if (l->ops->give_up != NULL) {
         l->ops->give_up(l, owner, wait_ms);
@@ -231,25 +246,25 @@ out:
 cr_status
 cr_lock_lock(cr_lock *l, int64_t lease_ms)
 {
-    return acquire(l, cr_thread_id(), CR_WAIT_FOREVER, lease_ms);
+    return cr__lock_acquire(l, cr_thread_id(), CR_WAIT_FOREVER, lease_ms, NULL);
 }
 
 cr_status
 cr_lock_try_lock(cr_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
-    return acquire(l, cr_thread_id(), wait_ms, lease_ms);
+    return cr__lock_acquire(l, cr_thread_id(), wait_ms, lease_ms, NULL);
 }
 
 cr_status
 cr_lock_lock_tid(cr_lock *l, int64_t tid, int64_t lease_ms)
 {
-    return acquire(l, tid, CR_WAIT_FOREVER, lease_ms);
+    return cr__lock_acquire(l, tid, CR_WAIT_FOREVER, lease_ms, NULL);
 }
 
 cr_status
 cr_lock_try_lock_tid(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
 {
-    return acquire(l, tid, wait_ms, lease_ms);
+    return cr__lock_acquire(l, tid, wait_ms, lease_ms, NULL);
 }
 
 /* ------------------------------------------------------------ releasing */
@@ -263,7 +278,7 @@ release(cr_lock *l, int64_t tid)
     int64_t local;
     int result = 0;
     bool lost = false;
-    cr_status rc = enter(l);
+    cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
@@ -307,7 +322,7 @@ cr_status
 cr_lock_force_unlock(cr_lock *l, bool *unlocked)
 {
     bool done = false;
-    cr_status rc = enter(l);
+    cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
@@ -326,7 +341,7 @@ cr_status
 cr_lock_delete(cr_lock *l, bool *deleted)
 {
     bool done = false;
-    cr_status rc = enter(l);
+    cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
@@ -347,7 +362,7 @@ cr_status
 cr_lock_is_locked(cr_lock *l, bool *locked)
 {
     bool v = false;
-    cr_status rc = enter(l);
+    cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
@@ -364,7 +379,7 @@ cr_lock_get_hold_count_tid(cr_lock *l, int64_t tid, int64_t *count)
 {
     char owner[CR__OWNER_MAX];
     int64_t n = 0;
-    cr_status rc = enter(l);
+    cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
@@ -411,7 +426,7 @@ cr_lock_remain_time_to_live(cr_lock *l, int64_t *ttl_ms)
     const char *argv[2] = {"PTTL", NULL};
     cr__reply *r = NULL;
     int64_t v;
-    cr_status rc = enter(l);
+    cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
@@ -434,7 +449,7 @@ cr_lock_is_lost_tid(cr_lock *l, int64_t tid, bool *lost)
 {
     char owner[CR__OWNER_MAX];
     bool v = false;
-    cr_status rc = enter(l);
+    cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
@@ -458,7 +473,7 @@ cr_lock_is_lost(cr_lock *l, bool *lost)
 cr_status
 cr_lock_set_lost_callback(cr_lock *l, cr_lock_lost_fn fn, void *userdata)
 {
-    cr_status rc = enter(l);
+    cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
@@ -483,19 +498,17 @@ cr__lock_channel_plain(cr_lock *l, const char *owner)
     return strdup(l->channel);
 }
 
-/* RLock acquire: nil when acquired, else the PTTL hint. */
-static cr_status
-plain_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
-              int64_t *hint)
+cr_status
+cr__lock_acquire_script(cr_lock *l, cr__script_id id, const char *owner,
+                        int64_t lease_ms, int64_t *hint)
 {
     char lease[24];
     const char *args[3] = {l->raw, lease, owner};
     cr__reply *r = NULL;
     cr_status rc;
 
-    (void)wait_ms;
     cr__fmt_i64(lease, lease_ms);
-    rc = cr__script_run(l->client, CR__SCRIPT_LOCK_ACQUIRE, 0, 1, 2, args, NULL, &r);
+    rc = cr__script_run(l->client, id, 0, 1, 2, args, NULL, &r);
     if (rc != CR_OK)
         return rc;
     if (r->type == CR__REPLY_NIL)
@@ -506,6 +519,16 @@ plain_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
         rc = cr__fail(CR_ESCRIPT, "lock acquire replied neither nil nor a ttl");
     cr__reply_free(r);
     return rc;
+}
+
+/* RLock acquire: nil when acquired, else the PTTL hint. */
+cr_status
+cr__lock_acquire_plain(cr_lock *l, const char *owner, int64_t lease_ms,
+                       int64_t wait_ms, int64_t *hint)
+{
+    (void)wait_ms;
+    return cr__lock_acquire_script(l, CR__SCRIPT_LOCK_ACQUIRE, owner, lease_ms,
+                                   hint);
 }
 
 cr_status
@@ -617,7 +640,7 @@ static const cr__lock_ops plain_ops = {
     .min_sleep_ms = 1,
     .max_sleep_ms = -1,
     .owner = cr__lock_owner_plain,
-    .acquire = plain_acquire,
+    .acquire = cr__lock_acquire_plain,
     .unlock = cr__lock_unlock_plain,
     .force_unlock = cr__lock_force_unlock_plain,
     .delete_ = cr__lock_force_unlock_plain,

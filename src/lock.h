@@ -24,10 +24,13 @@ typedef struct cr__lock_ops {
     cr__wake_mode wake_mode;   /* how its channel's messages wake waiters */
     int64_t min_sleep_ms;      /* floor for ttl hints while waiting */
     int64_t max_sleep_ms;      /* re-try at least this often; -1: no bound */
+    bool spin;                 /* wait by backoff, without pub/sub */
     /* Owner name of thread `tid` (the write lock appends ":write"). */
     void (*owner)(const cr_lock *l, int64_t tid, char *out);
     /* One attempt (see cr__attempt_fn); `wait_ms` is the caller's whole
-     * wait (the fair lock enqueues with it), 0 for a single try. */
+     * wait (the fair lock enqueues with it), 0 for a single try. On CR_OK a
+     * kind may leave a value in *hint_ms for the caller (the fenced lock's
+     * token). */
     cr_status (*acquire)(cr_lock *l, const char *owner, int64_t lease_ms,
                          int64_t wait_ms, int64_t *hint_ms);
     /* Release one hold: *result 0 (holds remain) or 1 (released);
@@ -38,7 +41,7 @@ typedef struct cr__lock_ops {
     cr_status (*delete_)(cr_lock *l, bool *done);
     cr_status (*is_locked)(cr_lock *l, bool *locked);
     cr_status (*hold_count)(cr_lock *l, const char *owner, int64_t *count);
-    /* The channel a waiter subscribes to, malloc'd. */
+    /* The channel a waiter subscribes to, malloc'd (unused when spin). */
     char *(*channel)(cr_lock *l, const char *owner);
     /* Called when a waiter stops waiting without the lock; NULL: none. */
     void (*give_up)(cr_lock *l, const char *owner, int64_t wait_ms);
@@ -64,7 +67,29 @@ struct cr_lock {
 cr_status cr__lock_create(cr_client *c, const char *name,
                           const cr__lock_ops *ops, cr_lock **out);
 
+/* cr__lock_acquire: lock/try_lock of any kind for owner thread `tid`; on
+ * CR_OK *extra (may be NULL) gets the value the kind's acquire left (the
+ * fencing token), or 0 when the acquisition was only found afterwards (a
+ * lost reply). */
+cr_status cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms,
+                           int64_t lease_ms, int64_t *extra);
+
+/* cr__lock_enter / cr__lock_leave: the guard of every call on a lock
+ * handle (a live handle of a live client). */
+cr_status cr__lock_enter(cr_lock *l);
+void cr__lock_leave(cr_lock *l);
+
+/* cr__lock_acquire_script: run an acquire script of RLock's shape (KEYS
+ * [N], ARGV [lease, owner]; nil when taken, else the PTTL): CR_OK, or
+ * CR_BUSY with the PTTL in *hint. */
+cr_status cr__lock_acquire_script(cr_lock *l, cr__script_id id,
+                                  const char *owner, int64_t lease_ms,
+                                  int64_t *hint);
+
 /* RLock's operations, for kinds that share them. */
+cr_status cr__lock_acquire_plain(cr_lock *l, const char *owner,
+                                 int64_t lease_ms, int64_t wait_ms,
+                                 int64_t *hint);
 void cr__lock_owner_plain(const cr_lock *l, int64_t tid, char *out);
 cr_status cr__lock_unlock_plain(cr_lock *l, const char *owner, int64_t lease_ms,
                                 int *result);

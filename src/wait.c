@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <time.h>
+
 #include "wait.h"
 
 /* While the subscription is not confirmed, messages may be missed: poll. */
@@ -20,6 +22,59 @@ bound(int64_t a, int64_t b)
     if (b < 0)
         return a;
     return a < b ? a : b;
+}
+
+#define SPIN_INITIAL_MS 1
+#define SPIN_MAX_MS 128
+
+/* Sleeps `ms` milliseconds. */
+static void
+sleep_ms(int64_t ms)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000;
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* The waiting loop without pub/sub: back off exponentially with jitter
+ * between attempts until the budget runs out; `rc` is the first attempt's
+ * result. */
+static cr_status
+spin(cr_client *c, const cr__wait_spec *spec, int64_t deadline, cr_status rc)
+{
+    int64_t delay = SPIN_INITIAL_MS, k = 1, hint = -1, io_since = 0;
+
+    while (rc == CR_BUSY || rc == CR_EIO) {
+        int64_t now = cr__now_ms(), sleep = delay;
+        unsigned char jitter = 0;
+
+        if (rc == CR_EIO) {
+            if (io_since == 0)
+                io_since = now;
+            if (now - io_since > c->reconnect_window_ms)
+                break;
+        } else {
+            io_since = 0;
+        }
+        if (deadline >= 0) {
+            if (now >= deadline) {
+                rc = rc == CR_EIO ? CR_EIO : CR_BUSY;
+                break;
+            }
+            sleep = bound(sleep, deadline - now);
+        }
+        sleep_ms(sleep);
+        if (atomic_load(&c->closing))
+            return cr__fail(CR_ECLOSED, "the client is being freed");
+        cr__random_bytes(&jitter, 1);
+        delay = bound(delay * 2 + jitter % k, SPIN_MAX_MS);
+        k++;
+        rc = spec->attempt(spec->ctx, &hint);
+    }
+    return rc;
 }
 
 /* Records a contended wait that lasted from `start` until now. */
@@ -48,6 +103,13 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
         CR__STAT_ADD(&c->stats, acquisitions, 1);
     if ((rc != CR_BUSY && rc != CR_EIO) || spec->wait_ms == 0)
         return rc;
+    if (spec->channel == NULL) {
+        rc = spin(c, spec, deadline, rc);
+        if (rc == CR_OK)
+            CR__STAT_ADD(&c->stats, acquisitions, 1);
+        count_wait(c, start);
+        return rc;
+    }
     rc = cr__pubsub_subscribe(c->pubsub, spec->channel, spec->mode,
                               bound(spec->wait_ms, c->subscription_timeout_ms),
                               &sub);

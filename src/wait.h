@@ -23,7 +23,11 @@
 typedef cr_status (*cr__attempt_fn)(void *ctx, int64_t *hint_ms);
 
 typedef struct cr__wait_spec {
-    const char *channel;  /* where the object's releases are published */
+    /* Where the object's releases are published; NULL: no pub/sub, wait
+     * between attempts by exponential backoff with jitter (the spin lock:
+     * 1 ms, then next = min(128, current * 2 + random [0, k)) at the k-th
+     * wait, as Redisson's LockOptions). */
+    const char *channel;
     cr__wake_mode mode;
     int64_t wait_ms;      /* CR_WAIT_FOREVER (-1) or >= 0 */
     int64_t min_sleep_ms; /* floor for hinted sleeps (a 0 hint must not spin) */

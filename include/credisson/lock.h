@@ -127,6 +127,53 @@ CR_EXPORT cr_status cr_lock_set_lost_callback(cr_lock *lock,
                                               cr_lock_lost_fn fn,
                                               void *userdata);
 
+/* ------------------------------------------------------ other lock kinds */
+
+/* cr_fenced_lock_new: Redisson's RFencedLock `name`: an RLock whose every
+ * acquisition (reentrant ones too) takes the next value of the counter
+ * redisson_lock_token:{name}, a fencing token. A resource guarded by the
+ * lock keeps the highest token it has seen and refuses writes carrying an
+ * older one, so a holder whose lease ran out (a long pause) cannot overwrite
+ * the next holder's work. The counter never gets a TTL from credisson.
+ * All cr_lock_* calls work on it; cr_lock_delete also deletes the counter
+ * (as Redisson: the sequence then starts over at 1).
+ * Ownership: *out needs to be freed with cr_lock_free(). */
+CR_EXPORT cr_status cr_fenced_lock_new(cr_client *client, const char *name,
+                                       cr_lock **out);
+
+/* cr_fenced_lock_try_lock_and_get_token: as cr_lock_try_lock, and on CR_OK
+ * *token is the token of this acquisition (1, 2, 3...). wait_ms 0 makes
+ * exactly one attempt (Redisson's no-argument form waits forever).
+ * Returns CR_OK, CR_BUSY, CR_EINVAL (not a fenced lock), CR_E*. */
+CR_EXPORT cr_status cr_fenced_lock_try_lock_and_get_token(cr_lock *lock,
+                                                          int64_t wait_ms,
+                                                          int64_t lease_ms,
+                                                          int64_t *token);
+/* cr_fenced_lock_lock_and_get_token: the same, waiting as long as it takes;
+ * unlike Redisson it honours lease_ms. */
+CR_EXPORT cr_status cr_fenced_lock_lock_and_get_token(cr_lock *lock,
+                                                      int64_t lease_ms,
+                                                      int64_t *token);
+/* cr_fenced_lock_get_token: the counter's current value (0 before any). */
+CR_EXPORT cr_status cr_fenced_lock_get_token(cr_lock *lock, int64_t *token);
+
+/* cr_spin_lock_new: Redisson's RSpinLock `name`: RLock's keys and fields, no
+ * pub/sub at all; waiters retry with exponential backoff (1 ms doubling to
+ * 128 ms, with jitter), for deployments where pub/sub fan-out is the
+ * bottleneck. It excludes an RLock of the same name (whose waiters are not
+ * woken by its unlock: they wait for their ttl hint).
+ * Ownership: *out needs to be freed with cr_lock_free(). */
+CR_EXPORT cr_status cr_spin_lock_new(cr_client *client, const char *name,
+                                     cr_lock **out);
+
+/* cr_non_reentrant_lock_new: Redisson 4.4's non-reentrant lock: RLock's
+ * layout, but the owner taking it again gets CR_EREENTRANT instead of a
+ * second hold.
+ * Ownership: *out needs to be freed with cr_lock_free(). */
+CR_EXPORT cr_status cr_non_reentrant_lock_new(cr_client *client,
+                                              const char *name,
+                                              cr_lock **out);
+
 #ifdef __cplusplus
 }
 #endif
