@@ -63,6 +63,14 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
 void
 cr_lock_free(cr_lock *l)
 {
+    if (l == NULL || l->magic != CR__LOCK_MAGIC || l->owned)
+        return;
+    cr__lock_destroy(l);
+}
+
+void
+cr__lock_destroy(cr_lock *l)
+{
     if (l == NULL || l->magic != CR__LOCK_MAGIC)
         return;
     if (l->ops->free_impl != NULL)
@@ -187,6 +195,10 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
         return rc;
     if ((rc = check_wait(wait_ms)) != CR_OK || (rc = check_lease(lease_ms)) != CR_OK)
         goto out;
+    if (l->ops->acquire_all != NULL) {
+        rc = l->ops->acquire_all(l, tid, wait_ms, lease_ms);
+        goto out;
+    }
     l->ops->owner(l, tid, owner);
     channel = l->ops->spin ? NULL : l->ops->channel(l, owner);
     if (channel == NULL && !l->ops->spin) {
@@ -282,6 +294,11 @@ release(cr_lock *l, int64_t tid)
 
     if (rc != CR_OK)
         return rc;
+    if (l->ops->release_all != NULL) {
+        rc = l->ops->release_all(l, tid);
+        cr__client_leave(l->client);
+        return rc;
+    }
     r = l->client->renewal;
     l->ops->owner(l, tid, owner);
     local = cr__hold_count(r, l->ops->hold_kind, l->raw, owner, &lost);
@@ -433,6 +450,8 @@ cr_lock_remain_time_to_live(cr_lock *l, int64_t *ttl_ms)
     argv[1] = l->raw;
     if (ttl_ms == NULL)
         rc = cr__fail(CR_EINVAL, "ttl_ms is NULL");
+    else if (l->ops->acquire_all != NULL)
+        rc = cr__fail(CR_ENOTSUP, "a %s has no single time to live", l->ops->kind);
     else if ((rc = cr__command(l->client, CR__CMD_RETRY, 2, argv, NULL, &r)) == CR_OK) {
         if (cr__reply_int(r, &v))
             *ttl_ms = v;

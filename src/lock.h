@@ -47,6 +47,11 @@ typedef struct cr__lock_ops {
     void (*give_up)(cr_lock *l, const char *owner, int64_t wait_ms);
     /* Frees l->impl; NULL: nothing to free. */
     void (*free_impl)(cr_lock *l);
+    /* Kinds made of other locks (MultiLock, RedLock) replace the whole
+     * acquisition and release instead of one script call; NULL otherwise. */
+    cr_status (*acquire_all)(cr_lock *l, int64_t tid, int64_t wait_ms,
+                             int64_t lease_ms);
+    cr_status (*release_all)(cr_lock *l, int64_t tid);
 } cr__lock_ops;
 
 struct cr_lock {
@@ -61,11 +66,16 @@ struct cr_lock {
     cr_lock_lost_fn lost_fn;
     void *lost_userdata;
     void *impl;    /* the kind's own data */
+    bool owned;    /* freed by the object that made it (a read/write lock's
+                    * sides): cr_lock_free leaves it alone */
 };
 
 /* cr__lock_create: a cr_lock of kind `ops` for `name`. */
 cr_status cr__lock_create(cr_client *c, const char *name,
                           const cr__lock_ops *ops, cr_lock **out);
+
+/* cr__lock_destroy: free a handle, owned or not (cr_lock_free's work). */
+void cr__lock_destroy(cr_lock *l);
 
 /* cr__lock_acquire: lock/try_lock of any kind for owner thread `tid`; on
  * CR_OK *extra (may be NULL) gets the value the kind's acquire left (the

@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MultiLock and RedLock: a cr_lock kind whose acquisition and release act on
+ * its sub-locks, each through its own kind's operations.
+ *
+ * An attempt asks every sub-lock at once, one thread each, with the same
+ * owner thread id and lease, and a wait of the remaining budget (MultiLock)
+ * or a 1/n share of it (RedLock, as Redisson's lockWaitTime). It succeeds
+ * when enough sub-locks were taken and, with an explicit lease, validity
+ * remains; otherwise everything taken is released and, while the budget
+ * lasts, the attempt is repeated after a short random pause so that two
+ * contenders holding each other's sub-locks do not meet again in step.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <string.h>
+
+#include "credisson/multilock.h"
+#include "lock.h"
+
+#define MAX_LOCKS 64
+/* lock() without a wait retries attempts of this much per sub-lock, as
+ * Redisson's base wait of n x 1500 ms. */
+#define FOREVER_ATTEMPT_MS_PER_LOCK 1500
+
+typedef struct multi {
+    cr_lock **locks;
+    size_t n;
+    size_t needed;              /* n for MultiLock, n/2 + 1 for RedLock */
+    bool redlock;
+    atomic_int_fast64_t valid_until; /* monotonic ms; -1 watchdog; 0 never */
+} multi;
+
+/* One sub-lock's share of an attempt or an unlock, run on its own thread. */
+typedef struct job {
+    cr_lock *lock;
+    int64_t tid;
+    int64_t wait_ms;
+    int64_t lease_ms;
+    bool unlock;
+    cr_status rc;
+    char err[256];
+    pthread_t thread;
+} job;
+
+/* Runs one job and keeps the thread's error detail with it. */
+static void *
+run_job(void *arg)
+{
+    job *j = arg;
+
+    if (j->unlock)
+        j->rc = cr_lock_unlock_tid(j->lock, j->tid);
+    else
+        j->rc = cr__lock_acquire(j->lock, j->tid, j->wait_ms, j->lease_ms, NULL);
+    snprintf(j->err, sizeof(j->err), "%s", j->rc == CR_OK ? "" : cr_last_error());
+    return NULL;
+}
+
+/* Runs the n jobs in parallel (inline when a thread cannot be started). */
+static void
+run_jobs(job *jobs, size_t n)
+{
+    bool started[MAX_LOCKS];
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        started[i] = n > 1 &&
+                     pthread_create(&jobs[i].thread, NULL, run_job, &jobs[i]) == 0;
+        if (!started[i])
+            run_job(&jobs[i]);
+    }
+    for (i = 0; i < n; i++)
+        if (started[i])
+            pthread_join(jobs[i].thread, NULL);
+}
+
+/* Releases, in parallel, every sub-lock whose job acquired it. */
+static void
+release_taken(const job *jobs, size_t n)
+{
+    job todo[MAX_LOCKS];
+    size_t i, k = 0;
+
+    for (i = 0; i < n; i++) {
+        if (jobs[i].rc != CR_OK)
+            continue;
+        todo[k] = jobs[i];
+        todo[k].unlock = true;
+        k++;
+    }
+    run_jobs(todo, k);
+}
+
+/* The Redlock algorithm's clock-drift allowance for a lease. */
+static int64_t
+drift(int64_t lease_ms)
+{
+    return lease_ms / 100 + 2;
+}
+
+/* Sleeps a random 5..50 ms, bounded by `deadline` (monotonic ms, -1: none). */
+static void
+pause_before_retry(int64_t deadline)
+{
+    unsigned char r = 0;
+    int64_t ms;
+    struct timespec ts;
+
+    cr__random_bytes(&r, 1);
+    ms = 5 + r % 46;
+    if (deadline >= 0 && deadline - cr__now_ms() < ms)
+        ms = deadline - cr__now_ms();
+    if (ms <= 0)
+        return;
+    ts.tv_sec = 0;
+    ts.tv_nsec = (long)ms * 1000000;
+    nanosleep(&ts, NULL);
+}
+
+/* acquire_all: see the file comment. */
+static cr_status
+multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
+{
+    multi *m = l->impl;
+    int64_t start = cr__now_ms();
+    int64_t deadline = wait_ms < 0 ? -1 : start + wait_ms;
+    job jobs[MAX_LOCKS];
+    cr_status failure = CR_BUSY;
+    size_t i;
+
+    for (;;) {
+        int64_t now = cr__now_ms(), remain, share, taken = 0, t0 = now;
+
+        remain = deadline < 0 ? (int64_t)m->n * FOREVER_ATTEMPT_MS_PER_LOCK
+                              : deadline - now;
+        if (remain < 0)
+            remain = 0;
+        share = m->redlock && remain > 0 ? remain / (int64_t)m->n : remain;
+        if (remain > 0 && share < 1)
+            share = 1;
+        memset(jobs, 0, m->n * sizeof(*jobs));
+        for (i = 0; i < m->n; i++) {
+            jobs[i].lock = m->locks[i];
+            jobs[i].tid = tid;
+            jobs[i].wait_ms = share;
+            jobs[i].lease_ms = lease_ms;
+        }
+        run_jobs(jobs, m->n);
+        for (i = 0; i < m->n; i++) {
+            if (jobs[i].rc == CR_OK)
+                taken++;
+            else if (jobs[i].rc != CR_BUSY && failure == CR_BUSY)
+                failure = cr__fail(jobs[i].rc, "%s: %s", cr_lock_name(jobs[i].lock),
+                                   jobs[i].err);
+        }
+        if ((size_t)taken >= m->needed) {
+            if (lease_ms < 0) {
+                atomic_store(&m->valid_until, -1);
+                return CR_OK;
+            }
+            now = cr__now_ms();
+            if (lease_ms - (now - t0) - drift(lease_ms) > 0) {
+                atomic_store(&m->valid_until, t0 + lease_ms - drift(lease_ms));
+                return CR_OK;
+            }
+            failure = cr__fail(CR_BUSY, "acquired too late: no validity left "
+                               "of a %lld ms lease", (long long)lease_ms);
+        }
+        release_taken(jobs, m->n);
+        if (wait_ms == 0 || (deadline >= 0 && cr__now_ms() >= deadline))
+            break;
+        pause_before_retry(deadline);
+    }
+    /* Hard errors are reported only when nothing was merely busy. */
+    for (i = 0; i < m->n; i++)
+        if (jobs[i].rc == CR_BUSY)
+            return cr__fail(CR_BUSY, "not enough sub-locks taken in time");
+    return failure;
+}
+
+/* release_all: unlock every sub-lock in parallel and report every error. A
+ * RedLock only needs its majority released by its owner. */
+static cr_status
+multi_release(cr_lock *l, int64_t tid)
+{
+    multi *m = l->impl;
+    job jobs[MAX_LOCKS];
+    char msg[1024] = "";
+    size_t i, ok = 0, len = 0;
+    cr_status first = CR_OK;
+
+    memset(jobs, 0, m->n * sizeof(*jobs));
+    for (i = 0; i < m->n; i++) {
+        jobs[i].lock = m->locks[i];
+        jobs[i].tid = tid;
+        jobs[i].unlock = true;
+    }
+    run_jobs(jobs, m->n);
+    for (i = 0; i < m->n; i++) {
+        if (jobs[i].rc == CR_OK) {
+            ok++;
+            continue;
+        }
+        if (first == CR_OK)
+            first = jobs[i].rc;
+        if (len < sizeof(msg))
+            len += (size_t)snprintf(msg + len, sizeof(msg) - len, "%s%s: %s",
+                                    len > 0 ? "; " : "",
+                                    cr_lock_name(jobs[i].lock), jobs[i].err);
+    }
+    atomic_store(&m->valid_until, 0);
+    if (m->redlock && ok >= m->needed)
+        return CR_OK;
+    if (first != CR_OK)
+        return cr__fail(first, "%s", msg);
+    return CR_OK;
+}
+
+/* The owner "name" of a multilock is the thread id itself: the sub-locks
+ * make their own owner names from it. */
+static void
+multi_owner(const cr_lock *l, int64_t tid, char *out)
+{
+    (void)l;
+    cr__fmt_i64(out, tid);
+}
+
+/* The smallest hold count among the sub-locks (RedLock: the majority's
+ * smallest, i.e. the needed-th largest). */
+static cr_status
+multi_hold_count(cr_lock *l, const char *owner, int64_t *count)
+{
+    multi *m = l->impl;
+    int64_t tid = 0, counts[MAX_LOCKS];
+    size_t i, j;
+
+    if (!cr__parse_i64(owner, strlen(owner), &tid))
+        return cr__fail(CR_EINVAL, "bad owner");
+    for (i = 0; i < m->n; i++) {
+        cr_status rc = cr_lock_get_hold_count_tid(m->locks[i], tid, &counts[i]);
+
+        if (rc != CR_OK)
+            return rc;
+    }
+    /* Sort descending (n is small) and take the needed-th value. */
+    for (i = 1; i < m->n; i++)
+        for (j = i; j > 0 && counts[j] > counts[j - 1]; j--) {
+            int64_t t = counts[j];
+
+            counts[j] = counts[j - 1];
+            counts[j - 1] = t;
+        }
+    *count = counts[m->needed - 1];
+    return CR_OK;
+}
+
+static cr_status
+multi_unsupported(cr_lock *l, bool *unused)
+{
+    (void)unused;
+    return cr__fail(CR_ENOTSUP, "not supported by a %s", l->ops->kind);
+}
+
+static void
+multi_free(cr_lock *l)
+{
+    multi *m = l->impl;
+
+    free(m->locks);
+    free(m);
+}
+
+#define MULTI_OPS(name, label)                                                \
+    static const cr__lock_ops name = {                                        \
+        .kind = label,                                                        \
+        .owner = multi_owner,                                                 \
+        .force_unlock = multi_unsupported,                                    \
+        .delete_ = multi_unsupported,                                         \
+        .is_locked = multi_unsupported,                                       \
+        .hold_count = multi_hold_count,                                       \
+        .free_impl = multi_free,                                              \
+        .acquire_all = multi_acquire,                                         \
+        .release_all = multi_release,                                         \
+    }
+MULTI_OPS(multilock_ops, "multilock");
+MULTI_OPS(redlock_ops, "redlock");
+
+/* Builds a multilock of either kind. */
+static cr_status
+create(cr_lock *const *locks, size_t n, bool redlock, cr_lock **out)
+{
+    char name[128];
+    multi *m;
+    cr_lock *l = NULL;
+    size_t i, j;
+    cr_status rc;
+
+    cr__clear_error();
+    if (locks == NULL || out == NULL || n == 0 || n > MAX_LOCKS)
+        return cr__fail(CR_EINVAL, "need 1..%d sub-locks and an out pointer",
+                        MAX_LOCKS);
+    for (i = 0; i < n; i++) {
+        if (locks[i] == NULL || locks[i]->magic != CR__LOCK_MAGIC)
+            return cr__fail(CR_EINVAL, "sub-lock %zu is not a live lock", i);
+        if (locks[i]->ops->acquire_all != NULL)
+            return cr__fail(CR_EINVAL, "sub-lock %zu is itself a multilock", i);
+        for (j = 0; j < i; j++)
+            if (locks[j] == locks[i])
+                return cr__fail(CR_EINVAL, "sub-lock %zu is given twice", i);
+    }
+    snprintf(name, sizeof(name), "%s(%s%s)", redlock ? "redlock" : "multilock",
+             locks[0]->name, n > 1 ? ",..." : "");
+    m = calloc(1, sizeof(*m));
+    if (m == NULL || (m->locks = malloc(n * sizeof(*m->locks))) == NULL) {
+        free(m);
+        return CR_ENOMEM;
+    }
+    memcpy(m->locks, locks, n * sizeof(*m->locks));
+    m->n = n;
+    m->redlock = redlock;
+    m->needed = redlock ? n / 2 + 1 : n;
+    rc = cr__lock_create(locks[0]->client, name,
+                         redlock ? &redlock_ops : &multilock_ops, &l);
+    if (rc != CR_OK) {
+        free(m->locks);
+        free(m);
+        return rc;
+    }
+    l->impl = m;
+    *out = l;
+    return CR_OK;
+}
+
+cr_status
+cr_multilock_new(cr_lock *const *locks, size_t n, cr_lock **out)
+{
+    return create(locks, n, false, out);
+}
+
+cr_status
+cr_redlock_new(cr_lock *const *locks, size_t n, cr_lock **out)
+{
+    return create(locks, n, true, out);
+}
+
+cr_status
+cr_multilock_get_validity(cr_lock *l, int64_t *validity_ms)
+{
+    int64_t until;
+
+    if (l == NULL || validity_ms == NULL || l->magic != CR__LOCK_MAGIC ||
+        l->ops->acquire_all == NULL)
+        return cr__fail(CR_EINVAL, "not a multilock");
+    until = atomic_load(&((multi *)l->impl)->valid_until);
+    if (until == 0)
+        return cr__fail(CR_EINVAL, "not acquired through this handle");
+    if (until < 0)
+        *validity_ms = CR_LEASE_WATCHDOG;
+    else
+        *validity_ms = until > cr__now_ms() ? until - cr__now_ms() : 0;
+    return CR_OK;
+}

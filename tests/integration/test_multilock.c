@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MultiLock and RedLock over three independent redis-server processes:
+ * all-or-nothing acquisition, majorities with servers stopped, leases and
+ * the watchdog on every sub-lock, unlock everywhere, parallel latency.
+ */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "lock_common.h"
+
+#define SERVERS 3
+
+static cr_test_redis servers[SERVERS]; /* servers[0] is test_redis */
+static cr_client *clients[SERVERS];
+static cr_lock *subs[SERVERS];
+
+static int
+three_up(void **state)
+{
+    int i;
+
+    (void)state;
+    /* DEBUG SLEEP stalls a server in the parallelism test. */
+    i = cr_test_redis_start(&test_redis, "--enable-debug-command yes");
+    if (i == CR_TEST_SKIP)
+        exit(CR_TEST_SKIP);
+    if (i != 0)
+        return -1;
+    for (i = 1; i < SERVERS; i++)
+        if (cr_test_redis_start(&servers[i], "--enable-debug-command yes") != 0)
+            return -1;
+    return 0;
+}
+
+static int
+three_down(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 1; i < SERVERS; i++)
+        cr_test_redis_destroy(&servers[i]);
+    return redis_down(NULL);
+}
+
+/* A client per server (300 ms watchdog) and a sub-lock "m" on each. */
+static int
+clients_up(void **state)
+{
+    cr_client_options o;
+    int i;
+
+    (void)state;
+    servers[0] = test_redis;
+    for (i = 0; i < SERVERS; i++) {
+        if (servers[i].pid == 0 && cr_test_redis_restart(&servers[i]) != 0)
+            return -1;
+        memset(&o, 0, sizeof(o));
+        o.url = servers[i].url;
+        o.lock_watchdog_timeout_ms = 300;
+        o.connect_timeout_ms = 300;
+        o.command_timeout_ms = slow(2000);
+        o.reconnect_window_ms = slow(2000);
+        if (cr_client_new(&o, &clients[i]) != CR_OK ||
+            cr_lock_new(clients[i], "m", &subs[i]) != CR_OK)
+            return -1;
+        redisReply *r = cr_test_redis_cmd(&servers[i], "FLUSHALL");
+        if (r == NULL)
+            return -1;
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+static int
+clients_down(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < SERVERS; i++) {
+        cr_lock_free(subs[i]);
+        cr_client_free(clients[i]);
+        subs[i] = NULL;
+        clients[i] = NULL;
+    }
+    test_redis = servers[0];
+    return 0;
+}
+
+/* EXISTS m on server i. */
+static long long
+exists_on(int i)
+{
+    redisReply *r = cr_test_redis_cmd(&servers[i], "EXISTS m");
+    long long v = r != NULL ? r->integer : -1;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
+}
+
+static long long
+pttl_on(int i)
+{
+    redisReply *r = cr_test_redis_cmd(&servers[i], "PTTL m");
+    long long v = r != NULL ? r->integer : -99;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
+}
+
+static void
+test_multilock_takes_every_sub_lock_and_unlocks_everywhere(void **state)
+{
+    cr_lock *m;
+    bool held = false;
+    int64_t n = 0;
+    int i;
+
+    (void)state;
+    assert_int_equal(cr_multilock_new(subs, SERVERS, &m), CR_OK);
+    assert_int_equal(cr_lock_try_lock(m, 0, 5000), CR_OK);
+    for (i = 0; i < SERVERS; i++) {
+        assert_int_equal(exists_on(i), 1);
+        assert_true(pttl_on(i) > 0 && pttl_on(i) <= 5000);
+    }
+    assert_int_equal(cr_lock_is_held_by_current_thread(m, &held), CR_OK);
+    assert_true(held);
+    assert_int_equal(cr_lock_get_hold_count(m, &n), CR_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(cr_lock_unlock(m), CR_OK);
+    for (i = 0; i < SERVERS; i++)
+        assert_int_equal(exists_on(i), 0);
+    /* What Redisson does not support is refused, not faked. */
+    assert_int_equal(cr_lock_force_unlock(m, NULL), CR_ENOTSUP);
+    assert_int_equal(cr_lock_is_locked(m, &held), CR_ENOTSUP);
+    cr_lock_free(m);
+}
+
+static void
+test_multilock_fails_whole_and_leaves_nothing_when_one_sub_lock_is_held(void **state)
+{
+    cr_client_options o;
+    cr_client *other;
+    cr_lock *blocker, *m;
+    int64_t start;
+
+    (void)state;
+    memset(&o, 0, sizeof(o));
+    o.url = servers[1].url;
+    assert_int_equal(cr_client_new(&o, &other), CR_OK);
+    assert_int_equal(cr_lock_new(other, "m", &blocker), CR_OK);
+    assert_int_equal(cr_lock_lock(blocker, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_multilock_new(subs, SERVERS, &m), CR_OK);
+    assert_int_equal(cr_lock_try_lock(m, 0, 5000), CR_BUSY);
+    assert_int_equal(exists_on(0), 0);
+    assert_int_equal(exists_on(2), 0);
+    start = cr_test_now_ms();
+    assert_int_equal(cr_lock_try_lock(m, 300, 5000), CR_BUSY);
+    assert_true(cr_test_now_ms() - start < slow(2000));
+    assert_int_equal(exists_on(0), 0);
+    assert_int_equal(exists_on(2), 0);
+    assert_int_equal(cr_lock_unlock(blocker), CR_OK);
+    assert_int_equal(cr_lock_try_lock(m, slow(3000), 5000), CR_OK);
+    assert_int_equal(cr_lock_unlock(m), CR_OK);
+    cr_lock_free(m);
+    cr_lock_free(blocker);
+    cr_client_free(other);
+}
+
+static void
+test_redlock_acquires_with_one_server_stopped_but_not_with_two(void **state)
+{
+    cr_lock *r;
+    int64_t validity = 0;
+
+    (void)state;
+    assert_int_equal(cr_redlock_new(subs, SERVERS, &r), CR_OK);
+    cr_test_redis_stop(&servers[2]);
+    assert_int_equal(cr_lock_try_lock(r, slow(2000), 10000), CR_OK);
+    assert_int_equal(cr_multilock_get_validity(r, &validity), CR_OK);
+    assert_true(validity > 10000 - slow(2000) && validity < 10000);
+    assert_int_equal(exists_on(0), 1);
+    assert_int_equal(exists_on(1), 1);
+    /* The unlock of a majority is a success; the dead server's error is
+     * not hidden from cr_last_error either way. */
+    assert_int_equal(cr_lock_unlock(r), CR_OK);
+    assert_int_equal(exists_on(0), 0);
+    assert_int_equal(exists_on(1), 0);
+    cr_test_redis_stop(&servers[1]);
+    assert_int_equal(cr_lock_try_lock(r, 300, 10000), CR_EIO);
+    assert_int_equal(exists_on(0), 0);
+    cr_lock_free(r);
+}
+
+static void
+test_redlock_with_a_lease_shorter_than_the_acquisition_fails(void **state)
+{
+    cr_lock *r;
+    int i;
+
+    (void)state;
+    assert_int_equal(cr_redlock_new(subs, SERVERS, &r), CR_OK);
+    /* A 2 ms lease leaves no validity after the drift allowance. */
+    assert_int_equal(cr_lock_try_lock(r, 0, 2), CR_BUSY);
+    for (i = 0; i < SERVERS; i++)
+        assert_int_equal(exists_on(i), 0);
+    cr_lock_free(r);
+}
+
+static void
+test_multilock_watchdog_keeps_every_sub_lock_alive(void **state)
+{
+    cr_lock *m;
+    int64_t validity = 0, end;
+    int i;
+
+    (void)state;
+    assert_int_equal(cr_multilock_new(subs, SERVERS, &m), CR_OK);
+    assert_int_equal(cr_lock_lock(m, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_multilock_get_validity(m, &validity), CR_OK);
+    assert_int_equal(validity, CR_LEASE_WATCHDOG);
+    end = cr_test_now_ms() + 1200; /* four 300 ms watchdog timeouts */
+    while (cr_test_now_ms() < end) {
+        for (i = 0; i < SERVERS; i++)
+            assert_true(pttl_on(i) > 0);
+        usleep(30000);
+    }
+    assert_int_equal(cr_lock_unlock(m), CR_OK);
+    for (i = 0; i < SERVERS; i++)
+        assert_int_equal(exists_on(i), 0);
+    cr_lock_free(m);
+}
+
+typedef struct stall {
+    cr_test_redis *server;
+    bool slept;
+    pthread_t thread;
+} stall;
+
+static void *
+stall_server(void *arg)
+{
+    stall *s = arg;
+    redisReply *r = cr_test_redis_cmd(s->server, "DEBUG SLEEP 0.3");
+
+    s->slept = r != NULL && r->type == REDIS_REPLY_STATUS;
+    if (r != NULL)
+        freeReplyObject(r);
+    return NULL;
+}
+
+static void
+test_multilock_contacts_servers_in_parallel(void **state)
+{
+    stall st[SERVERS];
+    cr_lock *m;
+    int64_t start, took;
+    int i;
+
+    (void)state;
+    assert_int_equal(cr_multilock_new(subs, SERVERS, &m), CR_OK);
+    /* Each server is busy for 300 ms: one after another would take 900. */
+    for (i = 0; i < SERVERS; i++) {
+        st[i].server = &servers[i];
+        assert_int_equal(pthread_create(&st[i].thread, NULL, stall_server, &st[i]), 0);
+    }
+    usleep(50000);
+    start = cr_test_now_ms();
+    assert_int_equal(cr_lock_try_lock(m, 0, 5000), CR_OK);
+    took = cr_test_now_ms() - start;
+    for (i = 0; i < SERVERS; i++) {
+        pthread_join(st[i].thread, NULL);
+        assert_true(st[i].slept);
+    }
+    /* The servers answered after their stalls: at least one stall long,
+     * and well under the sum of the three. */
+    assert_true(took >= 200);
+    assert_true(took < slow(600));
+    assert_int_equal(cr_lock_unlock(m), CR_OK);
+    cr_lock_free(m);
+}
+
+static void
+test_multilock_refuses_bad_sub_lock_lists(void **state)
+{
+    cr_lock *twice[2], *m = NULL;
+
+    (void)state;
+    twice[0] = subs[0];
+    twice[1] = subs[0];
+    assert_int_equal(cr_multilock_new(NULL, 1, &m), CR_EINVAL);
+    assert_int_equal(cr_multilock_new(subs, 0, &m), CR_EINVAL);
+    assert_int_equal(cr_multilock_new(twice, 2, &m), CR_EINVAL);
+    assert_int_equal(cr_redlock_new(subs, 65, &m), CR_EINVAL);
+    assert_null(m);
+    assert_int_equal(cr_multilock_get_validity(subs[0], NULL), CR_EINVAL);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, clients_up, clients_down)
+        T(test_multilock_takes_every_sub_lock_and_unlocks_everywhere),
+        T(test_multilock_fails_whole_and_leaves_nothing_when_one_sub_lock_is_held),
+        T(test_redlock_acquires_with_one_server_stopped_but_not_with_two),
+        T(test_redlock_with_a_lease_shorter_than_the_acquisition_fails),
+        T(test_multilock_watchdog_keeps_every_sub_lock_alive),
+        T(test_multilock_contacts_servers_in_parallel),
+        T(test_multilock_refuses_bad_sub_lock_lists),
+#undef T
+    };
+
+    (void)client_up;
+    (void)client_down;
+    return cmocka_run_group_tests(tests, three_up, three_down);
+}
