@@ -221,7 +221,8 @@ check_options(const cr_client_options *o)
     if (o->connect_timeout_ms < 0 || o->command_timeout_ms < 0 ||
         o->pool_size < 0 || o->lock_watchdog_timeout_ms < 0 ||
         o->lock_watchdog_batch_size < 0 || o->fair_lock_wait_timeout_ms < 0 ||
-        o->subscription_timeout_ms < 0 || o->reconnect_window_ms < 0)
+        o->subscription_timeout_ms < 0 || o->reconnect_window_ms < 0 ||
+        o->replica_sync_timeout_ms < 0 || o->replica_sync_timeout_ms > 3600000)
         return cr__fail(CR_EINVAL, "negative option value");
     if (o->connect_timeout_ms > 3600000 || o->command_timeout_ms > 3600000 ||
         o->pool_size > 1024 || o->lock_watchdog_batch_size > 10000 ||
@@ -277,6 +278,9 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->idle, NULL);
     c->conn_cfg.url = &c->url;
+    if (c->url.is_sentinel && cr__sentinel_new(&c->conn_cfg.sentinel) != CR_OK)
+        rc = CR_ENOMEM;
+    c->conn_cfg.sync_timeout_ms = opts->replica_sync_timeout_ms;
     c->conn_cfg.connect_timeout_ms = c->connect_timeout_ms;
     c->conn_cfg.command_timeout_ms = c->command_timeout_ms;
     c->conn_cfg.stats = &c->stats;
@@ -328,6 +332,7 @@ cr_client_free(cr_client *c)
     cr__renewal_free(c->renewal);
     cr__pubsub_free(c->pubsub);
     cr__transport_free(c->transport);
+    cr__sentinel_free(c->conn_cfg.sentinel);
     cr__url_clear(&c->url);
     free(c->name_prefix);
     pthread_mutex_destroy(&c->mu);

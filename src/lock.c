@@ -222,6 +222,15 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     spec.attempt = attempt;
     spec.ctx = &a;
     rc = cr__wait(l->client, &spec);
+    if (rc == CR_OK && cr__transport_sync_failed()) {
+        int ignored;
+
+        /* Redisson's checkLockSyncedSlaves: a grant no replica has seen
+         * could vanish in a failover; undo it and say so. */
+        l->ops->unlock(l, owner, a.lease_ms, &ignored);
+        rc = cr__fail(CR_EIO, "%s %s: no replica acknowledged the acquisition "
+                      "within the sync timeout; undone", l->ops->kind, l->name);
+    }
     if (rc == CR_EIO && a.uncertain) {
         bool acquired = false;
 
@@ -527,7 +536,7 @@ cr__lock_acquire_script(cr_lock *l, cr__script_id id, const char *owner,
     cr_status rc;
 
     cr__fmt_i64(lease, lease_ms);
-    rc = cr__script_run(l->client, id, 0, 1, 2, args, NULL, &r);
+    rc = cr__script_run(l->client, id, CR__CMD_SYNC, 1, 2, args, NULL, &r);
     if (rc != CR_OK)
         return rc;
     if (r->type == CR__REPLY_NIL)

@@ -42,8 +42,8 @@ fenced_acquire(cr_lock *l, const char *owner, int64_t lease_ms,
 
     (void)wait_ms;
     cr__fmt_i64(lease, lease_ms);
-    rc = cr__script_run(l->client, CR__SCRIPT_FENCED_LOCK_ACQUIRE, 0, 2, 2,
-                        args, NULL, &r);
+    rc = cr__script_run(l->client, CR__SCRIPT_FENCED_LOCK_ACQUIRE, CR__CMD_SYNC,
+                        2, 2, args, NULL, &r);
     if (rc != CR_OK)
         return rc;
     if (r->type != CR__REPLY_ARRAY || r->elements != 2 ||

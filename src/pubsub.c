@@ -63,6 +63,7 @@ struct cr__pubsub {
     int64_t last_rx_ms;
     int64_t ping_sent_ms; /* 0 when no PING is outstanding */
     bool connected_once;
+    unsigned sgen; /* Sentinel generation of ctx */
 };
 
 /* ------------------------------------------------------------- helpers */
@@ -468,6 +469,7 @@ dispatcher(void *arg)
                 HASH_ITER(hh, ps->subs, s, tmp)
                     mark_dirty(ps, s);
                 ps->ctx = c;
+                ps->sgen = cr__sentinel_generation(ps->cfg.sentinel);
                 ps->last_rx_ms = cr__now_ms();
                 backoff = BACKOFF_MIN_MS;
                 if (ps->connected_once)
@@ -475,6 +477,9 @@ dispatcher(void *arg)
                 ps->connected_once = true;
             }
         }
+        /* After a failover found by any connection, follow the master. */
+        if (ps->ctx != NULL && ps->sgen != cr__sentinel_generation(ps->cfg.sentinel))
+            drop_link(ps);
         if (ps->ctx != NULL && (!reconcile(ps) || !check_liveness(ps)))
             drop_link(ps);
         else if (ps->ctx == NULL)

@@ -21,10 +21,24 @@
 #include "conn.h"
 #include "transport.h"
 
+struct cr__sentinel {
+    pthread_mutex_t mu;
+    char host[256]; /* the master last found */
+    int port;
+    size_t first;   /* the sentinel that answered last: asked first */
+    atomic_uint generation;
+};
+
+/* How often a connection with the replica-sync check counts replicas. */
+#define REPLICAS_RECOUNT_MS 1000
+
 typedef struct conn {
     redisContext *ctx;
     unsigned discard; /* sent replies nobody waits for, to drop first */
     uint64_t epoch;   /* pool epoch when ctx was opened */
+    unsigned sgen;    /* Sentinel generation when ctx was opened */
+    long long replicas; /* replicas of the server (sync on) */
+    int64_t replicas_at; /* when they were last counted */
     bool opened;      /* has been open before: the next open is a reconnect */
     struct conn *next_free;
 } conn;
@@ -182,24 +196,157 @@ setup_command(redisContext *c, int argc, const char **argv, const char *what)
     return rc;
 }
 
+/* ------------------------------------------------------------ sentinel */
+
+cr_status
+cr__sentinel_new(cr__sentinel **out)
+{
+    cr__sentinel *s = calloc(1, sizeof(*s));
+
+    if (s == NULL)
+        return CR_ENOMEM;
+    pthread_mutex_init(&s->mu, NULL);
+    atomic_init(&s->generation, 1);
+    *out = s;
+    return CR_OK;
+}
+
+void
+cr__sentinel_free(cr__sentinel *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+unsigned
+cr__sentinel_generation(const cr__sentinel *s)
+{
+    return s != NULL ? atomic_load(&((cr__sentinel *)s)->generation) : 0;
+}
+
+/* Asks one sentinel where the master is; false when it cannot say. */
+static bool
+ask_sentinel(const cr__conn_config *cfg, const char *host, int port,
+             char *master, size_t len, int *master_port)
+{
+    redisContext *c = redisConnectWithTimeout(host, port,
+                                              ms_to_tv(cfg->connect_timeout_ms));
+    redisReply *r = NULL;
+    bool ok = false;
+
+    if (c != NULL && !c->err &&
+        redisSetTimeout(c, ms_to_tv(cfg->command_timeout_ms)) == REDIS_OK)
+        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s",
+                         cfg->url->master_name);
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING &&
+        r->element[1]->type == REDIS_REPLY_STRING && r->element[0]->len < len) {
+        snprintf(master, len, "%s", r->element[0]->str);
+        *master_port = atoi(r->element[1]->str);
+        ok = *master_port > 0;
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    if (c != NULL)
+        redisFree(c);
+    return ok;
+}
+
+/* Finds the master through the sentinels, the last one that answered
+ * first; records a change of address as a new generation. */
+static cr_status
+find_master(const cr__conn_config *cfg, char *host, size_t len, int *port)
+{
+    cr__sentinel *s = cfg->sentinel;
+    const cr__url *u = cfg->url;
+    size_t i, first;
+
+    pthread_mutex_lock(&s->mu);
+    first = s->first;
+    pthread_mutex_unlock(&s->mu);
+    for (i = 0; i < u->nsentinels; i++) {
+        size_t k = (first + i) % u->nsentinels;
+
+        if (!ask_sentinel(cfg, u->sentinel_hosts[k], u->sentinel_ports[k], host,
+                          len, port))
+            continue;
+        pthread_mutex_lock(&s->mu);
+        s->first = k;
+        if (strcmp(s->host, host) != 0 || s->port != *port) {
+            if (s->port != 0)
+                cr__log(cfg->log, CR_LOG_WARN, "master %s moved to %s:%d",
+                        u->master_name, host, *port);
+            snprintf(s->host, sizeof(s->host), "%s", host);
+            s->port = *port;
+            atomic_fetch_add(&s->generation, 1);
+        }
+        pthread_mutex_unlock(&s->mu);
+        return CR_OK;
+    }
+    return cr__fail(CR_EIO, "no sentinel knows master %s", u->master_name);
+}
+
+/* Tells whether the server behind `c` is a master (ROLE), so that a
+ * sentinel's stale answer during a failover is not trusted. */
+static bool
+is_master(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "ROLE");
+    bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+              r->element[0]->type == REDIS_REPLY_STRING &&
+              strcmp(r->element[0]->str, "master") == 0;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return ok;
+}
+
+/* Counts the replicas connected to the server behind `c` (ROLE). */
+static long long
+count_replicas(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "ROLE");
+    long long n = 0;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+        r->element[2]->type == REDIS_REPLY_ARRAY)
+        n = (long long)r->element[2]->elements;
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* ------------------------------------------------------------ opening */
+
 cr_status
 cr__conn_open(const cr__conn_config *cfg, redisContext **out)
 {
     const cr__url *u = cfg->url;
     struct timeval tv = ms_to_tv(cfg->connect_timeout_ms);
+    char host[256];
+    int port = u->port;
     redisContext *c;
     cr_status rc;
 
     *out = NULL;
+    if (u->is_sentinel) {
+        rc = find_master(cfg, host, sizeof(host), &port);
+        if (rc != CR_OK)
+            return rc;
+    } else if (!u->is_unix) {
+        snprintf(host, sizeof(host), "%s", u->host);
+    }
     if (u->is_unix)
         c = redisConnectUnixWithTimeout(u->path, tv);
     else
-        c = redisConnectWithTimeout(u->host, u->port, tv);
+        c = redisConnectWithTimeout(host, port, tv);
     if (c == NULL)
         return cr__fail(CR_ENOMEM, "cannot allocate a connection");
     if (c->err) {
         rc = cr__fail(CR_EIO, "cannot connect to %s:%d: %s",
-                      u->is_unix ? u->path : u->host, u->port, c->errstr);
+                      u->is_unix ? u->path : host, port, c->errstr);
         redisFree(c);
         return rc;
     }
@@ -222,6 +369,11 @@ cr__conn_open(const cr__conn_config *cfg, redisContext **out)
             redisFree(c);
             return rc;
         }
+    }
+    if (u->is_sentinel && !is_master(c)) {
+        redisFree(c);
+        return cr__fail(CR_EIO, "%s:%d is not (yet) the master of %s", host,
+                        port, u->master_name);
     }
     if (u->db != 0) {
         char db[24];
@@ -274,6 +426,7 @@ cr__transport_new(const cr__conn_config *cfg, int pool_size,
         return rc;
     }
     t->conns[0].epoch = 1;
+    t->conns[0].sgen = cr__sentinel_generation(cfg->sentinel);
     t->conns[0].opened = true;
     *out = t;
     return CR_OK;
@@ -351,7 +504,8 @@ ready_conn(cr__transport *t, conn *c)
     uint64_t epoch = atomic_load(&t->epoch);
     cr_status rc;
 
-    if (c->ctx != NULL && c->epoch != epoch) {
+    if (c->ctx != NULL &&
+        (c->epoch != epoch || c->sgen != cr__sentinel_generation(t->cfg.sentinel))) {
         redisFree(c->ctx);
         c->ctx = NULL;
         c->discard = 0;
@@ -361,6 +515,8 @@ ready_conn(cr__transport *t, conn *c)
         if (rc != CR_OK)
             return rc;
         c->epoch = epoch;
+        c->sgen = cr__sentinel_generation(t->cfg.sentinel);
+        c->replicas_at = 0;
         if (c->opened)
             CR__STAT_ADD(t->cfg.stats, reconnects, 1);
         c->opened = true;
@@ -379,10 +535,39 @@ ready_conn(cr__transport *t, conn *c)
     return CR_OK;
 }
 
-/* Sends one command on `c` and reads its reply. */
+static _Thread_local bool sync_failed;
+
+bool
+cr__transport_sync_failed(void)
+{
+    return sync_failed;
+}
+
+/* After a command on `c`: WAIT until the replicas acknowledge it, and note
+ * in sync_failed when none did. Returns CR_EIO when the link broke. */
+static cr_status
+wait_replicas(cr__transport *t, conn *c)
+{
+    redisReply *r;
+
+    r = redisCommand(c->ctx, "WAIT %lld %lld", c->replicas,
+                     (long long)t->cfg.sync_timeout_ms);
+    if (r == NULL) {
+        cr_status rc = cr__conn_io_error(c->ctx, "WAIT");
+
+        drop_conn(t, c);
+        return rc;
+    }
+    sync_failed = r->type != REDIS_REPLY_INTEGER || r->integer == 0;
+    freeReplyObject(r);
+    return CR_OK;
+}
+
+/* Sends one command on `c` and reads its reply. *not_run is set when the
+ * command certainly did not run (the server refused it as a replica). */
 static cr_status
 run_on(cr__transport *t, conn *c, int argc, const char **argv,
-       const size_t *argvlen, cr__reply **out)
+       const size_t *argvlen, cr__reply **out, bool *not_run, bool sync)
 {
     redisReply *r;
     cr_status rc = ready_conn(t, c);
@@ -396,9 +581,29 @@ run_on(cr__transport *t, conn *c, int argc, const char **argv,
         drop_conn(t, c);
         return rc;
     }
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0) {
+        /* A failover turned this master into a replica: nothing ran. */
+        rc = cr__fail(CR_EIO, "%s: %s", argv[0], r->str);
+        freeReplyObject(r);
+        drop_conn(t, c);
+        *not_run = true;
+        return rc;
+    }
     *out = cr__reply_convert(r);
     freeReplyObject(r);
-    return *out != NULL ? CR_OK : CR_ENOMEM;
+    if (*out == NULL)
+        return CR_ENOMEM;
+    if (sync && cr__now_ms() - c->replicas_at > REPLICAS_RECOUNT_MS) {
+        /* Replicas come and go: count them again now and then. */
+        c->replicas = count_replicas(c->ctx);
+        c->replicas_at = cr__now_ms();
+    }
+    if (sync && c->replicas > 0 && (*out)->type != CR__REPLY_ERROR &&
+        (rc = wait_replicas(t, c)) != CR_OK) {
+        cr__reply_free(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 cr_status
@@ -407,12 +612,16 @@ cr__transport_command(cr__transport *t, unsigned flags, int argc,
                       cr__reply **out)
 {
     conn *c = take_conn(t, flags);
-    cr_status rc = run_on(t, c, argc, argv, argvlen, out);
+    bool not_run = false;
+    bool sync = (flags & CR__CMD_SYNC) && t->cfg.sync_timeout_ms > 0;
+    cr_status rc;
 
-    if (rc == CR_EIO && (flags & CR__CMD_RETRY)) {
+    sync_failed = false;
+    rc = run_on(t, c, argc, argv, argvlen, out, &not_run, sync);
+    if (rc == CR_EIO && ((flags & CR__CMD_RETRY) || not_run)) {
         cr__log(t->cfg.log, CR_LOG_WARN, "%s failed (%s), retrying once",
                 argv[0], cr_last_error());
-        rc = run_on(t, c, argc, argv, argvlen, out);
+        rc = run_on(t, c, argc, argv, argvlen, out, &not_run, sync);
     }
     give_conn(t, c);
     return rc;

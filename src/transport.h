@@ -38,9 +38,21 @@ typedef struct cr__reply {
 
 void cr__reply_free(cr__reply *r);
 
+/* With Sentinel: where the master was last found. Every connection opened
+ * asks the sentinels for the master first; when the answer changes (a
+ * failover), the generation goes up and connections opened before are
+ * opened again, the pub/sub one included. */
+typedef struct cr__sentinel cr__sentinel;
+
+cr_status cr__sentinel_new(cr__sentinel **out);
+void cr__sentinel_free(cr__sentinel *s);
+unsigned cr__sentinel_generation(const cr__sentinel *s);
+
 /* What a connection needs: where, how long to wait, who to be. */
 typedef struct cr__conn_config {
     const cr__url *url; /* borrowed for the transport's life */
+    cr__sentinel *sentinel; /* NULL unless url->is_sentinel */
+    int64_t sync_timeout_ms; /* replica-sync check (WAIT); 0: off */
     int64_t connect_timeout_ms;
     int64_t command_timeout_ms;
     cr__stats *stats;   /* counters to bump (reconnects, commands) */
@@ -59,6 +71,7 @@ void cr__transport_free(cr__transport *t);
 /* Flags for cr__transport_command. */
 #define CR__CMD_RETRY 1u    /* safe to send once more after a broken link */
 #define CR__CMD_RESERVED 2u /* use the watchdog's reserved connection */
+#define CR__CMD_SYNC 4u     /* follow with WAIT for the replicas (if on) */
 
 /* cr__transport_command: send one command and wait for its reply. An error
  * reply from Redis is CR_OK with a CR__REPLY_ERROR reply. CR_EIO when the
@@ -68,6 +81,11 @@ void cr__transport_free(cr__transport *t);
 cr_status cr__transport_command(cr__transport *t, unsigned flags, int argc,
                                 const char **argv, const size_t *argvlen,
                                 cr__reply **out);
+
+/* cr__transport_sync_failed: true when this thread's last CR__CMD_SYNC
+ * command ran but no replica acknowledged it within the sync timeout
+ * (Redisson's "None of slaves were synced"). */
+bool cr__transport_sync_failed(void);
 
 /* cr__transport_send_noreply: send a command whose reply nobody waits for
  * (the unlock latch's DEL); its reply is read and dropped before the

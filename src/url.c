@@ -27,6 +27,7 @@
 
 /* The Redis port used when the URL names none. */
 #define DEFAULT_PORT 6379
+#define DEFAULT_SENTINEL_PORT 26379
 
 /* Write a formatted reason into err when there is room for one, and return
  * CR_EINVAL so that callers can fail in one statement. */
@@ -310,8 +311,8 @@ static bool is_ipv6(const char *p, size_t n)
 }
 
 /* Parse the n bytes at p as host[:port] or [ipv6][:port] into u->host and
- * u->port; the port defaults to 6379. */
-static cr_status parse_hostport(const char *p, size_t n, cr__url *u,
+ * u->port; the port defaults to `dflt`. */
+static cr_status parse_hostport(const char *p, size_t n, int dflt, cr__url *u,
                                 char *err, size_t errlen)
 {
     const char *host, *port = NULL;
@@ -361,11 +362,46 @@ static cr_status parse_hostport(const char *p, size_t n, cr__url *u,
                         "port must be a number between 1 and 65535");
         u->port = (int)v;
     } else {
-        u->port = DEFAULT_PORT;
+        u->port = dflt;
     }
     u->host = dup_range(host, host_len);
     if (u->host == NULL)
         return fail_nomem(err, errlen);
+    return CR_OK;
+}
+
+/* Parse the comma-separated sentinel addresses (n bytes at p) into
+ * u->sentinel_hosts/ports; the port defaults to 26379. */
+static cr_status parse_sentinels(const char *p, size_t n, cr__url *u,
+                                 char *err, size_t errlen)
+{
+    size_t count = 1, i;
+    cr_status rc;
+
+    for (i = 0; i < n; i++)
+        if (p[i] == ',')
+            count++;
+    if (count > 64)
+        return fail(err, errlen, "more than 64 sentinels");
+    u->sentinel_hosts = calloc(count, sizeof(*u->sentinel_hosts));
+    u->sentinel_ports = calloc(count, sizeof(*u->sentinel_ports));
+    if (u->sentinel_hosts == NULL || u->sentinel_ports == NULL)
+        return fail_nomem(err, errlen);
+    for (i = 0; i < count; i++) {
+        const char *end = memchr(p, ',', n);
+        size_t len = end != NULL ? (size_t)(end - p) : n;
+
+        rc = parse_hostport(p, len, DEFAULT_SENTINEL_PORT, u, err, errlen);
+        if (rc != CR_OK)
+            return rc;
+        u->sentinel_hosts[i] = u->host;
+        u->sentinel_ports[i] = u->port;
+        u->nsentinels++;
+        u->host = NULL;
+        u->port = 0;
+        p += len + (end != NULL ? 1 : 0);
+        n -= len + (end != NULL ? 1 : 0);
+    }
     return CR_OK;
 }
 
@@ -418,10 +454,25 @@ static cr_status parse_tcp(const char *rest, cr__url *u, char *err,
             return rc;
         hp = at + 1;
     }
-    rc = parse_hostport(hp, (size_t)(rest + auth_len - hp), u, err, errlen);
+    if (u->is_sentinel)
+        rc = parse_sentinels(hp, (size_t)(rest + auth_len - hp), u, err, errlen);
+    else
+        rc = parse_hostport(hp, (size_t)(rest + auth_len - hp), DEFAULT_PORT,
+                            u, err, errlen);
     if (rc != CR_OK)
         return rc;
     p = rest + auth_len;
+    if (u->is_sentinel) {
+        size_t name_len;
+
+        if (*p != '/' || (name_len = strcspn(p + 1, "/?#")) == 0)
+            return fail(err, errlen, "redis-sentinel:// needs the master's "
+                        "name after the hosts (/mymaster)");
+        u->master_name = dup_range(p + 1, name_len);
+        if (u->master_name == NULL)
+            return fail_nomem(err, errlen);
+        p += 1 + name_len;
+    }
     if (*p == '/') {
         p++;
         seg = strcspn(p, "?#");
@@ -513,6 +564,10 @@ cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen)
         rc = parse_tcp(sep + 3, out, err, errlen);
     else if (scheme_len == 4 && strncasecmp(s, "unix", 4) == 0)
         rc = parse_unix(sep + 3, out, err, errlen);
+    else if (scheme_len == 14 && strncasecmp(s, "redis-sentinel", 14) == 0) {
+        out->is_sentinel = true;
+        rc = parse_tcp(sep + 3, out, err, errlen);
+    }
     else if (scheme_len == 6 && strncasecmp(s, "rediss", 6) == 0)
         rc = fail(err, errlen,
                   "rediss:// (TLS) is not supported; use redis:// or "
@@ -536,6 +591,11 @@ void cr__url_clear(cr__url *u)
     free(u->host);
     free(u->path);
     free(u->user);
+    free(u->master_name);
+    for (size_t i = 0; i < u->nsentinels; i++)
+        free(u->sentinel_hosts[i]);
+    free(u->sentinel_hosts);
+    free(u->sentinel_ports);
     if (u->password != NULL)
         discard(u->password, strlen(u->password));
     memset(u, 0, sizeof(*u));
@@ -598,6 +658,20 @@ static void put_encoded(struct sink *k, const char *s)
     }
 }
 
+/* Append host:port, with an IPv6 host in brackets. */
+static void put_hostport(struct sink *k, const char *host, int port)
+{
+    if (host != NULL && strchr(host, ':') != NULL) {
+        put_str(k, "[");
+        put_str(k, host);
+        put_str(k, "]");
+    } else {
+        put_str(k, host != NULL ? host : "");
+    }
+    put_str(k, ":");
+    put_int(k, port);
+}
+
 void cr__url_redacted(const cr__url *u, char *buf, size_t buflen)
 {
     struct sink k = { buf, buflen, 0 };
@@ -607,7 +681,8 @@ void cr__url_redacted(const cr__url *u, char *buf, size_t buflen)
     buf[0] = '\0';
     if (u == NULL)
         return;
-    put_str(&k, u->is_unix ? "unix://" : "redis://");
+    put_str(&k, u->is_unix ? "unix://"
+                : u->is_sentinel ? "redis-sentinel://" : "redis://");
     if (u->user != NULL)
         put_encoded(&k, u->user);
     if (u->password != NULL)
@@ -622,15 +697,18 @@ void cr__url_redacted(const cr__url *u, char *buf, size_t buflen)
         }
         return;
     }
-    if (u->host != NULL && strchr(u->host, ':') != NULL) {
-        put_str(&k, "[");
-        put_str(&k, u->host);
-        put_str(&k, "]");
+    if (u->is_sentinel) {
+        size_t i;
+
+        for (i = 0; i < u->nsentinels; i++) {
+            put_str(&k, i > 0 ? "," : "");
+            put_hostport(&k, u->sentinel_hosts[i], u->sentinel_ports[i]);
+        }
+        put_str(&k, "/");
+        put_str(&k, u->master_name != NULL ? u->master_name : "");
     } else {
-        put_str(&k, u->host != NULL ? u->host : "");
+        put_hostport(&k, u->host, u->port);
     }
-    put_str(&k, ":");
-    put_int(&k, u->port);
     if (u->db != 0) {
         put_str(&k, "/");
         put_int(&k, u->db);

@@ -4,8 +4,11 @@
  *   redis://[[user]:password@]host[:port][/db]      (port 6379, db 0 default)
  *   redis://[user:password@][::1]:port/db          (IPv6 in brackets)
  *   unix://[[user]:password@]/path/to.sock[?db=N]
- * User and password are percent-decoded. A query string on redis:// may carry
- * db=N too. rediss:// (TLS) is refused with a message saying so.
+ *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
+ *                                                  (Sentinel, port 26379 default)
+ * User and password are percent-decoded; with Sentinel they are the master's
+ * (sentinels are asked without AUTH). A query string may carry db=N too.
+ * rediss:// (TLS) is refused with a message saying so.
  */
 #ifndef CR_URL_H
 #define CR_URL_H
@@ -23,6 +26,13 @@ typedef struct cr__url {
     char *user;     /* NULL when absent */
     char *password; /* NULL when absent */
     int db;         /* 0..INT_MAX */
+    /* redis-sentinel:// only: the sentinels to ask and the master's name;
+     * host and port above are then unset (the master is looked up). */
+    bool is_sentinel;
+    char *master_name;
+    size_t nsentinels;
+    char **sentinel_hosts;
+    int *sentinel_ports;
 } cr__url;
 
 /* cr__url_parse: parse `s` into *out (which needs cr__url_clear after CR_OK).

@@ -384,6 +384,42 @@ static void test_url_refuses_tls_scheme(void **state)
     expect_invalid("rediss://localhost:6380", "not supported");
 }
 
+static void test_url_parses_sentinel_addresses_and_master_name(void **state)
+{
+    cr__url u;
+    char err[256], red[256];
+
+    (void)state;
+    assert_int_equal(cr__url_parse("redis-sentinel://:pw@10.0.0.1,h2:26380,"
+                                   "[::1]:26381/mymaster/2", &u, err,
+                                   sizeof(err)), CR_OK);
+    assert_true(u.is_sentinel);
+    assert_string_equal(u.master_name, "mymaster");
+    assert_int_equal(u.nsentinels, 3);
+    assert_string_equal(u.sentinel_hosts[0], "10.0.0.1");
+    assert_int_equal(u.sentinel_ports[0], 26379);
+    assert_string_equal(u.sentinel_hosts[1], "h2");
+    assert_int_equal(u.sentinel_ports[1], 26380);
+    assert_string_equal(u.sentinel_hosts[2], "::1");
+    assert_int_equal(u.sentinel_ports[2], 26381);
+    assert_string_equal(u.password, "pw");
+    assert_int_equal(u.db, 2);
+    assert_null(u.host);
+    cr__url_redacted(&u, red, sizeof(red));
+    assert_string_equal(red, "redis-sentinel://:***@10.0.0.1:26379,h2:26380,"
+                             "[::1]:26381/mymaster/2");
+    cr__url_clear(&u);
+}
+
+static void test_url_refuses_sentinel_without_master_or_hosts(void **state)
+{
+    (void)state;
+    expect_invalid("redis-sentinel://h1,h2", "master's name");
+    expect_invalid("redis-sentinel://h1:26379/", "master's name");
+    expect_invalid("redis-sentinel://h1,,h2/m", "host is empty");
+    expect_invalid("redis-sentinel://h1:0/m", "port");
+}
+
 static void test_url_refuses_empty_host(void **state)
 {
     (void)state;
@@ -685,6 +721,8 @@ int main(void)
         cmocka_unit_test(test_url_refuses_missing_scheme),
         cmocka_unit_test(test_url_refuses_unknown_scheme),
         cmocka_unit_test(test_url_refuses_tls_scheme),
+        cmocka_unit_test(test_url_parses_sentinel_addresses_and_master_name),
+        cmocka_unit_test(test_url_refuses_sentinel_without_master_or_hosts),
         cmocka_unit_test(test_url_refuses_empty_host),
         cmocka_unit_test(test_url_refuses_invalid_host_character),
         cmocka_unit_test(test_url_refuses_bad_port),
