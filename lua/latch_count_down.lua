@@ -1,0 +1,22 @@
+-- RCountDownLatch countDown (protocol section 9).
+-- KEYS[1] = count N, KEYS[2] = channel redisson_countdownlatch__channel__{N},
+-- KEYS[3] = expiry marker {N}:credisson_latch_expiry
+-- ARGV[1] = publish command
+-- Returns the new count (N and the marker are deleted when it is <= 0, and 0,
+-- "reached zero", is published when it is 0); -1 when N is absent but its
+-- marker is there (the latch expired); -2 when both are absent. An absent N
+-- stays absent, as with Redisson's script (which creates -1 and deletes it).
+if redis.call('exists', KEYS[1]) == 0 then
+    if redis.call('exists', KEYS[3]) == 1 then
+        return -1
+    end
+    return -2
+end
+local count = redis.call('decr', KEYS[1])
+if count <= 0 then
+    redis.call('del', KEYS[1], KEYS[3])
+end
+if count == 0 then
+    redis.call(ARGV[1], KEYS[2], 0)
+end
+return count

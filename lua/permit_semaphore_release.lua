@@ -1,0 +1,22 @@
+-- RPermitExpirableSemaphore release / tryRelease of one id (protocol
+-- section 8.2).
+-- KEYS[1] = permits N, KEYS[2] = channel redisson_sc:{N}, KEYS[3] = issued
+-- permits {N}:timeout
+-- ARGV[1] = permit id (16 raw bytes), ARGV[2] = 1, ARGV[3] = now in epoch
+-- ms, ARGV[4] = publish command
+-- Returns 0 when the id is not issued (nothing changes); 1 when it was
+-- released; 2 when it had expired but was not reclaimed yet: the permit
+-- comes back all the same (Redisson replies 0 there, protocol section 14
+-- row 14). The new count is published when positive.
+local expiry = redis.call('zscore', KEYS[3], ARGV[1])
+if redis.call('zrem', KEYS[3], ARGV[1]) ~= 1 then
+    return 0
+end
+local total = redis.call('incrby', KEYS[1], ARGV[2])
+if total > 0 then
+    redis.call(ARGV[4], KEYS[2], total)
+end
+if tonumber(expiry) <= tonumber(ARGV[3]) then
+    return 2
+end
+return 1

@@ -1,0 +1,38 @@
+-- RPermitExpirableSemaphore tryAcquire (protocol section 8.2).
+-- KEYS[1] = permits N, KEYS[2] = issued permits {N}:timeout (zset: member =
+-- 16 raw id bytes, score = expiry in epoch ms), KEYS[3] = channel
+-- redisson_sc:{N}
+-- ARGV[1] = k, the number of ids, ARGV[2] = expiry of the new permits in
+-- epoch ms (or the never-expires marker), ARGV[3] = now in epoch ms,
+-- ARGV[4] = the never-expires marker 922337203685477, ARGV[5] = publish
+-- command, ARGV[6 .. 5 + k] = the new permit ids (16 raw bytes each)
+-- First reclaims up to k expired permits (publishing the new count when
+-- positive). Returns the bulk string 'OK' when the k ids were granted;
+-- otherwise ':' followed by the earliest expiry among issued permits when it
+-- is not the never-expires marker, or nil.
+local expired = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3],
+                           'limit', 0, ARGV[1])
+if #expired > 0 then
+    redis.call('zrem', KEYS[2], unpack(expired))
+    local total = redis.call('incrby', KEYS[1], #expired)
+    if total > 0 then
+        redis.call(ARGV[5], KEYS[3], total)
+    end
+end
+local value = redis.call('get', KEYS[1])
+if value ~= false and tonumber(value) >= tonumber(ARGV[1]) then
+    redis.call('decrby', KEYS[1], ARGV[1])
+    for i = 6, #ARGV do
+        redis.call('zadd', KEYS[2], ARGV[2], ARGV[i])
+    end
+    local ttl = redis.call('pttl', KEYS[1])
+    if ttl > 0 then
+        redis.call('pexpire', KEYS[2], ttl)
+    end
+    return 'OK'
+end
+local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+if first[1] ~= nil and first[2] ~= ARGV[4] then
+    return ':' .. first[2]
+end
+return nil

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RCountDownLatch (protocol section 9): the count in the string key N, and
+ * the channel redisson_countdownlatch__channel__{N} (always with braces)
+ * carrying 0 (reached zero: open) and 1 (new count, or deleted).
+ *
+ * Waiting uses the shared loop (wait.c) in latch mode: a 0 wakes every
+ * local waiter. One attempt is one look at the latch (latch_await.lua):
+ * closed (with N's remaining time to live as the hint, so a waiter also
+ * wakes when the latch expires), open, or expired. Waiters look again at
+ * least every RECHECK_MS, so a latch deleted (which publishes 1 and opens
+ * nothing in Java) or a missed message cannot block them.
+ *
+ * The expiry is credisson's own; see include/credisson/latch.h for how the
+ * marker key {N}:credisson_latch_expiry tells "expired" from "counted down
+ * to zero" while leaving N, the channel and the messages exactly as
+ * Redisson has them.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "credisson/latch.h"
+#include "object.h"
+#include "wait.h"
+
+#define LATCH_MAGIC 0x4352434cu /* "CRCL" */
+#define RECHECK_MS 1000
+
+struct cr_latch {
+    cr__object o;
+    char *channel; /* redisson_countdownlatch__channel__{N} */
+    char *marker;  /* {N}:credisson_latch_expiry */
+};
+
+/* The guard of every latch call. */
+static cr_status
+enter(cr_latch *l)
+{
+    return cr__object_enter(l, LATCH_MAGIC, "latch");
+}
+
+/* The end of every call that entered. */
+static void
+leave(cr_latch *l)
+{
+    cr__client_leave(l->o.client);
+}
+
+/* ------------------------------------------------------------- creation */
+
+cr_status
+cr_latch_new(cr_client *c, const char *name, cr_latch **out)
+{
+    cr_latch *l = NULL;
+    cr_status rc = cr__check_out(out, "out");
+
+    if (rc == CR_OK)
+        rc = cr__object_new(c, name, LATCH_MAGIC, sizeof(*l), (void **)&l);
+    if (rc != CR_OK)
+        return rc;
+    /* Always braces, even when N has some (protocol section 9). */
+    l->channel = cr__strdup_printf("redisson_countdownlatch__channel__{%s}",
+                                   l->o.raw);
+    l->marker = cr__suffix_name(l->o.raw, "credisson_latch_expiry");
+    if (l->channel == NULL || l->marker == NULL) {
+        free(l->channel);
+        free(l->marker);
+        cr__object_free(l);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    *out = l;
+    return CR_OK;
+}
+
+void
+cr_latch_free(cr_latch *l)
+{
+    if (l == NULL || l->o.magic != LATCH_MAGIC)
+        return;
+    free(l->channel);
+    free(l->marker);
+    cr__object_free(l);
+}
+
+const char *
+cr_latch_name(const cr_latch *l)
+{
+    return cr__object_name(l, LATCH_MAGIC);
+}
+
+/* ----------------------------------------------------------- operations */
+
+cr_status
+cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
+{
+    char n[24], ttl[24], marker_ttl[24];
+    const char *args[7];
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_range("count", count, 1,
+                              CR_LATCH_COUNT_MAX)) != CR_OK ||
+        (rc = cr__check_ttl(ttl_ms)) != CR_OK)
+        goto out;
+    cr__fmt_i64(n, count);
+    cr__fmt_i64(ttl, ttl_ms);
+    cr__fmt_i64(marker_ttl, ttl_ms + CR_LATCH_EXPIRY_GRACE_MS);
+    args[0] = l->o.raw;
+    args[1] = l->channel;
+    args[2] = l->marker;
+    args[3] = n;
+    args[4] = l->o.client->publish_cmd;
+    args[5] = ttl;
+    args[6] = marker_ttl;
+    rc = cr__script_run(l->o.client, CR__SCRIPT_LATCH_TRY_SET_COUNT, 0, 3, 4,
+                        args, NULL, &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "try_set_count", &done);
+    if (rc == CR_OK && set != NULL)
+        *set = done;
+out:
+    leave(l);
+    return rc;
+}
+
+cr_status
+cr_latch_count_down(cr_latch *l)
+{
+    const char *args[4];
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    args[0] = l->o.raw;
+    args[1] = l->channel;
+    args[2] = l->marker;
+    args[3] = l->o.client->publish_cmd;
+    rc = cr__script_run(l->o.client, CR__SCRIPT_LATCH_COUNT_DOWN, 0, 3, 1, args,
+                        NULL, &r);
+    if (rc == CR_OK) {
+        if (!cr__reply_int(r, &v) || v < -2)
+            rc = cr__fail(CR_ESCRIPT, "count_down replied %s",
+                          r->type == CR__REPLY_INTEGER ? "a bad number"
+                                                       : "no integer");
+        else if (v == -1)
+            rc = cr__fail(CR_EEXPIRED, "latch %s expired before this count "
+                          "down", l->o.name);
+        cr__reply_free(r);
+    }
+    leave(l);
+    return rc;
+}
+
+cr_status
+cr_latch_get_count(cr_latch *l, int64_t *count)
+{
+    const char *argv[2] = {"GET", NULL};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(count, "count")) != CR_OK)
+        goto out;
+    argv[1] = l->o.raw;
+    rc = cr__command(l->o.client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    if (rc == CR_OK) {
+        if (r->type != CR__REPLY_NIL && !cr__reply_int(r, &v))
+            rc = cr__fail(CR_ESCRIPT, "latch %s holds no number", l->o.name);
+        else
+            *count = v;
+        cr__reply_free(r);
+    }
+out:
+    leave(l);
+    return rc;
+}
+
+cr_status
+cr_latch_delete(cr_latch *l, bool *deleted)
+{
+    const char *args[4];
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    args[0] = l->o.raw;
+    args[1] = l->channel;
+    args[2] = l->marker;
+    args[3] = l->o.client->publish_cmd;
+    rc = cr__script_run(l->o.client, CR__SCRIPT_LATCH_DELETE, CR__CMD_RETRY, 3,
+                        1, args, NULL, &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "latch delete", &done);
+    if (rc == CR_OK && deleted != NULL)
+        *deleted = done;
+    leave(l);
+    return rc;
+}
+
+/* -------------------------------------------------------------- waiting */
+
+/* One look at the latch (cr__attempt_fn): CR_OK when open, CR_BUSY with
+ * N's remaining time to live as the hint (-1: none) while closed,
+ * CR_EEXPIRED when it expired. */
+static cr_status
+look(void *arg, int64_t *hint)
+{
+    cr_latch *l = arg;
+    char grace[24];
+    const char *args[3] = {l->o.raw, l->marker, grace};
+    cr__reply *r = NULL;
+    int64_t count = 0, ttl = -1;
+    cr_status rc;
+
+    *hint = -1;
+    cr__fmt_i64(grace, CR_LATCH_EXPIRY_GRACE_MS);
+    rc = cr__script_run(l->o.client, CR__SCRIPT_LATCH_AWAIT, CR__CMD_RETRY, 2,
+                        1, args, NULL, &r);
+    if (rc != CR_OK)
+        return rc;
+    if (r->type != CR__REPLY_ARRAY || r->elements != 2 ||
+        !cr__reply_int(r->element[0], &count) ||
+        !cr__reply_int(r->element[1], &ttl))
+        rc = cr__fail(CR_ESCRIPT, "latch look replied no pair of integers");
+    else if (count > 0)
+        rc = CR_BUSY;
+    else if (count == 0)
+        rc = CR_OK;
+    else
+        rc = cr__fail(CR_EEXPIRED, "latch %s expired before it opened",
+                      l->o.name);
+    if (rc == CR_BUSY && ttl >= 0)
+        *hint = ttl;
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr_latch_await(cr_latch *l, int64_t wait_ms)
+{
+    cr__wait_spec spec;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_wait(wait_ms)) != CR_OK)
+        goto out;
+    spec.channel = l->channel;
+    spec.mode = CR__WAKE_LATCH;
+    spec.wait_ms = wait_ms;
+    spec.min_sleep_ms = 1;
+    spec.max_sleep_ms = RECHECK_MS;
+    spec.attempt = look;
+    spec.ctx = l;
+    rc = cr__wait(l->o.client, &spec);
+    if (rc == CR_BUSY)
+        rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait ran out",
+                      l->o.name);
+out:
+    leave(l);
+    return rc;
+}

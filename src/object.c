@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Handles of the non-lock objects: creation, the call guard and argument
+ * checks (see object.h).
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "object.h"
+
+cr_status
+cr__object_new(cr_client *c, const char *name, uint32_t magic, size_t size,
+               void **out)
+{
+    cr__object *o;
+    cr_status rc;
+
+    cr__clear_error();
+    rc = cr__check_name(name);
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__client_enter(c);
+    if (rc != CR_OK)
+        return rc;
+    o = calloc(1, size);
+    if (o == NULL || (o->name = strdup(name)) == NULL ||
+        (o->raw = cr__raw_name(c, name)) == NULL) {
+        if (o != NULL)
+            free(o->name);
+        free(o);
+        cr__client_leave(c);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    o->magic = magic;
+    o->client = c;
+    cr__client_leave(c);
+    *out = o;
+    return CR_OK;
+}
+
+void
+cr__object_free(void *obj)
+{
+    cr__object *o = obj;
+
+    if (o == NULL)
+        return;
+    o->magic = 0;
+    free(o->name);
+    free(o->raw);
+    free(o);
+}
+
+cr_status
+cr__object_enter(const void *obj, uint32_t magic, const char *kind)
+{
+    const cr__object *o = obj;
+
+    cr__clear_error();
+    if (o == NULL)
+        return cr__fail(CR_EINVAL, "%s is NULL", kind);
+    if (o->magic != magic)
+        return cr__fail(CR_EINVAL, "not a live %s handle (freed?)", kind);
+    return cr__client_enter(o->client);
+}
+
+const char *
+cr__object_name(const void *obj, uint32_t magic)
+{
+    const cr__object *o = obj;
+
+    return o != NULL && o->magic == magic ? o->name : "";
+}
+
+cr_status
+cr__check_wait(int64_t wait_ms)
+{
+    if (wait_ms == CR_WAIT_FOREVER ||
+        (wait_ms >= 0 && wait_ms <= CR_DURATION_MAX))
+        return CR_OK;
+    return cr__fail(CR_EINVAL, "wait of %lld ms is neither CR_WAIT_FOREVER "
+                    "nor in 0..CR_DURATION_MAX", (long long)wait_ms);
+}
+
+cr_status
+cr__check_ttl(int64_t ttl_ms)
+{
+    if (ttl_ms >= 0 && ttl_ms <= CR_DURATION_MAX)
+        return CR_OK;
+    return cr__fail(CR_EINVAL, "time to live of %lld ms is neither 0 (none) "
+                    "nor in 1..CR_DURATION_MAX", (long long)ttl_ms);
+}
+
+cr_status
+cr__check_range(const char *what, int64_t v, int64_t min, int64_t max)
+{
+    if (v >= min && v <= max)
+        return CR_OK;
+    return cr__fail(CR_EINVAL, "%s of %lld is not in %lld..%lld", what,
+                    (long long)v, (long long)min, (long long)max);
+}
+
+cr_status
+cr__check_out(const void *out, const char *what)
+{
+    return out != NULL ? CR_OK : cr__fail(CR_EINVAL, "%s is NULL", what);
+}
+
+cr_status
+cr__reply_bool(cr__reply *r, const char *op, bool *out)
+{
+    int64_t v = 0;
+    cr_status rc = CR_OK;
+
+    if (cr__reply_int(r, &v))
+        *out = v == 1;
+    else
+        rc = cr__fail(CR_ESCRIPT, "%s replied no integer", op);
+    cr__reply_free(r);
+    return rc;
+}

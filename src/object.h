@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the handles of the non-lock objects (semaphores, the latch) share:
+ * the client, the name as given and the raw name N, a magic number that
+ * tells a live handle of the right kind, the guard of every call, and the
+ * argument checks of counts, waits and times to live.
+ */
+#ifndef CR_OBJECT_H
+#define CR_OBJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "credisson/lock.h"
+
+/* The first member of every such handle. */
+typedef struct cr__object {
+    uint32_t magic;
+    cr_client *client;
+    char *name; /* as given by the user */
+    char *raw;  /* N: the name after the client's name prefix */
+} cr__object;
+
+/* cr__object_new: allocate a zeroed handle of `size` bytes, whose first
+ * member is a cr__object, for `name` on client `c`. Checks the name and
+ * the client (the caller checks its user's out-parameter).
+ * Ownership: *out needs cr__object_free(). */
+cr_status cr__object_new(cr_client *c, const char *name, uint32_t magic,
+                         size_t size, void **out);
+
+/* cr__object_free: free the names and the handle; NULL does nothing. The
+ * kind frees its own extra names first. */
+void cr__object_free(void *obj);
+
+/* cr__object_enter: the guard at the top of every call on a handle: clears
+ * this thread's error, refuses NULL and handles that are not live handles of
+ * `magic` (CR_EINVAL, naming `kind`), then enters the client. On CR_OK the
+ * call must end with cr__client_leave(o->client). */
+cr_status cr__object_enter(const void *obj, uint32_t magic, const char *kind);
+
+/* cr__object_name: the name as given, or "" for NULL or a dead handle. */
+const char *cr__object_name(const void *obj, uint32_t magic);
+
+/* cr__check_wait: CR_WAIT_FOREVER or 0..CR_DURATION_MAX, else CR_EINVAL. */
+cr_status cr__check_wait(int64_t wait_ms);
+
+/* cr__check_ttl: 0 (none) or 1..CR_DURATION_MAX, else CR_EINVAL. */
+cr_status cr__check_ttl(int64_t ttl_ms);
+
+/* cr__check_range: `what` = v within min..max, else CR_EINVAL. */
+cr_status cr__check_range(const char *what, int64_t v, int64_t min,
+                          int64_t max);
+
+/* cr__check_out: CR_EINVAL naming `what` when an out-parameter is NULL. */
+cr_status cr__check_out(const void *out, const char *what);
+
+/* cr__reply_bool: *out = (an integer reply is 1); CR_ESCRIPT naming `op`
+ * when the reply is no integer. Frees the reply. */
+cr_status cr__reply_bool(cr__reply *r, const char *op, bool *out);
+
+#endif

@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RPermitExpirableSemaphore (protocol section 8): the available count in
+ * the string key N, the permits out in the zset {N}:timeout (member: the
+ * permit id as 16 raw bytes; score: its expiry in epoch ms from the
+ * acquirer's wall clock, or 922337203685477 for never), and the same
+ * channel as RSemaphore, redisson_sc:{N}.
+ *
+ * Every script first reclaims the expired permits it finds (ZREM them and
+ * add them back to N), so a permit whose holder died comes back at the
+ * first call on the semaphore after its lease: that is what makes the
+ * semaphore fit a pool of workers that may crash.
+ *
+ * Ids travel as 32 hex characters in the API and as 16 raw bytes on the
+ * wire (binary arguments, with their lengths given). Each acquire attempt
+ * makes a fresh id and expiry, as Redisson does; an attempt whose reply was
+ * lost is resolved before the next one (and before giving up with CR_EIO)
+ * by looking its id up in the zset.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "credisson/semaphore.h"
+#include "object.h"
+#include "wait.h"
+
+#define PES_MAGIC 0x43525045u /* "CRPE" */
+#define RECHECK_MS 1000
+#define ID_BYTES 16
+
+/* Redisson's "never expires" score (nonExpirableTimeout). */
+#define NEVER "922337203685477"
+
+struct cr_permit_semaphore {
+    cr__object o;
+    char *timeout; /* {N}:timeout */
+    char *channel; /* redisson_sc:{N} */
+};
+
+/* The guard of every call. */
+static cr_status
+enter(cr_permit_semaphore *s)
+{
+    return cr__object_enter(s, PES_MAGIC, "permit semaphore");
+}
+
+/* The end of every call that entered. */
+static void
+leave(cr_permit_semaphore *s)
+{
+    cr__client_leave(s->o.client);
+}
+
+/* Checks a permit count: 0..CR_PERMITS_MAX. */
+static cr_status
+check_permits(int64_t permits)
+{
+    return cr__check_range("permits", permits, 0, CR_PERMITS_MAX);
+}
+
+/* Checks a change of the count: -CR_PERMITS_MAX..CR_PERMITS_MAX. */
+static cr_status
+check_delta(int64_t delta)
+{
+    return cr__check_range("delta", delta, -CR_PERMITS_MAX, CR_PERMITS_MAX);
+}
+
+/* ------------------------------------------------------------- creation */
+
+cr_status
+cr_permit_semaphore_new(cr_client *c, const char *name,
+                        cr_permit_semaphore **out)
+{
+    cr_permit_semaphore *s = NULL;
+    cr_status rc = cr__check_out(out, "out");
+
+    if (rc == CR_OK)
+        rc = cr__object_new(c, name, PES_MAGIC, sizeof(*s), (void **)&s);
+    if (rc != CR_OK)
+        return rc;
+    s->timeout = cr__suffix_name(s->o.raw, "timeout");
+    s->channel = cr__prefix_name("redisson_sc", s->o.raw);
+    if (s->timeout == NULL || s->channel == NULL) {
+        free(s->timeout);
+        free(s->channel);
+        cr__object_free(s);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    *out = s;
+    return CR_OK;
+}
+
+void
+cr_permit_semaphore_free(cr_permit_semaphore *s)
+{
+    if (s == NULL || s->o.magic != PES_MAGIC)
+        return;
+    free(s->timeout);
+    free(s->channel);
+    cr__object_free(s);
+}
+
+const char *
+cr_permit_semaphore_name(const cr_permit_semaphore *s)
+{
+    return cr__object_name(s, PES_MAGIC);
+}
+
+/* -------------------------------------------------------------- helpers */
+
+/* The value of one hex digit, or -1. */
+static int
+hex_digit(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Decodes a user's permit id (exactly 32 hex digits, either case) into
+ * 16 bytes; CR_EINVAL otherwise. */
+static cr_status
+decode_id(const char *hex, unsigned char *out)
+{
+    size_t i;
+
+    if (hex == NULL)
+        return cr__fail(CR_EINVAL, "permit id is NULL");
+    for (i = 0; i < ID_BYTES; i++) {
+        int hi = hex_digit(hex[2 * i]), lo;
+
+        /* hex[2 * i + 1] is safe to read: hex[2 * i] was not the NUL. */
+        if (hi < 0 || (lo = hex_digit(hex[2 * i + 1])) < 0)
+            break;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    if (i != ID_BYTES || hex[2 * ID_BYTES] != '\0')
+        return cr__fail(CR_EINVAL, "permit id is not %d hex digits",
+                        CR_PERMIT_ID_LEN);
+    return CR_OK;
+}
+
+/* Checks a lease: CR_LEASE_NONE or 1..CR_DURATION_MAX. */
+static cr_status
+check_lease(int64_t lease_ms)
+{
+    if (lease_ms == CR_LEASE_NONE ||
+        (lease_ms > 0 && lease_ms <= CR_DURATION_MAX))
+        return CR_OK;
+    return cr__fail(CR_EINVAL, "lease of %lld ms is neither CR_LEASE_NONE nor "
+                    "in 1..CR_DURATION_MAX", (long long)lease_ms);
+}
+
+/* Writes the expiry score of a lease starting now into buf (24 bytes). */
+static void
+fmt_expiry(char *buf, int64_t lease_ms)
+{
+    if (lease_ms == CR_LEASE_NONE)
+        strcpy(buf, NEVER);
+    else
+        cr__fmt_i64(buf, cr__wall_ms() + lease_ms);
+}
+
+/* Reads an integer reply into *v; CR_ESCRIPT naming `op` otherwise. Frees
+ * the reply. */
+static cr_status
+reply_int(cr__reply *r, const char *op, int64_t *v)
+{
+    cr_status rc = CR_OK;
+
+    if (!cr__reply_int(r, v))
+        rc = cr__fail(CR_ESCRIPT, "%s replied no integer", op);
+    cr__reply_free(r);
+    return rc;
+}
+
+/* Runs a script whose keys are N, the zset and the channel and whose
+ * arguments are id (16 raw bytes), `a2`, now and the publish command (the
+ * order of updateLeaseTime and getLeaseTime); *v gets its integer reply. */
+static cr_status
+run_with_id(cr_permit_semaphore *s, cr__script_id script, const char *op,
+            const unsigned char *id, const char *a2, int64_t *v)
+{
+    char now[24];
+    const char *args[7];
+    size_t lens[7];
+    cr__reply *r = NULL;
+    cr_status rc;
+    int i;
+
+    cr__fmt_i64(now, cr__wall_ms());
+    args[0] = s->o.raw;
+    args[1] = s->timeout;
+    args[2] = s->channel;
+    args[3] = (const char *)id;
+    args[4] = a2;
+    args[5] = now;
+    args[6] = s->o.client->publish_cmd;
+    for (i = 0; i < 7; i++)
+        lens[i] = i == 3 ? ID_BYTES : strlen(args[i]);
+    rc = cr__script_run(s->o.client, script, CR__CMD_RETRY, 3, 4, args, lens,
+                        &r);
+    if (rc == CR_OK)
+        rc = reply_int(r, op, v);
+    return rc;
+}
+
+/* ------------------------------------------------------------ acquiring */
+
+typedef struct attempt_ctx {
+    cr_permit_semaphore *sem;
+    int64_t lease_ms;
+    unsigned char id[ID_BYTES]; /* the last attempt's id */
+    bool uncertain;             /* the last attempt's reply was lost */
+} attempt_ctx;
+
+/* Tells whether the permit of the last attempt is out (its reply was lost
+ * but it did run); clears the doubt when Redis answered. */
+static cr_status
+resolve_lost_reply(attempt_ctx *a, bool *granted)
+{
+    const char *argv[3] = {"ZSCORE", a->sem->timeout, (const char *)a->id};
+    size_t lens[3];
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    lens[0] = 6;
+    lens[1] = strlen(a->sem->timeout);
+    lens[2] = ID_BYTES;
+    rc = cr__command(a->sem->o.client, CR__CMD_RETRY, 3, argv, lens, &r);
+    if (rc != CR_OK)
+        return rc;
+    *granted = r->type != CR__REPLY_NIL;
+    cr__reply_free(r);
+    a->uncertain = false;
+    return CR_OK;
+}
+
+/* Parses the acquire script's reply: 'OK' (granted), ':<expiry>' (busy,
+ * with the time until that expiry as the hint) or nil (busy, no hint). */
+static cr_status
+acquire_reply(const cr__reply *r, int64_t *hint)
+{
+    if (r->type == CR__REPLY_NIL)
+        return CR_BUSY;
+    if (r->type == CR__REPLY_STRING && r->len == 2 &&
+        memcmp(r->str, "OK", 2) == 0)
+        return CR_OK;
+    if (r->type == CR__REPLY_STRING && r->len > 1 && r->str[0] == ':') {
+        char *end = NULL;
+        double t = strtod(r->str + 1, &end);
+
+        if (end != r->str + 1 && *end == '\0') {
+            double left = t - (double)cr__wall_ms();
+
+            *hint = left < 0 ? 0 : left > (double)CR_DURATION_MAX
+                                       ? CR_DURATION_MAX : (int64_t)left;
+            return CR_BUSY;
+        }
+    }
+    return cr__fail(CR_ESCRIPT, "permit semaphore acquire replied neither OK, "
+                    "an expiry nor nil");
+}
+
+/* One attempt (cr__attempt_fn) with a fresh id and expiry. */
+static cr_status
+attempt(void *arg, int64_t *hint)
+{
+    attempt_ctx *a = arg;
+    cr_permit_semaphore *s = a->sem;
+    char expiry[24], now[24];
+    const char *args[9];
+    size_t lens[9];
+    cr__reply *r = NULL;
+    cr_status rc;
+    int i;
+
+    *hint = -1;
+    if (a->uncertain) {
+        bool granted = false;
+
+        rc = resolve_lost_reply(a, &granted);
+        if (rc != CR_OK)
+            return rc;
+        if (granted)
+            return CR_OK;
+    }
+    rc = cr__random_bytes(a->id, ID_BYTES);
+    if (rc != CR_OK)
+        return rc;
+    fmt_expiry(expiry, a->lease_ms);
+    cr__fmt_i64(now, cr__wall_ms());
+    args[0] = s->o.raw;
+    args[1] = s->timeout;
+    args[2] = s->channel;
+    args[3] = "1";
+    args[4] = expiry;
+    args[5] = now;
+    args[6] = NEVER;
+    args[7] = s->o.client->publish_cmd;
+    args[8] = (const char *)a->id;
+    for (i = 0; i < 9; i++)
+        lens[i] = i == 8 ? ID_BYTES : strlen(args[i]);
+    rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_TRY_ACQUIRE, 0,
+                        3, 6, args, lens, &r);
+    if (rc == CR_EIO)
+        a->uncertain = true;
+    if (rc != CR_OK)
+        return rc;
+    rc = acquire_reply(r, hint);
+    cr__reply_free(r);
+    return rc;
+}
+
+/* Acquisition shared by acquire and try_acquire. */
+static cr_status
+acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
+{
+    attempt_ctx a;
+    cr__wait_spec spec;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_wait(wait_ms)) != CR_OK ||
+        (rc = check_lease(lease_ms)) != CR_OK ||
+        (rc = cr__check_out(id, "id")) != CR_OK)
+        goto out;
+    memset(&a, 0, sizeof(a));
+    a.sem = s;
+    a.lease_ms = lease_ms;
+    spec.channel = s->channel;
+    spec.mode = CR__WAKE_SEMAPHORE;
+    spec.wait_ms = wait_ms;
+    spec.min_sleep_ms = 1;
+    spec.max_sleep_ms = RECHECK_MS;
+    spec.attempt = attempt;
+    spec.ctx = &a;
+    rc = cr__wait(s->o.client, &spec);
+    if (rc == CR_EIO && a.uncertain) {
+        bool granted = false;
+
+        if (resolve_lost_reply(&a, &granted) == CR_OK && granted)
+            rc = CR_OK;
+    }
+    if (rc == CR_OK)
+        cr__hex(a.id, ID_BYTES, id);
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_permit_semaphore_acquire(cr_permit_semaphore *s, int64_t lease_ms, char *id)
+{
+    return acquire(s, CR_WAIT_FOREVER, lease_ms, id);
+}
+
+cr_status
+cr_permit_semaphore_try_acquire(cr_permit_semaphore *s, int64_t wait_ms,
+                                int64_t lease_ms, char *id)
+{
+    return acquire(s, wait_ms, lease_ms, id);
+}
+
+/* ------------------------------------------------------------ releasing */
+
+/* Runs the release script for `hex`: *result 0 (not out), 1 (released) or
+ * 2 (expired, not reclaimed yet, released all the same). */
+static cr_status
+release(cr_permit_semaphore *s, const char *hex, int64_t *result)
+{
+    unsigned char id[ID_BYTES];
+    char now[24];
+    const char *args[7];
+    size_t lens[7];
+    cr__reply *r = NULL;
+    cr_status rc;
+    int i;
+
+    if ((rc = decode_id(hex, id)) != CR_OK)
+        return rc;
+    cr__fmt_i64(now, cr__wall_ms());
+    args[0] = s->o.raw;
+    args[1] = s->channel;
+    args[2] = s->timeout;
+    args[3] = (const char *)id;
+    args[4] = "1";
+    args[5] = now;
+    args[6] = s->o.client->publish_cmd;
+    for (i = 0; i < 7; i++)
+        lens[i] = i == 3 ? ID_BYTES : strlen(args[i]);
+    rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_RELEASE, 0, 3,
+                        4, args, lens, &r);
+    if (rc == CR_OK)
+        rc = reply_int(r, "permit semaphore release", result);
+    if (rc == CR_OK && (*result < 0 || *result > 2))
+        rc = cr__fail(CR_ESCRIPT, "permit semaphore release replied %lld",
+                      (long long)*result);
+    return rc;
+}
+
+cr_status
+cr_permit_semaphore_release(cr_permit_semaphore *s, const char *id)
+{
+    int64_t result = 0;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = release(s, id, &result);
+    if (rc == CR_OK && result == 0) {
+        rc = cr__fail(CR_ENOTOWNER, "permit %s of %s is not out (released, "
+                      "expired or never issued)", id, s->o.name);
+    } else if (rc == CR_OK && result == 2) {
+        CR__STAT_ADD(&s->o.client->stats, leases_lost, 1);
+        rc = cr__fail(CR_ELOST, "the lease of permit %s of %s had run out; the "
+                      "permit was given back all the same", id, s->o.name);
+    }
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_permit_semaphore_try_release(cr_permit_semaphore *s, const char *id,
+                                bool *released)
+{
+    int64_t result = 0;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = release(s, id, &result);
+    if (rc == CR_OK && released != NULL)
+        *released = result == 1;
+    leave(s);
+    return rc;
+}
+
+/* --------------------------------------------------------------- leases */
+
+cr_status
+cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
+                                      int64_t lease_ms, bool *updated)
+{
+    unsigned char raw[ID_BYTES];
+    char expiry[24];
+    int64_t v = 0;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = decode_id(id, raw)) != CR_OK ||
+        (rc = check_lease(lease_ms)) != CR_OK)
+        goto out;
+    fmt_expiry(expiry, lease_ms);
+    rc = run_with_id(s, CR__SCRIPT_PERMIT_SEMAPHORE_UPDATE_LEASE_TIME,
+                     "update_lease_time", raw, expiry, &v);
+    if (rc == CR_OK && updated != NULL)
+        *updated = v == 1;
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_permit_semaphore_get_lease_time(cr_permit_semaphore *s, const char *id,
+                                   int64_t *remaining_ms)
+{
+    unsigned char raw[ID_BYTES];
+    int64_t v = 0;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = decode_id(id, raw)) != CR_OK ||
+        (rc = cr__check_out(remaining_ms, "remaining_ms")) != CR_OK)
+        goto out;
+    rc = run_with_id(s, CR__SCRIPT_PERMIT_SEMAPHORE_GET_LEASE_TIME,
+                     "get_lease_time", raw, NEVER, &v);
+    if (rc == CR_OK && v == 0)
+        rc = cr__fail(CR_ENOTOWNER, "permit %s of %s is not out", id,
+                      s->o.name);
+    else if (rc == CR_OK)
+        *remaining_ms = v;
+out:
+    leave(s);
+    return rc;
+}
+
+/* --------------------------------------------------------------- counts */
+
+/* One of the three counts ('available', 'acquired', 'total'), after
+ * reclaiming expired permits. */
+static cr_status
+count(cr_permit_semaphore *s, const char *which, int64_t *out)
+{
+    char now[24];
+    const char *args[6];
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(out, "permits")) != CR_OK)
+        goto out;
+    cr__fmt_i64(now, cr__wall_ms());
+    args[0] = s->o.raw;
+    args[1] = s->timeout;
+    args[2] = s->channel;
+    args[3] = now;
+    args[4] = s->o.client->publish_cmd;
+    args[5] = which;
+    rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_PERMITS,
+                        CR__CMD_RETRY, 3, 3, args, NULL, &r);
+    if (rc == CR_OK)
+        rc = reply_int(r, "permit semaphore count", &v);
+    if (rc == CR_OK)
+        *out = v;
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_permit_semaphore_available_permits(cr_permit_semaphore *s, int64_t *permits)
+{
+    return count(s, "available", permits);
+}
+
+cr_status
+cr_permit_semaphore_acquired_permits(cr_permit_semaphore *s, int64_t *permits)
+{
+    return count(s, "acquired", permits);
+}
+
+cr_status
+cr_permit_semaphore_get_permits(cr_permit_semaphore *s, int64_t *permits)
+{
+    return count(s, "total", permits);
+}
+
+/* ----------------------------------------------------- setting permits */
+
+cr_status
+cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
+                                    bool *set)
+{
+    char p[24];
+    const char *args[5];
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_permits(permits)) != CR_OK)
+        goto out;
+    cr__fmt_i64(p, permits);
+    args[0] = s->o.raw;
+    args[1] = s->channel;
+    args[2] = p;
+    args[3] = s->o.client->publish_cmd;
+    args[4] = "0";
+    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_TRY_SET_PERMITS, 0,
+                        2, 3, args, NULL, &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "try_set_permits", &done);
+    if (rc == CR_OK && set != NULL)
+        *set = done;
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
+{
+    char p[24];
+    const char *args[5];
+    cr__reply *r = NULL;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_permits(permits)) != CR_OK)
+        goto out;
+    cr__fmt_i64(p, permits);
+    args[0] = s->o.raw;
+    args[1] = s->channel;
+    args[2] = s->timeout;
+    args[3] = p;
+    args[4] = s->o.client->publish_cmd;
+    rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_SET_PERMITS,
+                        CR__CMD_RETRY, 3, 2, args, NULL, &r);
+    if (rc == CR_OK)
+        cr__reply_free(r);
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_permit_semaphore_add_permits(cr_permit_semaphore *s, int64_t delta)
+{
+    char d[24];
+    const char *args[5];
+    cr__reply *r = NULL;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_delta(delta)) != CR_OK)
+        goto out;
+    cr__fmt_i64(d, delta);
+    args[0] = s->o.raw;
+    args[1] = s->channel;
+    args[2] = d;
+    args[3] = s->o.client->publish_cmd;
+    args[4] = "delta";
+    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_ADD_PERMITS, 0, 2, 3,
+                        args, NULL, &r);
+    if (rc == CR_OK)
+        cr__reply_free(r);
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_permit_semaphore_delete(cr_permit_semaphore *s, bool *deleted)
+{
+    const char *argv[3] = {"DEL", NULL, NULL};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    argv[1] = s->o.raw;
+    argv[2] = s->timeout;
+    rc = cr__command(s->o.client, CR__CMD_RETRY, 3, argv, NULL, &r);
+    if (rc == CR_OK)
+        rc = reply_int(r, "DEL", &v);
+    if (rc == CR_OK && deleted != NULL)
+        *deleted = v > 0;
+    leave(s);
+    return rc;
+}

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RSemaphore (protocol section 7): a count of permits in the string key N,
+ * released permits published on redisson_sc:{N}.
+ *
+ * An acquire runs one script per attempt through the shared waiting loop
+ * (wait.c), subscribed to the channel in semaphore mode (a message n wakes
+ * up to n local waiters) and re-checking at least every RECHECK_MS, since
+ * the protocol gives semaphore waiters no hint and a message can be missed.
+ *
+ * Permits are not owned, so an attempt whose reply was lost cannot be
+ * resolved by asking who holds what, as the lock does. Instead, every
+ * attempt of one call carries the same request id, and a successful attempt
+ * leaves a short-lived key credisson_semaphore_acquire:{N}:<id> behind: the
+ * next attempt, or a last look before giving up with CR_EIO, finds it and
+ * reports the acquisition instead of taking the permits twice. The key is
+ * deleted (without waiting for the reply) once the call has its answer.
+ * Java never looks at it.
+ *
+ * Releases and additions are not idempotent and are never resent.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "credisson/semaphore.h"
+#include "object.h"
+#include "wait.h"
+
+#define SEM_MAGIC 0x43525345u /* "CRSE" */
+#define RECHECK_MS 1000
+
+struct cr_semaphore {
+    cr__object o;
+    char *channel; /* redisson_sc:{N} */
+};
+
+/* The guard of every semaphore call. */
+static cr_status
+enter(cr_semaphore *s)
+{
+    return cr__object_enter(s, SEM_MAGIC, "semaphore");
+}
+
+/* The end of every call that entered. */
+static void
+leave(cr_semaphore *s)
+{
+    cr__client_leave(s->o.client);
+}
+
+/* Checks a permit count: 0..CR_PERMITS_MAX. */
+static cr_status
+check_permits(int64_t permits)
+{
+    return cr__check_range("permits", permits, 0, CR_PERMITS_MAX);
+}
+
+/* Checks a change of the count: -CR_PERMITS_MAX..CR_PERMITS_MAX. */
+static cr_status
+check_delta(int64_t delta)
+{
+    return cr__check_range("delta", delta, -CR_PERMITS_MAX, CR_PERMITS_MAX);
+}
+
+/* ------------------------------------------------------------- creation */
+
+cr_status
+cr_semaphore_new(cr_client *c, const char *name, cr_semaphore **out)
+{
+    cr_semaphore *s = NULL;
+    cr_status rc = cr__check_out(out, "out");
+
+    if (rc == CR_OK)
+        rc = cr__object_new(c, name, SEM_MAGIC, sizeof(*s), (void **)&s);
+    if (rc != CR_OK)
+        return rc;
+    s->channel = cr__prefix_name("redisson_sc", s->o.raw);
+    if (s->channel == NULL) {
+        cr__object_free(s);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    *out = s;
+    return CR_OK;
+}
+
+void
+cr_semaphore_free(cr_semaphore *s)
+{
+    if (s == NULL || s->o.magic != SEM_MAGIC)
+        return;
+    free(s->channel);
+    cr__object_free(s);
+}
+
+const char *
+cr_semaphore_name(const cr_semaphore *s)
+{
+    return cr__object_name(s, SEM_MAGIC);
+}
+
+/* ------------------------------------------------------------ acquiring */
+
+typedef struct attempt_ctx {
+    cr_semaphore *sem;
+    char permits[24];
+    char latch_ms[24];
+    char *latch; /* credisson_semaphore_acquire:{N}:<request id> */
+} attempt_ctx;
+
+/* The acquire latch of one call: prefixName("credisson_semaphore_acquire",
+ * N) + ":" + 32 random hex characters, malloc'd; NULL when out of memory or
+ * randomness. */
+static char *
+acquire_latch_name(const char *raw)
+{
+    unsigned char id[16];
+    char hex[33];
+    char *prefix, *name;
+
+    if (cr__random_bytes(id, sizeof(id)) != CR_OK)
+        return NULL;
+    cr__hex(id, sizeof(id), hex);
+    prefix = cr__prefix_name("credisson_semaphore_acquire", raw);
+    if (prefix == NULL)
+        return NULL;
+    name = cr__strdup_printf("%s:%s", prefix, hex);
+    free(prefix);
+    return name;
+}
+
+/* One attempt (cr__attempt_fn): CR_OK when the permits were taken, by this
+ * attempt or by an earlier one of the same call; CR_BUSY (no hint) when
+ * there are too few. */
+static cr_status
+attempt(void *arg, int64_t *hint)
+{
+    attempt_ctx *a = arg;
+    const char *args[4] = {a->sem->o.raw, a->latch, a->permits, a->latch_ms};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc;
+
+    *hint = -1;
+    rc = cr__script_run(a->sem->o.client, CR__SCRIPT_SEMAPHORE_TRY_ACQUIRE, 0,
+                        2, 2, args, NULL, &r);
+    if (rc != CR_OK)
+        return rc;
+    if (!cr__reply_int(r, &v) || (v != 0 && v != 1))
+        rc = cr__fail(CR_ESCRIPT, "semaphore acquire replied neither 0 nor 1");
+    else
+        rc = v == 1 ? CR_OK : CR_BUSY;
+    cr__reply_free(r);
+    return rc;
+}
+
+/* After a wait that ended in CR_EIO: did an attempt whose reply was lost
+ * take the permits? Its latch says so. */
+static bool
+latch_left_behind(attempt_ctx *a)
+{
+    const char *argv[2] = {"EXISTS", a->latch};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+
+    if (cr__command(a->sem->o.client, CR__CMD_RETRY, 2, argv, NULL,
+                    &r) != CR_OK)
+        return false;
+    cr__reply_int(r, &v);
+    cr__reply_free(r);
+    return v == 1;
+}
+
+/* Acquisition shared by acquire and try_acquire. */
+static cr_status
+acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
+{
+    cr_client *c;
+    attempt_ctx a;
+    cr__wait_spec spec;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    c = s->o.client;
+    if ((rc = check_permits(permits)) != CR_OK ||
+        (rc = cr__check_wait(wait_ms)) != CR_OK || permits == 0)
+        goto out;
+    memset(&a, 0, sizeof(a));
+    a.sem = s;
+    cr__fmt_i64(a.permits, permits);
+    /* The latch must outlive every retry of the call. */
+    cr__fmt_i64(a.latch_ms,
+                c->reconnect_window_ms + 2 * c->command_timeout_ms + 1000);
+    a.latch = acquire_latch_name(s->o.raw);
+    if (a.latch == NULL) {
+        rc = cr__fail(CR_ENOMEM, "cannot make a request id");
+        goto out;
+    }
+    spec.channel = s->channel;
+    spec.mode = CR__WAKE_SEMAPHORE;
+    spec.wait_ms = wait_ms;
+    spec.min_sleep_ms = 1;
+    spec.max_sleep_ms = RECHECK_MS;
+    spec.attempt = attempt;
+    spec.ctx = &a;
+    rc = cr__wait(c, &spec);
+    if (rc == CR_EIO && latch_left_behind(&a))
+        rc = CR_OK;
+    if (rc == CR_OK)
+        cr__drop_latch(c, a.latch);
+    else if (rc == CR_BUSY)
+        cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits until the "
+                 "wait ran out", s->o.name, (long long)permits);
+    free(a.latch);
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_semaphore_acquire(cr_semaphore *s, int64_t permits)
+{
+    return acquire(s, permits, CR_WAIT_FOREVER);
+}
+
+cr_status
+cr_semaphore_try_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
+{
+    return acquire(s, permits, wait_ms);
+}
+
+/* ------------------------------------------------------------ releasing */
+
+/* Runs the release script; *done tells whether it released. */
+static cr_status
+release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
+{
+    char p[24];
+    const char *args[5];
+    cr__reply *r = NULL;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_permits(permits)) != CR_OK)
+        goto out;
+    if (permits == 0) {
+        *done = false;
+        goto out;
+    }
+    cr__fmt_i64(p, permits);
+    args[0] = s->o.raw;
+    args[1] = s->channel;
+    args[2] = p;
+    args[3] = s->o.client->publish_cmd;
+    args[4] = only_if_exists ? "1" : "0";
+    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_RELEASE, 0, 2, 3,
+                        args, NULL, &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "semaphore release", done);
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_semaphore_release(cr_semaphore *s, int64_t permits)
+{
+    bool done = false;
+
+    return release(s, permits, false, &done);
+}
+
+cr_status
+cr_semaphore_release_if_exists(cr_semaphore *s, int64_t permits,
+                               bool *released)
+{
+    bool done = false;
+    cr_status rc = release(s, permits, true, &done);
+
+    if (rc == CR_OK && released != NULL)
+        *released = done;
+    return rc;
+}
+
+/* ----------------------------------------------------- setting permits */
+
+cr_status
+cr_semaphore_try_set_permits(cr_semaphore *s, int64_t permits, int64_t ttl_ms,
+                             bool *set)
+{
+    char p[24], ttl[24];
+    const char *args[5];
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_permits(permits)) != CR_OK ||
+        (rc = cr__check_ttl(ttl_ms)) != CR_OK)
+        goto out;
+    cr__fmt_i64(p, permits);
+    cr__fmt_i64(ttl, ttl_ms);
+    args[0] = s->o.raw;
+    args[1] = s->channel;
+    args[2] = p;
+    args[3] = s->o.client->publish_cmd;
+    args[4] = ttl;
+    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_TRY_SET_PERMITS, 0,
+                        2, 3, args, NULL, &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "try_set_permits", &done);
+    if (rc == CR_OK && set != NULL)
+        *set = done;
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
+{
+    char d[24];
+    const char *args[5];
+    cr__reply *r = NULL;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_delta(delta)) != CR_OK)
+        goto out;
+    cr__fmt_i64(d, delta);
+    args[0] = s->o.raw;
+    args[1] = s->channel;
+    args[2] = d;
+    args[3] = s->o.client->publish_cmd;
+    args[4] = "total";
+    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_ADD_PERMITS, 0, 2, 3,
+                        args, NULL, &r);
+    if (rc == CR_OK)
+        cr__reply_free(r);
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
+{
+    char p[24];
+    const char *args[4];
+    cr__reply *r = NULL;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_permits(permits)) != CR_OK)
+        goto out;
+    cr__fmt_i64(p, permits);
+    args[0] = s->o.raw;
+    args[1] = s->channel;
+    args[2] = p;
+    args[3] = s->o.client->publish_cmd;
+    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_SET_PERMITS,
+                        CR__CMD_RETRY, 2, 2, args, NULL, &r);
+    if (rc == CR_OK)
+        cr__reply_free(r);
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_semaphore_drain_permits(cr_semaphore *s, int64_t *drained)
+{
+    const char *args[1];
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    args[0] = s->o.raw;
+    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_DRAIN_PERMITS, 0, 1,
+                        0, args, NULL, &r);
+    if (rc == CR_OK) {
+        if (!cr__reply_int(r, &v))
+            rc = cr__fail(CR_ESCRIPT, "drain_permits replied no integer");
+        else if (drained != NULL)
+            *drained = v;
+        cr__reply_free(r);
+    }
+    leave(s);
+    return rc;
+}
+
+/* -------------------------------------------------------------- queries */
+
+cr_status
+cr_semaphore_available_permits(cr_semaphore *s, int64_t *permits)
+{
+    const char *argv[2] = {"GET", NULL};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(permits, "permits")) != CR_OK)
+        goto out;
+    argv[1] = s->o.raw;
+    rc = cr__command(s->o.client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    if (rc == CR_OK) {
+        if (r->type != CR__REPLY_NIL && !cr__reply_int(r, &v))
+            rc = cr__fail(CR_ESCRIPT, "semaphore %s holds no number",
+                          s->o.name);
+        else
+            *permits = v;
+        cr__reply_free(r);
+    }
+out:
+    leave(s);
+    return rc;
+}
+
+cr_status
+cr_semaphore_delete(cr_semaphore *s, bool *deleted)
+{
+    const char *argv[2] = {"DEL", NULL};
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    argv[1] = s->o.raw;
+    rc = cr__command(s->o.client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    if (rc == CR_OK && (rc = cr__reply_bool(r, "DEL", &done)) == CR_OK &&
+        deleted != NULL)
+        *deleted = done;
+    leave(s);
+    return rc;
+}

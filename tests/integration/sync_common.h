@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the semaphore and latch tests share on top of lock_common.h:
+ * subscriber counts, a SUBSCRIBE listener with a marker to know every
+ * earlier message has arrived, the sync_worker helper program, and a
+ * counter block shared with it.
+ */
+#ifndef CR_TEST_SYNC_COMMON_H
+#define CR_TEST_SYNC_COMMON_H
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lock_common.h"
+#include "sync_block.h"
+
+/* Number of subscribers of `channel` on the server; -1 on error. */
+static inline long long
+numsub(const char *channel)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
+    long long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        n = r->element[1]->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* For cr_test_wait_until: a channel and the subscriber count it needs. */
+typedef struct subs_wanted {
+    const char *channel;
+    long long count;
+} subs_wanted;
+
+static inline bool
+has_subscribers(void *arg)
+{
+    subs_wanted *w = arg;
+
+    return numsub(w->channel) >= w->count;
+}
+
+static inline bool
+has_no_subscriber(void *arg)
+{
+    return numsub(arg) == 0;
+}
+
+/* Waits until `channel` has at least `count` subscribers; fails the test
+ * otherwise. */
+static inline void
+await_subscribers(const char *channel, long long count)
+{
+    subs_wanted w = {channel, count};
+
+    assert_true(cr_test_wait_until(has_subscribers, &w, slow(5000)));
+}
+
+/* A listener on `n` channels; fails the test when it cannot start. */
+static inline cr_test_listener *
+listen_on(const char *const *channels, size_t n)
+{
+    cr_test_listener *li = cr_test_listener_start(&test_redis, channels, n);
+
+    assert_non_null(li);
+    return li;
+}
+
+/* Publishes `marker` on `channel` and waits for it to come back, so every
+ * message published before it has arrived too. Returns the number of
+ * messages before the marker. */
+static inline size_t
+settle(cr_test_listener *li, const char *channel, const char *marker)
+{
+    size_t i;
+
+    assert_true(redis_int("PUBLISH %s %s", channel, marker) >= 1);
+    for (i = 0;; i++) {
+        const cr_test_message *m;
+
+        assert_true(cr_test_listener_wait(li, i + 1, slow(3000)) >= i + 1);
+        m = cr_test_listener_get(li, i);
+        assert_non_null(m);
+        if (strcmp(m->payload, marker) == 0)
+            return i;
+    }
+}
+
+/* Checks that the first messages are exactly `want` (n payloads) on
+ * `channel`, in order. */
+static inline void
+assert_messages(cr_test_listener *li, const char *channel,
+                const char *const *want, size_t n)
+{
+    size_t i, got = settle(li, channel, "marker");
+
+    for (i = 0; i < got && i < n; i++) {
+        const cr_test_message *m = cr_test_listener_get(li, i);
+
+        assert_string_equal(m->channel, channel);
+        assert_string_equal(m->payload, want[i]);
+    }
+    assert_int_equal(got, n);
+}
+
+/* Runs a plain command; true unless it failed or Redis answered an error. */
+static inline bool
+redis_ok(const char *fmt, ...)
+{
+    redisContext *c = cr_test_redis_connect(&test_redis);
+    redisReply *r = NULL;
+    bool ok;
+    va_list ap;
+
+    if (c == NULL)
+        return false;
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
+    return ok;
+}
+
+/* The string or status reply of a plain command into out (size bytes, ""
+ * otherwise); returns the reply's length or -1. */
+static inline long
+redis_str(char *out, size_t size, const char *fmt, ...)
+{
+    redisContext *c = cr_test_redis_connect(&test_redis);
+    redisReply *r = NULL;
+    long len = -1;
+    va_list ap;
+
+    out[0] = '\0';
+    if (c == NULL)
+        return -1;
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    if (r != NULL &&
+        (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
+        r->len < size) {
+        memcpy(out, r->str, r->len);
+        out[r->len] = '\0';
+        len = (long)r->len;
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
+    return len;
+}
+
+/* The path of the sync_worker program into out. */
+static inline void
+worker_path(char *out, size_t size)
+{
+    const char *dir = getenv("CR_TEST_BUILDDIR");
+
+    snprintf(out, size, "%s/tests/integration/sync_worker",
+             dir != NULL ? dir : ".");
+}
+
+/* Starts sync_worker with up to 4 more arguments (NULL-terminated) after
+ * the mode, URL and name; its stdout goes to *out_fd (read end) when out_fd
+ * is not NULL. Returns its pid. */
+static inline pid_t
+spawn_worker(int *out_fd, const char *mode, const char *name, const char *a1,
+             const char *a2)
+{
+    char path[512];
+    int fds[2] = {-1, -1};
+    pid_t pid;
+
+    worker_path(path, sizeof(path));
+    if (out_fd != NULL)
+        assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (out_fd != NULL) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            close(fds[1]);
+        }
+        execl(path, path, mode, test_redis.url, name, a1, a2, (char *)NULL);
+        _exit(127);
+    }
+    if (out_fd != NULL) {
+        close(fds[1]);
+        *out_fd = fds[0];
+    }
+    return pid;
+}
+
+/* Reads one line (without the newline) from fd into out; false at EOF. */
+static inline bool
+read_line(int fd, char *out, size_t size)
+{
+    size_t n = 0;
+
+    while (n + 1 < size) {
+        char ch;
+
+        if (read(fd, &ch, 1) != 1)
+            break;
+        if (ch == '\n') {
+            out[n] = '\0';
+            return true;
+        }
+        out[n++] = ch;
+    }
+    out[n] = '\0';
+    return false;
+}
+
+/* Waits for pid and checks that it exited with 0. */
+static inline void
+assert_exit_ok(pid_t pid)
+{
+    int status = 0;
+
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* A sync_block in a memfd that child processes inherit; *fd is its
+ * descriptor (close it and munmap the block when done). */
+static inline sync_block *
+shared_block(int *fd)
+{
+    sync_block *b;
+
+    *fd = memfd_create("sync_block", 0);
+    assert_true(*fd >= 0);
+    assert_int_equal(ftruncate(*fd, sizeof(sync_block)), 0);
+    b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    assert_true(b != MAP_FAILED);
+    return b;
+}
+
+#endif

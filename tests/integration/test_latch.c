@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RCountDownLatch against a real redis-server: setting and counting down,
+ * waiting threads and processes all woken by the last count down, awaits
+ * that must not block (an open latch, a deleted latch, a missed message),
+ * credisson's latch expiry (CR_EEXPIRED) and how it is told from a latch
+ * counted down to zero, the keys and messages on the wire (protocol section
+ * 9), and bad arguments.
+ */
+#include <pthread.h>
+
+#include "sync_common.h"
+
+/* ------------------------------------------------------------- helpers */
+
+static cr_latch *
+latch(const char *name, int64_t count, int64_t ttl_ms)
+{
+    cr_latch *l = NULL;
+    bool set = false;
+
+    assert_int_equal(cr_latch_new(test_client, name, &l), CR_OK);
+    if (count > 0) {
+        assert_int_equal(cr_latch_try_set_count(l, count, ttl_ms, &set), CR_OK);
+        assert_true(set);
+    }
+    return l;
+}
+
+static int64_t
+count_of(cr_latch *l)
+{
+    int64_t n = -999;
+
+    assert_int_equal(cr_latch_get_count(l, &n), CR_OK);
+    return n;
+}
+
+typedef struct waiter {
+    cr_latch *latch;
+    int64_t wait_ms;
+    cr_status rc;
+    int64_t done_at;
+    pthread_t thread;
+} waiter;
+
+static void *
+waiter_run(void *arg)
+{
+    waiter *w = arg;
+
+    w->rc = cr_latch_await(w->latch, w->wait_ms);
+    w->done_at = cr_test_now_ms();
+    return NULL;
+}
+
+static void
+waiter_start(waiter *w, cr_latch *l, int64_t wait_ms)
+{
+    memset(w, 0, sizeof(*w));
+    w->latch = l;
+    w->wait_ms = wait_ms;
+    assert_int_equal(pthread_create(&w->thread, NULL, waiter_run, w), 0);
+}
+
+/* ------------------------------------------------------- basic contract */
+
+static void
+test_latch_try_set_count_sets_only_a_missing_latch(void **state)
+{
+    cr_latch *l = latch("gate", 3, 0);
+    bool set = true;
+
+    (void)state;
+    assert_string_equal(cr_latch_name(l), "gate");
+    assert_int_equal(cr_latch_try_set_count(l, 5, 0, &set), CR_OK);
+    assert_false(set);
+    assert_int_equal(count_of(l), 3);
+    assert_int_equal(redis_int("PTTL gate"), -1);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(count_of(l), 2);
+    assert_int_equal(cr_latch_await(l, 0), CR_TIMEOUT);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(count_of(l), 0);
+    assert_int_equal(redis_int("EXISTS gate"), 0);
+    /* Counting down a latch that is gone changes nothing. */
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(redis_int("EXISTS gate"), 0);
+    assert_int_equal(cr_latch_try_set_count(l, 1, 0, &set), CR_OK);
+    assert_true(set);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_await_on_an_open_latch_returns_at_once(void **state)
+{
+    cr_latch *l = latch("never-set", 0, 0);
+    int64_t start = cr_test_now_ms();
+
+    (void)state;
+    assert_int_equal(cr_latch_await(l, CR_WAIT_FOREVER), CR_OK);
+    assert_int_equal(cr_latch_await(l, 0), CR_OK);
+    assert_true(cr_test_now_ms() - start < slow(300));
+    assert_int_equal(numsub("redisson_countdownlatch__channel__{never-set}"), 0);
+    /* A Java trySetCount(0) leaves "0": open too. */
+    assert_true(redis_ok("SET zero 0"));
+    cr_latch_free(l);
+    l = latch("zero", 0, 0);
+    assert_int_equal(cr_latch_await(l, slow(2000)), CR_OK);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_await_times_out_within_its_budget(void **state)
+{
+    cr_latch *l = latch("slow", 1, 0);
+    int64_t start = cr_test_now_ms(), took;
+
+    (void)state;
+    assert_int_equal(cr_latch_await(l, 300), CR_TIMEOUT);
+    took = cr_test_now_ms() - start;
+    assert_true(took >= 300 && took < 300 + slow(600));
+    assert_true(cr_test_wait_until(has_no_subscriber,
+                                   "redisson_countdownlatch__channel__{slow}",
+                                   slow(3000)));
+    cr_latch_free(l);
+}
+
+/* ----------------------------------------------------------- waking */
+
+static void
+test_latch_last_count_down_wakes_every_waiting_thread(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_latch *l = latch("threads", 2, 0), *theirs = NULL;
+    waiter w[4];
+    int64_t opened;
+    int i;
+
+    (void)state;
+    assert_non_null(other);
+    assert_int_equal(cr_latch_new(other, "threads", &theirs), CR_OK);
+    for (i = 0; i < 4; i++)
+        waiter_start(&w[i], l, CR_WAIT_FOREVER);
+    await_subscribers("redisson_countdownlatch__channel__{threads}", 1);
+    assert_int_equal(cr_latch_count_down(theirs), CR_OK);
+    assert_int_equal(cr_latch_count_down(theirs), CR_OK);
+    opened = cr_test_now_ms();
+    for (i = 0; i < 4; i++) {
+        pthread_join(w[i].thread, NULL);
+        assert_int_equal(w[i].rc, CR_OK);
+        assert_true(w[i].done_at - opened < slow(500));
+    }
+    cr_latch_free(l);
+    cr_latch_free(theirs);
+    cr_client_free(other);
+}
+
+#define PROCS 4
+
+static void
+test_latch_last_count_down_wakes_every_waiting_process_promptly(void **state)
+{
+    cr_latch *l = latch("procs", 3, 0);
+    pid_t pids[PROCS];
+    int out[PROCS];
+    int64_t opened;
+    int i;
+
+    (void)state;
+    for (i = 0; i < PROCS; i++)
+        pids[i] = spawn_worker(&out[i], "latch-wait", "procs", NULL, NULL);
+    /* Every process subscribed (one subscription per client). */
+    await_subscribers("redisson_countdownlatch__channel__{procs}", PROCS);
+    for (i = 0; i < 3; i++)
+        assert_int_equal(cr_latch_count_down(l), CR_OK);
+    opened = cr_test_now_ms();
+    for (i = 0; i < PROCS; i++) {
+        char line[64];
+        int rc = -1;
+        long long at = 0;
+
+        assert_true(read_line(out[i], line, sizeof(line)));
+        close(out[i]);
+        assert_int_equal(sscanf(line, "%d %lld", &rc, &at), 2);
+        assert_int_equal(rc, CR_OK);
+        /* Woken by the message, not by a re-check or a ttl. */
+        assert_true(at - opened < slow(500));
+        assert_exit_ok(pids[i]);
+    }
+    cr_latch_free(l);
+}
+
+static void
+test_latch_waiter_wakes_on_a_java_style_count_down(void **state)
+{
+    cr_latch *l = latch("java", 1, 0);
+    waiter w;
+    int64_t opened;
+
+    (void)state;
+    waiter_start(&w, l, slow(10000));
+    await_subscribers("redisson_countdownlatch__channel__{java}", 1);
+    /* What Java's countDown does to a count of 1. */
+    assert_int_equal(redis_int("DECR java"), 0);
+    assert_int_equal(redis_int("DEL java"), 1);
+    assert_int_equal(redis_int("PUBLISH redisson_countdownlatch__channel__{java} 0"), 1);
+    opened = cr_test_now_ms();
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(w.done_at - opened < slow(500));
+    cr_latch_free(l);
+}
+
+static void
+test_latch_waiter_rechecks_after_a_missed_message(void **state)
+{
+    cr_latch *l = latch("missed", 1, 0);
+    waiter w;
+    int64_t opened;
+
+    (void)state;
+    waiter_start(&w, l, CR_WAIT_FOREVER);
+    await_subscribers("redisson_countdownlatch__channel__{missed}", 1);
+    /* Opened without any message. */
+    assert_int_equal(redis_int("DEL missed"), 1);
+    opened = cr_test_now_ms();
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(w.done_at - opened < slow(2500));
+    cr_latch_free(l);
+}
+
+static void
+test_latch_delete_publishes_new_count_and_waiters_see_it_open(void **state)
+{
+    const char *channels[1] = {"redisson_countdownlatch__channel__{del}"};
+    const char *want[] = {"1", "1"};
+    cr_test_listener *li = listen_on(channels, 1);
+    cr_latch *l = latch("del", 2, 0);
+    waiter w;
+    bool deleted = false;
+
+    (void)state;
+    waiter_start(&w, l, slow(10000));
+    await_subscribers(channels[0], 2);
+    assert_int_equal(cr_latch_delete(l, &deleted), CR_OK);
+    assert_true(deleted);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_int_equal(cr_latch_delete(l, &deleted), CR_OK);
+    assert_false(deleted);
+    assert_messages(li, channels[0], want, 2);
+    cr_test_listener_stop(li);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_client_free_wakes_waiters_with_eclosed(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_latch *l = latch("closing", 1, 0), *theirs = NULL;
+    waiter w;
+
+    (void)state;
+    assert_non_null(other);
+    assert_int_equal(cr_latch_new(other, "closing", &theirs), CR_OK);
+    waiter_start(&w, theirs, CR_WAIT_FOREVER);
+    await_subscribers("redisson_countdownlatch__channel__{closing}", 1);
+    cr_client_free(other);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_ECLOSED);
+    cr_latch_free(theirs);
+    assert_int_equal(count_of(l), 1);
+    cr_latch_free(l);
+}
+
+/* ------------------------------------------------------------- expiry */
+
+static void
+test_latch_expiry_is_reported_to_waiters_as_eexpired(void **state)
+{
+    cr_latch *l = latch("doomed", 2, 400);
+    waiter w;
+    long long marker;
+    int64_t set_at = cr_test_now_ms();
+
+    (void)state;
+    assert_true(redis_int("PTTL doomed") > 0);
+    marker = redis_int("PTTL {doomed}:credisson_latch_expiry");
+    assert_true(marker > CR_LATCH_EXPIRY_GRACE_MS &&
+                marker <= CR_LATCH_EXPIRY_GRACE_MS + 400);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    waiter_start(&w, l, CR_WAIT_FOREVER);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_EEXPIRED);
+    /* Woken by the latch's own ttl, not the one-second re-check. */
+    assert_true(w.done_at - set_at < 400 + slow(400));
+    assert_int_equal(count_of(l), 0);
+    assert_int_equal(cr_latch_await(l, 0), CR_EEXPIRED);
+    assert_int_equal(cr_latch_count_down(l), CR_EEXPIRED);
+    assert_int_equal(redis_int("EXISTS doomed"), 0);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_with_expiry_counted_down_to_zero_is_open_not_expired(void **state)
+{
+    cr_latch *l = latch("made-it", 1, 60000);
+
+    (void)state;
+    assert_int_equal(redis_int("EXISTS {made-it}:credisson_latch_expiry"), 1);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(redis_int("EXISTS made-it {made-it}:credisson_latch_expiry"), 0);
+    assert_int_equal(cr_latch_await(l, CR_WAIT_FOREVER), CR_OK);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_with_expiry_opened_by_java_is_open_not_expired(void **state)
+{
+    cr_latch *l = latch("java-opened", 1, 60000);
+
+    (void)state;
+    /* Java's countDown knows nothing of the marker and leaves it. */
+    assert_int_equal(redis_int("DECR java-opened"), 0);
+    assert_int_equal(redis_int("DEL java-opened"), 1);
+    assert_int_equal(redis_int("EXISTS {java-opened}:credisson_latch_expiry"), 1);
+    assert_int_equal(cr_latch_await(l, 0), CR_OK);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_set_without_expiry_forgets_an_earlier_expiry(void **state)
+{
+    cr_latch *l = latch("reused", 1, 100);
+    bool set = false;
+
+    (void)state;
+    assert_int_equal(cr_latch_await(l, slow(3000)), CR_EEXPIRED);
+    assert_int_equal(cr_latch_try_set_count(l, 1, 0, &set), CR_OK);
+    assert_true(set);
+    assert_int_equal(redis_int("EXISTS {reused}:credisson_latch_expiry"), 0);
+    assert_int_equal(redis_int("PTTL reused"), -1);
+    /* Opened by a Java-style count down: no marker left to misread. */
+    assert_int_equal(redis_int("DECR reused"), 0);
+    assert_int_equal(redis_int("DEL reused"), 1);
+    assert_int_equal(cr_latch_await(l, 0), CR_OK);
+    cr_latch_free(l);
+}
+
+/* ------------------------------------------------------------ the wire */
+
+static void
+test_latch_wire_keys_and_publishes_match_redisson(void **state)
+{
+    const char *channels[2] = {"redisson_countdownlatch__channel__{wire}",
+                               "redisson_countdownlatch__channel__{app{7}l}"};
+    const char *want[] = {"1", "0"};
+    cr_test_listener *li = listen_on(channels, 2);
+    cr_latch *l = latch("wire", 2, 0), *braced = NULL;
+    char value[32];
+    const cr_test_message *m;
+
+    (void)state;
+    assert_int_equal(redis_str(value, sizeof(value), "GET wire"), 1);
+    assert_string_equal(value, "2");
+    assert_int_equal(redis_str(value, sizeof(value), "TYPE wire"), 6);
+    assert_string_equal(value, "string");
+    assert_int_equal(redis_int("EXISTS {wire}:credisson_latch_expiry"), 0);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);   /* no message */
+    assert_int_equal(cr_latch_count_down(l), CR_OK);   /* "0" */
+    assert_int_equal(cr_latch_count_down(l), CR_OK);   /* absent: none */
+    assert_messages(li, channels[0], want, 2);
+    /* The channel always wraps the name in braces. */
+    braced = latch("app{7}l", 1, 0);
+    assert_int_equal(cr_latch_count_down(braced), CR_OK);
+    assert_true(cr_test_listener_wait(li, 5, slow(3000)) >= 5);
+    m = cr_test_listener_get(li, 3);
+    assert_string_equal(m->channel, channels[1]);
+    assert_string_equal(m->payload, "1");
+    m = cr_test_listener_get(li, 4);
+    assert_string_equal(m->channel, channels[1]);
+    assert_string_equal(m->payload, "0");
+    cr_test_listener_stop(li);
+    cr_latch_free(l);
+    cr_latch_free(braced);
+}
+
+/* ------------------------------------------------------------ bad input */
+
+static void
+test_latch_bad_arguments_are_refused_with_einval(void **state)
+{
+    cr_latch *l = NULL;
+    int64_t n = 42;
+    bool set = true;
+
+    (void)state;
+    assert_int_equal(cr_latch_new(test_client, NULL, &l), CR_EINVAL);
+    assert_int_equal(cr_latch_new(test_client, "", &l), CR_EINVAL);
+    assert_int_equal(cr_latch_new(test_client, "x", NULL), CR_EINVAL);
+    assert_int_equal(cr_latch_new(NULL, "x", &l), CR_EINVAL);
+    assert_null(l);
+    l = latch("bad", 0, 0);
+    assert_int_equal(cr_latch_try_set_count(l, 0, 0, &set), CR_EINVAL);
+    assert_int_equal(cr_latch_try_set_count(l, -1, 0, &set), CR_EINVAL);
+    assert_int_equal(cr_latch_try_set_count(l, CR_LATCH_COUNT_MAX + 1, 0, &set),
+                     CR_EINVAL);
+    assert_int_equal(cr_latch_try_set_count(l, 1, -1, &set), CR_EINVAL);
+    assert_int_equal(cr_latch_try_set_count(l, 1, CR_DURATION_MAX + 1, &set),
+                     CR_EINVAL);
+    assert_true(set);
+    assert_int_equal(cr_latch_await(l, -2), CR_EINVAL);
+    assert_int_equal(cr_latch_await(NULL, 0), CR_EINVAL);
+    assert_int_equal(cr_latch_count_down(NULL), CR_EINVAL);
+    assert_int_equal(cr_latch_get_count(l, NULL), CR_EINVAL);
+    assert_int_equal(cr_latch_get_count(NULL, &n), CR_EINVAL);
+    assert_int_equal(n, 42);
+    assert_int_equal(redis_int("EXISTS bad"), 0);
+    cr_latch_free(l);
+    cr_latch_free(NULL);
+    assert_string_equal(cr_latch_name(NULL), "");
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
+        T(test_latch_try_set_count_sets_only_a_missing_latch),
+        T(test_latch_await_on_an_open_latch_returns_at_once),
+        T(test_latch_await_times_out_within_its_budget),
+        T(test_latch_last_count_down_wakes_every_waiting_thread),
+        T(test_latch_last_count_down_wakes_every_waiting_process_promptly),
+        T(test_latch_waiter_wakes_on_a_java_style_count_down),
+        T(test_latch_waiter_rechecks_after_a_missed_message),
+        T(test_latch_delete_publishes_new_count_and_waiters_see_it_open),
+        T(test_latch_client_free_wakes_waiters_with_eclosed),
+        T(test_latch_expiry_is_reported_to_waiters_as_eexpired),
+        T(test_latch_with_expiry_counted_down_to_zero_is_open_not_expired),
+        T(test_latch_with_expiry_opened_by_java_is_open_not_expired),
+        T(test_latch_set_without_expiry_forgets_an_earlier_expiry),
+        T(test_latch_wire_keys_and_publishes_match_redisson),
+        T(test_latch_bad_arguments_are_refused_with_einval),
+#undef T
+    };
+
+    return cmocka_run_group_tests(tests, redis_up, redis_down);
+}
