@@ -11,6 +11,13 @@
  * checking its generation, so an entry released (or released and taken
  * again) meanwhile is never touched by a stale answer.
  *
+ * Due holds are grouped by kind: plain holds (RLock, fair lock, write lock)
+ * go to lock_renew.lua, read holds to rwlock_read_renew.lua, which takes
+ * (hash, key prefix) pairs, each with the names of this client's readers of
+ * that hash, and renews only their timeout keys (Redisson 4.4+). A batch
+ * holds up to `watchdog_batch` plain keys, or read holds of up to that many
+ * hashes.
+ *
  * A call that fails in transport keeps every registration: they are tried
  * again a second later. Each batch is independent; one failing batch does
  * not stop the others (unlike Redisson, section 4.1 of the protocol).
@@ -49,10 +56,12 @@ typedef struct hold {
     UT_hash_handle hh;
 } hold;
 
-/* A hold picked for renewal: enough to find it again afterwards. */
+/* A hold picked for renewal: enough to find it again afterwards, and the
+ * read lock's key prefix (a copy of the hold's aux), NULL for other kinds. */
 typedef struct due {
     char *id;
     size_t idlen;
+    char *aux;
     uint64_t gen;
 } due;
 
@@ -69,6 +78,7 @@ struct cr__renewal {
     pthread_cond_t cv;
     pthread_t thread;
     bool stop;
+    bool idle; /* the thread waits with no deadline: signal it to schedule */
     hold *holds;
     size_t renewing;
     uint64_t next_gen;
@@ -182,7 +192,11 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
         h->watchdog = true;
         r->renewing++;
         cr__wheel_schedule(r->wheel, &h->timer, next_renewal(r, cr__now_ms()));
-        pthread_cond_signal(&r->cv);
+        /* A thread that is ticking sees the timer at its next tick, long
+         * before it is due; only an idle one needs waking (a futex call
+         * and a context switch per acquisition otherwise). */
+        if (r->idle)
+            pthread_cond_signal(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
     return CR_OK;
@@ -281,6 +295,12 @@ on_timer(void *userdata, cr__timer *t)
         return;
     }
     memcpy(d->id, h->id, h->idlen + 1); /* with the owner's NUL */
+    d->aux = NULL;
+    if (h->aux != NULL && (d->aux = strdup(h->aux)) == NULL) {
+        free(d->id);
+        cr__wheel_schedule(r->wheel, t, cr__now_ms() + RETRY_AFTER_ERROR_MS);
+        return;
+    }
     d->idlen = h->idlen;
     d->gen = h->gen;
     r->ndue++;
@@ -296,47 +316,169 @@ due_hold(cr__renewal *r, const due *d)
     return h != NULL && h->gen == d->gen ? h : NULL;
 }
 
-/* Renews due[from..from+n) (all of kind PLAIN) in one script call and
- * applies the answers; entered and left with r->mu held, released during
- * the call. Lost holds are appended to `lost` for their callbacks. */
+/* The kind, key and owner inside a due entry's id. */
+static cr__hold_kind
+due_kind(const due *d)
+{
+    return (cr__hold_kind)(d->id[0] - '0');
+}
+
+static const char *
+due_key(const due *d)
+{
+    return d->id + 1;
+}
+
+static const char *
+due_owner(const due *d)
+{
+    return d->id + 2 + strlen(d->id + 1);
+}
+
+/* qsort order of due entries: by kind, then key, then owner, so that a
+ * batch holds one kind and a hash's readers sit side by side. */
+static int
+due_cmp(const void *a, const void *b)
+{
+    const due *x = a, *y = b;
+    int c = (int)due_kind(x) - (int)due_kind(y);
+
+    if (c == 0)
+        c = strcmp(due_key(x), due_key(y));
+    if (c == 0)
+        c = strcmp(due_owner(x), due_owner(y));
+    return c;
+}
+
+/* The end of the batch starting at due[from] (sorted): entries of one kind,
+ * at most `batch` of them for plain holds, and the read holds of at most
+ * `batch` distinct hashes for read holds. */
+static size_t
+batch_end(const cr__renewal *r, size_t from, size_t batch)
+{
+    cr__hold_kind kind = due_kind(&r->due[from]);
+    size_t end = from + 1, keys = 1;
+
+    for (; end < r->ndue && due_kind(&r->due[end]) == kind; end++) {
+        if (kind != CR__HOLD_READ) {
+            if (end - from == batch)
+                break;
+        } else if (strcmp(due_key(&r->due[end]),
+                          due_key(&r->due[end - 1])) != 0) {
+            if (keys == batch)
+                break;
+            keys++;
+        }
+    }
+    return end;
+}
+
+/* Builds the arguments of lock_renew.lua for due[from..from+n): KEYS the
+ * lock keys, ARGV the lease then each key's owner. The strings point into
+ * the due entries, which live until the due list is cleared. */
+static const char **
+plain_args(cr__renewal *r, size_t from, size_t n, const char *lease,
+           int *nkeys, int *nargs)
+{
+    const char **args = calloc(2 * n + 1, sizeof(*args));
+    size_t i;
+
+    if (args == NULL)
+        return NULL;
+    args[n] = lease;
+    for (i = 0; i < n; i++) {
+        args[i] = due_key(&r->due[from + i]);
+        args[n + 1 + i] = due_owner(&r->due[from + i]);
+    }
+    *nkeys = (int)n;
+    *nargs = (int)n + 1;
+    return args;
+}
+
+/* Builds the arguments of rwlock_read_renew.lua for the read holds
+ * due[from..from+n), sorted by key: KEYS pairs (hash, key prefix), ARGV the
+ * lease then, per hash, its number of readers and their names. The counts
+ * are written into `counts` (24 bytes per hash), freed by the caller. */
+static const char **
+read_args(cr__renewal *r, size_t from, size_t n, const char *lease,
+          char **counts, int *nkeys, int *nargs)
+{
+    size_t i, keys = 0, k, arg, start;
+    const char **args;
+
+    for (i = 0; i < n; i++)
+        if (i == 0 || strcmp(due_key(&r->due[from + i]),
+                             due_key(&r->due[from + i - 1])) != 0)
+            keys++;
+    args = calloc(3 * keys + n + 1, sizeof(*args));
+    *counts = calloc(keys, 24);
+    if (args == NULL || *counts == NULL) {
+        free(args);
+        free(*counts);
+        *counts = NULL;
+        return NULL;
+    }
+    args[2 * keys] = lease;
+    arg = 2 * keys + 1;
+    for (i = 0, k = 0; i < n; k++) {
+        const due *d = &r->due[from + i];
+
+        args[2 * k] = due_key(d);
+        args[2 * k + 1] = d->aux != NULL ? d->aux : due_key(d);
+        for (start = i; i < n && strcmp(due_key(&r->due[from + i]),
+                                        due_key(d)) == 0; i++)
+            ;
+        cr__fmt_i64(*counts + 24 * k, (int64_t)(i - start));
+        args[arg++] = *counts + 24 * k;
+        for (; start < i; start++)
+            args[arg++] = due_owner(&r->due[from + start]);
+    }
+    *nkeys = (int)(2 * keys);
+    *nargs = (int)(keys + n + 1);
+    return args;
+}
+
+/* Renews due[from..from+n) (all of one kind) in one script call and applies
+ * the answers, one per entry; entered and left with r->mu held, released
+ * during the call. Lost holds are appended to `lost` for their callbacks. */
 static void
 renew_batch(cr__renewal *r, size_t from, size_t n, lost_call *lost,
             size_t *nlost)
 {
     cr_client *c = r->client;
-    const char **args = calloc(2 * n + 1, sizeof(*args));
-    char lease[24];
+    bool read = due_kind(&r->due[from]) == CR__HOLD_READ;
+    char lease[24], *counts = NULL;
+    const char **args;
     cr__reply *reply = NULL;
     cr_status rc;
     size_t i;
     int64_t now;
+    int nkeys = 0, nargs = 0;
 
-    if (args == NULL)
-        return;
-    /* KEYS are the lock keys, ARGV the lease then the owners: point into
-     * the copied ids, which stay alive until the due list is cleared. */
     cr__fmt_i64(lease, c->watchdog_timeout_ms);
-    args[n] = lease;
-    for (i = 0; i < n; i++) {
-        const due *d = &r->due[from + i];
-
-        args[i] = d->id + 1;
-        args[n + 1 + i] = d->id + 2 + strlen(d->id + 1);
+    args = read ? read_args(r, from, n, lease, &counts, &nkeys, &nargs)
+                : plain_args(r, from, n, lease, &nkeys, &nargs);
+    if (args == NULL) {
+        rc = CR_ENOMEM; /* retried like a failed call */
+    } else {
+        pthread_mutex_unlock(&r->mu);
+        rc = cr__script_run(c, read ? CR__SCRIPT_RWLOCK_READ_RENEW
+                                    : CR__SCRIPT_LOCK_RENEW,
+                            CR__CMD_RESERVED | CR__CMD_RETRY, nkeys, nargs,
+                            args, NULL, &reply);
+        CR__STAT_ADD(&c->stats, renewal_calls, 1);
+        CR__STAT_ADD(&c->stats, renewals_sent, n);
+        if (rc == CR_OK &&
+            (reply->type != CR__REPLY_ARRAY || reply->elements != n))
+            rc = CR_ESCRIPT;
+        if (rc != CR_OK) {
+            CR__STAT_ADD(&c->stats, renewal_failures, 1);
+            cr__log(&c->log, CR_LOG_WARN,
+                    "watchdog renewal of %zu leases failed (%s: %s); retrying",
+                    n, cr_strerror(rc), cr_last_error());
+        }
+        pthread_mutex_lock(&r->mu);
     }
-    pthread_mutex_unlock(&r->mu);
-    rc = cr__script_run(c, CR__SCRIPT_LOCK_RENEW, CR__CMD_RESERVED | CR__CMD_RETRY,
-                        (int)n, (int)n + 1, args, NULL, &reply);
-    CR__STAT_ADD(&c->stats, renewal_calls, 1);
-    CR__STAT_ADD(&c->stats, renewals_sent, n);
-    if (rc == CR_OK && (reply->type != CR__REPLY_ARRAY || reply->elements != n))
-        rc = CR_ESCRIPT;
-    if (rc != CR_OK) {
-        CR__STAT_ADD(&c->stats, renewal_failures, 1);
-        cr__log(&c->log, CR_LOG_WARN,
-                "watchdog renewal of %zu leases failed (%s: %s); retrying",
-                n, cr_strerror(rc), cr_last_error());
-    }
-    pthread_mutex_lock(&r->mu);
     now = cr__now_ms();
     for (i = 0; i < n; i++) {
         hold *h = due_hold(r, &r->due[from + i]);
@@ -364,6 +506,7 @@ renew_batch(cr__renewal *r, size_t from, size_t n, lost_call *lost,
     }
     cr__reply_free(reply);
     free(args);
+    free(counts);
 }
 
 /* Renews every due hold in batches and runs the lost callbacks; r->mu held
@@ -376,13 +519,15 @@ renew_due(cr__renewal *r)
 
     if (lost == NULL)
         return; /* timers stay fired: retried as the due list is kept */
-    for (from = 0; from < r->ndue; from += batch) {
-        size_t n = r->ndue - from < batch ? r->ndue - from : batch;
-
-        renew_batch(r, from, n, lost, &nlost);
+    qsort(r->due, r->ndue, sizeof(*r->due), due_cmp);
+    for (from = 0; from < r->ndue; from = i) {
+        i = batch_end(r, from, batch);
+        renew_batch(r, from, i - from, lost, &nlost);
     }
-    for (i = 0; i < r->ndue; i++)
+    for (i = 0; i < r->ndue; i++) {
         free(r->due[i].id);
+        free(r->due[i].aux);
+    }
     r->ndue = 0;
     pthread_mutex_unlock(&r->mu);
     for (i = 0; i < nlost; i++) {
@@ -409,14 +554,21 @@ static void *
 watchdog(void *arg)
 {
     cr__renewal *r = arg;
-    int64_t tick = cr__wheel_tick_ms(r->wheel);
+    int64_t tick = cr__wheel_tick_ms(r->wheel), busy_until = 0;
 
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
-        if (cr__wheel_count(r->wheel) == 0)
+        /* Idle (no deadline) only when nothing is scheduled, and not in
+         * the tick after a wake-up: a thread taking and releasing a lock in
+         * a loop then costs a wake-up per tick, not one per acquisition. */
+        if (cr__wheel_count(r->wheel) == 0 && cr__now_ms() >= busy_until) {
+            r->idle = true;
             pthread_cond_wait(&r->cv, &r->mu);
-        else
+            r->idle = false;
+            busy_until = cr__now_ms() + tick;
+        } else {
             sleep_until(r, cr__now_ms() + tick);
+        }
         if (r->stop)
             break;
         cr__wheel_advance(r->wheel, cr__now_ms(), on_timer, r);

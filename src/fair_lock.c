@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RFairLock (protocol section 5): RLock's hash, plus a FIFO queue of waiting
+ * owners (redisson_lock_queue:{N}) and a sorted set of their deadlines in
+ * epoch ms (redisson_lock_timeout:{N}). Each waiter listens on its own
+ * channel, redisson_lock__channel:{N}:<owner>, and an unlock tells only the
+ * waiter at the head of the queue. The lock is a cr_lock of its own kind:
+ * lock.c does the waiting, the holds table and the watchdog (the plain
+ * renewal script, on the hash only).
+ *
+ * What credisson does differently from Redisson, on the client side only:
+ * - A waiter that stops waiting without the lock (wait ran out, error, the
+ *   client being freed) always leaves the queue, and later waiters' deadlines
+ *   move by the wait it enqueued with (Redisson's async path uses
+ *   fairLockWaitTimeout there, and interrupted waiters stay queued).
+ * - Hints never make a waiter spin: while the lock is free but the caller
+ *   is not first in line (the head waiter is on its way, or dead), it polls
+ *   every FREE_POLL_MS; and it polls at least every HELD_POLL_MS in any case,
+ *   because an unlock wakes only the head waiter, and a dead head waiter
+ *   would otherwise leave the others asleep for a whole ttl hint.
+ * - try_lock with a wait of 0 runs the no-wait script and never enqueues
+ *   (Redisson's tryLock(0, ...) enqueues and at once gives up).
+ * - Unlocking a fair lock nobody holds wakes the head waiter as Redisson
+ *   does, but is reported as CR_ENOTOWNER (or CR_ELOST), not as success.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lock.h"
+
+/* Poll interval while the lock is free but someone else is first in line. */
+#define FREE_POLL_MS 100
+/* Longest sleep between attempts of a fair waiter. */
+#define HELD_POLL_MS 1000
+
+/* The fair lock's own keys, kept in l->impl. */
+typedef struct fair_keys {
+    char *queue; /* redisson_lock_queue:{N} */
+    char *zset;  /* redisson_lock_timeout:{N} */
+} fair_keys;
+
+static void
+fair_free(cr_lock *l)
+{
+    fair_keys *k = l->impl;
+
+    if (k != NULL) {
+        free(k->queue);
+        free(k->zset);
+        free(k);
+    }
+}
+
+/* The wait a waiter enqueues with, in ms: its own wait when it gave one,
+ * else the client's fairLockWaitTimeout. The give-up uses the same value. */
+static int64_t
+enqueue_wait(const cr_lock *l, int64_t wait_ms)
+{
+    return wait_ms > 0 ? wait_ms : l->client->fair_wait_timeout_ms;
+}
+
+/* The waiter's own channel: redisson_lock__channel:{N}:<owner>. */
+static char *
+fair_channel(cr_lock *l, const char *owner)
+{
+    return cr__strdup_printf("%s:%s", l->channel, owner);
+}
+
+/* One attempt. With a wait, the waiting script, which enqueues the caller;
+ * without, the no-wait script, which never does. On CR_BUSY *hint is the
+ * sleep before the next attempt: the script's ttl when positive, -1 (a
+ * message or HELD_POLL_MS) when the lock has no expiry, and FREE_POLL_MS
+ * when the script says 0 or less otherwise (the lock is free, or the tail
+ * waiter's deadline has passed). */
+static cr_status
+fair_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
+             int64_t *hint)
+{
+    fair_keys *k = l->impl;
+    char lease[24], wait[24], now[24];
+    const char *args[7] = {l->raw, k->queue, k->zset, lease, owner, NULL, NULL};
+    cr__script_id id = CR__SCRIPT_FAIR_LOCK_ACQUIRE;
+    cr__reply *r = NULL;
+    int64_t v;
+    cr_status rc;
+
+    cr__fmt_i64(lease, lease_ms);
+    cr__fmt_i64(wait, enqueue_wait(l, wait_ms));
+    cr__fmt_i64(now, cr__wall_ms());
+    if (wait_ms == 0) {
+        /* The no-wait script takes the clock first, then the wait. */
+        id = CR__SCRIPT_FAIR_LOCK_TRY_ACQUIRE;
+        args[5] = now;
+        args[6] = wait;
+    } else {
+        args[5] = wait;
+        args[6] = now;
+    }
+    rc = cr__script_run(l->client, id, 0, 3, 4, args, NULL, &r);
+    if (rc != CR_OK)
+        return rc;
+    if (r->type == CR__REPLY_NIL) {
+        rc = CR_OK;
+    } else if (cr__reply_int(r, &v)) {
+        rc = CR_BUSY;
+        if (wait_ms == 0 || v == -1)
+            *hint = -1;
+        else
+            *hint = v > 0 ? v : FREE_POLL_MS;
+    } else {
+        rc = cr__fail(CR_ESCRIPT, "fair lock acquire replied neither nil "
+                      "nor a number");
+    }
+    cr__reply_free(r);
+    return rc;
+}
+
+/* A waiter stopped waiting without the lock: take it out of the queue and
+ * move the deadlines of those behind it by the wait it enqueued with. A
+ * try without a wait never enqueued. A failure is only logged: the entry
+ * then leaves the queue when its deadline passes. The caller's error detail
+ * is kept. */
+static void
+fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
+{
+    fair_keys *k = l->impl;
+    char wait[24], keep[512];
+    const char *args[4] = {k->queue, k->zset, owner, wait};
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    if (wait_ms == 0)
+        return;
+    snprintf(keep, sizeof(keep), "%s", cr_last_error());
+    cr__fmt_i64(wait, enqueue_wait(l, wait_ms));
+    rc = cr__script_run(l->client, CR__SCRIPT_FAIR_LOCK_GIVE_UP, CR__CMD_RETRY,
+                        2, 2, args, NULL, &r);
+    if (rc == CR_OK) {
+        cr__reply_free(r);
+    } else {
+        cr__log(&l->client->log, CR_LOG_WARN,
+                "fair lock %s: %s could not leave the wait queue (%s: %s); "
+                "it stays there until its deadline", l->name, owner,
+                cr_strerror(rc), cr_last_error());
+    }
+    cr__fail(CR_OK, "%s", keep);
+}
+
+/* Unlock: RLock's replies, plus 2 when the lock was not held at all (the
+ * head waiter was still woken, as in Redisson, whose script says 1). */
+static cr_status
+fair_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
+{
+    cr_client *c = l->client;
+    fair_keys *k = l->impl;
+    char lease[24], now[24], latch_ms[24];
+    char *latch = cr__unlock_latch_name(l->raw);
+    const char *args[11];
+    cr__reply *r = NULL;
+    int64_t v;
+    cr_status rc;
+
+    if (latch == NULL)
+        return CR_ENOMEM;
+    cr__fmt_i64(lease, lease_ms);
+    cr__fmt_i64(now, cr__wall_ms());
+    cr__fmt_i64(latch_ms, c->latch_timeout_ms);
+    args[0] = l->raw;
+    args[1] = k->queue;
+    args[2] = k->zset;
+    args[3] = l->channel;
+    args[4] = latch;
+    args[5] = "0";
+    args[6] = lease;
+    args[7] = owner;
+    args[8] = now;
+    args[9] = c->publish_cmd;
+    args[10] = latch_ms;
+    rc = cr__script_run(c, CR__SCRIPT_FAIR_LOCK_UNLOCK, CR__CMD_RETRY, 5, 6,
+                        args, NULL, &r);
+    if (rc == CR_OK && cr__reply_int(r, &v) && v == 2) {
+        cr__reply_free(r);
+        cr__drop_latch(c, latch);
+        rc = cr__fail(CR_ENOTOWNER, "fair lock %s was not held by anyone (the "
+                      "head waiter was woken)", l->name);
+    } else if (rc == CR_OK) {
+        rc = cr__lock_unlock_reply(l, r, latch, result);
+    }
+    free(latch);
+    return rc;
+}
+
+/* forceUnlock: delete the hash and wake the head waiter. */
+static cr_status
+fair_force_unlock(cr_lock *l, bool *done)
+{
+    fair_keys *k = l->impl;
+    char now[24];
+    const char *args[7] = {l->raw, k->queue, k->zset, l->channel, "0", now,
+                           l->client->publish_cmd};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc;
+
+    cr__fmt_i64(now, cr__wall_ms());
+    rc = cr__script_run(l->client, CR__SCRIPT_FAIR_LOCK_FORCE_UNLOCK,
+                        CR__CMD_RETRY, 4, 3, args, NULL, &r);
+    if (rc != CR_OK)
+        return rc;
+    if (!cr__reply_int(r, &v))
+        rc = cr__fail(CR_ESCRIPT, "fair force unlock replied no integer");
+    *done = v == 1;
+    cr__reply_free(r);
+    return rc;
+}
+
+/* delete(): a plain DEL of the hash, the queue and the deadlines; nothing is
+ * published, so waiters find out at their next attempt (Redisson's
+ * behaviour). */
+static cr_status
+fair_delete(cr_lock *l, bool *done)
+{
+    fair_keys *k = l->impl;
+    const char *argv[4] = {"DEL", l->raw, k->queue, k->zset};
+    cr__reply *r = NULL;
+    int64_t n = 0;
+    cr_status rc = cr__command(l->client, CR__CMD_RETRY, 4, argv, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (!cr__reply_int(r, &n))
+        rc = cr__fail(CR_ESCRIPT, "DEL gave no integer");
+    *done = n > 0;
+    cr__reply_free(r);
+    return rc;
+}
+
+static const cr__lock_ops fair_ops = {
+    .kind = "fair lock",
+    .hold_kind = CR__HOLD_PLAIN,
+    .wake_mode = CR__WAKE_LOCK,
+    .min_sleep_ms = 10,
+    .max_sleep_ms = HELD_POLL_MS,
+    .owner = cr__lock_owner_plain,
+    .acquire = fair_acquire,
+    .unlock = fair_unlock,
+    .force_unlock = fair_force_unlock,
+    .delete_ = fair_delete,
+    .is_locked = cr__lock_is_locked_plain,
+    .hold_count = cr__lock_hold_count_plain,
+    .channel = fair_channel,
+    .give_up = fair_give_up,
+    .free_impl = fair_free,
+};
+
+cr_status
+cr_fair_lock_new(cr_client *c, const char *name, cr_lock **out)
+{
+    cr_lock *l = NULL;
+    fair_keys *k;
+    cr_status rc = cr__lock_create(c, name, &fair_ops, out != NULL ? &l : NULL);
+
+    if (rc != CR_OK)
+        return rc;
+    l->impl = k = calloc(1, sizeof(*k));
+    if (k == NULL ||
+        (k->queue = cr__prefix_name("redisson_lock_queue", l->raw)) == NULL ||
+        (k->zset = cr__prefix_name("redisson_lock_timeout", l->raw)) == NULL) {
+        cr_lock_free(l);
+        return CR_ENOMEM;
+    }
+    *out = l;
+    return CR_OK;
+}

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RReadWriteLock (protocol section 6): one hash N with a "mode" field,
+ * reader fields "<uuid>:<tid>" and the writer's "<uuid>:<tid>:write"; a
+ * string key per read hold whose TTL is that hold's lease; one channel,
+ * redisson_rwlock:{N}, where read unlocks publish 0 (wake one waiter) and
+ * write unlocks 1 (wake them all).
+ *
+ * A cr_rwlock owns two cr_locks, one per side, each with its own operations
+ * table, so lock.c does the waiting, the holds table and the watchdog for
+ * both. Read holds are CR__HOLD_READ entries: the watchdog renews them with
+ * rwlock_read_renew.lua, whose key prefix is the hold's aux. Write holds are
+ * plain entries under the writer's name. The two kinds of entries are
+ * independent, so releasing a read hold never cancels the same thread's
+ * write renewal (Redisson's registries interfere there).
+ *
+ * Client-side additions: a read to write upgrade fails with CR_EDEADLK
+ * instead of waiting for itself, and a downgrade publishes 1.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credisson/rwlock.h"
+#include "lock.h"
+
+#define CR__RWLOCK_MAGIC 0x43525257u /* "CRRW" */
+#define WRITE_SUFFIX ":write"
+
+struct cr_rwlock {
+    uint32_t magic;
+    cr_client *client;
+    char *channel; /* redisson_rwlock:{N}; both sides' impl points here */
+    cr_lock *read;
+    cr_lock *write;
+};
+
+/* The channel both sides wait on, kept in l->impl. */
+static const char *
+rw_channel(const cr_lock *l)
+{
+    return l->impl;
+}
+
+static char *
+rw_channel_dup(cr_lock *l, const char *owner)
+{
+    (void)owner;
+    return strdup(rw_channel(l));
+}
+
+/* ------------------------------------------------------------ read side */
+
+/* The reader's timeout prefix {N}:<reader>:rwlock_timeout (N:... when N
+ * contains '{'), malloc'd. */
+static char *
+timeout_prefix(const cr_lock *l, const char *reader)
+{
+    char *base = cr__suffix_name(l->raw, reader), *prefix;
+
+    if (base == NULL)
+        return NULL;
+    prefix = cr__strdup_printf("%s:rwlock_timeout", base);
+    free(base);
+    return prefix;
+}
+
+/* Read acquire: nil when taken, else the PTTL hint. */
+static cr_status
+read_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
+             int64_t *hint)
+{
+    char lease[24], writer[CR__OWNER_MAX + sizeof(WRITE_SUFFIX)];
+    char *prefix = timeout_prefix(l, owner);
+    const char *args[5] = {l->raw, prefix, lease, owner, writer};
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    (void)wait_ms;
+    if (prefix == NULL)
+        return CR_ENOMEM;
+    cr__fmt_i64(lease, lease_ms);
+    snprintf(writer, sizeof(writer), "%s%s", owner, WRITE_SUFFIX);
+    rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_READ_ACQUIRE, 0, 2, 3,
+                        args, NULL, &r);
+    free(prefix);
+    if (rc != CR_OK)
+        return rc;
+    if (r->type == CR__REPLY_NIL)
+        rc = CR_OK;
+    else if (cr__reply_int(r, hint))
+        rc = CR_BUSY;
+    else
+        rc = cr__fail(CR_ESCRIPT, "read acquire replied neither nil nor a ttl");
+    cr__reply_free(r);
+    return rc;
+}
+
+/* Read unlock: nil, 0 or 1 as RLock's; the lease is not used (the hash's
+ * TTL is recomputed from the remaining readers' timeout keys). */
+static cr_status
+read_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
+{
+    cr_client *c = l->client;
+    char latch_ms[24];
+    char *latch = cr__unlock_latch_name(l->raw);
+    char *prefix = timeout_prefix(l, owner);
+    const char *args[9];
+    cr__reply *r = NULL;
+    cr_status rc = CR_ENOMEM;
+
+    (void)lease_ms;
+    if (latch != NULL && prefix != NULL) {
+        cr__fmt_i64(latch_ms, c->latch_timeout_ms);
+        args[0] = l->raw;
+        args[1] = rw_channel(l);
+        args[2] = prefix;
+        args[3] = l->aux;
+        args[4] = latch;
+        args[5] = "0";
+        args[6] = owner;
+        args[7] = c->publish_cmd;
+        args[8] = latch_ms;
+        rc = cr__script_run(c, CR__SCRIPT_RWLOCK_READ_UNLOCK, CR__CMD_RETRY,
+                            5, 4, args, NULL, &r);
+        if (rc == CR_OK)
+            rc = cr__lock_unlock_reply(l, r, latch, result);
+    }
+    free(prefix);
+    free(latch);
+    return rc;
+}
+
+/* forceUnlock (and delete) of one side: runs only in that side's mode. */
+static cr_status
+side_force_unlock(cr_lock *l, const char *mode, const char *message,
+                  bool *done)
+{
+    const char *args[5] = {l->raw, rw_channel(l), message,
+                           l->client->publish_cmd, mode};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_FORCE_UNLOCK,
+                                  CR__CMD_RETRY, 2, 3, args, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (!cr__reply_int(r, &v))
+        rc = cr__fail(CR_ESCRIPT, "%s force unlock replied no integer", mode);
+    *done = v == 1;
+    cr__reply_free(r);
+    return rc;
+}
+
+/* isLocked of one side. */
+static cr_status
+side_is_locked(cr_lock *l, const char *mode, bool *locked)
+{
+    const char *args[2] = {l->raw, mode};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_IS_LOCKED,
+                                  CR__CMD_RETRY, 1, 1, args, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (!cr__reply_int(r, &v))
+        rc = cr__fail(CR_ESCRIPT, "%s isLocked replied no integer", mode);
+    *locked = v == 1;
+    cr__reply_free(r);
+    return rc;
+}
+
+static cr_status
+read_force_unlock(cr_lock *l, bool *done)
+{
+    return side_force_unlock(l, "read", "0", done);
+}
+
+static cr_status
+read_is_locked(cr_lock *l, bool *locked)
+{
+    return side_is_locked(l, "read", locked);
+}
+
+static const cr__lock_ops read_ops = {
+    .kind = "read lock",
+    .hold_kind = CR__HOLD_READ,
+    .wake_mode = CR__WAKE_LOCK,
+    .min_sleep_ms = 1,
+    .max_sleep_ms = -1,
+    .owner = cr__lock_owner_plain,
+    .acquire = read_acquire,
+    .unlock = read_unlock,
+    .force_unlock = read_force_unlock,
+    .delete_ = read_force_unlock,
+    .is_locked = read_is_locked,
+    .hold_count = cr__lock_hold_count_plain,
+    .channel = rw_channel_dup,
+};
+
+/* ----------------------------------------------------------- write side */
+
+static void
+write_owner(const cr_lock *l, int64_t tid, char *out)
+{
+    cr__owner_name(l->client->id, tid, out);
+    strcat(out, WRITE_SUFFIX);
+}
+
+/* True when the writer's thread holds read holds of this lock (as far as
+ * this client knows, and not found lost) and no write hold: the write lock
+ * could then only be had after the owner released its own read holds. */
+static bool
+is_upgrade(const cr_lock *l, const char *writer)
+{
+    char reader[CR__OWNER_MAX];
+    size_t n = strlen(writer) - strlen(WRITE_SUFFIX);
+    cr__renewal *r = l->client->renewal;
+    bool lost = false;
+
+    memcpy(reader, writer, n);
+    reader[n] = '\0';
+    if (cr__hold_count(r, CR__HOLD_READ, l->raw, reader, &lost) == 0 || lost)
+        return false;
+    return cr__hold_count(r, CR__HOLD_PLAIN, l->raw, writer, NULL) == 0;
+}
+
+/* Write acquire: nil when taken, else the PTTL hint; CR_EDEADLK instead of
+ * the hint when the owner would wait for its own read holds. */
+static cr_status
+write_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
+              int64_t *hint)
+{
+    char lease[24];
+    const char *args[3] = {l->raw, lease, owner};
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    (void)wait_ms;
+    cr__fmt_i64(lease, lease_ms);
+    rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_WRITE_ACQUIRE, 0, 1, 2,
+                        args, NULL, &r);
+    if (rc != CR_OK)
+        return rc;
+    if (r->type == CR__REPLY_NIL)
+        rc = CR_OK;
+    else if (!cr__reply_int(r, hint))
+        rc = cr__fail(CR_ESCRIPT, "write acquire replied neither nil nor "
+                      "a ttl");
+    else if (is_upgrade(l, owner))
+        rc = cr__fail(CR_EDEADLK, "write lock %s: this owner holds read holds "
+                      "of it and no write hold; a read to write upgrade would "
+                      "wait for itself (release the read holds first)",
+                      l->name);
+    else
+        rc = CR_BUSY;
+    cr__reply_free(r);
+    return rc;
+}
+
+/* Write unlock: nil, 0 or 1 as RLock's; publishes 1. */
+static cr_status
+write_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
+{
+    cr_client *c = l->client;
+    char lease[24], latch_ms[24];
+    char *latch = cr__unlock_latch_name(l->raw);
+    const char *args[8];
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    if (latch == NULL)
+        return CR_ENOMEM;
+    cr__fmt_i64(lease, lease_ms);
+    cr__fmt_i64(latch_ms, c->latch_timeout_ms);
+    args[0] = l->raw;
+    args[1] = rw_channel(l);
+    args[2] = latch;
+    args[3] = "1";
+    args[4] = lease;
+    args[5] = owner;
+    args[6] = c->publish_cmd;
+    args[7] = latch_ms;
+    rc = cr__script_run(c, CR__SCRIPT_RWLOCK_WRITE_UNLOCK, CR__CMD_RETRY, 3, 5,
+                        args, NULL, &r);
+    if (rc == CR_OK)
+        rc = cr__lock_unlock_reply(l, r, latch, result);
+    free(latch);
+    return rc;
+}
+
+static cr_status
+write_force_unlock(cr_lock *l, bool *done)
+{
+    return side_force_unlock(l, "write", "1", done);
+}
+
+static cr_status
+write_is_locked(cr_lock *l, bool *locked)
+{
+    return side_is_locked(l, "write", locked);
+}
+
+static const cr__lock_ops write_ops = {
+    .kind = "write lock",
+    .hold_kind = CR__HOLD_PLAIN,
+    .wake_mode = CR__WAKE_LOCK,
+    .min_sleep_ms = 1,
+    .max_sleep_ms = -1,
+    .owner = write_owner,
+    .acquire = write_acquire,
+    .unlock = write_unlock,
+    .force_unlock = write_force_unlock,
+    .delete_ = write_force_unlock,
+    .is_locked = write_is_locked,
+    .hold_count = cr__lock_hold_count_plain,
+    .channel = rw_channel_dup,
+};
+
+/* ------------------------------------------------------------ the handle */
+
+/* Frees a handle, whatever it has got so far. */
+static void
+rw_destroy(cr_rwlock *rw)
+{
+    cr__lock_destroy(rw->read);
+    cr__lock_destroy(rw->write);
+    free(rw->channel);
+    rw->magic = 0;
+    free(rw);
+}
+
+/* Makes one side: a cr_lock owned by rw, waiting on rw's channel. */
+static cr_status
+make_side(cr_rwlock *rw, const char *name, const cr__lock_ops *ops,
+          cr_lock **out)
+{
+    cr_status rc = cr__lock_create(rw->client, name, ops, out);
+
+    if (rc == CR_OK) {
+        (*out)->owned = true;
+        (*out)->impl = rw->channel;
+    }
+    return rc;
+}
+
+cr_status
+cr_rwlock_new(cr_client *c, const char *name, cr_rwlock **out)
+{
+    cr_rwlock *rw;
+    cr_lock *read;
+    cr_status rc;
+
+    if (out == NULL)
+        return cr__fail(CR_EINVAL, "out is NULL");
+    if ((rc = cr__check_name(name)) != CR_OK)
+        return rc;
+    if ((rc = cr__client_enter(c)) != CR_OK)
+        return rc;
+    rw = calloc(1, sizeof(*rw));
+    if (rw == NULL) {
+        cr__client_leave(c);
+        return CR_ENOMEM;
+    }
+    rw->magic = CR__RWLOCK_MAGIC;
+    rw->client = c;
+    rc = CR_ENOMEM;
+    {
+        char *raw = cr__raw_name(c, name);
+
+        if (raw != NULL)
+            rw->channel = cr__prefix_name("redisson_rwlock", raw);
+        free(raw);
+    }
+    if (rw->channel != NULL &&
+        (rc = make_side(rw, name, &read_ops, &rw->read)) == CR_OK &&
+        (rc = make_side(rw, name, &write_ops, &rw->write)) == CR_OK) {
+        /* The key prefix of the read renewal and unlock: {N}, or N itself
+         * when it contains '{' (what precedes ":<reader>" in the reader's
+         * timeout keys). */
+        read = rw->read;
+        read->aux = strchr(read->raw, '{') != NULL
+                        ? strdup(read->raw)
+                        : cr__strdup_printf("{%s}", read->raw);
+        if (read->aux == NULL)
+            rc = CR_ENOMEM;
+    }
+    if (rc != CR_OK) {
+        rw_destroy(rw);
+        cr__client_leave(c);
+        return rc;
+    }
+    cr__client_leave(c);
+    *out = rw;
+    return CR_OK;
+}
+
+void
+cr_rwlock_free(cr_rwlock *rw)
+{
+    if (rw == NULL || rw->magic != CR__RWLOCK_MAGIC)
+        return;
+    rw_destroy(rw);
+}
+
+cr_lock *
+cr_rwlock_read_lock(cr_rwlock *rw)
+{
+    return rw != NULL && rw->magic == CR__RWLOCK_MAGIC ? rw->read : NULL;
+}
+
+cr_lock *
+cr_rwlock_write_lock(cr_rwlock *rw)
+{
+    return rw != NULL && rw->magic == CR__RWLOCK_MAGIC ? rw->write : NULL;
+}
+
+cr_status
+cr_rwlock_delete(cr_rwlock *rw, bool *deleted)
+{
+    const char *argv[2] = {"DEL", NULL};
+    cr__reply *r = NULL;
+    int64_t n = 0;
+    cr_status rc;
+
+    cr__clear_error();
+    if (rw == NULL || rw->magic != CR__RWLOCK_MAGIC)
+        return cr__fail(CR_EINVAL, "not a live read/write lock handle");
+    if ((rc = cr__client_enter(rw->client)) != CR_OK)
+        return rc;
+    argv[1] = rw->read->raw;
+    rc = cr__command(rw->client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    if (rc == CR_OK) {
+        if (!cr__reply_int(r, &n))
+            rc = cr__fail(CR_ESCRIPT, "DEL gave no integer");
+        cr__reply_free(r);
+    }
+    if (rc == CR_OK) {
+        cr__hold_drop_key(rw->client->renewal, CR__HOLD_READ, rw->read->raw);
+        cr__hold_drop_key(rw->client->renewal, CR__HOLD_PLAIN, rw->write->raw);
+        atomic_store(&rw->read->lease_ms, rw->client->watchdog_timeout_ms);
+        atomic_store(&rw->write->lease_ms, rw->client->watchdog_timeout_ms);
+        if (deleted != NULL)
+            *deleted = n > 0;
+    }
+    cr__client_leave(rw->client);
+    return rc;
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the fair lock and read/write lock tests share on top of
+ * lock_common.h: clients with chosen timeouts, owner names, reading keys and
+ * subscriber counts, a listener's messages, and the fair_worker program run
+ * as a separate process (fork + exec, its stdout on a pipe).
+ */
+#ifndef CR_TEST_FAIR_COMMON_H
+#define CR_TEST_FAIR_COMMON_H
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lock_common.h"
+
+/* Owners of another process, as a Java client would write them. */
+#define FOREIGN_OWNER_1 "9f6a4c1e-2b3d-4e5f-8a7b-0c1d2e3f4a5b:1"
+#define FOREIGN_OWNER_2 "9f6a4c1e-2b3d-4e5f-8a7b-0c1d2e3f4a5b:2"
+
+/* Wall clock in epoch ms, as the fair lock's deadlines. */
+static inline int64_t
+wall_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A client on the test server with the given watchdog and fair wait. */
+static inline cr_client *
+client_with(int64_t watchdog_ms, int64_t fair_wait_ms)
+{
+    cr_client_options o;
+    cr_client *c = NULL;
+
+    memset(&o, 0, sizeof(o));
+    o.url = test_redis.url;
+    o.lock_watchdog_timeout_ms = watchdog_ms;
+    o.fair_lock_wait_timeout_ms = fair_wait_ms;
+    o.command_timeout_ms = slow(2000);
+    o.reconnect_window_ms = slow(15000);
+    assert_int_equal(cr_client_new(&o, &c), CR_OK);
+    return c;
+}
+
+/* "<client id>:<tid>" into out (at least 96 bytes). */
+static inline void
+owner_of(cr_client *c, int64_t tid, char *out)
+{
+    snprintf(out, 96, "%s:%lld", cr_client_id(c), (long long)tid);
+}
+
+/* A string reply of a plain command copied into out ("" when none). */
+static inline void
+redis_str(char *out, size_t size, const char *fmt, const char *arg)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, fmt, arg);
+
+    out[0] = '\0';
+    if (r != NULL && r->type == REDIS_REPLY_STRING)
+        snprintf(out, size, "%s", r->str);
+    if (r != NULL)
+        freeReplyObject(r);
+}
+
+/* TYPE of `key` compared with `type`. */
+static inline bool
+key_type_is(const char *key, const char *type)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "TYPE %s", key);
+    bool same = r != NULL && r->type == REDIS_REPLY_STATUS &&
+                strcmp(r->str, type) == 0;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return same;
+}
+
+/* Number of subscribers of `channel` on the server. */
+static inline long long
+numsub(const char *channel)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
+    long long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        n = r->element[1]->integer;
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* cr_test_wait_until condition: `channel` (arg) has a subscriber. */
+static inline bool
+has_subscriber(void *arg)
+{
+    return numsub(arg) > 0;
+}
+
+/* Number of keys matching `pattern`; -1 on error. */
+static inline long
+count_keys(const char *pattern)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "KEYS %s", pattern);
+    long n = -1;
+
+    if (r != NULL && r->type == REDIS_REPLY_ARRAY)
+        n = (long)r->elements;
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* cr_test_wait_until condition: no unlock latch key is left. */
+static inline bool
+no_latch_keys(void *arg)
+{
+    (void)arg;
+    return count_keys("redisson_unlock_latch:*") == 0;
+}
+
+/* Publishes `marker` on `channel` and waits for it on the listener: all
+ * that was published before has arrived too. Returns the marker's index. */
+static inline size_t
+settle(cr_test_listener *li, const char *channel, const char *marker)
+{
+    size_t i;
+
+    assert_true(redis_int("PUBLISH %s %s", channel, marker) >= 1);
+    for (i = 0;; i++) {
+        const cr_test_message *m;
+
+        assert_true(cr_test_listener_wait(li, i + 1, slow(3000)) >= i + 1);
+        m = cr_test_listener_get(li, i);
+        if (strcmp(m->payload, marker) == 0)
+            return i;
+    }
+}
+
+/* Messages among the first n with this channel (and payload unless NULL). */
+static inline size_t
+count_messages(cr_test_listener *li, size_t n, const char *channel,
+               const char *payload)
+{
+    size_t i, found = 0;
+
+    for (i = 0; i < n; i++) {
+        const cr_test_message *m = cr_test_listener_get(li, i);
+
+        if (strcmp(m->channel, channel) == 0 &&
+            (payload == NULL || strcmp(m->payload, payload) == 0))
+            found++;
+    }
+    return found;
+}
+
+/* Path of the worker program. */
+static inline void
+worker_path(char *out, size_t size)
+{
+    const char *dir = getenv("CR_TEST_BUILDDIR");
+
+    snprintf(out, size, "%s/tests/integration/fair_worker",
+             dir != NULL ? dir : ".");
+}
+
+/* Starts fair_worker with arguments `args` (NULL-terminated, without the
+ * program name); its stdout is *fd. */
+static inline pid_t
+spawn(const char *const *args, int *fd)
+{
+    char path[512];
+    const char *argv[10];
+    int fds[2], i;
+    pid_t pid;
+
+    worker_path(path, sizeof(path));
+    argv[0] = path;
+    for (i = 0; args[i] != NULL && i < 8; i++)
+        argv[i + 1] = args[i];
+    argv[i + 1] = NULL;
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execv(path, (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    *fd = fds[0];
+    return pid;
+}
+
+/* Reads one line from fd into out without its newline; false on timeout
+ * or end of file. */
+static inline bool
+read_line(int fd, char *out, size_t size, int64_t timeout_ms)
+{
+    int64_t deadline = cr_test_now_ms() + timeout_ms;
+    size_t n = 0;
+
+    while (n + 1 < size) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int64_t left = deadline - cr_test_now_ms();
+        char ch;
+
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            return false;
+        if (read(fd, &ch, 1) != 1)
+            return false;
+        if (ch == '\n')
+            break;
+        out[n++] = ch;
+    }
+    out[n] = '\0';
+    return true;
+}
+
+/* Waits for a worker and checks that it exited with 0. */
+static inline void
+reap_ok(pid_t pid)
+{
+    int status = 0;
+
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+#endif
