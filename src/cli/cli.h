@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the files of the credisson tool share: its exit codes, the state of
+ * one run, and the entry points of the runner (run.c: signals, interruptible
+ * waits, the supervised child) and of the inspector (inspect.c: reading
+ * objects with plain commands). The tool reaches the library only through
+ * <credisson.h>; hiredis is used by inspect.c alone.
+ */
+#ifndef CR_CLI_H
+#define CR_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <credisson.h>
+
+#include "args.h"
+
+/* Exit codes (documented in credisson(1) and --help). A command run under a
+ * lock or permit exits with its own status, or 128 + N when killed by
+ * signal N, as in the shell. */
+#define CR__CLI_EXIT_OK 0
+#define CR__CLI_EXIT_USAGE 64       /* bad command line (EX_USAGE) */
+#define CR__CLI_EXIT_UNAVAILABLE 69 /* Redis unreachable (EX_UNAVAILABLE) */
+#define CR__CLI_EXIT_SOFTWARE 70    /* Redis or internal error (EX_SOFTWARE) */
+#define CR__CLI_EXIT_OSERR 71       /* fork, pipe... failed (EX_OSERR) */
+#define CR__CLI_EXIT_BUSY 75        /* not obtained in time (EX_TEMPFAIL) */
+#define CR__CLI_EXIT_LOST 76        /* the lock or permit was lost */
+#define CR__CLI_EXIT_NOTSUP 78      /* not available in this build */
+#define CR__CLI_EXIT_CANNOT_RUN 126 /* CMD found but not runnable */
+#define CR__CLI_EXIT_NOT_FOUND 127  /* CMD not found */
+
+/* The state of one run of the tool. */
+typedef struct cr__cli {
+    const cr__cli_args *args;
+    const char *url;        /* what the client connects to; never printed */
+    char url_shown[512];    /* the same with the password hidden */
+    char name_shown[128];   /* the object's name, printable and shortened */
+    cr_client *client;      /* NULL until connected, and after an abort */
+    int64_t tid;            /* the owner thread id of every hold */
+    bool status_line;       /* --verbose and stderr is a terminal */
+    void *redis;            /* inspect.c's own connection (redisContext) */
+    char wait_error[256];   /* cr_last_error() of a failed waiting call */
+    int sigfd;              /* signalfd of the forwarded signals, or -1 */
+    int events[2];          /* self-pipe: the watchdog thread -> main loop */
+} cr__cli;
+
+/* What is held while a command runs, and how it is looked after. */
+typedef struct cr__cli_hold {
+    const char *what;       /* "lock", "permit": for messages */
+    /* Polled every check_ms while the command runs; sets *lost when the
+     * hold is gone. May also renew it (expirable permits). */
+    cr_status (*check)(void *ctx, bool *lost);
+    int64_t check_ms;
+    /* Releases the hold once the command has ended. CR_ELOST means it had
+     * been lost meanwhile. */
+    cr_status (*release)(void *ctx);
+    void *ctx;
+} cr__cli_hold;
+
+/* ------------------------------------------------------------ credisson.c */
+
+/* Prints "credisson: <message>" on one line of stderr. */
+void cr__cli_error(cr__cli *cli, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Prints what failed ("cannot lock 'x'", formatted from fmt) with the
+ * status text and the library's detail on one line of stderr, and returns
+ * the exit code for rc. */
+int cr__cli_fail(cr__cli *cli, cr_status rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The exit code for a status: BUSY and TIMEOUT 75, ELOST 76, EINVAL 64,
+ * EIO 69, ENOTSUP 78, anything else 70. */
+int cr__cli_exit_code(cr_status rc);
+
+/* Copies s into buf (len bytes) with bytes that are not printable ASCII
+ * replaced by '?' and a long s shortened with "...". Returns buf. */
+const char *cr__cli_printable(const char *s, char *buf, size_t len);
+
+/* Formats a duration in ms as "850ms", "12.3s", "4m05s" or "2h07m". */
+const char *cr__cli_fmt_ms(int64_t ms, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- run.c */
+
+/* cr__cli_signals_start: block the signals the tool forwards (INT, TERM,
+ * HUP, QUIT, USR1, USR2) and SIGCHLD in this thread, before any library
+ * thread exists so that all of them inherit the mask, and open the signalfd
+ * and the self-pipe the main loop polls. Returns 0 or an exit code. */
+int cr__cli_signals_start(cr__cli *cli);
+
+/* cr__cli_notify_lost: tell the main loop that a hold was found lost.
+ * Safe on any thread (one write to the self-pipe). */
+void cr__cli_notify_lost(cr__cli *cli);
+
+/* Writes the status line shown while waiting, after waited_ms. */
+typedef void (*cr__cli_status_fn)(cr__cli *cli, void *ctx, int64_t waited_ms,
+                                  char *buf, size_t len);
+
+/* cr__cli_wait: run fn(ctx) on a thread of its own while the main thread
+ * watches for signals and, with the status line, redraws it every half
+ * second with `status` (NULL: none). Returns 0 when fn has returned, its
+ * result in *rc. When a signal that ends waits (INT, TERM, HUP, QUIT)
+ * arrives first, returns its number: fn gets a short grace to finish
+ * (when *rc is then CR_OK, the caller holds what fn took and releases it);
+ * after that the client is freed under it (cli->client becomes NULL),
+ * which makes fn return CR_ECLOSED. */
+int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx), void *ctx,
+                 cr__cli_status_fn status, cr_status *rc);
+
+/* cr__cli_run: run the command args->cmd with `env` (NAME=VALUE strings,
+ * NULL-terminated) added to the environment, while `hold` is held; forward
+ * signals to it; stop it (SIGTERM, then SIGKILL after --kill-after) when
+ * the hold is lost; release the hold when it ends. Returns the exit code
+ * of the tool. */
+int cr__cli_run(cr__cli *cli, char **env, const cr__cli_hold *hold);
+
+/* cr__cli_signals_stop: close what cr__cli_signals_start opened. */
+void cr__cli_signals_stop(cr__cli *cli);
+
+/* ------------------------------------------------------------ inspect.c */
+
+/* cr__cli_inspect: print what the object under args->name is and its
+ * state, as text or JSON. Returns the exit code. */
+int cr__cli_inspect(cr__cli *cli);
+
+/* cr__cli_summary: one line on the object's state for the status line
+ * ("held by ... for 3.2s+ (count 1, lease 27.0s left)"); the time held is
+ * as seen by this process, from its first look. */
+void cr__cli_summary(cr__cli *cli, char *buf, size_t len);
+
+/* cr__cli_json_str: write s (len bytes) to f as a JSON string: valid UTF-8
+ * as it is, control characters escaped, each byte of an invalid sequence
+ * as U+FFFD. */
+void cr__cli_json_str(FILE *f, const char *s, size_t len);
+
+/* cr__cli_inspect_close: close the inspector's connection, if any. */
+void cr__cli_inspect_close(cr__cli *cli);
+
+#endif

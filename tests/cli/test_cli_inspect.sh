@@ -1,0 +1,240 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# `credisson inspect` against a private redis-server, for every kind of
+# object: made by credisson itself, and written key by key the way Java
+# Redisson lays them out. Each --json output must parse.
+
+. "$(dirname "$0")/lib.sh"
+
+# Runs inspect on $1 (and further options) as text, then as JSON, which
+# must parse; the outputs are in $text and $json.
+inspect_both() {
+    run_cli inspect "$@"
+    expect_eq "$rc" 0 "inspect exit status"
+    text=$out
+    run_cli inspect "$@" --json
+    expect_eq "$rc" 0 "inspect --json exit status"
+    json=$out
+    expect_lines "$json" 1 "JSON lines"
+    printf '%s' "$json" | json_ok || fail "not JSON: $json"
+}
+
+# This host's wall clock in ms.
+now_ms() {
+    echo $(($(date +%s%N) / 1000000))
+}
+
+# Succeeds when $2 clients listen on channel $1.
+listeners_are() {
+    [ "$(rcli pubsub numsub "$1" | tail -n 1)" = "$2" ]
+}
+
+test_inspect_absent_name() {
+    inspect_both nothing
+    expect_contains "$text" "type:       none" "text"
+    expect_contains "$json" '"type":"none"' "json"
+    expect_contains "$json" '"ttl_ms":null' "json"
+}
+
+test_inspect_lock_held_by_credisson() {
+    cli_exec lock held -- sh -c 'echo "$CREDISSON_LOCK_OWNER" >owner;
+        exec sleep 30' &
+    local pid=$!
+    wait_until 5000 file_exists owner || fail "holder never ran"
+    wait_until 5000 test -s owner || fail "owner never written"
+    inspect_both held
+    expect_contains "$text" "type:       lock" "text"
+    expect_contains "$text" "state:      held (lease" "text"
+    expect_contains "$text" "holder:     $(cat owner) (hold count 1)" "text"
+    expect_contains "$json" '"type":"lock","redis_type":"hash"' "json"
+    expect_contains "$json" '"locked":true' "json"
+    expect_contains "$json" "{\"owner\":\"$(cat owner)\",\"count\":1}" "json"
+    kill -TERM "$pid"
+    wait "$pid"
+    return 0
+}
+
+test_inspect_java_reentrant_lock() {
+    rcli hset jlock "8d2c5f0e-1111-2222-3333-444455556666:77" 3 >/dev/null
+    rcli pexpire jlock 20000 >/dev/null
+    inspect_both jlock
+    expect_contains "$text" "(hold count 3)" "text"
+    expect_contains "$json" '"count":3' "json"
+    expect_contains "$json" '"ttl_ms":' "json"
+    expect_not_contains "$json" '"ttl_ms":-' "json"
+}
+
+test_inspect_fair_lock_queue_with_deadlines() {
+    local now
+    now=$(now_ms)
+    rcli hset flock "a:1" 1 >/dev/null
+    rcli rpush "redisson_lock_queue:{flock}" "b:2" "c:3" >/dev/null
+    rcli zadd "redisson_lock_timeout:{flock}" $((now + 120000)) "b:2" >/dev/null
+    inspect_both flock
+    expect_contains "$text" "type:       fair lock" "text"
+    expect_contains "$text" "queue:      2 waiting" "text"
+    expect_contains "$text" "1. b:2 (deadline in 1m" "text"
+    expect_contains "$text" "2. c:3 (no deadline)" "text"
+    expect_contains "$json" '"queue_length":2' "json"
+    expect_contains "$json" "{\"owner\":\"b:2\",\"deadline_ms\":$((now + 120000))" \
+        "json"
+    expect_contains "$json" '{"owner":"c:3","deadline_ms":null}' "json"
+}
+
+test_inspect_fair_queue_of_name_with_hash_tag() {
+    rcli rpush "redisson_lock_queue:app{7}job" "w:1" >/dev/null
+    inspect_both "app{7}job"
+    expect_contains "$json" '"type":"lock"' "json"
+    expect_contains "$json" '"locked":false' "json"
+    expect_contains "$json" '"queue":[{"owner":"w:1"' "json"
+}
+
+test_inspect_read_write_lock() {
+    rcli hset rw mode read "r:1" 2 "s:2" 1 >/dev/null
+    rcli pexpire rw 30000 >/dev/null
+    rcli set "{rw}:r:1:rwlock_timeout:1" 1 px 10000 >/dev/null
+    rcli set "{rw}:r:1:rwlock_timeout:2" 1 px 25000 >/dev/null
+    inspect_both rw
+    expect_contains "$text" "type:       read/write lock" "text"
+    expect_contains "$text" "state:      held for reading" "text"
+    expect_contains "$text" "reader:     r:1 (hold count 2, lease 2" "text"
+    expect_contains "$text" "reader:     s:2 (hold count 1, hold keys expired)" \
+        "text"
+    expect_contains "$json" '"type":"rwlock"' "json"
+    expect_contains "$json" '"mode":"read"' "json"
+    expect_contains "$json" '{"owner":"s:2","count":1,"mode":"read","ttl_ms":-2}' \
+        "json"
+    rcli del rw >/dev/null
+    rcli hset rw mode write "w:9:write" 2 >/dev/null
+    inspect_both rw
+    expect_contains "$text" "writer:     w:9:write (hold count 2)" "text"
+    expect_contains "$json" '{"owner":"w:9:write","count":2,"mode":"write"}' \
+        "json"
+}
+
+test_inspect_read_lock_taken_by_credisson() {
+    cli_exec lock rwc --read -- sh -c 'touch ready; exec sleep 30' &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "reader never ran"
+    inspect_both rwc
+    expect_contains "$json" '"mode":"read"' "json"
+    expect_not_contains "$json" '"ttl_ms":-2}' "json"
+    kill -TERM "$pid"
+    wait "$pid"
+    return 0
+}
+
+test_inspect_plain_integer_is_semaphore_or_latch() {
+    rcli set num 3 >/dev/null
+    inspect_both num
+    expect_contains "$text" "semaphore or latch" "text"
+    expect_contains "$json" '"type":"semaphore-or-latch"' "json"
+    expect_contains "$json" '"value":3' "json"
+}
+
+test_inspect_semaphore_with_waiter() {
+    cli semaphore sem set 0
+    cli_exec semaphore sem --wait 60s -- true &
+    local pid=$!
+    wait_until 5000 listeners_are "redisson_sc:{sem}" 1 ||
+        fail "waiter never subscribed"
+    inspect_both sem
+    expect_contains "$text" "type:       semaphore" "text"
+    expect_contains "$text" "available:  0" "text"
+    expect_contains "$json" '"type":"semaphore"' "json"
+    expect_contains "$json" '"available":0' "json"
+    cli semaphore sem add 1
+    wait "$pid" || fail "the waiter failed"
+}
+
+test_inspect_expirable_semaphore() {
+    cli_exec semaphore pes --permits 3 -- sh -c \
+        'echo "$CREDISSON_PERMIT_ID" >id; exec sleep 30' &
+    local pid=$!
+    wait_until 5000 test -s id || fail "holder never ran"
+    # A permit issued by Java: 16 raw bytes that never expire.
+    printf '\001\002\003\004\005\006\007\010\011\012\013\014\015\016\017\377' |
+        rcli -x zadd "{pes}:timeout" 922337203685477 >/dev/null
+    rcli decr pes >/dev/null
+    inspect_both pes
+    expect_contains "$text" "type:       expirable semaphore" "text"
+    expect_contains "$text" "available:  1" "text"
+    expect_contains "$text" "issued:     2" "text"
+    expect_contains "$text" "$(cat id) (expires in" "text"
+    expect_contains "$text" "0102030405060708090a0b0c0d0e0fff (never expires)" \
+        "text"
+    expect_contains "$json" '"type":"expirable-semaphore"' "json"
+    expect_contains "$json" '"issued_count":2' "json"
+    expect_contains "$json" \
+        '{"id":"0102030405060708090a0b0c0d0e0fff","expires_ms":null}' "json"
+    expect_contains "$json" "{\"id\":\"$(cat id)\",\"expires_ms\":" "json"
+    kill -TERM "$pid"
+    wait "$pid"
+    return 0
+}
+
+test_inspect_latch_with_waiter() {
+    cli latch lat set 2
+    cli_exec latch lat await &
+    local pid=$!
+    wait_until 5000 listeners_are "redisson_countdownlatch__channel__{lat}" 1 ||
+        fail "waiter never subscribed"
+    inspect_both lat
+    expect_contains "$text" "type:       latch" "text"
+    expect_contains "$text" "count:      2" "text"
+    expect_contains "$json" '"type":"latch"' "json"
+    expect_contains "$json" '"count":2' "json"
+    cli latch lat count-down
+    cli latch lat count-down
+    wait "$pid" || fail "the waiter failed"
+}
+
+test_inspect_fencing_token() {
+    cli lock fence --fenced -- true
+    cli lock fence --fenced -- true
+    inspect_both fence
+    expect_contains "$text" "fencing token: 2" "text"
+    expect_contains "$json" '"fencing_token":2' "json"
+}
+
+test_inspect_other_key() {
+    rcli rpush alist x >/dev/null
+    inspect_both alist
+    expect_contains "$text" "other (a Redis list" "text"
+    expect_contains "$json" '"type":"other","redis_type":"list"' "json"
+    rcli hset ahash field text >/dev/null
+    inspect_both ahash
+    expect_contains "$json" '"type":"other","redis_type":"hash"' "json"
+}
+
+test_inspect_with_name_prefix() {
+    rcli hset "tenant:job" "o:1" 1 >/dev/null
+    inspect_both --name-prefix tenant: job
+    expect_contains "$text" "name:       job (key tenant:job)" "text"
+    expect_contains "$json" '"name":"job","key":"tenant:job"' "json"
+}
+
+test_inspect_json_escapes_odd_owners() {
+    rcli hset odd "$(printf 'q"b\\s\nnl\001\303\251\377:1')" 1 >/dev/null
+    inspect_both odd
+    expect_contains "$json" 'q\"b\\s\u000anl\u0001é\ufffd:1' "json"
+    expect_not_contains "$text" "$(printf '\001')" "text"
+}
+
+redis_up
+run_test test_inspect_absent_name
+run_test test_inspect_lock_held_by_credisson
+run_test test_inspect_java_reentrant_lock
+run_test test_inspect_fair_lock_queue_with_deadlines
+run_test test_inspect_fair_queue_of_name_with_hash_tag
+run_test test_inspect_read_write_lock
+run_test test_inspect_read_lock_taken_by_credisson
+run_test test_inspect_plain_integer_is_semaphore_or_latch
+run_test test_inspect_semaphore_with_waiter
+run_test test_inspect_expirable_semaphore
+run_test test_inspect_latch_with_waiter
+run_test test_inspect_fencing_token
+run_test test_inspect_other_key
+run_test test_inspect_with_name_prefix
+run_test test_inspect_json_escapes_odd_owners
+finish

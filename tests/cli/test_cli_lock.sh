@@ -1,0 +1,286 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# `credisson lock` against a private redis-server: mutual exclusion between
+# concurrent runs, the exit-code table, the command's environment, a lost
+# lock stopping the command, signals forwarded with the lock released, an
+# interrupted wait leaving nothing behind, and the other lock kinds.
+
+. "$(dirname "$0")/lib.sh"
+
+# A command that appends "<id> start" and "<id> end" to ./log with a pause
+# between: two runs that overlap interleave their lines.
+APPEND='echo "$1 start" >> log; sleep 0.05; echo "$1 end" >> log'
+
+test_concurrent_runs_serialize() {
+    local rounds=4 workers=3 w pids="" prev=""
+    [ "${CR_TEST_SLOW:-0}" = 1 ] && rounds=2
+    for w in $(seq "$workers"); do
+        (for r in $(seq "$rounds"); do
+            cli lock ser -- sh -c "$APPEND" sh "w$w" || exit 1
+        done) &
+        pids="$pids $!"
+    done
+    for w in $pids; do
+        wait "$w" || fail "a worker failed"
+    done
+    expect_eq "$(grep -c '' log)" $((rounds * workers * 2)) "log lines"
+    # Every start is followed by the end of the same run.
+    while read -r id what; do
+        if [ "$what" = start ]; then
+            [ -z "$prev" ] || fail "$id started inside $prev"
+            prev=$id
+        else
+            [ "$prev" = "$id" ] || fail "$id ended inside '$prev'"
+            prev=
+        fi
+    done <log
+    key_exists ser && fail "lock left behind"
+    return 0
+}
+
+test_exit_status_of_command_is_passed_through() {
+    run_cli lock st -- sh -c 'exit 3'
+    expect_eq "$rc" 3 "exit 3"
+    run_cli lock st -- true
+    expect_eq "$rc" 0 "true"
+    run_cli lock st -- sh -c 'kill -KILL $$'
+    expect_eq "$rc" 137 "killed by SIGKILL"
+    key_exists st && fail "lock left behind"
+    return 0
+}
+
+test_command_not_found_exits_127_and_releases() {
+    run_cli lock nf -- /nonexistent/program
+    expect_eq "$rc" 127 "exit status"
+    expect_contains "$err" "cannot run '/nonexistent/program'" "stderr"
+    run_cli lock nf -- no-such-program-anywhere
+    expect_eq "$rc" 127 "exit status from PATH"
+    printf 'data\n' >plain
+    chmod 644 plain
+    run_cli lock nf -- ./plain
+    expect_eq "$rc" 126 "not executable"
+    key_exists nf && fail "lock left behind"
+    return 0
+}
+
+test_command_sees_lock_name_and_owner() {
+    run_cli lock envlock -- sh -c \
+        'echo "$CREDISSON_LOCK_NAME" >name; echo "$CREDISSON_LOCK_OWNER" >owner;
+         redis-cli -p "$1" hkeys envlock >field;
+         echo "${CREDISSON_FENCING_TOKEN-unset}" >token' sh "$PORT"
+    expect_eq "$rc" 0 "exit status"
+    expect_eq "$(cat name)" envlock "CREDISSON_LOCK_NAME"
+    expect_eq "$(cat owner)" "$(cat field)" "CREDISSON_LOCK_OWNER vs hash field"
+    expect_eq "$(cat token)" unset "CREDISSON_FENCING_TOKEN"
+}
+
+test_wait_zero_exits_75_when_held() {
+    cli_exec lock busy -- sleep 30 &
+    local holder=$!
+    wait_until 5000 key_exists busy || fail "holder never locked"
+    run_cli lock busy --wait 0 -- true
+    expect_eq "$rc" 75 "exit status"
+    expect_lines "$err" 1 "stderr"
+    expect_contains "$err" "busy" "stderr"
+    run_cli lock busy --wait 300ms -- true
+    expect_eq "$rc" 75 "exit status after a wait"
+    expect_contains "$err" "gave up after" "stderr"
+    kill -TERM "$holder"
+    wait "$holder"
+    expect_eq "$?" 143 "holder's exit status (sleep killed by SIGTERM)"
+}
+
+test_waiter_runs_once_holder_is_done() {
+    cli_exec lock turn -- sleep 1 &
+    local holder=$!
+    wait_until 5000 key_exists turn || fail "holder never locked"
+    run_cli lock turn --wait 60s -v -- sh -c 'echo ran'
+    expect_eq "$rc" 0 "exit status"
+    expect_eq "$out" ran "stdout"
+    # Not a terminal: --verbose shows nothing.
+    expect_eq "$err" "" "stderr"
+    wait "$holder"
+}
+
+test_verbose_shows_holder_on_a_terminal() {
+    # script(1) gives credisson a terminal; without it there is nothing to
+    # look at.
+    command -v script >/dev/null || return 0
+    cli_exec lock tty -- sh -c 'echo "$CREDISSON_LOCK_OWNER" >owner;
+        exec sleep 1' &
+    local holder=$!
+    wait_until 5000 test -s owner || fail "holder never ran"
+    script -qec "$CLI_BIN lock tty -v -- echo acquired" /dev/null >typescript
+    expect_eq "$?" 0 "exit status"
+    local shown
+    shown=$(tr '\r' '\n' <typescript)
+    expect_contains "$shown" "waiting " "status line"
+    expect_contains "$shown" "for lock 'tty': held by $(cut -c1-8 owner)..." \
+        "status line"
+    expect_contains "$shown" "(count 1, lease " "status line"
+    expect_contains "$shown" "acquired" "the command's output"
+    wait "$holder"
+}
+
+test_lease_is_not_renewed() {
+    run_cli lock leased --lease 5s -- sh -c 'redis-cli -p "$1" pttl leased' \
+        sh "$PORT"
+    expect_eq "$rc" 0 "exit status"
+    [ "$out" -gt 0 ] && [ "$out" -le 5000 ] || fail "pttl $out not in 1..5000"
+}
+
+test_lease_running_out_under_command_exits_76() {
+    run_cli lock short --lease 300ms -- sleep 0.6
+    expect_eq "$rc" 76 "exit status"
+    expect_contains "$err" "was lost while 'sleep' ran (it exited with status 0)" \
+        "stderr"
+}
+
+test_lost_lock_stops_command_and_exits_76() {
+    cli_exec lock lost --watchdog "$(slow 300)ms" --kill-after 10s -- sh -c \
+        'trap "echo term >got; exit 9" TERM; touch ready;
+         while :; do sleep 0.05; done' 2>err &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "command never started"
+    rcli del lost >/dev/null
+    wait "$pid"
+    expect_eq "$?" 76 "exit status"
+    expect_eq "$(cat got 2>/dev/null)" term "the command got SIGTERM"
+    expect_contains "$(cat err)" "was lost" "stderr"
+}
+
+test_lost_lock_kills_command_ignoring_sigterm() {
+    cli_exec lock stubborn --watchdog "$(slow 300)ms" --kill-after 300ms -- \
+        sh -c \
+        'trap "" TERM; echo $$ >pid; while :; do sleep 0.05; done' 2>/dev/null &
+    local pid=$!
+    wait_until 5000 key_exists stubborn || fail "never locked"
+    wait_until 5000 file_exists pid || fail "command never started"
+    rcli del stubborn >/dev/null
+    wait "$pid"
+    expect_eq "$?" 76 "exit status"
+    kill -0 "$(cat pid)" 2>/dev/null && fail "the command still runs"
+    return 0
+}
+
+test_sigterm_is_forwarded_and_releases_lock() {
+    cli_exec lock sig -- sh -c \
+        'trap "echo term >got; exit 0" TERM; touch ready;
+         while :; do sleep 0.05; done' &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "command never started"
+    kill -TERM "$pid"
+    wait "$pid"
+    expect_eq "$?" 0 "exit status (the command's)"
+    key_exists sig && fail "lock still held right after exit"
+    expect_eq "$(cat got 2>/dev/null)" term "the command got SIGTERM"
+}
+
+test_sighup_is_forwarded() {
+    cli_exec lock hup -- sh -c \
+        'trap "echo hup >got; exit 0" HUP; touch ready;
+         while :; do sleep 0.05; done' &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "command never started"
+    kill -HUP "$pid"
+    wait "$pid"
+    expect_eq "$?" 0 "exit status"
+    expect_eq "$(cat got 2>/dev/null)" hup "the command got SIGHUP"
+    key_exists hup && fail "lock still held"
+    return 0
+}
+
+test_sigint_kills_plain_command_with_its_status() {
+    cli_exec lock int -- sh -c 'touch ready; exec sleep 30' &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "command never started"
+    kill -INT "$pid"
+    wait "$pid"
+    expect_eq "$?" 130 "exit status (128 + SIGINT)"
+    key_exists int && fail "lock still held"
+    return 0
+}
+
+test_killed_credisson_stops_its_command() {
+    cli_exec lock orphan -- sh -c \
+        'trap "echo term >got; exit 0" TERM; echo $$ >pid;
+         while :; do sleep 0.05; done' &
+    local pid=$!
+    wait_until 5000 file_exists pid || fail "command never started"
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null
+    wait_until 5000 file_exists got || fail "the command was not stopped"
+}
+
+test_interrupted_wait_exits_130_and_leaves_fair_queue() {
+    cli_exec lock fq --fair -- sleep 30 &
+    local holder=$!
+    wait_until 5000 key_exists fq || fail "holder never locked"
+    cli_exec lock fq --fair -- true &
+    local waiter=$!
+    wait_until 5000 key_exists "redisson_lock_queue:{fq}" ||
+        fail "waiter never queued"
+    kill -INT "$waiter"
+    wait "$waiter"
+    expect_eq "$?" 130 "exit status"
+    expect_eq "$(rcli llen 'redisson_lock_queue:{fq}')" 0 "queue length"
+    expect_eq "$(rcli zcard 'redisson_lock_timeout:{fq}')" 0 "deadlines"
+    kill -TERM "$holder"
+    wait "$holder"
+    key_exists fq && fail "lock left behind"
+    return 0
+}
+
+test_readers_share_and_writer_waits() {
+    # Each reader marks itself, waits for the other, then for ./release:
+    # both must be inside at once.
+    local meet='touch "$1"; i=0; while [ ! -e "$2" ] || [ ! -e release ]; do
+        [ $i -lt 1200 ] || exit 1; sleep 0.05; i=$((i + 1)); done'
+    cli lock rw --read -- sh -c "$meet" sh a b &
+    local r1=$!
+    cli lock rw --read -- sh -c "$meet" sh b a &
+    local r2=$!
+    wait_until 5000 file_exists a || fail "first reader never ran"
+    wait_until 5000 file_exists b || fail "second reader never ran"
+    run_cli lock rw --write --wait 0 -- true
+    expect_eq "$rc" 75 "writer while readers hold"
+    touch release
+    wait "$r1" || fail "first reader did not meet the second"
+    wait "$r2" || fail "second reader did not meet the first"
+    run_cli lock rw --write -- sh -c 'echo "$CREDISSON_LOCK_OWNER"'
+    expect_eq "$rc" 0 "writer after readers"
+    expect_contains "$out" ":write" "write owner"
+}
+
+test_fenced_lock_gives_increasing_tokens() {
+    run_cli lock fenced --fenced -- sh -c 'echo "$CREDISSON_FENCING_TOKEN"'
+    expect_eq "$rc" 0 "first run"
+    local first=$out
+    run_cli lock fenced --fenced -- sh -c 'echo "$CREDISSON_FENCING_TOKEN"'
+    expect_eq "$rc" 0 "second run"
+    [ "$first" -ge 1 ] && [ "$out" -gt "$first" ] ||
+        fail "tokens $first then $out"
+    key_exists fenced && fail "lock left behind"
+    return 0
+}
+
+redis_up
+run_test test_concurrent_runs_serialize
+run_test test_exit_status_of_command_is_passed_through
+run_test test_command_not_found_exits_127_and_releases
+run_test test_command_sees_lock_name_and_owner
+run_test test_wait_zero_exits_75_when_held
+run_test test_waiter_runs_once_holder_is_done
+run_test test_verbose_shows_holder_on_a_terminal
+run_test test_lease_is_not_renewed
+run_test test_lease_running_out_under_command_exits_76
+run_test test_lost_lock_stops_command_and_exits_76
+run_test test_lost_lock_kills_command_ignoring_sigterm
+run_test test_sigterm_is_forwarded_and_releases_lock
+run_test test_sighup_is_forwarded
+run_test test_sigint_kills_plain_command_with_its_status
+run_test test_killed_credisson_stops_its_command
+run_test test_interrupted_wait_exits_130_and_leaves_fair_queue
+run_test test_readers_share_and_writer_waits
+run_test test_fenced_lock_gives_increasing_tokens
+finish

@@ -1,0 +1,172 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# `credisson semaphore` and `credisson latch` against a private
+# redis-server: a bound on concurrent commands, expirable permits that a
+# killed credisson does not keep, a lost permit stopping its command, the
+# counting subcommands, and a latch shared by several processes.
+
+. "$(dirname "$0")/lib.sh"
+
+# Prints the number of permits available on semaphore $1.
+available() {
+    cli semaphore "$1" available
+}
+
+# Succeeds when semaphore $1 has $2 permits available.
+available_is() {
+    [ "$(available "$1")" = "$2" ]
+}
+
+# Succeeds when $2 clients listen on the channel of latch $1.
+latch_listeners_are() {
+    [ "$(rcli pubsub numsub "redisson_countdownlatch__channel__{$1}" |
+        tail -n 1)" = "$2" ]
+}
+
+test_semaphore_bounds_concurrent_commands() {
+    # Each command marks itself in ./in, counts the marks, and records the
+    # count; a count above 2 is a real overlap of three holders.
+    local body='mkdir -p in; touch "in/$1"; ls in | wc -l >>counts;
+        sleep 0.2; rm -f "in/$1"'
+    local i pids=""
+    for i in 1 2 3 4 5 6; do
+        cli semaphore pool --permits 2 -- sh -c "$body" sh "c$i" &
+        pids="$pids $!"
+    done
+    for i in $pids; do
+        wait "$i" || fail "a command failed"
+    done
+    expect_eq "$(grep -c '' counts)" 6 "commands run"
+    expect_eq "$(sort -n counts | tail -n 1 | tr -d ' ')" 2 \
+        "most commands at once"
+    expect_eq "$(available pool)" 2 "permits after the runs"
+}
+
+test_semaphore_command_sees_permit_id() {
+    run_cli semaphore ids --permits 1 -- sh -c \
+        'echo "$CREDISSON_SEMAPHORE_NAME $CREDISSON_PERMIT_ID"'
+    expect_eq "$rc" 0 "exit status"
+    case "$out" in
+    "ids "[0-9a-f]*) ;;
+    *) fail "environment: $out" ;;
+    esac
+    expect_eq "${#out}" $((4 + 32)) "id length"
+}
+
+test_semaphore_wait_zero_exits_75_when_none_available() {
+    cli_exec semaphore one --permits 1 -- sh -c 'touch ready; exec sleep 30' &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "holder never ran"
+    run_cli semaphore one --wait 0 -- true
+    expect_eq "$rc" 75 "exit status"
+    expect_contains "$err" "busy" "stderr"
+    kill -TERM "$pid"
+    wait "$pid"
+    expect_eq "$(available one)" 1 "permits after the holder stopped"
+}
+
+test_semaphore_permit_of_killed_credisson_expires() {
+    cli_exec semaphore exp --permits 1 --watchdog "$(slow 1000)ms" -- sh -c \
+        'touch ready; exec sleep 30' &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "holder never ran"
+    expect_eq "$(available exp)" 0 "permits while held"
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null
+    wait_until 10000 available_is exp 1 || fail "the permit never came back"
+}
+
+test_semaphore_lost_permit_stops_command() {
+    cli_exec semaphore gone --permits 1 --watchdog "$(slow 600)ms" \
+        --kill-after 5s -- \
+        sh -c 'trap "echo term >got; exit 0" TERM; touch ready;
+               while :; do sleep 0.05; done' 2>err &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "holder never ran"
+    rcli del "{gone}:timeout" >/dev/null
+    wait "$pid"
+    expect_eq "$?" 76 "exit status"
+    expect_eq "$(cat got 2>/dev/null)" term "the command got SIGTERM"
+    expect_contains "$(cat err)" "permit on 'gone' was lost" "stderr"
+}
+
+test_semaphore_set_add_available() {
+    run_cli semaphore cnt set 3
+    expect_eq "$rc" 0 "set"
+    expect_eq "$(available cnt)" 3 "after set 3"
+    run_cli semaphore cnt add 2
+    expect_eq "$rc" 0 "add"
+    expect_eq "$(available cnt)" 5 "after add 2"
+    run_cli semaphore cnt add -4
+    expect_eq "$(available cnt)" 1 "after add -4"
+    run_cli semaphore cnt available --json
+    expect_eq "$out" '{"name":"cnt","available":1}' "json"
+    printf '%s' "$out" | json_ok || fail "not JSON: $out"
+    run_cli semaphore empty available
+    expect_eq "$out" 0 "a semaphore never set"
+}
+
+test_latch_opens_for_waiters_in_other_processes() {
+    local i pids=""
+    run_cli latch gate set 3
+    expect_eq "$rc" 0 "set"
+    for i in 1 2 3; do
+        (cli latch gate await && touch "open$i") &
+        pids="$pids $!"
+    done
+    wait_until 5000 latch_listeners_are gate 3 ||
+        fail "waiters never subscribed"
+    cli latch gate count-down
+    cli latch gate count-down
+    expect_eq "$(cli latch gate count)" 1 "count"
+    msleep "$(slow 200)"
+    [ -e open1 ] && fail "a waiter went through a closed latch"
+    cli latch gate count-down
+    for i in $pids; do
+        wait "$i" || fail "a waiter failed"
+    done
+    expect_eq "$(cli latch gate count)" 0 "count once open"
+}
+
+test_latch_await_timeout_exits_75() {
+    cli latch shut set 1
+    run_cli latch shut await --timeout 200ms
+    expect_eq "$rc" 75 "exit status"
+    expect_contains "$err" "gave up after 200ms" "stderr"
+    run_cli latch missing await --timeout 200ms
+    expect_eq "$rc" 0 "a latch that does not exist is open"
+}
+
+test_latch_set_twice_exits_75() {
+    run_cli latch twice set 2
+    expect_eq "$rc" 0 "first set"
+    run_cli latch twice set 5
+    expect_eq "$rc" 75 "second set"
+    expect_contains "$err" "already has a count" "stderr"
+    run_cli latch twice count --json
+    expect_eq "$out" '{"name":"twice","count":2}' "json"
+}
+
+test_interrupted_latch_await_exits_130() {
+    cli latch intr set 1
+    cli_exec latch intr await &
+    local pid=$!
+    wait_until 5000 latch_listeners_are intr 1 ||
+        fail "waiter never subscribed"
+    kill -INT "$pid"
+    wait "$pid"
+    expect_eq "$?" 130 "exit status"
+}
+
+redis_up
+run_test test_semaphore_bounds_concurrent_commands
+run_test test_semaphore_command_sees_permit_id
+run_test test_semaphore_wait_zero_exits_75_when_none_available
+run_test test_semaphore_permit_of_killed_credisson_expires
+run_test test_semaphore_lost_permit_stops_command
+run_test test_semaphore_set_add_available
+run_test test_latch_opens_for_waiters_in_other_processes
+run_test test_latch_await_timeout_exits_75
+run_test test_latch_set_twice_exits_75
+run_test test_interrupted_latch_await_exits_130
+finish

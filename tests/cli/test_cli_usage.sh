@@ -1,0 +1,134 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# credisson(1) on bad input and without a server: usage errors (64), an
+# unreachable server (69) with the password hidden, help and version. Each
+# error must be one line on stderr, and nothing may crash.
+
+. "$(dirname "$0")/lib.sh"
+
+# Checks the last run: exit status $1, nothing on stdout, one line on
+# stderr starting with "credisson: " and containing $2.
+expect_usage_error() {
+    expect_eq "$rc" "$1" "exit status"
+    expect_eq "$out" "" "stdout"
+    expect_lines "$err" 1 "stderr"
+    expect_contains "$err" "credisson: " "stderr"
+    expect_contains "$err" "$2" "stderr"
+}
+
+test_unknown_option_exits_64() {
+    run_cli lock jobs --frobnicate -- true
+    expect_usage_error 64 "unknown option '--frobnicate'"
+}
+
+test_malformed_duration_exits_64() {
+    run_cli lock jobs --wait 5parsecs -- true
+    expect_usage_error 64 "invalid duration '5parsecs' for --wait"
+    run_cli lock jobs --lease -3 -- true
+    expect_usage_error 64 "invalid duration"
+}
+
+test_missing_command_exits_64() {
+    run_cli
+    expect_usage_error 64 "missing command"
+    run_cli lock jobs
+    expect_usage_error 64 "missing the command to run"
+    run_cli lock jobs --
+    expect_usage_error 64 "missing the command to run"
+    run_cli lock
+    expect_usage_error 64 "missing NAME"
+}
+
+test_unknown_command_exits_64() {
+    run_cli frobnicate jobs
+    expect_usage_error 64 "unknown command 'frobnicate'"
+    run_cli latch jobs open
+    expect_usage_error 64 "unknown latch action 'open'"
+}
+
+test_option_of_another_command_exits_64() {
+    run_cli inspect jobs --wait 1
+    expect_usage_error 64 "does not apply"
+    run_cli lock jobs --read --write -- true
+    expect_usage_error 64 "exclude each other"
+}
+
+test_control_characters_are_not_echoed() {
+    run_cli "$(printf 'bad\033[31mcommand')" x
+    expect_usage_error 64 "unknown command"
+    expect_not_contains "$err" "$(printf '\033')" "stderr"
+}
+
+test_unreachable_server_exits_69_with_password_hidden() {
+    run_cli --url "redis://app:s3cr3t@127.0.0.1:1" --timeout 2s lock jobs -- true
+    expect_usage_error 69 "redis://app:***@127.0.0.1:1"
+    expect_not_contains "$err" "s3cr3t" "stderr"
+    run_cli --url "redis://:s3cr3t@127.0.0.1:1" inspect jobs --json
+    expect_usage_error 69 "redis://:***@127.0.0.1:1"
+    expect_not_contains "$err" "s3cr3t" "stderr"
+}
+
+test_url_from_environment_is_used() {
+    CREDISSON_URL="redis://:hush@127.0.0.1:1/3" run_cli latch l count
+    expect_usage_error 69 "redis://:***@127.0.0.1:1/3"
+    expect_not_contains "$err" "hush" "stderr"
+}
+
+test_invalid_url_exits_64_without_password() {
+    run_cli --url "rediss://:s3cr3t@127.0.0.1:6379" inspect jobs
+    expect_usage_error 64 "invalid URL"
+    expect_not_contains "$err" "s3cr3t" "stderr"
+    run_cli --url "redis://:s3cr3t@127.0.0.1:99999" semaphore s available
+    expect_usage_error 64 "invalid URL"
+    expect_not_contains "$err" "s3cr3t" "stderr"
+}
+
+test_help_shows_usage_and_exit_codes() {
+    local form
+    for form in "--help" "help" "-h"; do
+        run_cli $form
+        expect_eq "$rc" 0 "exit status of $form"
+        expect_contains "$out" "Usage: credisson" "$form"
+        expect_contains "$out" "Exit status:" "$form"
+        expect_contains "$out" "76" "$form"
+        expect_eq "$err" "" "stderr of $form"
+    done
+    run_cli help lock
+    expect_contains "$out" "Usage: credisson lock NAME" "help lock"
+    run_cli semaphore --help
+    expect_contains "$out" "Usage: credisson semaphore NAME" "semaphore --help"
+    run_cli latch x -h
+    expect_contains "$out" "Usage: credisson latch NAME" "latch -h"
+    run_cli inspect --help
+    expect_contains "$out" "Usage: credisson inspect NAME" "inspect --help"
+}
+
+test_version_shows_versions() {
+    run_cli --version
+    expect_eq "$rc" 0 "exit status"
+    expect_contains "$out" "credisson " "stdout"
+    expect_contains "$out" "(library " "stdout"
+    run_cli version
+    expect_eq "$rc" 0 "exit status of version"
+}
+
+test_man_page_is_clean() {
+    command -v groff >/dev/null || return 0
+    local w
+    w=$(groff -man -Tutf8 -ww -z "$CR_TEST_SRCDIR/doc/man1/credisson.1" 2>&1)
+    expect_eq "$w" "" "groff warnings"
+}
+
+run_test test_unknown_option_exits_64
+run_test test_malformed_duration_exits_64
+run_test test_missing_command_exits_64
+run_test test_unknown_command_exits_64
+run_test test_option_of_another_command_exits_64
+run_test test_control_characters_are_not_echoed
+run_test test_unreachable_server_exits_69_with_password_hidden
+run_test test_url_from_environment_is_used
+run_test test_invalid_url_exits_64_without_password
+run_test test_help_shows_usage_and_exit_codes
+run_test test_version_shows_versions
+run_test test_man_page_is_clean
+finish

@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the credisson tool's command-line parser (src/cli/args.c):
+ * durations, counts, and whole command lines, each accepted with the values
+ * it must give or refused with a one-line reason. The parser is pure, so
+ * these tests need no server.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cli/args.h"
+
+#define MAX_WORDS 32
+
+/* ------------------------------------------------------------- helpers */
+
+/* Parses the duration s, which must be accepted, and returns it in ms. */
+static int64_t duration_ok(const char *s, bool forever)
+{
+    char err[CR__CLI_ERR_MAX] = "";
+    int64_t ms = -99;
+
+    if (cr__cli_parse_duration(s, forever, &ms, err, sizeof(err)) != 0)
+        print_error("duration '%s' refused: %s\n", s, err);
+    assert_int_not_equal(ms, -99);
+    return ms;
+}
+
+/* Checks that the duration s is refused with a reason containing needle,
+ * and that the output is left untouched. */
+static void duration_bad(const char *s, bool forever, const char *needle)
+{
+    char err[CR__CLI_ERR_MAX] = "";
+    int64_t ms = 12345;
+
+    assert_int_equal(cr__cli_parse_duration(s, forever, &ms, err,
+                                            sizeof(err)), -1);
+    assert_int_equal(ms, 12345);
+    if (needle != NULL && strstr(err, needle) == NULL)
+        print_error("reason for '%s' is '%s', wanted '%s'\n", s, err, needle);
+    assert_non_null(strstr(err, needle != NULL ? needle : ""));
+}
+
+/* Splits `line` (words separated by single spaces; "_" stands for an empty
+ * word) into argv after a program name, and parses it. Returns what the
+ * parser returned; err receives its reason. `words` keeps the strings. */
+static int parse_line(const char *line, char words[][128], char **argv,
+                      cr__cli_args *a, char *err)
+{
+    int argc = 0;
+    const char *p = line;
+
+    argv[argc++] = "credisson";
+    while (*p != '\0') {
+        size_t n = strcspn(p, " ");
+        char *w = words[argc];
+
+        assert_true(n < 128 && argc < MAX_WORDS - 1);
+        memcpy(w, p, n);
+        w[n] = '\0';
+        if (strcmp(w, "_") == 0)
+            w[0] = '\0';
+        argv[argc++] = w;
+        p += n;
+        if (*p == ' ')
+            p++;
+    }
+    argv[argc] = NULL;
+    return cr__cli_parse_args(argc, argv, a, err, CR__CLI_ERR_MAX);
+}
+
+/* The state each line test shares: words, argv, result and error. */
+typedef struct line {
+    char words[MAX_WORDS][128];
+    char *argv[MAX_WORDS];
+    cr__cli_args a;
+    char err[CR__CLI_ERR_MAX];
+} line;
+
+/* Parses `s`, which must be accepted. */
+static void line_ok(line *l, const char *s)
+{
+    if (parse_line(s, l->words, l->argv, &l->a, l->err) != 0)
+        print_error("'%s' refused: %s\n", s, l->err);
+    assert_string_equal(l->err, "");
+}
+
+/* Parses `s`, which must be refused with a one-line reason containing
+ * needle. */
+static void line_bad(line *l, const char *s, const char *needle)
+{
+    int rc = parse_line(s, l->words, l->argv, &l->a, l->err);
+
+    if (rc != -1)
+        print_error("'%s' was accepted\n", s);
+    assert_int_equal(rc, -1);
+    assert_null(strchr(l->err, '\n'));
+    if (strstr(l->err, needle) == NULL)
+        print_error("reason for '%s' is '%s', wanted '%s'\n", s, l->err,
+                    needle);
+    assert_non_null(strstr(l->err, needle));
+}
+
+/* ----------------------------------------------------------- durations */
+
+static void test_duration_plain_number_is_seconds(void **state)
+{
+    (void)state;
+    assert_int_equal(duration_ok("0", false), 0);
+    assert_int_equal(duration_ok("5", false), 5000);
+    assert_int_equal(duration_ok("120", false), 120000);
+}
+
+static void test_duration_accepts_units(void **state)
+{
+    (void)state;
+    assert_int_equal(duration_ok("250ms", false), 250);
+    assert_int_equal(duration_ok("3s", false), 3000);
+    assert_int_equal(duration_ok("2m", false), 120000);
+    assert_int_equal(duration_ok("1h", false), 3600000);
+}
+
+static void test_duration_accepts_fractions_rounded_down(void **state)
+{
+    (void)state;
+    assert_int_equal(duration_ok("0.5", false), 500);
+    assert_int_equal(duration_ok("1.5m", false), 90000);
+    assert_int_equal(duration_ok("0.0015s", false), 1);
+    assert_int_equal(duration_ok("0.0009", false), 0);
+    assert_int_equal(duration_ok("2.5ms", false), 2);
+}
+
+static void test_duration_forever_only_where_allowed(void **state)
+{
+    (void)state;
+    assert_int_equal(duration_ok("forever", true), CR__CLI_FOREVER);
+    duration_bad("forever", false, "not allowed");
+}
+
+static void test_duration_accepts_one_hundred_years(void **state)
+{
+    (void)state;
+    assert_int_equal(duration_ok("3155760000s", false), CR__CLI_DURATION_MAX);
+    duration_bad("3155760000.001s", false, "too long");
+    duration_bad("3155760001", false, "too long");
+}
+
+static void test_duration_refuses_overflowing_digits(void **state)
+{
+    (void)state;
+    duration_bad("99999999999999999999999999999", false, "too long");
+    duration_bad("9999999999999999h", false, "too long");
+}
+
+static void test_duration_refuses_malformed(void **state)
+{
+    (void)state;
+    duration_bad("", false, "empty");
+    duration_bad(NULL, false, "empty");
+    duration_bad("-1", false, "digit");
+    duration_bad("+1", false, "digit");
+    duration_bad(" 1", false, "digit");
+    duration_bad("1 ", false, "unit");
+    duration_bad("1.", false, "decimal point");
+    duration_bad(".5", false, "digit");
+    duration_bad("10x", false, "unit");
+    duration_bad("10sec", false, "unit");
+    duration_bad("1e3", false, "unit");
+    duration_bad("0.1234567890", false, "decimals");
+}
+
+/* -------------------------------------------------------------- counts */
+
+static void test_count_accepts_range(void **state)
+{
+    char err[CR__CLI_ERR_MAX];
+    int64_t v = 0;
+
+    (void)state;
+    assert_int_equal(cr__cli_parse_count("0", 0, 5, &v, err, sizeof(err)), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(cr__cli_parse_count("-3", -5, 5, &v, err, sizeof(err)),
+                     0);
+    assert_int_equal(v, -3);
+    assert_int_equal(cr__cli_parse_count("2147483647", 0, CR__CLI_COUNT_MAX,
+                                         &v, err, sizeof(err)), 0);
+    assert_int_equal(v, CR__CLI_COUNT_MAX);
+}
+
+static void test_count_refuses_bad_input_and_keeps_output(void **state)
+{
+    static const char *bad[] = {"", "x", "1x", "-", "--1", "1.0", " 1",
+                                "6", "-6", "99999999999999999999999"};
+    char err[CR__CLI_ERR_MAX];
+    int64_t v = 42;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(cr__cli_parse_count(bad[i], -5, 5, &v, err,
+                                             sizeof(err)), -1);
+        assert_int_equal(v, 42);
+    }
+    assert_int_equal(cr__cli_parse_count(NULL, 0, 5, &v, err, sizeof(err)),
+                     -1);
+}
+
+/* ----------------------------------------------------------------- lock */
+
+static void test_args_lock_with_separator(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock jobs -- echo hi");
+    assert_int_equal(l.a.command, CR__CLI_LOCK);
+    assert_int_equal(l.a.action, CR__CLI_RUN);
+    assert_string_equal(l.a.name, "jobs");
+    assert_int_equal(l.a.cmd_argc, 2);
+    assert_string_equal(l.a.cmd[0], "echo");
+    assert_string_equal(l.a.cmd[1], "hi");
+    assert_null(l.a.cmd[2]);
+    assert_int_equal(l.a.wait_ms, CR__CLI_FOREVER);
+    assert_int_equal(l.a.lease_ms, -1);
+    assert_int_equal(l.a.watchdog_ms, -1);
+    assert_int_equal(l.a.timeout_ms, -1);
+    assert_int_equal(l.a.kill_after_ms, 10000);
+    assert_int_equal(l.a.kind, CR__CLI_LOCK_PLAIN);
+}
+
+static void test_args_lock_first_word_after_name_starts_command(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock jobs -w 2 make -j2 --keep-going");
+    assert_int_equal(l.a.wait_ms, 2000);
+    assert_int_equal(l.a.cmd_argc, 3);
+    assert_string_equal(l.a.cmd[0], "make");
+    assert_string_equal(l.a.cmd[2], "--keep-going");
+}
+
+static void test_args_lock_options_after_separator_belong_to_command(
+    void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock jobs -- sh --wait 5 --");
+    assert_int_equal(l.a.wait_ms, CR__CLI_FOREVER);
+    assert_int_equal(l.a.cmd_argc, 4);
+    assert_string_equal(l.a.cmd[3], "--");
+}
+
+static void test_args_lock_options(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock --wait=0 jobs --lease 1m --watchdog 300ms --kill-after "
+                "0 --fair -- true");
+    assert_int_equal(l.a.wait_ms, 0);
+    assert_int_equal(l.a.lease_ms, 60000);
+    assert_int_equal(l.a.watchdog_ms, 300);
+    assert_int_equal(l.a.kill_after_ms, 0);
+    assert_int_equal(l.a.kind, CR__CLI_LOCK_FAIR);
+    line_ok(&l, "lock jobs --read -- true");
+    assert_int_equal(l.a.kind, CR__CLI_LOCK_READ);
+    line_ok(&l, "lock jobs --write --wait forever -- true");
+    assert_int_equal(l.a.kind, CR__CLI_LOCK_WRITE);
+    line_ok(&l, "lock jobs --fenced -- true");
+    assert_int_equal(l.a.kind, CR__CLI_LOCK_FENCED);
+    assert_int_equal(l.a.wait_ms, CR__CLI_FOREVER);
+}
+
+static void test_args_lock_refuses_conflicting_kinds(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "lock jobs --read --write -- true", "exclude each other");
+    line_bad(&l, "lock jobs --fair --write -- true", "exclude each other");
+    line_bad(&l, "lock jobs --fenced --fair -- true", "exclude each other");
+}
+
+static void test_args_lock_refuses_zero_lease(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "lock jobs --lease 0 -- true", "--lease must be more");
+    line_bad(&l, "lock jobs --watchdog 0ms -- true", "--watchdog must");
+    line_bad(&l, "lock jobs --lease forever -- true", "--lease");
+}
+
+static void test_args_lock_refuses_malformed_duration(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "lock jobs --wait 5x -- true",
+             "invalid duration '5x' for --wait");
+    line_bad(&l, "lock jobs --wait=-1 -- true", "invalid duration");
+}
+
+static void test_args_lock_refuses_missing_command(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "lock jobs", "missing the command to run");
+    line_bad(&l, "lock jobs --wait 1", "missing the command to run");
+    line_bad(&l, "lock jobs --", "missing the command to run");
+}
+
+static void test_args_lock_refuses_missing_or_empty_name(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "lock", "missing NAME");
+    line_bad(&l, "lock _ -- true", "NAME is empty");
+    line_bad(&l, "lock -- true", "unexpected '--'");
+}
+
+/* ------------------------------------------------------- global options */
+
+static void test_args_global_options_before_and_after_command(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "--url redis://h:1/2 --timeout 2s lock jobs --json -v "
+                "--name-prefix app: -- true");
+    assert_string_equal(l.a.url, "redis://h:1/2");
+    assert_int_equal(l.a.timeout_ms, 2000);
+    assert_true(l.a.json);
+    assert_true(l.a.verbose);
+    assert_string_equal(l.a.name_prefix, "app:");
+    line_ok(&l, "inspect x --url=unix:///s --timeout=100ms");
+    assert_string_equal(l.a.url, "unix:///s");
+    assert_int_equal(l.a.timeout_ms, 100);
+}
+
+static void test_args_refuses_missing_command(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "", "missing command");
+    line_bad(&l, "--json", "missing command");
+}
+
+static void test_args_refuses_unknown_command(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "frobnicate x", "unknown command 'frobnicate'");
+}
+
+static void test_args_refuses_unknown_option(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "lock jobs --frob -- true", "unknown option '--frob'");
+    line_bad(&l, "-x lock jobs -- true", "unknown option '-x'");
+    line_bad(&l, "lock jobs -wv -- true", "unknown option '-wv'");
+}
+
+static void test_args_unknown_option_error_hides_its_value(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "--uri=redis://:secret@h lock jobs -- true",
+             "unknown option '--uri'");
+    assert_null(strstr(l.err, "secret"));
+}
+
+static void test_args_error_quotes_are_cut_and_printable(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "lock jobs --wait "
+                 "1234567890123456789012345678901234567890123456789x -- true",
+             "...'");
+    /* An escape character reaches the message as '?'. */
+    parse_line("frob", l.words, l.argv, &l.a, l.err);
+    l.words[1][1] = '\033';
+    assert_int_equal(cr__cli_parse_args(2, l.argv, &l.a, l.err,
+                                        sizeof(l.err)), -1);
+    assert_null(strchr(l.err, '\033'));
+    assert_non_null(strstr(l.err, "'f?ob'"));
+}
+
+static void test_args_refuses_option_without_value(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "inspect x --url", "--url needs a value");
+    line_bad(&l, "inspect x --json=yes", "--json takes no value");
+}
+
+static void test_args_refuses_option_of_another_command(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "inspect x --wait 1", "--wait does not apply to inspect");
+    line_bad(&l, "lock jobs --permits 2 -- true", "--permits does not apply");
+    line_bad(&l, "latch x count --wait 1", "does not apply to 'latch count'");
+}
+
+static void test_args_refuses_extra_arguments(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "inspect x y", "unexpected argument 'y'");
+    line_bad(&l, "version now", "unexpected argument");
+    line_bad(&l, "inspect x -- true", "unexpected '--'");
+}
+
+/* ------------------------------------------------------------ semaphore */
+
+static void test_args_semaphore_run(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "semaphore deploy --permits 2 --lease 5m -- ./deploy.sh a");
+    assert_int_equal(l.a.command, CR__CLI_SEMAPHORE);
+    assert_int_equal(l.a.action, CR__CLI_RUN);
+    assert_int_equal(l.a.permits, 2);
+    assert_int_equal(l.a.lease_ms, 300000);
+    assert_int_equal(l.a.cmd_argc, 2);
+    line_ok(&l, "semaphore deploy ./deploy.sh");
+    assert_int_equal(l.a.action, CR__CLI_RUN);
+    assert_int_equal(l.a.permits, -1);
+    assert_string_equal(l.a.cmd[0], "./deploy.sh");
+}
+
+static void test_args_semaphore_actions(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "semaphore s set 4");
+    assert_int_equal(l.a.action, CR__CLI_SEM_SET);
+    assert_int_equal(l.a.value, 4);
+    line_ok(&l, "semaphore s add -2");
+    assert_int_equal(l.a.action, CR__CLI_SEM_ADD);
+    assert_int_equal(l.a.value, -2);
+    line_ok(&l, "semaphore s available --json");
+    assert_int_equal(l.a.action, CR__CLI_SEM_AVAILABLE);
+    assert_true(l.a.json);
+}
+
+static void test_args_semaphore_refuses_bad_actions(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "semaphore s set", "missing the number after 'set'");
+    line_bad(&l, "semaphore s set -1", "invalid number '-1' for set");
+    line_bad(&l, "semaphore s set 3 4", "unexpected argument '4'");
+    line_bad(&l, "semaphore s --permits 0 -- true", "--permits");
+    line_bad(&l, "semaphore s set 2 --wait 1", "does not apply");
+    line_bad(&l, "semaphore s", "missing the command to run");
+}
+
+/* ---------------------------------------------------------------- latch */
+
+static void test_args_latch_actions(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "latch shards set 3");
+    assert_int_equal(l.a.command, CR__CLI_LATCH);
+    assert_int_equal(l.a.action, CR__CLI_LATCH_SET);
+    assert_int_equal(l.a.value, 3);
+    line_ok(&l, "latch shards count-down");
+    assert_int_equal(l.a.action, CR__CLI_LATCH_COUNT_DOWN);
+    line_ok(&l, "latch shards count");
+    assert_int_equal(l.a.action, CR__CLI_LATCH_COUNT);
+    line_ok(&l, "latch shards await");
+    assert_int_equal(l.a.action, CR__CLI_LATCH_AWAIT);
+    assert_int_equal(l.a.wait_ms, CR__CLI_FOREVER);
+}
+
+static void test_args_latch_await_timeout_is_the_wait(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "--timeout 2s latch shards await --timeout 30s");
+    assert_int_equal(l.a.timeout_ms, 2000);
+    assert_int_equal(l.a.wait_ms, 30000);
+    line_ok(&l, "latch shards await -w 0");
+    assert_int_equal(l.a.wait_ms, 0);
+}
+
+static void test_args_latch_refuses_bad_actions(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "latch shards", "missing the latch action");
+    line_bad(&l, "latch shards open", "unknown latch action 'open'");
+    line_bad(&l, "latch shards set x", "invalid number 'x'");
+    line_bad(&l, "latch shards set 0", "invalid number '0' for set");
+}
+
+/* ------------------------------------------------------ help, version */
+
+static void test_args_help_forms(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "--help");
+    assert_true(l.a.help);
+    assert_int_equal(l.a.command, CR__CLI_NONE);
+    line_ok(&l, "help lock");
+    assert_true(l.a.help);
+    assert_int_equal(l.a.command, CR__CLI_LOCK);
+    line_ok(&l, "semaphore -h");
+    assert_true(l.a.help);
+    assert_int_equal(l.a.command, CR__CLI_SEMAPHORE);
+    line_bad(&l, "help nothing", "unknown command");
+}
+
+static void test_args_version_forms(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "--version");
+    assert_int_equal(l.a.command, CR__CLI_VERSION);
+    line_ok(&l, "version");
+    assert_int_equal(l.a.command, CR__CLI_VERSION);
+    line_ok(&l, "lock x -V -- true");
+    assert_int_equal(l.a.command, CR__CLI_VERSION);
+}
+
+static void test_args_inspect(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "inspect my{lock} --json");
+    assert_int_equal(l.a.command, CR__CLI_INSPECT);
+    assert_int_equal(l.a.action, CR__CLI_SHOW);
+    assert_string_equal(l.a.name, "my{lock}");
+    assert_true(l.a.json);
+}
+
+static void test_args_tolerates_missing_error_buffer(void **state)
+{
+    char *argv[] = {"credisson", "frob", NULL};
+    cr__cli_args a;
+
+    (void)state;
+    assert_int_equal(cr__cli_parse_args(2, argv, &a, NULL, 0), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_duration_plain_number_is_seconds),
+        cmocka_unit_test(test_duration_accepts_units),
+        cmocka_unit_test(test_duration_accepts_fractions_rounded_down),
+        cmocka_unit_test(test_duration_forever_only_where_allowed),
+        cmocka_unit_test(test_duration_accepts_one_hundred_years),
+        cmocka_unit_test(test_duration_refuses_overflowing_digits),
+        cmocka_unit_test(test_duration_refuses_malformed),
+        cmocka_unit_test(test_count_accepts_range),
+        cmocka_unit_test(test_count_refuses_bad_input_and_keeps_output),
+        cmocka_unit_test(test_args_lock_with_separator),
+        cmocka_unit_test(test_args_lock_first_word_after_name_starts_command),
+        cmocka_unit_test(
+            test_args_lock_options_after_separator_belong_to_command),
+        cmocka_unit_test(test_args_lock_options),
+        cmocka_unit_test(test_args_lock_refuses_conflicting_kinds),
+        cmocka_unit_test(test_args_lock_refuses_zero_lease),
+        cmocka_unit_test(test_args_lock_refuses_malformed_duration),
+        cmocka_unit_test(test_args_lock_refuses_missing_command),
+        cmocka_unit_test(test_args_lock_refuses_missing_or_empty_name),
+        cmocka_unit_test(test_args_global_options_before_and_after_command),
+        cmocka_unit_test(test_args_refuses_missing_command),
+        cmocka_unit_test(test_args_refuses_unknown_command),
+        cmocka_unit_test(test_args_refuses_unknown_option),
+        cmocka_unit_test(test_args_unknown_option_error_hides_its_value),
+        cmocka_unit_test(test_args_error_quotes_are_cut_and_printable),
+        cmocka_unit_test(test_args_refuses_option_without_value),
+        cmocka_unit_test(test_args_refuses_option_of_another_command),
+        cmocka_unit_test(test_args_refuses_extra_arguments),
+        cmocka_unit_test(test_args_semaphore_run),
+        cmocka_unit_test(test_args_semaphore_actions),
+        cmocka_unit_test(test_args_semaphore_refuses_bad_actions),
+        cmocka_unit_test(test_args_latch_actions),
+        cmocka_unit_test(test_args_latch_await_timeout_is_the_wait),
+        cmocka_unit_test(test_args_latch_refuses_bad_actions),
+        cmocka_unit_test(test_args_help_forms),
+        cmocka_unit_test(test_args_version_forms),
+        cmocka_unit_test(test_args_inspect),
+        cmocka_unit_test(test_args_tolerates_missing_error_buffer),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
