@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The helpers behind bench.h: clock, options, hiredis wrappers that exit on
+ * failure, samples and percentiles, shared memory and JSON lines.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "bench.h"
+
+/* ------------------------------------------------------------ clock */
+
+int64_t
+bench_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+bench_sleep_ns(int64_t ns)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+double
+bench_cpu_s(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* ------------------------------------------------------------ options */
+
+void
+bench_args_parse(int argc, char **argv, bench_args *out)
+{
+    int i;
+
+    out->url = "redis://127.0.0.1:6379";
+    out->seconds = 3.0;
+    out->rest = calloc((size_t)argc + 1, sizeof(*out->rest));
+    out->rest_count = 0;
+    if (out->rest == NULL)
+        bench_die("out of memory");
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--url") == 0 && i + 1 < argc)
+            out->url = argv[++i];
+        else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+            out->seconds = atof(argv[++i]);
+        else
+            out->rest[out->rest_count++] = argv[i];
+    }
+    if (out->seconds <= 0)
+        bench_die("--seconds must be positive");
+}
+
+const char *
+bench_opt(const bench_args *a, const char *name, const char *dflt)
+{
+    int i;
+
+    for (i = 0; i + 1 < a->rest_count; i++)
+        if (strcmp(a->rest[i], name) == 0)
+            return a->rest[i + 1];
+    return dflt;
+}
+
+bool
+bench_flag(const bench_args *a, const char *name)
+{
+    int i;
+
+    for (i = 0; i < a->rest_count; i++)
+        if (strcmp(a->rest[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ Redis */
+
+void
+bench_die(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("bench: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+redisContext *
+bench_redis(const char *url)
+{
+    char host[256] = "127.0.0.1";
+    const char *p = url;
+    const char *colon;
+    int port = 6379;
+    size_t n;
+    redisContext *c;
+
+    if (strncmp(p, "redis://", 8) == 0)
+        p += 8;
+    colon = strchr(p, ':');
+    n = colon != NULL ? (size_t)(colon - p) : strcspn(p, "/");
+    if (n > 0 && n < sizeof(host)) {
+        memcpy(host, p, n);
+        host[n] = '\0';
+    }
+    if (colon != NULL)
+        port = atoi(colon + 1);
+    c = redisConnect(host, port);
+    if (c == NULL || c->err)
+        bench_die("cannot connect to %s:%d: %s", host, port,
+                  c != NULL ? c->errstr : "out of memory");
+    return c;
+}
+
+/* Exits unless `r` is a reply that is not an error. */
+static redisReply *
+checked(redisContext *c, redisReply *r)
+{
+    if (r == NULL)
+        bench_die("redis: %s", c->errstr[0] ? c->errstr : "no reply");
+    if (r->type == REDIS_REPLY_ERROR)
+        bench_die("redis error: %s", r->str);
+    return r;
+}
+
+redisReply *
+bench_cmd(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *r;
+
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    return checked(c, r);
+}
+
+redisReply *
+bench_cmd_argv(redisContext *c, int argc, const char **argv,
+               const size_t *lens)
+{
+    return checked(c, redisCommandArgv(c, argc, argv, lens));
+}
+
+/* ------------------------------------------------------------ memory */
+
+void *
+bench_shared(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+    if (p == MAP_FAILED)
+        bench_die("mmap of %zu bytes failed", size);
+    return p;
+}
+
+void
+bench_shared_free(void *p, size_t size)
+{
+    if (p != NULL)
+        munmap(p, size);
+}
+
+/* ------------------------------------------------------------ samples */
+
+void
+bench_samples_init(bench_samples *s, size_t cap, bool shared)
+{
+    s->v = shared ? bench_shared(cap * sizeof(*s->v))
+                  : malloc(cap * sizeof(*s->v));
+    if (s->v == NULL)
+        bench_die("out of memory for %zu samples", cap);
+    s->cap = cap;
+    atomic_init(&s->n, 0);
+}
+
+void
+bench_samples_add(bench_samples *s, int64_t v)
+{
+    size_t i = atomic_fetch_add(&s->n, 1);
+
+    if (i < s->cap)
+        s->v[i] = v;
+}
+
+size_t
+bench_samples_count(const bench_samples *s)
+{
+    size_t n = atomic_load(&s->n);
+
+    return n < s->cap ? n : s->cap;
+}
+
+/* qsort comparison of two int64 values. */
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+void
+bench_samples_sort(bench_samples *s)
+{
+    qsort(s->v, bench_samples_count(s), sizeof(*s->v), cmp_i64);
+}
+
+int64_t
+bench_pct(const bench_samples *s, double p)
+{
+    size_t n = bench_samples_count(s), i;
+
+    if (n == 0)
+        return 0;
+    i = (size_t)(p / 100.0 * (double)(n - 1) + 0.5);
+    return s->v[i < n ? i : n - 1];
+}
+
+double
+bench_mean(const bench_samples *s)
+{
+    size_t n = bench_samples_count(s), i;
+    double sum = 0;
+
+    for (i = 0; i < n; i++)
+        sum += (double)s->v[i];
+    return n > 0 ? sum / (double)n : 0;
+}
+
+/* ------------------------------------------------------------ output */
+
+/* Appends printf output to the line being built. */
+static void
+json_add(bench_json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+json_add(bench_json *j, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (j->len >= sizeof(j->buf))
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(j->buf + j->len, sizeof(j->buf) - j->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        j->len += (size_t)n;
+}
+
+void
+bench_json_begin(bench_json *j, const char *bench)
+{
+    j->len = 0;
+    json_add(j, "{\"bench\":\"%s\"", bench);
+}
+
+void
+bench_json_str(bench_json *j, const char *key, const char *val)
+{
+    json_add(j, ",\"%s\":\"%s\"", key, val);
+}
+
+void
+bench_json_num(bench_json *j, const char *key, double val)
+{
+    json_add(j, ",\"%s\":%.6g", key, val);
+}
+
+void
+bench_json_int(bench_json *j, const char *key, int64_t val)
+{
+    json_add(j, ",\"%s\":%lld", key, (long long)val);
+}
+
+void
+bench_json_bool(bench_json *j, const char *key, bool val)
+{
+    json_add(j, ",\"%s\":%s", key, val ? "true" : "false");
+}
+
+void
+bench_json_end(bench_json *j)
+{
+    json_add(j, "}");
+    printf("%s\n", j->buf);
+    fflush(stdout);
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the benchmark programs share: a monotonic clock in nanoseconds,
+ * command-line options, a hiredis connection to the benchmark server, sample
+ * sets with percentiles, shared memory for multi-process runs, and the one
+ * JSON line each measurement prints (bench/report.py turns those lines into
+ * the table and the target verdicts).
+ *
+ * Benchmarks only: nothing here is part of the library, and the programs
+ * abort on the first unexpected error instead of recovering.
+ */
+#ifndef CR_BENCH_H
+#define CR_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+/* ------------------------------------------------------------ clock */
+
+/* Nanoseconds on CLOCK_MONOTONIC: one scale for every process of a run. */
+int64_t bench_now_ns(void);
+
+/* Sleeps `ns` nanoseconds (restarting after signals). */
+void bench_sleep_ns(int64_t ns);
+
+/* CPU seconds (user + system) this process has used so far. */
+double bench_cpu_s(void);
+
+/* ------------------------------------------------------------ options */
+
+/* The options every program takes; bench_args() fills them from argv and
+ * leaves what it does not know in `rest` (argv order kept). */
+typedef struct bench_args {
+    const char *url;   /* --url redis://host:port (default 127.0.0.1:6379) */
+    double seconds;    /* --seconds S: length of each timed run (3) */
+    int rest_count;
+    char **rest;
+} bench_args;
+
+void bench_args_parse(int argc, char **argv, bench_args *out);
+
+/* bench_opt: the value following `name` in a->rest, or `dflt`. */
+const char *bench_opt(const bench_args *a, const char *name, const char *dflt);
+
+/* bench_flag: whether `name` is in a->rest. */
+bool bench_flag(const bench_args *a, const char *name);
+
+/* ------------------------------------------------------------ Redis */
+
+/* bench_redis: a new hiredis connection to `url` (redis://[host][:port]
+ * only: the benchmark server has no password); exits on failure. */
+redisContext *bench_redis(const char *url);
+
+/* bench_cmd: one command (hiredis format); exits when the link fails or
+ * Redis answers an error. Ownership: the caller frees the reply. */
+redisReply *bench_cmd(redisContext *c, const char *fmt, ...);
+
+/* bench_cmd_argv: the same with an argument vector. */
+redisReply *bench_cmd_argv(redisContext *c, int argc, const char **argv,
+                           const size_t *lens);
+
+/* bench_die: print "bench: <what>" and exit 1. */
+void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+                                                    noreturn));
+
+/* ------------------------------------------------------------ samples */
+
+/* A set of int64 samples (nanoseconds), in shared memory or not. */
+typedef struct bench_samples {
+    int64_t *v;
+    size_t cap;
+    _Atomic size_t n; /* may exceed cap: samples past cap are dropped */
+} bench_samples;
+
+/* bench_samples_init: room for `cap` samples; shared across fork() when
+ * `shared`. */
+void bench_samples_init(bench_samples *s, size_t cap, bool shared);
+
+/* bench_samples_add: record one sample (thread- and process-safe). */
+void bench_samples_add(bench_samples *s, int64_t v);
+
+/* bench_samples_count: the samples kept (at most cap). */
+size_t bench_samples_count(const bench_samples *s);
+
+/* bench_samples_sort: sort the kept samples, then read percentiles. */
+void bench_samples_sort(bench_samples *s);
+
+/* bench_pct: the p-th percentile (0..100) of sorted samples; 0 when none. */
+int64_t bench_pct(const bench_samples *s, double p);
+
+/* bench_mean: the mean of the kept samples; 0 when none. */
+double bench_mean(const bench_samples *s);
+
+/* ------------------------------------------------------------ memory */
+
+/* bench_shared: `size` zeroed bytes shared with children forked later. */
+void *bench_shared(size_t size);
+void bench_shared_free(void *p, size_t size);
+
+/* ------------------------------------------------------------ output */
+
+/* One JSON object on one line of stdout:
+ *   bench_json j; bench_json_begin(&j, "s1_uncontended");
+ *   bench_json_str(&j, "impl", "rlock"); bench_json_num(&j, "rate", r);
+ *   bench_json_end(&j);
+ * Keys and string values must not need escaping. */
+typedef struct bench_json {
+    char buf[4096];
+    size_t len;
+} bench_json;
+
+void bench_json_begin(bench_json *j, const char *bench);
+void bench_json_str(bench_json *j, const char *key, const char *val);
+void bench_json_num(bench_json *j, const char *key, double val);
+void bench_json_int(bench_json *j, const char *key, int64_t val);
+void bench_json_bool(bench_json *j, const char *key, bool val);
+void bench_json_end(bench_json *j);
+
+#endif

@@ -1,0 +1,761 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lock benchmarks, scenarios 1 and 2 of doc/benchmarks.md, for any lock
+ * implementation that fits the `impl` table below (credisson's RLock, the
+ * instant-handoff floor, the naive SET NX lock; other credisson lock kinds
+ * are added to the table as they appear).
+ *
+ *   bench_lock --scenario uncontended --impl NAME [--url U] [--seconds S]
+ *       one thread takes and releases the lock as fast as it can: pairs/s.
+ *   bench_lock --scenario contended --impl NAME --workers K
+ *              [--mode threads|procs] [--url U] [--seconds S]
+ *       K workers (threads sharing one client, or processes with one client
+ *       each) loop on one lock: lock, GET the counter, SET it plus one,
+ *       unlock. Reports throughput, the wait inside lock() (p50, p99, max),
+ *       the handoff latency (one holder's unlock to the next holder's
+ *       acquire, CLOCK_MONOTONIC timestamps in shared memory) and whether
+ *       the counter is exact.
+ *
+ * Each run prints one JSON line. Timestamps are taken inside the critical
+ * section, so they are ordered by the lock itself: the holder writes the
+ * release time just before unlocking, the next holder reads it just after
+ * acquiring.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <credisson.h>
+
+#include "bench.h"
+#include "naive_lock.h"
+#include "scripts.h"
+
+#define LOCK_NAME "bench:lock"
+#define COUNTER_KEY "bench:counter"
+#define SEM_NAME "bench:sem"
+#define MAX_WORKERS 256
+#define MAX_SAMPLES (4u << 20)
+
+/* ------------------------------------------------------------ shared state */
+
+/* What the workers of one run share; in shared memory for processes. */
+typedef struct shared {
+    atomic_int ready;
+    atomic_int go;
+    atomic_int stop;
+    atomic_int in_cs;               /* 1 while a worker is inside */
+    atomic_uint_fast64_t violations; /* entered while someone was inside */
+    atomic_uint_fast64_t cycles;
+    atomic_uint_fast64_t commands;  /* credisson clients' command counts */
+    atomic_uint_fast64_t messages;
+    /* Written only inside the critical section. */
+    int64_t last_release_ns;
+    int last_holder;
+    uint64_t self_reacquire;
+    uint64_t handovers;
+    pthread_mutex_t floor_mu; /* process-shared, for the floor */
+    bench_samples waits;
+    bench_samples handoffs;
+} shared;
+
+typedef struct run_cfg {
+    const char *url;
+    const char *scenario;
+    const struct impl *im;
+    int workers;
+    bool procs;
+    bool counter;
+    double seconds;
+    int64_t lease_ms;
+} run_cfg;
+
+/* One worker: a thread, or the only thread of a child process. */
+typedef struct worker {
+    int id;
+    const run_cfg *cfg;
+    shared *sh;
+    cr_client *client;   /* shared by threads, own in a process */
+    bool own_client;
+    redisContext *redis; /* the worker's own connection for the counter */
+    cr_lock *lock;       /* credisson kinds */
+    char floor_key[32];  /* the floor's private lock */
+    char floor_owner[32];
+    uint64_t floor_seq;
+    bool floor_pending;  /* a latch DEL whose reply is still to read */
+    naive_lock *naive;
+    cr_rwlock *rw;       /* the write lock's owner */
+    cr_semaphore *sem;   /* the one-permit semaphore */
+} worker;
+
+/* Reports a credisson failure inside a worker and exits the process. */
+static void
+check(cr_status rc, const char *what)
+{
+    if (rc != CR_OK)
+        bench_die("%s: %s (%s)", what, cr_strerror(rc), cr_last_error());
+}
+
+/* qsort comparison of two doubles. */
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* ------------------------------------------------------------ implementations */
+
+/* A lock under test: how a worker makes its handle, locks and unlocks. */
+typedef struct impl {
+    const char *name;
+    bool kind;        /* another credisson lock kind (run.sh --list-kinds) */
+    bool uses_client;
+    void (*open)(worker *w);
+    void (*lock)(worker *w);
+    void (*unlock)(worker *w);
+    void (*close)(worker *w);
+} impl;
+
+/* Frees the worker's credisson handles. */
+static void
+close_handles(worker *w)
+{
+    cr_lock_free(w->lock);
+    w->lock = NULL;
+}
+
+/* RLock (getLock): lock() with the watchdog, as Redisson's lock(). */
+static void
+rlock_open(worker *w)
+{
+    check(cr_lock_new(w->client, LOCK_NAME, &w->lock), "cr_lock_new");
+}
+
+static void
+rlock_lock(worker *w)
+{
+    check(cr_lock_lock(w->lock, CR_LEASE_WATCHDOG), "cr_lock_lock");
+}
+
+/* RLock with an explicit lease (no watchdog): lock(leaseTime). */
+static void
+rlock_lease_lock(worker *w)
+{
+    check(cr_lock_lock(w->lock, w->cfg->lease_ms), "cr_lock_lock");
+}
+
+static void
+rlock_unlock(worker *w)
+{
+    check(cr_lock_unlock(w->lock), "cr_lock_unlock");
+}
+
+/* The instant-handoff floor: a process-shared pthread mutex hands the
+ * critical section over, and the holder still makes the round trips of an
+ * RLock lock and unlock, by hand with hiredis on a private key nobody else
+ * wants: the acquire script, the unlock script with a fresh latch, and the
+ * latch's DEL sent with the next command without waiting for it. So each
+ * cycle costs the Redis commands of a lock cycle, with zero client overhead
+ * and no waiting between holders. */
+static void
+floor_open(worker *w)
+{
+    cr__script_id ids[2] = {CR__SCRIPT_LOCK_ACQUIRE, CR__SCRIPT_LOCK_UNLOCK};
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        const char *argv[3] = {"SCRIPT", "LOAD", cr__scripts[ids[i]].body};
+
+        freeReplyObject(bench_cmd_argv(w->redis, 3, argv, NULL));
+    }
+    snprintf(w->floor_key, sizeof(w->floor_key), "bench:floor:%d", w->id);
+    snprintf(w->floor_owner, sizeof(w->floor_owner), "bench-floor:%d", w->id);
+}
+
+/* Reads one reply of the floor's connection; exits on failure. */
+static redisReply *
+floor_reply(worker *w)
+{
+    void *r = NULL;
+
+    if (redisGetReply(w->redis, &r) != REDIS_OK || r == NULL)
+        bench_die("floor: %s", w->redis->errstr);
+    return r;
+}
+
+static void
+floor_lock(worker *w)
+{
+    const char *acq[6] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].sha1,
+                          "1", w->floor_key, "30000", w->floor_owner};
+    redisReply *r;
+
+    pthread_mutex_lock(&w->sh->floor_mu);
+    redisAppendCommandArgv(w->redis, 6, acq, NULL);
+    if (w->floor_pending) {
+        freeReplyObject(floor_reply(w));
+        w->floor_pending = false;
+    }
+    r = floor_reply(w);
+    if (r->type != REDIS_REPLY_NIL)
+        bench_die("floor: the private lock was not free");
+    freeReplyObject(r);
+}
+
+static void
+floor_unlock(worker *w)
+{
+    char latch[96], channel[64];
+    const char *unl[11] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_UNLOCK].sha1,
+                           "3", w->floor_key, channel, latch, "0", "30000",
+                           w->floor_owner, "publish", "10000"};
+    const char *del[2] = {"DEL", latch};
+    redisReply *r;
+
+    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", w->floor_key);
+    snprintf(latch, sizeof(latch), "redisson_unlock_latch:{%s}:%032llx",
+             w->floor_key, (unsigned long long)++w->floor_seq);
+    r = bench_cmd_argv(w->redis, 11, unl, NULL);
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        bench_die("floor: the private unlock failed");
+    freeReplyObject(r);
+    redisAppendCommandArgv(w->redis, 2, del, NULL);
+    w->floor_pending = true;
+    pthread_mutex_unlock(&w->sh->floor_mu);
+}
+
+static void
+floor_close(worker *w)
+{
+    if (w->floor_pending)
+        freeReplyObject(floor_reply(w));
+    w->floor_pending = false;
+}
+
+/* The naive SET NX PX lock with 1 ms sleep-and-retry (naive_lock.c). */
+static void
+naive_open(worker *w)
+{
+    w->naive = naive_lock_new(w->redis, LOCK_NAME, 30000);
+}
+
+static void
+naive_do_lock(worker *w)
+{
+    naive_lock_lock(w->naive, 1000);
+}
+
+static void
+naive_do_unlock(worker *w)
+{
+    if (naive_lock_unlock(w->naive) != 1)
+        bench_die("naive unlock found its lease gone");
+}
+
+static void
+naive_close(worker *w)
+{
+    naive_lock_free(w->naive);
+    w->naive = NULL;
+}
+
+/* The other credisson lock kinds take RLock's lock and unlock calls on a
+ * handle of their own (each kind has its own key, see reset_keys). */
+static void
+fair_open(worker *w)
+{
+    check(cr_fair_lock_new(w->client, LOCK_NAME, &w->lock), "cr_fair_lock_new");
+}
+
+static void
+spin_open(worker *w)
+{
+    check(cr_spin_lock_new(w->client, LOCK_NAME, &w->lock), "cr_spin_lock_new");
+}
+
+static void
+write_open(worker *w)
+{
+    check(cr_rwlock_new(w->client, LOCK_NAME, &w->rw), "cr_rwlock_new");
+    w->lock = cr_rwlock_write_lock(w->rw);
+}
+
+static void
+write_close(worker *w)
+{
+    w->lock = NULL; /* borrowed from the rwlock */
+    cr_rwlock_free(w->rw);
+    w->rw = NULL;
+}
+
+/* A semaphore of one permit used as a mutex (set by reset_keys). */
+static void
+sem_open(worker *w)
+{
+    check(cr_semaphore_new(w->client, SEM_NAME, &w->sem), "cr_semaphore_new");
+}
+
+static void
+sem_lock(worker *w)
+{
+    check(cr_semaphore_acquire(w->sem, 1), "cr_semaphore_acquire");
+}
+
+static void
+sem_unlock(worker *w)
+{
+    check(cr_semaphore_release(w->sem, 1), "cr_semaphore_release");
+}
+
+static void
+sem_close(worker *w)
+{
+    cr_semaphore_free(w->sem);
+    w->sem = NULL;
+}
+
+/* Every implementation this program knows; `kind` marks the credisson lock
+ * kinds other than RLock, which run.sh lists with --list-kinds. A new kind
+ * takes one line here and an open function that makes its handle. */
+static const impl impls[] = {
+    {"rlock", false, true, rlock_open, rlock_lock, rlock_unlock, close_handles},
+    {"rlock_lease", false, true, rlock_open, rlock_lease_lock, rlock_unlock,
+     close_handles},
+    {"floor", false, false, floor_open, floor_lock, floor_unlock, floor_close},
+    {"naive", false, false, naive_open, naive_do_lock, naive_do_unlock, naive_close},
+    {"fair", true, true, fair_open, rlock_lock, rlock_unlock, close_handles},
+    {"write", true, true, write_open, rlock_lock, rlock_unlock, write_close},
+    {"spin", true, true, spin_open, rlock_lock, rlock_unlock, close_handles},
+    {"semaphore", true, true, sem_open, sem_lock, sem_unlock, sem_close},
+};
+
+/* Finds an implementation by name; exits listing them when unknown. */
+static const impl *
+find_impl(const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(impls) / sizeof(impls[0]); i++)
+        if (strcmp(impls[i].name, name) == 0)
+            return &impls[i];
+    fprintf(stderr, "bench_lock: unknown --impl %s; known:", name);
+    for (i = 0; i < sizeof(impls) / sizeof(impls[0]); i++)
+        fprintf(stderr, " %s", impls[i].name);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+/* ------------------------------------------------------------ the loop */
+
+/* A credisson client on the benchmark server with the library's defaults. */
+static cr_client *
+new_client(const char *url)
+{
+    cr_client_options o;
+    cr_client *c = NULL;
+
+    memset(&o, 0, sizeof(o));
+    o.url = url;
+    check(cr_client_new(&o, &c), "cr_client_new");
+    return c;
+}
+
+/* GET then SET the counter: the read-modify-write only the lock keeps
+ * exact. */
+static void
+bump_counter(redisContext *c)
+{
+    redisReply *r = bench_cmd(c, "GET %s", COUNTER_KEY);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+
+    freeReplyObject(r);
+    freeReplyObject(bench_cmd(c, "SET %s %lld", COUNTER_KEY, v + 1));
+}
+
+/* The body of every worker: set up, wait for the start, loop until told to
+ * stop, tear down. */
+static void
+work(worker *w)
+{
+    const impl *im = w->cfg->im;
+    shared *sh = w->sh;
+    uint64_t cycles = 0;
+
+    w->redis = bench_redis(w->cfg->url);
+    if (im->uses_client && w->client == NULL) {
+        w->client = new_client(w->cfg->url);
+        w->own_client = true;
+    }
+    im->open(w);
+    atomic_fetch_add(&sh->ready, 1);
+    while (!atomic_load(&sh->go))
+        bench_sleep_ns(100000);
+    while (!atomic_load(&sh->stop)) {
+        int64_t t0 = bench_now_ns(), t1;
+
+        im->lock(w);
+        t1 = bench_now_ns();
+        if (atomic_exchange(&sh->in_cs, 1) != 0)
+            atomic_fetch_add(&sh->violations, 1);
+        if (sh->last_holder >= 0) {
+            if (sh->last_holder != w->id) {
+                sh->handovers++;
+                bench_samples_add(&sh->handoffs, t1 - sh->last_release_ns);
+            } else {
+                sh->self_reacquire++;
+            }
+        }
+        bench_samples_add(&sh->waits, t1 - t0);
+        if (w->cfg->counter)
+            bump_counter(w->redis);
+        sh->last_holder = w->id;
+        atomic_store(&sh->in_cs, 0);
+        sh->last_release_ns = bench_now_ns();
+        im->unlock(w);
+        cycles++;
+    }
+    atomic_fetch_add(&sh->cycles, cycles);
+    im->close(w);
+    if (w->own_client) {
+        cr_client_stats st;
+
+        if (cr_client_stats_get(w->client, &st) == CR_OK) {
+            atomic_fetch_add(&sh->commands, st.commands);
+            atomic_fetch_add(&sh->messages, st.messages);
+        }
+        cr_client_free(w->client);
+        w->client = NULL;
+    }
+    redisFree(w->redis);
+}
+
+/* pthread entry point of a worker. */
+static void *
+thread_main(void *arg)
+{
+    work(arg);
+    return NULL;
+}
+
+/* Waits until every worker is ready, bounded; with processes, exits as
+ * soon as one of them has died. */
+static void
+wait_ready(shared *sh, int n, bool procs)
+{
+    int64_t deadline = bench_now_ns() + 60 * (int64_t)1000000000;
+
+    while (atomic_load(&sh->ready) < n) {
+        int status;
+
+        if (procs && waitpid(-1, &status, WNOHANG) > 0)
+            bench_die("a worker process died while starting");
+        if (bench_now_ns() > deadline)
+            bench_die("workers did not start");
+        bench_sleep_ns(1000000);
+    }
+}
+
+/* Deletes the lock, the counter and what the other kinds keep (the fair
+ * lock's queue and timeouts, the semaphore) before and after a run, and
+ * gives the semaphore its one permit (a Redisson semaphore is a plain
+ * counter key). */
+static void
+reset_keys(redisContext *c)
+{
+    freeReplyObject(bench_cmd(c, "DEL %s %s %s redisson_lock_queue:{%s} "
+                              "redisson_lock_timeout:{%s}", LOCK_NAME,
+                              COUNTER_KEY, SEM_NAME, LOCK_NAME, LOCK_NAME));
+    freeReplyObject(bench_cmd(c, "SET %s 1", SEM_NAME));
+}
+
+/* Reads the counter after a run. */
+static long long
+read_counter(redisContext *c)
+{
+    redisReply *r = bench_cmd(c, "GET %s", COUNTER_KEY);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+
+    freeReplyObject(r);
+    return v;
+}
+
+/* Runs one measurement and prints its JSON line. */
+static void
+run(const run_cfg *cfg)
+{
+    shared *sh = bench_shared(sizeof(*sh));
+    pthread_mutexattr_t ma;
+    redisContext *rc = bench_redis(cfg->url);
+    worker *ws = calloc((size_t)cfg->workers, sizeof(*ws));
+    pthread_t *tids = calloc((size_t)cfg->workers, sizeof(*tids));
+    pid_t *pids = calloc((size_t)cfg->workers, sizeof(*pids));
+    cr_client *shared_client = NULL;
+    double cpu0, cpu1, elapsed;
+    int64_t start, end;
+    long long counter;
+    uint64_t cycles;
+    bench_json j;
+    int i;
+
+    if (ws == NULL || tids == NULL || pids == NULL)
+        bench_die("out of memory");
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutex_init(&sh->floor_mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+    sh->last_holder = -1;
+    bench_samples_init(&sh->waits, MAX_SAMPLES, true);
+    bench_samples_init(&sh->handoffs, MAX_SAMPLES, true);
+    reset_keys(rc);
+    if (!cfg->procs && cfg->im->uses_client)
+        shared_client = new_client(cfg->url);
+    cpu0 = bench_cpu_s();
+    for (i = 0; i < cfg->workers; i++) {
+        ws[i].id = i;
+        ws[i].cfg = cfg;
+        ws[i].sh = sh;
+        ws[i].client = shared_client;
+        if (cfg->procs) {
+            fflush(NULL);
+            pids[i] = fork();
+            if (pids[i] < 0)
+                bench_die("fork failed");
+            if (pids[i] == 0) {
+                work(&ws[i]);
+                _exit(0);
+            }
+        } else if (pthread_create(&tids[i], NULL, thread_main, &ws[i]) != 0) {
+            bench_die("pthread_create failed");
+        }
+    }
+    wait_ready(sh, cfg->workers, cfg->procs);
+    start = bench_now_ns();
+    atomic_store(&sh->go, 1);
+    bench_sleep_ns((int64_t)(cfg->seconds * 1e9));
+    atomic_store(&sh->stop, 1);
+    for (i = 0; i < cfg->workers; i++) {
+        if (cfg->procs) {
+            int status = 0;
+
+            if (waitpid(pids[i], &status, 0) < 0 || !WIFEXITED(status) ||
+                WEXITSTATUS(status) != 0)
+                bench_die("worker process %d failed", i);
+        } else {
+            pthread_join(tids[i], NULL);
+        }
+    }
+    end = bench_now_ns();
+    cpu1 = bench_cpu_s();
+    if (shared_client != NULL) {
+        cr_client_stats st;
+
+        if (cr_client_stats_get(shared_client, &st) == CR_OK) {
+            atomic_fetch_add(&sh->commands, st.commands);
+            atomic_fetch_add(&sh->messages, st.messages);
+        }
+        cr_client_free(shared_client);
+    }
+    elapsed = (double)(end - start) / 1e9;
+    cycles = atomic_load(&sh->cycles);
+    counter = read_counter(rc);
+    reset_keys(rc);
+    bench_samples_sort(&sh->waits);
+    bench_samples_sort(&sh->handoffs);
+
+    bench_json_begin(&j, strcmp(cfg->scenario, "uncontended") == 0
+                             ? "s1_uncontended" : "s2_contended");
+    bench_json_str(&j, "impl", cfg->im->name);
+    bench_json_str(&j, "mode", cfg->procs ? "procs" : "threads");
+    bench_json_int(&j, "workers", cfg->workers);
+    bench_json_num(&j, "seconds", elapsed);
+    bench_json_int(&j, "cycles", (int64_t)cycles);
+    bench_json_num(&j, "rate", (double)cycles / elapsed);
+    if (cfg->counter) {
+        bench_json_int(&j, "counter", counter);
+        bench_json_bool(&j, "counter_exact", counter == (long long)cycles);
+    }
+    bench_json_int(&j, "violations", (int64_t)atomic_load(&sh->violations));
+    bench_json_num(&j, "wait_p50_us", (double)bench_pct(&sh->waits, 50) / 1e3);
+    bench_json_num(&j, "wait_p99_us", (double)bench_pct(&sh->waits, 99) / 1e3);
+    bench_json_num(&j, "wait_max_us", (double)bench_pct(&sh->waits, 100) / 1e3);
+    bench_json_num(&j, "wait_mean_us", bench_mean(&sh->waits) / 1e3);
+    if (cfg->workers > 1) {
+        bench_json_int(&j, "handovers", (int64_t)sh->handovers);
+        bench_json_num(&j, "handoff_p50_us",
+                       (double)bench_pct(&sh->handoffs, 50) / 1e3);
+        bench_json_num(&j, "handoff_p99_us",
+                       (double)bench_pct(&sh->handoffs, 99) / 1e3);
+        bench_json_num(&j, "self_share",
+                       cycles > 1 ? (double)sh->self_reacquire / (double)(cycles - 1) : 0);
+    }
+    bench_json_num(&j, "cycle_us", cycles > 0 ? elapsed * 1e6 / (double)cycles : 0);
+    if (!cfg->procs)
+        bench_json_num(&j, "client_cpu_us_per_cycle",
+                       cycles > 0 ? (cpu1 - cpu0) * 1e6 / (double)cycles : 0);
+    if (cfg->im->uses_client)
+        bench_json_num(&j, "commands_per_cycle",
+                       cycles > 0 ? (double)atomic_load(&sh->commands) / (double)cycles : 0);
+    bench_json_end(&j);
+
+    if (cfg->counter && counter != (long long)cycles)
+        fprintf(stderr, "bench_lock: counter %lld != %llu cycles\n", counter,
+                (unsigned long long)cycles);
+    redisFree(rc);
+    free(ws);
+    free(tids);
+    free(pids);
+}
+
+/* Scenario 1: one thread, no contention. The run is cut into rounds; each
+ * round times lock/unlock pairs for a slice, then the ceiling for a slice
+ * of the same length: EVALSHA of the acquire script on this thread's own
+ * hiredis connection. Interleaving keeps the ratio meaningful on a machine
+ * whose speed drifts (shared cores, a VM). Prints one JSON line. */
+static void
+run_uncontended(const run_cfg *cfg)
+{
+    const impl *im = cfg->im;
+    shared *sh = bench_shared(sizeof(*sh));
+    const char *acq[6] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].sha1,
+                          "1", "bench:s1:ceiling", "30000", "bench-owner:1"};
+    const char *load[3] = {"SCRIPT", "LOAD", cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].body};
+    int rounds = (int)(cfg->seconds / 0.5 + 0.5), r;
+    int64_t slice, pair_ns = 0, ceil_ns = 0;
+    uint64_t pairs = 0, ceils = 0;
+    double cpu = 0, *ratios;
+    bench_samples lat;
+    worker w;
+    bench_json j;
+
+    if (rounds < 2)
+        rounds = 2;
+    slice = (int64_t)(cfg->seconds * 1e9 / 2 / rounds);
+    ratios = calloc((size_t)rounds, sizeof(*ratios));
+    if (ratios == NULL)
+        bench_die("out of memory");
+    bench_samples_init(&lat, MAX_SAMPLES, false);
+    memset(&w, 0, sizeof(w));
+    w.cfg = cfg;
+    w.sh = sh;
+    w.redis = bench_redis(cfg->url);
+    freeReplyObject(bench_cmd_argv(w.redis, 3, load, NULL));
+    reset_keys(w.redis);
+    if (im->uses_client) {
+        w.client = new_client(cfg->url);
+        w.own_client = true;
+    }
+    im->open(&w);
+    /* Warm up: connections, script cache, first allocations. */
+    im->lock(&w);
+    im->unlock(&w);
+    for (r = 0; r < rounds; r++) {
+        int64_t t0 = bench_now_ns(), t, end = t0 + slice;
+        uint64_t n = 0, m = 0;
+        double c0 = bench_cpu_s();
+
+        do {
+            int64_t s0 = bench_now_ns();
+
+            im->lock(&w);
+            im->unlock(&w);
+            t = bench_now_ns();
+            bench_samples_add(&lat, t - s0);
+            n++;
+        } while (t < end);
+        cpu += bench_cpu_s() - c0;
+        pairs += n;
+        pair_ns += t - t0;
+        ratios[r] = (double)n / ((double)(t - t0) / 1e9);
+        t0 = bench_now_ns();
+        end = t0 + slice;
+        do {
+            freeReplyObject(bench_cmd_argv(w.redis, 6, acq, NULL));
+            m++;
+            t = bench_now_ns();
+        } while (t < end);
+        ceils += m;
+        ceil_ns += t - t0;
+        ratios[r] /= (double)m / ((double)(t - t0) / 1e9) / 2;
+    }
+    im->close(&w);
+    if (w.own_client)
+        cr_client_free(w.client);
+    freeReplyObject(bench_cmd(w.redis, "DEL bench:s1:ceiling"));
+    reset_keys(w.redis);
+    redisFree(w.redis);
+    qsort(ratios, (size_t)rounds, sizeof(*ratios), cmp_double);
+    bench_samples_sort(&lat);
+
+    bench_json_begin(&j, "s1_uncontended");
+    bench_json_str(&j, "impl", im->name);
+    bench_json_int(&j, "workers", 1);
+    bench_json_int(&j, "rounds", rounds);
+    bench_json_num(&j, "seconds", (double)pair_ns / 1e9);
+    bench_json_int(&j, "cycles", (int64_t)pairs);
+    bench_json_num(&j, "rate", (double)pairs / ((double)pair_ns / 1e9));
+    bench_json_num(&j, "ceiling_evalsha_rps_1",
+                   (double)ceils / ((double)ceil_ns / 1e9));
+    bench_json_num(&j, "ratio_median", ratios[rounds / 2]);
+    bench_json_num(&j, "ratio_min", ratios[0]);
+    bench_json_num(&j, "ratio_max", ratios[rounds - 1]);
+    bench_json_num(&j, "pair_p50_us", (double)bench_pct(&lat, 50) / 1e3);
+    bench_json_num(&j, "pair_p99_us", (double)bench_pct(&lat, 99) / 1e3);
+    bench_json_num(&j, "client_cpu_us_per_cycle", cpu * 1e6 / (double)pairs);
+    bench_json_end(&j);
+    free(ratios);
+    free(lat.v);
+}
+
+int
+main(int argc, char **argv)
+{
+    bench_args a;
+    run_cfg cfg;
+    const char *mode;
+
+    bench_args_parse(argc, argv, &a);
+    if (bench_flag(&a, "--list-kinds")) {
+        size_t i;
+
+        for (i = 0; i < sizeof(impls) / sizeof(impls[0]); i++)
+            if (impls[i].kind)
+                printf("%s\n", impls[i].name);
+        free(a.rest);
+        return 0;
+    }
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.url = a.url;
+    cfg.seconds = a.seconds;
+    cfg.scenario = bench_opt(&a, "--scenario", "uncontended");
+    cfg.im = find_impl(bench_opt(&a, "--impl", "rlock"));
+    cfg.lease_ms = atoll(bench_opt(&a, "--lease-ms", "30000"));
+    mode = bench_opt(&a, "--mode", "threads");
+    cfg.procs = strcmp(mode, "procs") == 0;
+    if (!cfg.procs && strcmp(mode, "threads") != 0)
+        bench_die("--mode is threads or procs");
+    if (strcmp(cfg.scenario, "uncontended") == 0) {
+        cfg.workers = 1;
+        cfg.counter = false;
+    } else if (strcmp(cfg.scenario, "contended") == 0) {
+        cfg.workers = atoi(bench_opt(&a, "--workers", "8"));
+        cfg.counter = true;
+    } else {
+        bench_die("--scenario is uncontended or contended");
+    }
+    if (cfg.workers < 1 || cfg.workers > MAX_WORKERS)
+        bench_die("--workers must be in 1..%d", MAX_WORKERS);
+    if (cfg.workers == 1 && !cfg.counter)
+        run_uncontended(&cfg);
+    else
+        run(&cfg);
+    free(a.rest);
+    return 0;
+}

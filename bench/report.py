@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Turns the JSON lines of one bench/run.sh run into the table of
+doc/benchmarks.md: every figure as a ratio to its ceiling measured in the
+same run, the peers side by side, and each target as met or missed by how
+much. Then prints the JSON lines again, one per scenario, plus one per
+target.
+
+  report.py RESULTS.jsonl
+"""
+import json
+import sys
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass
+    return rows
+
+
+def find(rows, bench, **kw):
+    for r in rows:
+        if r.get("bench") == bench and all(r.get(k) == v for k, v in kw.items()):
+            return r
+    return None
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if digits == 0:
+        return "{:,.0f}".format(v)
+    return "{:,.{}f}".format(v, digits)
+
+
+def ms(us):
+    return None if us is None else us / 1000.0
+
+
+class Targets:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, name, value, limit, higher_is_better, unit="", note=""):
+        """Records a target: `value` against `limit`; missing data is a
+        'not measured' verdict rather than a pass."""
+        if value is None or limit is None:
+            verdict, by = "not measured", None
+        elif (value >= limit) if higher_is_better else (value <= limit):
+            verdict, by = "met", None
+        else:
+            verdict = "missed"
+            by = (limit / value if value else float("inf")) if higher_is_better \
+                else value / limit
+        self.rows.append({"bench": "target", "target": name, "value": value,
+                          "limit": limit, "unit": unit, "verdict": verdict,
+                          "missed_by_factor": by, "note": note})
+
+
+def main():
+    rows = load(sys.argv[1])
+    out = []
+    machine = find(rows, "machine") or {}
+    ceil = find(rows, "ceiling") or {}
+    p = out.append
+
+    p("credisson benchmarks")
+    p("machine: {} x {}; {}; load average {} at start, {} at end".format(
+        machine.get("nproc", "?"), machine.get("cpu", "?"),
+        machine.get("redis", "?"), machine.get("load_start", "?"),
+        machine.get("load_end", "?")))
+    p("")
+    rtt = ceil.get("rtt_us")
+    e1 = ceil.get("evalsha_rps_1")
+    p("Ceiling (hiredis alone, same server, same run)")
+    p("  PING, 1 connection          {:>10}/s   (round trip {} us)".format(
+        fmt(ceil.get("ping_rps")), fmt(rtt)))
+    p("  EVALSHA acquire, 1 conn     {:>10}/s   -> pair ceiling {}/s".format(
+        fmt(e1), fmt(e1 / 2 if e1 else None)))
+    for k in sorted(int(key.rsplit("_", 1)[1]) for key in ceil
+                    if key.startswith("evalsha_rps_") and key != "evalsha_rps_1"):
+        p("  EVALSHA acquire, {:>2} conns   {:>10}/s".format(
+            k, fmt(ceil.get("evalsha_rps_%d" % k))))
+    p("  RLock protocol by hand, pairs {:>8}/s   (acquire + unlock scripts + latch DEL)".format(
+        fmt(ceil.get("protocol_pair_rps"))))
+    p("  lock_renew.lua, 100 keys    {:>10}/s".format(fmt(ceil.get("renew100_rps"))))
+    p("")
+
+    # ---------------------------------------------------------------- s1
+    p("Scenario 1: uncontended lock/unlock pairs, one thread")
+    p("  {:<16} {:>9} {:>9} {:>9} {:>9} {:>10}".format(
+        "impl", "pairs/s", "ratio", "p50 us", "p99 us", "cpu us/pair"))
+    for r in [x for x in rows if x.get("bench") == "s1_uncontended"]:
+        ratio = r.get("ratio_median")
+        if ratio is None and e1:
+            ratio = r["rate"] / (e1 / 2)
+        p("  {:<16} {:>9} {:>9} {:>9} {:>9} {:>10}".format(
+            r["impl"], fmt(r["rate"]), fmt(ratio, 2), fmt(r.get("pair_p50_us")),
+            fmt(r.get("pair_p99_us")), fmt(r.get("client_cpu_us_per_cycle"))))
+    p("  ratio: to single-connection EVALSHA rate / 2; for credisson and the naive")
+    p("  lock measured interleaved with the pairs (median of rounds), for the peers")
+    p("  to the ceiling above.")
+    p("")
+
+    # ---------------------------------------------------------------- s2
+    p("Scenario 2: contended, K workers, lock / GET+SET counter / unlock")
+    p("  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5}".format(
+        "impl", "mode", "K", "cycles/s", "/floor", "wait p50", "p99 ms", "max ms",
+        "hand p50", "p99 us", "self", "exact"))
+    s2 = [x for x in rows if x.get("bench") == "s2_contended"]
+    for r in s2:
+        fmode = r["mode"] if r["mode"] in ("threads", "procs") else "procs"
+        fl = find(rows, "s2_contended", impl="floor", mode=fmode, workers=r["workers"])
+        ratio = r["rate"] / fl["rate"] if fl and fl.get("rate") else None
+        p("  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5}".format(
+            r["impl"], r["mode"], r["workers"], fmt(r["rate"]), fmt(ratio, 2),
+            fmt(ms(r.get("wait_p50_us")), 2), fmt(ms(r.get("wait_p99_us")), 1),
+            fmt(ms(r.get("wait_max_us")), 0), fmt(r.get("handoff_p50_us")),
+            fmt(r.get("handoff_p99_us")), fmt(r.get("self_share"), 2),
+            fmt(r.get("counter_exact"))))
+    p("  /floor: throughput over the instant-handoff floor (same K and mode; the")
+    p("  peers against the processes floor). self: share of acquisitions won by")
+    p("  the worker that had just released (barging). wait: time inside lock().")
+    p("")
+
+    # ---------------------------------------------------------------- s5
+    s5 = [x for x in rows if x.get("bench") == "s5_latch"]
+    if s5:
+        p("Scenario 5: latch release fan-out, K waiters, one count down per round")
+        p("  {:<7} {:>3} {:>7} {:>9} {:>9} {:>9} {:>12} {:>6}".format(
+            "mode", "K", "rounds", "p50 us", "p99 us", "max us", "p50 in RTTs", "errors"))
+        for r in s5:
+            p("  {:<7} {:>3} {:>7} {:>9} {:>9} {:>9} {:>12} {:>6}".format(
+                r["mode"], r["workers"], r["rounds"], fmt(r["release_p50_us"]),
+                fmt(r["release_p99_us"]), fmt(r["release_max_us"]),
+                fmt(r["release_p50_us"] / rtt if rtt else None, 1), r["errors"]))
+        p("  release: from just before cr_latch_count_down to each waiter's return")
+        p("  from cr_latch_await; RTT: the PING round trip of the ceiling.")
+        p("")
+
+    # ---------------------------------------------------------------- s7
+    p("Scenario 7: watchdog at scale (lease-less holds in one client)")
+    p("  {:>7} {:>6} {:>10} {:>8} {:>8} {:>7} {:>6} {:>8} {:>7} {:>8} {:>4} {:>9}".format(
+        "locks", "wd ms", "calls/per", "ideal", "per call", "cycle s", "cpu %",
+        "ms/cycle", "B/lock", "B+handle", "lost", "alive"))
+    for r in [x for x in rows if x.get("bench") == "s7_watchdog"]:
+        rpl = r["renewals_per_lock_per_period"]
+        p("  {:>7} {:>6} {:>10} {:>8} {:>8} {:>7} {:>6} {:>8} {:>7} {:>8} {:>4} {:>9}".format(
+            fmt(r["locks"]), fmt(r["watchdog_ms"]), fmt(r["renewal_calls_per_period"], 1),
+            fmt(r["locks"] / 100.0), fmt(r["locks_per_call"], 1),
+            fmt(r["period_s"] / rpl if rpl else None, 2), fmt(r["cpu_pct"], 1),
+            fmt(r["cpu_ms_per_period"] / rpl if rpl else None, 0),
+            fmt(r["bytes_per_lock_steady"]), fmt(r["bytes_per_lock_handles"]),
+            r["leases_lost"], "{}/{}".format(r["pttl_alive"], r["pttl_sampled"])))
+    p("  calls/per: renewal script calls per period (watchdog / 3); ideal: one per")
+    p("  100 locks; cycle s: how often each lock was actually renewed; cpu %: the")
+    p("  client's CPU over the quiet window in % of one core at this watchdog")
+    p("  timeout (the default 30 s renews 10 times less often); ms/cycle: CPU")
+    p("  per renewal of every lock.")
+    p("  B/lock: malloc'd bytes per held lock with the handles freed (the holds")
+    p("  table); B+handle: with every cr_lock handle still alive.")
+    p("")
+
+    # ---------------------------------------------------------------- s8
+    w = find(rows, "s8_wheel")
+    if w:
+        p("Scenario 8: timing wheel alone, {} timers".format(fmt(w["timers"])))
+        p("  schedule {} ns (ceiling {} ns: ratio {}), cancel {} ns (ceiling {} ns:"
+          " ratio {}),".format(fmt(w["schedule_ns"], 1), fmt(w["ceiling_append_ns"], 1),
+                               fmt(w["schedule_ratio"], 2), fmt(w["cancel_ns"], 1),
+                               fmt(w["ceiling_unlink_ns"], 1), fmt(w["cancel_ratio"], 2)))
+        p("  reschedule {} ns, fire {} ns per timer tick by tick, {} ns after one"
+          " jump".format(fmt(w["reschedule_ns"], 1), fmt(w["fire_ns"], 1),
+                         fmt(w["jump_fire_ns"], 1)))
+        p("  ceiling: append to / unlink from 512 plain intrusive lists.")
+        p("")
+
+    for r in [x for x in rows if x.get("bench") == "note"]:
+        p("note: " + r.get("text", ""))
+
+    # ---------------------------------------------------------------- targets
+    t = Targets()
+    s1 = find(rows, "s1_uncontended", impl="rlock")
+    pp = ceil.get("protocol_pair_rps")
+    t.add("uncontended pairs/s >= 0.9 x (EVALSHA rate / 2)",
+          s1.get("ratio_median") if s1 else None, 0.9, True, "x",
+          "the RLock protocol done by hand with hiredis reaches %.2f x" %
+          (pp / (e1 / 2)) if pp and e1 else "")
+    for mode in ("threads", "procs"):
+        r8 = find(rows, "s2_contended", impl="rlock", mode=mode, workers=8)
+        f8 = find(rows, "s2_contended", impl="floor", mode=mode, workers=8)
+        n8 = find(rows, "s2_contended", impl="naive", mode=mode, workers=8)
+        t.add("K=8 %s: exact counter" % mode,
+              1.0 if r8 and r8.get("counter_exact") else (0.0 if r8 else None), 1.0, True)
+        t.add("K=8 %s: throughput >= 0.8 x instant-handoff floor" % mode,
+              r8["rate"] / f8["rate"] if r8 and f8 else None, 0.8, True, "x")
+        t.add("K=8 %s: p99 wait <= 1/3 of naive C peer's" % mode,
+              r8["wait_p99_us"] / n8["wait_p99_us"] if r8 and n8 else None,
+              1 / 3.0, False, "x")
+        t.add("K=8 %s: longest wait <= 3 x fair share (K x mean cycle)" % mode,
+              r8["wait_max_us"] / (8 * r8["cycle_us"]) if r8 else None, 3.0, False,
+              "x fair share")
+        t.add("K=8 %s: handoff p50 <= 3 round trips" % mode,
+              r8["handoff_p50_us"] / rtt if r8 and rtt else None, 3.0, False,
+              "round trips")
+    r8 = find(rows, "s2_contended", impl="rlock", mode="procs", workers=8)
+    py = find(rows, "s2_contended", impl="python3-redis", workers=8)
+    nd = find(rows, "s2_contended", impl="redlock", workers=8)
+    t.add("K=8 procs: throughput >= 2 x python3-redis Lock",
+          r8["rate"] / py["rate"] if r8 and py else None, 2.0, True, "x")
+    t.add("K=8 procs: throughput >= 3 x redlock",
+          r8["rate"] / nd["rate"] if r8 and nd else None, 3.0, True, "x")
+    wd = find(rows, "s7_watchdog", locks=100000)
+    t.add("100k locks: one renewal call per 100 locks (+5 %)",
+          wd["renewal_calls"] / (wd["renewals_sent"] / 100.0)
+          if wd and wd["renewals_sent"] else None, 1.05, False,
+          "calls per 100 renewals")
+    t.add("100k locks: every lock renewed once per period (+-10 %)",
+          wd["renewals_per_lock_per_period"] if wd else None, 0.9, True,
+          "renewals per lock per period")
+    t.add("100k locks: client CPU < 5 %% of one core (at %s ms watchdog)"
+          % (wd["watchdog_ms"] if wd else "?"),
+          wd["cpu_pct"] if wd else None, 5.0, False, "%",
+          "%.2f %% at the default 30 s watchdog" % (wd["cpu_pct"] * wd["watchdog_ms"] / 30000.0)
+          if wd else "")
+    t.add("100k locks: client memory < 512 B per held lock (holds)",
+          wd["bytes_per_lock_steady"] if wd else None, 512, False, "B")
+    t.add("100k locks: client memory < 512 B per held lock (with handles)",
+          wd["bytes_per_lock_handles"] if wd else None, 512, False, "B")
+    t.add("100k locks: no lease lost, sampled PTTLs all > 0",
+          1.0 if wd and wd["leases_lost"] == 0 and wd["pttl_alive"] == wd["pttl_sampled"]
+          else (0.0 if wd else None), 1.0, True)
+
+    p("Targets")
+    for r in t.rows:
+        v = r["value"]
+        detail = "" if v is None else "{} {} (limit {})".format(
+            fmt(v, 3 if abs(v) < 10 else 1), r["unit"], fmt(r["limit"], 3 if r["limit"] < 10 else 0))
+        if r["verdict"] == "missed":
+            detail += ", missed by {}x".format(fmt(r["missed_by_factor"], 2))
+        if r["note"]:
+            detail += "; " + r["note"]
+        p("  [{:<12}] {}: {}".format(r["verdict"], r["target"], detail))
+    p("")
+    p("JSON")
+    print("\n".join(out))
+    for r in rows:
+        print(json.dumps(r, sort_keys=True))
+    for r in t.rows:
+        print(json.dumps(r, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
