@@ -174,6 +174,15 @@ attempt(void *arg, int64_t *hint)
         }
     }
     rc = a->lock->ops->acquire(a->lock, a->owner, a->lease_ms, a->wait_ms, hint);
+    if (rc == CR_EREENTRANT &&
+        cr__hold_count(a->lock->client->renewal, a->lock->ops->hold_kind,
+                       a->lock->raw, a->owner, NULL) == 0) {
+        /* The server has a hold of this owner that this client does not
+         * know of: an earlier attempt whose reply was lost did acquire.
+         * It is this owner's hold: take it up instead of refusing. */
+        a->extra = 0;
+        return CR_OK;
+    }
     if (rc == CR_EIO)
         a->uncertain = true;
     else if (rc == CR_OK)

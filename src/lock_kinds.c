@@ -99,8 +99,11 @@ cr_status
 cr_fenced_lock_new(cr_client *c, const char *name, cr_lock **out)
 {
     cr_lock *l = NULL;
-    cr_status rc = cr__lock_create(c, name, &fenced_ops, &l);
+    cr_status rc;
 
+    if (out == NULL)
+        return cr__fail(CR_EINVAL, "out is NULL");
+    rc = cr__lock_create(c, name, &fenced_ops, &l);
     if (rc != CR_OK)
         return rc;
     l->impl = cr__prefix_name("redisson_lock_token", l->raw);

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,7 +47,8 @@ struct cr__sub {
     bool wake_on_confirm; /* resubscribed after a drop: wake to retry */
     bool dirty;
     struct cr__sub *next_dirty;
-    pthread_cond_t cv;
+    pthread_cond_t cv;         /* waiters for permits */
+    pthread_cond_t confirm_cv; /* waiters for the SUBSCRIBE confirmation */
     UT_hash_handle hh;
 };
 
@@ -125,6 +127,7 @@ static void
 free_sub(cr__sub *s)
 {
     pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->confirm_cv);
     free(s->channel);
     free(s);
 }
@@ -162,6 +165,7 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
         }
         s->mode = mode;
         cond_init_monotonic(&s->cv);
+        cond_init_monotonic(&s->confirm_cv);
         HASH_ADD_KEYPTR(hh, ps->subs, s->channel, strlen(s->channel), s);
     }
     if (s->refs++ == 0) {
@@ -169,7 +173,7 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
         poke(ps);
     }
     while (!s->confirmed && !ps->closing)
-        if (!cond_wait_until(&s->cv, &ps->mu, deadline))
+        if (!cond_wait_until(&s->confirm_cv, &ps->mu, deadline))
             break;
     if (ps->closing)
         rc = cr__fail(CR_ECLOSED, "the client is being freed");
@@ -321,7 +325,10 @@ deliver(cr__sub *s, const char *payload, size_t len)
     }
     if (s->permits > s->refs)
         s->permits = s->refs;
-    if (s->permits > 0)
+    /* One permit wakes one waiter; more wake all (each takes one). */
+    if (s->permits == 1)
+        pthread_cond_signal(&s->cv);
+    else if (s->permits > 1)
         pthread_cond_broadcast(&s->cv);
 }
 
@@ -361,7 +368,7 @@ handle_reply(cr__pubsub *ps, const redisReply *r)
                 s->wake_on_confirm = false;
                 wake_all(s);
             }
-            pthread_cond_broadcast(&s->cv);
+            pthread_cond_broadcast(&s->confirm_cv);
         }
         if (s->inflight == 0 && s->refs == 0)
             mark_dirty(ps, s); /* free it on the next reconcile */
@@ -451,7 +458,14 @@ dispatcher(void *arg)
 {
     cr__pubsub *ps = arg;
     int64_t backoff = BACKOFF_MIN_MS;
+    sigset_t pipe_only;
 
+    /* This thread writes to a socket the server may close: a SIGPIPE must
+     * not kill the process. Blocked for the thread's life, one that is
+     * raised here stays pending on this thread and is never delivered. */
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
     pthread_mutex_lock(&ps->mu);
     while (!ps->stop) {
         struct pollfd pfd[2];
@@ -544,8 +558,10 @@ cr__pubsub_close(cr__pubsub *ps)
 
     pthread_mutex_lock(&ps->mu);
     ps->closing = true;
-    HASH_ITER(hh, ps->subs, s, tmp)
+    HASH_ITER(hh, ps->subs, s, tmp) {
         pthread_cond_broadcast(&s->cv);
+        pthread_cond_broadcast(&s->confirm_cv);
+    }
     pthread_mutex_unlock(&ps->mu);
 }
 

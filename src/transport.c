@@ -134,6 +134,19 @@ oom:
     return NULL;
 }
 
+/* Caps the size of the arrays a reader accepts, so that a hostile or broken
+ * server cannot make it allocate gigabytes from one header (*322222222).
+ * hiredis 1.x has the setting; 0.14 has none (see doc/safety.md). */
+static void
+limit_reader(redisReader *rd)
+{
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+    rd->maxelements = 1 << 20;
+#else
+    (void)rd;
+#endif
+}
+
 cr_status
 cr__reply_from_buffer(const char *buf, size_t len, cr__reply **out)
 {
@@ -143,6 +156,7 @@ cr__reply_from_buffer(const char *buf, size_t len, cr__reply **out)
 
     if (rd == NULL)
         return CR_ENOMEM;
+    limit_reader(rd);
     if (redisReaderFeed(rd, buf, len) != REDIS_OK ||
         redisReaderGetReply(rd, &raw) != REDIS_OK) {
         rc = cr__fail(CR_ESCRIPT, "not a RESP reply: %s", rd->errstr);
@@ -350,6 +364,7 @@ cr__conn_open(const cr__conn_config *cfg, redisContext **out)
         redisFree(c);
         return rc;
     }
+    limit_reader(c->reader);
     if (redisSetTimeout(c, ms_to_tv(cfg->command_timeout_ms)) != REDIS_OK) {
         redisFree(c);
         return cr__fail(CR_EIO, "cannot set the command timeout");
@@ -396,6 +411,7 @@ cr_status
 cr__transport_new(const cr__conn_config *cfg, int pool_size,
                   cr__transport **out)
 {
+    cr__sigpipe sp;
     cr__transport *t;
     cr_status rc;
     int i;
@@ -420,7 +436,9 @@ cr__transport_new(const cr__conn_config *cfg, int pool_size,
         t->conns[i].next_free = t->free_list;
         t->free_list = &t->conns[i];
     }
+    cr__sigpipe_block(&sp);
     rc = cr__conn_open(cfg, &t->conns[0].ctx);
+    cr__sigpipe_unblock(&sp);
     if (rc != CR_OK) {
         cr__transport_free(t);
         return rc;
@@ -521,11 +539,21 @@ ready_conn(cr__transport *t, conn *c)
             CR__STAT_ADD(t->cfg.stats, reconnects, 1);
         c->opened = true;
     }
+    return CR_OK;
+}
+
+/* Reads and drops the replies of commands sent without waiting (latch
+ * DELs). They come before the reply of anything sent after them, so a new
+ * command is written first and these are read while it travels. */
+static cr_status
+drain_deferred(cr__transport *t, conn *c)
+{
     while (c->discard > 0) {
         void *r = NULL;
 
         if (redisGetReply(c->ctx, &r) != REDIS_OK) {
-            rc = cr__conn_io_error(c->ctx, "reading a deferred reply");
+            cr_status rc = cr__conn_io_error(c->ctx, "reading a deferred reply");
+
             drop_conn(t, c);
             return rc;
         }
@@ -569,24 +597,37 @@ static cr_status
 run_on(cr__transport *t, conn *c, int argc, const char **argv,
        const size_t *argvlen, cr__reply **out, bool *not_run, bool sync)
 {
+    void *raw = NULL;
     redisReply *r;
     cr_status rc = ready_conn(t, c);
 
     if (rc != CR_OK)
         return rc;
     CR__STAT_ADD(t->cfg.stats, commands, 1);
-    r = redisCommandArgv(c->ctx, argc, argv, argvlen);
-    if (r == NULL) {
+    if (redisAppendCommandArgv(c->ctx, argc, argv, argvlen) != REDIS_OK)
+        return cr__fail(CR_ENOMEM, "cannot format %s", argv[0]);
+    if ((rc = drain_deferred(t, c)) != CR_OK)
+        return rc;
+    if (redisGetReply(c->ctx, &raw) != REDIS_OK || raw == NULL) {
         rc = cr__conn_io_error(c->ctx, argv[0]);
         drop_conn(t, c);
         return rc;
     }
+    r = raw;
     if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0) {
         /* A failover turned this master into a replica: nothing ran. */
         rc = cr__fail(CR_EIO, "%s: %s", argv[0], r->str);
         freeReplyObject(r);
         drop_conn(t, c);
         *not_run = true;
+        return rc;
+    }
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LOADING", 7) == 0) {
+        /* A restarted server still reading its data back: nothing ran,
+         * and it will answer soon, so this is a transient failure that
+         * waiting calls retry (not a server error). The link is fine. */
+        rc = cr__fail(CR_EIO, "%s: %s", argv[0], r->str);
+        freeReplyObject(r);
         return rc;
     }
     *out = cr__reply_convert(r);
@@ -614,15 +655,18 @@ cr__transport_command(cr__transport *t, unsigned flags, int argc,
     conn *c = take_conn(t, flags);
     bool not_run = false;
     bool sync = (flags & CR__CMD_SYNC) && t->cfg.sync_timeout_ms > 0;
+    cr__sigpipe sp;
     cr_status rc;
 
     sync_failed = false;
+    cr__sigpipe_block(&sp);
     rc = run_on(t, c, argc, argv, argvlen, out, &not_run, sync);
     if (rc == CR_EIO && ((flags & CR__CMD_RETRY) || not_run)) {
         cr__log(t->cfg.log, CR_LOG_WARN, "%s failed (%s), retrying once",
                 argv[0], cr_last_error());
         rc = run_on(t, c, argc, argv, argvlen, out, &not_run, sync);
     }
+    cr__sigpipe_unblock(&sp);
     give_conn(t, c);
     return rc;
 }
@@ -632,8 +676,10 @@ cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
                            const size_t *argvlen)
 {
     conn *c = take_conn(t, 0);
+    cr__sigpipe sp;
     int done = 0;
 
+    cr__sigpipe_block(&sp);
     if (ready_conn(t, c) == CR_OK &&
         redisAppendCommandArgv(c->ctx, argc, argv, argvlen) == REDIS_OK) {
         c->discard++;
@@ -645,5 +691,6 @@ cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
             }
         }
     }
+    cr__sigpipe_unblock(&sp);
     give_conn(t, c);
 }

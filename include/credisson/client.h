@@ -8,6 +8,10 @@
  * handles may be shared too; ownership is per thread (client id + thread id),
  * as in Redisson. Callbacks run on the client's watchdog thread and must not
  * block or call back into the library in a way that waits on Redis.
+ *
+ * Signals: a connection the server closed never raises SIGPIPE in the
+ * application; the library blocks it around its own writes and leaves the
+ * application's SIGPIPE disposition alone.
  */
 #ifndef CREDISSON_CLIENT_H
 #define CREDISSON_CLIENT_H

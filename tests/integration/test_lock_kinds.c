@@ -61,8 +61,12 @@ test_fenced_tokens_strictly_increase_across_clients_and_reentry(void **state)
     assert_int_equal(redis_int("PTTL redisson_lock_token:{fence}"), -1);
     assert_int_equal(redis_int("HLEN fence"), 1);
     assert_int_equal(cr_lock_unlock(b), CR_OK);
-    /* Only a fenced lock has tokens. */
+    /* Only a fenced lock has tokens; bad arguments are refused. */
     assert_int_equal(cr_fenced_lock_get_token(NULL, &now), CR_EINVAL);
+    assert_int_equal(cr_fenced_lock_new(test_client, "x", NULL), CR_EINVAL);
+    assert_int_equal(cr_fenced_lock_new(test_client, "", &b), CR_EINVAL);
+    assert_int_equal(cr_spin_lock_new(test_client, "x", NULL), CR_EINVAL);
+    assert_int_equal(cr_non_reentrant_lock_new(NULL, "x", &b), CR_EINVAL);
     cr_lock_free(a);
     cr_lock_free(b);
     cr_client_free(other);

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for the command line of the credisson tool: the input,
+ * split at NUL bytes, is an argument vector for cr__cli_parse_args, and the
+ * whole input as one string goes through the duration and count parsers.
+ * Checks beyond the sanitizers': errors are terminated strings, parsed
+ * durations are within range, and parsed counts within their bounds.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+
+#define MAX_ARGS 64
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *buf = malloc(size + 1), *argv[MAX_ARGS + 2], err[CR__CLI_ERR_MAX];
+    cr__cli_args args;
+    int argc = 1;
+    size_t i, start = 0;
+    int64_t v;
+
+    if (buf == NULL)
+        return 0;
+    memcpy(buf, data, size);
+    buf[size] = '\0';
+    argv[0] = "credisson";
+    for (i = 0; i <= size && argc <= MAX_ARGS; i++) {
+        if (i == size || buf[i] == '\0') {
+            argv[argc++] = buf + start;
+            start = i + 1;
+        }
+    }
+    argv[argc] = NULL;
+    memset(err, 'x', sizeof(err));
+    if (cr__cli_parse_args(argc, argv, &args, err, sizeof(err)) != 0 &&
+        memchr(err, '\0', sizeof(err)) == NULL)
+        abort();
+    (void)cr__cli_command_name(args.command);
+    memset(err, 'x', sizeof(err));
+    if (cr__cli_parse_duration(buf, true, &v, err, sizeof(err)) == 0) {
+        if (v != CR__CLI_FOREVER && (v < 0 || v > CR__CLI_DURATION_MAX))
+            abort();
+    } else if (memchr(err, '\0', sizeof(err)) == NULL) {
+        abort();
+    }
+    if (cr__cli_parse_count(buf, -5, 1000, &v, err, sizeof(err)) == 0 &&
+        (v < -5 || v > 1000))
+        abort();
+    free(buf);
+    return 0;
+}
