@@ -15,5 +15,9 @@
 #include <credisson/status.h>
 #include <credisson/client.h>
 #include <credisson/lock.h>
+#include <credisson/rwlock.h>
+#include <credisson/semaphore.h>
+#include <credisson/latch.h>
+#include <credisson/multilock.h>
 
 #endif

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential autoconf automake libtool pkg-config
           libhiredis-dev uthash-dev libcmocka-dev valgrind
-          redis-server redis-sentinel redis-tools)
+          redis-server redis-sentinel redis-tools
+          clang libclang-rt-14-dev iproute2)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

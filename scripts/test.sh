@@ -1,34 +1,58 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Sets everything up and runs every test: the suite (unit tests and
-# integration tests against private redis-server processes), the same suite
-# under valgrind memcheck, and make distcheck. Ends with a summary line
-# "tests: N passed, N failed".
+# Sets everything up and runs every test:
+#   1. make check: unit tests, integration tests against private redis-server
+#      (and Sentinel) processes, CLI tests;
+#   2. make check-valgrind: the same suite under valgrind memcheck;
+#   3. scripts/sanitize.sh: the suite built with ASan+UBSan, then with TSan;
+#   4. fuzz/run.sh: each libFuzzer target for a bounded time;
+#   5. make distcheck (packaging, VPATH build, install; the suite already ran).
+# Ends with the line "total: N passed, N failed" (tests counted in 1).
+# CR_QUICK=1 runs step 1 only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
 
 status=0
-summary() {
-    # Counts cmocka's per-test results in the logs of the last run.
-    local passed failed
-    passed=$(cat tests/*/*.log 2>/dev/null | grep -c '^\[       OK \]')
-    failed=$(cat tests/*/*.log 2>/dev/null | grep -c '^\[  FAILED  \]\|^\[  ERROR   \]')
-    echo "$1: $passed passed, $failed failed"
+passed=0
+failed=0
+
+# Counts the results in the logs of the last make check: cmocka's per-test
+# lines, and the "N passed, N failed" line each shell test ends with.
+count() {
+    local p f
+    p=$(cat tests/*/*.log 2>/dev/null | grep -c '^\[       OK \]')
+    f=$(cat tests/*/*.log 2>/dev/null | grep -c '^\[  FAILED  \]\|^\[  ERROR   \]')
+    for log in tests/cli/*.log; do
+        [ -f "$log" ] || continue
+        line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+        [ -n "$line" ] || continue
+        p=$((p + $(echo "$line" | cut -d' ' -f1)))
+        f=$((f + $(echo "$line" | cut -d' ' -f3)))
+    done
+    echo "$1: $p passed, $f failed"
+    if [ "$1" = check ]; then
+        passed=$p
+        failed=$f
+    fi
 }
 run() {
     echo "== $*"
     if ! "$@"; then
         status=1
-        cat test-suite.log 2>/dev/null | tail -n 200
+        tail -n 200 test-suite.log 2>/dev/null
     fi
 }
 
 run make -j2 check
-summary "make check"
-run make check-valgrind
-summary "make check-valgrind"
-if [ "${CR_SKIP_DISTCHECK:-0}" != 1 ]; then
-    run make -j2 distcheck
+count check
+if [ "${CR_QUICK:-0}" != 1 ]; then
+    run make check-valgrind
+    count valgrind
+    run scripts/sanitize.sh
+    run fuzz/run.sh "${CR_FUZZ_SECONDS:-20}"
+    run make -j2 distcheck TESTS=
 fi
+[ $status -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
+echo "total: $passed passed, $failed failed"
 exit $status

@@ -46,6 +46,36 @@ typedef void (*cr_lock_lost_fn)(void *userdata, const char *name,
 CR_EXPORT cr_status cr_lock_new(cr_client *client, const char *name,
                                 cr_lock **out);
 
+/* cr_fair_lock_new: a handle on the fair lock `name` (Redisson
+ * getFairLock): a reentrant lock granted in the order waiters asked for it.
+ * It shares RLock's hash, so an RLock and a fair lock of the same name
+ * exclude each other; waiters queue in redisson_lock_queue:{name} with
+ * deadlines (epoch ms) in redisson_lock_timeout:{name}, and each listens on
+ * its own channel. Every cr_lock_* call works on it. The name is copied;
+ * nothing is sent to Redis.
+ * - A waiter enqueues with its wait_ms, or with the client's
+ *   fair_lock_wait_timeout_ms (default 300000) for CR_WAIT_FOREVER. A
+ *   waiter at the head that stays in line past that much beyond the
+ *   holder's lease is dropped from the queue by the next caller and joins
+ *   again at the tail (Redisson's rule; watchdog holds longer than that
+ *   cost waiters their place, not their wait).
+ * - A waiter that gives up (wait ran out, error, client freed) leaves the
+ *   queue at once. A dead process's waiter stays until its deadline and
+ *   delays those behind it until then, as in Redisson; they re-check at
+ *   least every second, and every 100 ms while the lock is free.
+ * - cr_lock_try_lock with wait_ms 0 makes one attempt without joining the
+ *   queue (Redisson's tryLock(); its tryLock(0, lease) joins and leaves).
+ * - Unlocking a fair lock nobody holds wakes the first waiter, as Redisson
+ *   does, but returns CR_ENOTOWNER (CR_ELOST if this owner had held it)
+ *   where Redisson reports success.
+ * - cr_lock_delete deletes the hash, the queue and the deadlines without
+ *   waking anyone; cr_lock_force_unlock wakes the first waiter.
+ * Deadlines use the clients' wall clocks: keep them NTP-synchronised.
+ * Ownership: *out needs to be freed with cr_lock_free().
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_EFORKED, CR_ECLOSED. */
+CR_EXPORT cr_status cr_fair_lock_new(cr_client *client, const char *name,
+                                     cr_lock **out);
+
 /* cr_lock_free: release the handle. Holds are not released: unlock first.
  * A watchdog renewal of a hold taken through this handle goes on until it is
  * unlocked through another handle or the client is freed. NULL does nothing. */
