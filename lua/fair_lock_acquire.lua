@@ -4,6 +4,7 @@
 -- KEYS[1] = lock hash N, KEYS[2] = wait queue redisson_lock_queue:{N},
 -- KEYS[3] = waiter deadlines redisson_lock_timeout:{N}
 -- ARGV[1] = lease in ms, ARGV[2] = owner name "<uuid>:<tid>",
+-- ARGV[5] = "1" for the non-reentrant fair lock (Redisson 4.4), else "0",
 -- ARGV[3] = the caller's whole wait in ms (its wait, else fairLockWaitTimeout),
 -- ARGV[4] = the caller's wall clock in epoch ms
 -- Returns nil when the hold was taken (first or reentrant). Otherwise the
@@ -12,6 +13,10 @@
 -- has no expiry; Redisson answers max(0, PTTL N) there), else (just
 -- enqueued) the time left to the previous tail's deadline, or PTTL N when
 -- there is no such tail, as Redisson; that one may be negative.
+-- The non-reentrant fair lock refuses its own owner: an error, as Redisson.
+if ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    return redis.error_reply('NON_REENTRANT_REACQUIRE')
+end
 local now = tonumber(ARGV[4])
 local wait = tonumber(ARGV[3])
 

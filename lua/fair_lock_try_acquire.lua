@@ -4,10 +4,15 @@
 -- KEYS[1] = lock hash N, KEYS[2] = wait queue redisson_lock_queue:{N},
 -- KEYS[3] = waiter deadlines redisson_lock_timeout:{N}
 -- ARGV[1] = lease in ms, ARGV[2] = owner name "<uuid>:<tid>",
+-- ARGV[5] = "1" for the non-reentrant fair lock (Redisson 4.4), else "0",
 -- ARGV[3] = the caller's wall clock in epoch ms,
 -- ARGV[4] = wait in ms by which the other waiters' deadlines move earlier
 -- when the lock is taken (fairLockWaitTimeout)
 -- Returns nil when the hold was taken (first or reentrant), else 1.
+-- The non-reentrant fair lock refuses its own owner: an error, as Redisson.
+if ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    return redis.error_reply('NON_REENTRANT_REACQUIRE')
+end
 local now = tonumber(ARGV[3])
 local wait = tonumber(ARGV[4])
 

@@ -40,6 +40,7 @@
 typedef struct fair_keys {
     char *queue; /* redisson_lock_queue:{N} */
     char *zset;  /* redisson_lock_timeout:{N} */
+    bool non_reentrant; /* Redisson 4.4's non-reentrant fair lock */
 } fair_keys;
 
 static void
@@ -81,7 +82,8 @@ fair_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
 {
     fair_keys *k = l->impl;
     char lease[24], wait[24], now[24];
-    const char *args[7] = {l->raw, k->queue, k->zset, lease, owner, NULL, NULL};
+    const char *args[8] = {l->raw, k->queue, k->zset, lease, owner, NULL, NULL,
+                           k->non_reentrant ? "1" : "0"};
     cr__script_id id = CR__SCRIPT_FAIR_LOCK_ACQUIRE;
     cr__reply *r = NULL;
     int64_t v;
@@ -99,7 +101,9 @@ fair_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
         args[5] = wait;
         args[6] = now;
     }
-    rc = cr__script_run(l->client, id, 0, 3, 4, args, NULL, &r);
+    rc = cr__script_run(l->client, id, 0, 3, 5, args, NULL, &r);
+    if (rc == CR_ESERVER && strstr(cr_last_error(), "NON_REENTRANT_REACQUIRE"))
+        return cr__fail(CR_EREENTRANT, "%s is already held by %s", l->name, owner);
     if (rc != CR_OK)
         return rc;
     if (r->type == CR__REPLY_NIL) {
@@ -256,8 +260,9 @@ static const cr__lock_ops fair_ops = {
     .free_impl = fair_free,
 };
 
-cr_status
-cr_fair_lock_new(cr_client *c, const char *name, cr_lock **out)
+/* Makes a fair lock, reentrant or not. */
+static cr_status
+create(cr_client *c, const char *name, bool non_reentrant, cr_lock **out)
 {
     cr_lock *l = NULL;
     fair_keys *k;
@@ -272,6 +277,19 @@ cr_fair_lock_new(cr_client *c, const char *name, cr_lock **out)
         cr_lock_free(l);
         return CR_ENOMEM;
     }
+    k->non_reentrant = non_reentrant;
     *out = l;
     return CR_OK;
+}
+
+cr_status
+cr_fair_lock_new(cr_client *c, const char *name, cr_lock **out)
+{
+    return create(c, name, false, out);
+}
+
+cr_status
+cr_non_reentrant_fair_lock_new(cr_client *c, const char *name, cr_lock **out)
+{
+    return create(c, name, true, out);
 }

@@ -204,6 +204,13 @@ CR_EXPORT cr_status cr_non_reentrant_lock_new(cr_client *client,
                                               const char *name,
                                               cr_lock **out);
 
+/* cr_non_reentrant_fair_lock_new: the same rule on the fair lock's layout
+ * (Redisson 4.4's non-reentrant fair lock).
+ * Ownership: *out needs to be freed with cr_lock_free(). */
+CR_EXPORT cr_status cr_non_reentrant_fair_lock_new(cr_client *client,
+                                                   const char *name,
+                                                   cr_lock **out);
+
 #ifdef __cplusplus
 }
 #endif

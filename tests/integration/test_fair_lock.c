@@ -198,7 +198,7 @@ test_fair_lock_waiters_get_it_in_queue_order_across_threads_and_processes(void *
     }
     /* The queue holds them in the order they came. */
     for (i = 0; i < 5; i++) {
-        char index[8];
+        char index[16];
 
         snprintf(index, sizeof(index), "%d", i);
         redis_str(got, sizeof(got), "LINDEX " QUEUE " %s", index);

@@ -292,6 +292,31 @@ test_non_reentrant_lock_refuses_the_owner_taking_it_again(void **state)
     cr_client_free(other);
 }
 
+static void
+test_non_reentrant_fair_lock_refuses_its_owner_and_keeps_the_queue(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *l, *fair;
+
+    (void)state;
+    assert_int_equal(cr_non_reentrant_fair_lock_new(test_client, "fonce", &l), CR_OK);
+    assert_int_equal(cr_fair_lock_new(other, "fonce", &fair), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_try_lock(l, 0, CR_LEASE_WATCHDOG), CR_EREENTRANT);
+    assert_int_equal(cr_lock_try_lock(l, 100, CR_LEASE_WATCHDOG), CR_EREENTRANT);
+    /* A refused re-acquire leaves no queue entry behind. */
+    assert_int_equal(redis_int("EXISTS redisson_lock_queue:{fonce}"), 0);
+    assert_int_equal(redis_int("HGET fonce %s:%lld", cr_client_id(test_client),
+                               (long long)cr_thread_id()), 1);
+    assert_int_equal(cr_lock_try_lock(fair, 0, CR_LEASE_WATCHDOG), CR_BUSY);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(cr_lock_try_lock(fair, 0, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_unlock(fair), CR_OK);
+    cr_lock_free(l);
+    cr_lock_free(fair);
+    cr_client_free(other);
+}
+
 int
 main(void)
 {
@@ -303,6 +328,7 @@ main(void)
         T(test_spin_lock_keeps_counter_exact_without_any_subscription),
         T(test_spin_lock_and_rlock_of_the_same_name_exclude_each_other),
         T(test_non_reentrant_lock_refuses_the_owner_taking_it_again),
+        T(test_non_reentrant_fair_lock_refuses_its_owner_and_keeps_the_queue),
 #undef T
     };
 
