@@ -320,6 +320,7 @@ release(cr_lock *l, int64_t tid)
     r = l->client->renewal;
     l->ops->owner(l, tid, owner);
     local = cr__hold_count(r, l->ops->hold_kind, l->raw, owner, &lost);
+    cr__hold_releasing(r, l->ops->hold_kind, l->raw, owner);
     rc = l->ops->unlock(l, owner, atomic_load(&l->lease_ms), &result);
     if (rc == CR_OK) {
         cr__hold_release(r, l->ops->hold_kind, l->raw, owner, result == 1);

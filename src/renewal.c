@@ -50,6 +50,7 @@ typedef struct hold {
     uint64_t gen;
     bool watchdog;
     bool lost;
+    bool releasing; /* an unlock is under way: renewal answers are stale */
     cr_lock_lost_fn fn;
     void *userdata;
     cr__timer timer;
@@ -227,8 +228,30 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
 
     pthread_mutex_lock(&r->mu);
     h = find_hold(r, kind, key, owner);
-    if (h != NULL && (all || --h->count <= 0))
+    if (h != NULL && (all || --h->count <= 0)) {
         remove_hold(r, h);
+    } else if (h != NULL && h->releasing) {
+        /* Holds remain: renew them again from now. */
+        h->releasing = false;
+        if (h->watchdog && !h->lost)
+            cr__wheel_schedule(r->wheel, &h->timer, next_renewal(r, cr__now_ms()));
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void
+cr__hold_releasing(cr__renewal *r, cr__hold_kind kind, const char *key,
+                   const char *owner)
+{
+    hold *h;
+
+    pthread_mutex_lock(&r->mu);
+    h = find_hold(r, kind, key, owner);
+    if (h != NULL) {
+        h->releasing = true;
+        if (cr__timer_is_scheduled(&h->timer))
+            cr__wheel_cancel(r->wheel, &h->timer);
+    }
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -484,7 +507,7 @@ renew_batch(cr__renewal *r, size_t from, size_t n, lost_call *lost,
         hold *h = due_hold(r, &r->due[from + i]);
         int64_t ok;
 
-        if (h == NULL || !h->watchdog || h->lost)
+        if (h == NULL || !h->watchdog || h->lost || h->releasing)
             continue;
         if (rc != CR_OK) {
             cr__wheel_schedule(r->wheel, &h->timer, now + RETRY_AFTER_ERROR_MS);

@@ -52,6 +52,13 @@ int64_t cr__hold_count(cr__renewal *r, cr__hold_kind kind, const char *key,
 void cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
                       const char *owner, bool all);
 
+/* cr__hold_releasing: an unlock of (kind, key, owner) is about to run: stop
+ * renewing it and ignore renewal answers in flight (a renewal racing the
+ * unlock would otherwise find the hold gone and report it lost). The next
+ * cr__hold_release ends this: renewal resumes if holds remain. */
+void cr__hold_releasing(cr__renewal *r, cr__hold_kind kind, const char *key,
+                        const char *owner);
+
 /* cr__hold_drop_key: forget every owner's holds on `key` (force unlock). */
 void cr__hold_drop_key(cr__renewal *r, cr__hold_kind kind, const char *key);
 
