@@ -558,7 +558,7 @@ cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen)
     sep = strstr(s, "://");
     if (sep == NULL)
         return fail(err, errlen,
-                    "URL has no scheme (expected redis:// or unix://)");
+                    "URL has no scheme (expected redis://, unix:// or redis-sentinel://)");
     scheme_len = (size_t)(sep - s);
     if (scheme_len == 5 && strncasecmp(s, "redis", 5) == 0)
         rc = parse_tcp(sep + 3, out, err, errlen);
@@ -574,11 +574,11 @@ cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen)
                   "unix://");
     else if (may_quote_scheme(s, scheme_len, sep + 3))
         rc = fail(err, errlen,
-                  "unknown scheme '%.*s' (expected redis:// or unix://)",
+                  "unknown scheme '%.*s' (expected redis://, unix:// or redis-sentinel://)",
                   (int)scheme_len, s);
     else
         rc = fail(err, errlen,
-                  "malformed scheme (expected redis:// or unix://)");
+                  "malformed scheme (expected redis://, unix:// or redis-sentinel://)");
     if (rc != CR_OK)
         cr__url_clear(out);
     return rc;

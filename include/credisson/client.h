@@ -41,8 +41,10 @@ typedef void (*cr_log_fn)(void *userdata, cr_log_level level, const char *msg);
 /* Options for cr_client_new. A zeroed struct gives Redisson's defaults; every
  * field that is 0 or NULL takes the default written beside it. */
 typedef struct cr_client_options {
-    /* redis://[user:password@]host[:port][/db] or unix:///path/to.sock
-     * (unix://[user:password@]/path?db=N). NULL: redis://127.0.0.1:6379. */
+    /* redis://[user:password@]host[:port][/db], unix:///path/to.sock
+     * (unix://[user:password@]/path?db=N), or for Sentinel
+     * redis-sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]
+     * (sentinel port 26379 by default). NULL: redis://127.0.0.1:6379. */
     const char *url;
     int64_t connect_timeout_ms;       /* 0: 3000 */
     int64_t command_timeout_ms;       /* 0: 3000 (Redisson's `timeout`) */
@@ -54,8 +56,8 @@ typedef struct cr_client_options {
     /* How long calls that wait keep retrying while Redis is unreachable
      * before they give up with CR_EIO. 0: 30000. */
     int64_t reconnect_window_ms;
-    /* Redisson's checkLockSyncedSlaves: when > 0, every lock acquisition
-     * is followed by WAIT for the server's connected replicas for up to this
+    /* Redisson's checkLockSyncedSlaves: when > 0, every acquisition of the
+     * RLock family (RLock, fenced, spin, non-reentrant) is followed by WAIT for the server's connected replicas for up to this
      * many ms, and when replicas exist but none acknowledged, the
      * acquisition is undone and reported as CR_EIO ("no replica
      * acknowledged"), so that a failover cannot lose a lock just granted.

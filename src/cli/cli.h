@@ -3,8 +3,9 @@
  * What the files of the credisson tool share: its exit codes, the state of
  * one run, and the entry points of the runner (run.c: signals, interruptible
  * waits, the supervised child) and of the inspector (inspect.c: reading
- * objects with plain commands). The tool reaches the library only through
- * <credisson.h>; hiredis is used by inspect.c alone.
+ * objects with plain commands). The tool reaches the library through
+ * <credisson.h>, plus the pure URL parser (src/url.c, compiled in to show
+ * redacted URLs); hiredis is used by inspect.c alone.
  */
 #ifndef CR_CLI_H
 #define CR_CLI_H

@@ -134,6 +134,38 @@ static void report(cr__cli *cli, bool quiet, const char *fmt, ...)
 
 /* Opens the inspector's connection as the URL says, with AUTH and SELECT.
  * Returns 0 or an exit code, after saying what failed unless `quiet`. */
+/* With a redis-sentinel:// URL: asks the sentinels in turn where the master
+ * is and connects to it; NULL when none answers. */
+static redisContext *connect_master(const cr__url *u, struct timeval tv)
+{
+    size_t i;
+
+    for (i = 0; i < u->nsentinels; i++) {
+        redisContext *s = redisConnectWithTimeout(u->sentinel_hosts[i],
+                                                  u->sentinel_ports[i], tv);
+        redisReply *r = NULL;
+        redisContext *m = NULL;
+
+        if (s != NULL && s->err == 0) {
+            redisSetTimeout(s, tv);
+            r = redisCommand(s, "SENTINEL get-master-addr-by-name %s",
+                             u->master_name);
+        }
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[0]->type == REDIS_REPLY_STRING &&
+            r->element[1]->type == REDIS_REPLY_STRING)
+            m = redisConnectWithTimeout(r->element[0]->str,
+                                        atoi(r->element[1]->str), tv);
+        if (r != NULL)
+            freeReplyObject(r);
+        if (s != NULL)
+            redisFree(s);
+        if (m != NULL)
+            return m;
+    }
+    return NULL;
+}
+
 static int open_conn(cr__cli *cli, bool quiet)
 {
     const char *url = cli->url != NULL ? cli->url : "redis://127.0.0.1:6379";
@@ -148,8 +180,11 @@ static int open_conn(cr__cli *cli, bool quiet)
         report(cli, quiet, "invalid URL: %s", err);
         return CR__CLI_EXIT_USAGE;
     }
-    c = u.is_unix ? redisConnectUnixWithTimeout(u.path, tv)
-                  : redisConnectWithTimeout(u.host, u.port, tv);
+    if (u.is_sentinel)
+        c = connect_master(&u, tv);
+    else
+        c = u.is_unix ? redisConnectUnixWithTimeout(u.path, tv)
+                      : redisConnectWithTimeout(u.host, u.port, tv);
     if (c == NULL || c->err != 0) {
         report(cli, quiet, "cannot use Redis at %s: %s", cli->url_shown,
                       c != NULL ? c->errstr : "out of memory");
