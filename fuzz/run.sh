@@ -50,6 +50,8 @@ cflags="-g -O1 -fno-omit-frame-pointer $san -I$work/gen -Iinclude -Isrc -Isrc/cl
 # more than one module.
 lib_objs=()
 for src in src/*.c "$work/gen/scripts.c"; do
+    # An in-place build leaves its own generated src/scripts.c: use ours.
+    [ "$src" = src/scripts.c ] && continue
     obj="$work/obj/$(basename "$src" .c).o"
     if ! "$cc" $cflags -fsanitize=fuzzer-no-link -c "$src" -o "$obj"; then
         echo "fuzz: cannot compile $src" >&2

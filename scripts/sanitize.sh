@@ -51,6 +51,9 @@ if [ -f "$src/tests/tsan.supp" ]; then
     tsan_opts="$tsan_opts:suppressions=$src/tests/tsan.supp"
 fi
 export TSAN_OPTIONS="$tsan_opts"
+# Sanitized programs run several times slower: widen the tests' time bounds
+# as for valgrind.
+export CR_TEST_SLOW=1
 
 status=0
 for kind in "${kinds[@]}"; do
