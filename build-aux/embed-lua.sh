@@ -3,8 +3,9 @@
 # Turns lua/*.lua into a C source holding each script's body and SHA1, so the
 # library can run scripts by EVALSHA and fall back to EVAL. Usage:
 #   embed-lua.sh out.c script1.lua script2.lua ...
-# The scripts' order is the order of CR__SCRIPT_* in src/scripts.h: the
-# generated table is indexed by file name, checked against that list.
+# The table is indexed by designated initialisers named after each file
+# (CR__SCRIPT_<NAME IN CAPITALS>), so the order of the files does not matter;
+# an enum value without a file is caught when a client is created.
 set -eu
 out=$1; shift
 tmp=$out.tmp

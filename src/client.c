@@ -251,6 +251,10 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     if (rc != CR_OK)
         return rc;
     cr__registry_init();
+    for (int i = 0; i < CR__SCRIPT_COUNT; i++)
+        if (cr__scripts[i].body == NULL)
+            return cr__fail(CR_ESCRIPT, "script %d has no lua file in this "
+                            "build (lua_files in Makefile.am)", i);
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return CR_ENOMEM;

@@ -3,9 +3,9 @@
  * The inside of a cr_lock. Every lock kind (RLock, fair, read, write, spin,
  * fenced...) is a cr_lock with a table of operations, as hiredis's
  * redisContextFuncs; lock.c holds what all kinds share (argument checks,
- * waiting, the holds table, the watchdog, lost leases) and RLock's own
- * operations, which other kinds reuse where the protocol says they are the
- * same.
+ * the acquire and release paths built on wait.c and renewal.c, lost-lease
+ * reporting) and RLock's own operations, which other kinds reuse where the
+ * protocol says they are the same.
  */
 #ifndef CR_LOCK_INTERNAL_H
 #define CR_LOCK_INTERNAL_H

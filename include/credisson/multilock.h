@@ -11,10 +11,13 @@
  * sub-lock and reports every error instead of stopping at the first.
  *
  * cr_lock_lock, cr_lock_try_lock, cr_lock_unlock, their _tid forms,
- * cr_lock_is_held_by_thread and cr_lock_get_hold_count (the smallest count
- * among the sub-locks) work on the handle; cr_lock_force_unlock,
+ * cr_lock_is_held_by_thread and cr_lock_get_hold_count (MultiLock: the
+ * smallest count among the sub-locks; RedLock: the smallest within the
+ * best-held majority) work on the handle; cr_lock_force_unlock,
  * cr_lock_delete, cr_lock_is_locked and cr_lock_remain_time_to_live return
- * CR_ENOTSUP, as in Redisson.
+ * CR_ENOTSUP, as in Redisson. Lost leases are reported per sub-lock: ask
+ * cr_lock_is_lost, or set the lost callback, on the sub-lock handles (on the
+ * multilock handle they never report anything).
  *
  * Thread safety: as any cr_lock. The sub-lock handles are borrowed: free
  * the multilock before them.
