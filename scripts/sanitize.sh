@@ -52,8 +52,9 @@ if [ -f "$src/tests/tsan.supp" ]; then
 fi
 export TSAN_OPTIONS="$tsan_opts"
 # Sanitized programs run several times slower: widen the tests' time bounds
-# as for valgrind.
-export CR_TEST_SLOW=1
+# as for valgrind (CR_TEST_SLOW), but run them directly, not under valgrind
+# (CR_TEST_SANITIZED: the CLI tests otherwise wrap credisson in valgrind).
+export CR_TEST_SLOW=1 CR_TEST_SANITIZED=1
 
 status=0
 for kind in "${kinds[@]}"; do

@@ -108,7 +108,8 @@ cli() {
 # As cli, but replacing the calling (sub)shell, so that `cli_exec ... &`
 # leaves the pid of credisson itself (or of valgrind running it) in $!.
 cli_exec() {
-    if [ "${CR_TEST_SLOW:-0}" = 1 ] && command -v valgrind >/dev/null; then
+    if [ "${CR_TEST_SLOW:-0}" = 1 ] && [ "${CR_TEST_SANITIZED:-0}" != 1 ] &&
+        command -v valgrind >/dev/null; then
         exec "$CR_TEST_BUILDDIR/libtool" --mode=execute valgrind -q \
             --leak-check=full --show-leak-kinds=definite,indirect,possible \
             --errors-for-leak-kinds=definite,indirect,possible \
