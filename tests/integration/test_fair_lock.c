@@ -725,6 +725,9 @@ static void
 test_fair_lock_wire_force_unlock_wakes_only_the_head_waiter(void **state)
 {
     cr_client *other = client_with(30000, 0);
+    /* The head waiter keeps the lock while the other times out: a 30 s
+     * watchdog, so that a slow run cannot let its lease lapse meanwhile. */
+    cr_client *mine = client_with(30000, 0);
     cr_lock *holder, *l;
     waiter a, b;
     char oa[96], ob[96], cha[160], chb[160];
@@ -735,9 +738,9 @@ test_fair_lock_wire_force_unlock_wakes_only_the_head_waiter(void **state)
 
     (void)state;
     assert_int_equal(cr_fair_lock_new(other, NAME, &holder), CR_OK);
-    assert_int_equal(cr_fair_lock_new(test_client, NAME, &l), CR_OK);
-    owner_of(test_client, -31, oa);
-    owner_of(test_client, -32, ob);
+    assert_int_equal(cr_fair_lock_new(mine, NAME, &l), CR_OK);
+    owner_of(mine, -31, oa);
+    owner_of(mine, -32, ob);
     snprintf(cha, sizeof(cha), CHANNEL ":%s", oa);
     snprintf(chb, sizeof(chb), CHANNEL ":%s", ob);
     li = cr_test_listener_start(&test_redis, channels, 2);
@@ -767,6 +770,7 @@ test_fair_lock_wire_force_unlock_wakes_only_the_head_waiter(void **state)
     cr_lock_free(l);
     cr_lock_free(holder);
     cr_client_free(other);
+    cr_client_free(mine);
 }
 
 static void
