@@ -229,8 +229,34 @@ check_options(const cr_client_options *o)
         o->lock_watchdog_timeout_ms > 86400000LL * 365 ||
         o->fair_lock_wait_timeout_ms > 86400000LL * 365)
         return cr__fail(CR_EINVAL, "option value out of range");
+    if ((int)o->sharded_pubsub < CR_SHARDED_AUTO ||
+        (int)o->sharded_pubsub > CR_SHARDED_OFF)
+        return cr__fail(CR_EINVAL, "sharded_pubsub is not a cr_sharded_pubsub");
     if (o->lock_watchdog_timeout_ms > 0 && o->lock_watchdog_timeout_ms < 30)
         return cr__fail(CR_EINVAL, "lock_watchdog_timeout_ms must be >= 30");
+    return CR_OK;
+}
+
+/* In a cluster: sharded pub/sub or classic (protocol 1.3). The option,
+ * when set, wins over the URL; AUTO asks a node whether it knows PUBSUB
+ * SHARDNUMSUB (Redis 7+), as Redisson does. */
+static cr_status
+choose_pubsub(cr_client *c, cr_sharded_pubsub opt)
+{
+    const char *argv[2] = {"PUBSUB", "SHARDNUMSUB"};
+    int mode = opt != CR_SHARDED_AUTO ? (int)opt : c->url.sharded;
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    if (mode == CR__SHARDED_AUTO) {
+        rc = cr__transport_command(c->transport, CR__CMD_RETRY, 2, argv, NULL,
+                                   &r);
+        if (rc != CR_OK)
+            return rc;
+        mode = r->type == CR__REPLY_ERROR ? CR__SHARDED_OFF : CR__SHARDED_ON;
+        cr__reply_free(r);
+    }
+    c->publish_cmd = mode == CR__SHARDED_ON ? "spublish" : "publish";
     return CR_OK;
 }
 
@@ -297,8 +323,12 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     if (rc == CR_OK)
         rc = cr__transport_new(&c->conn_cfg, (int)or_default(opts->pool_size, 4),
                                &c->transport);
+    if (rc == CR_OK && c->url.is_cluster)
+        rc = choose_pubsub(c, opts->sharded_pubsub);
     if (rc == CR_OK)
-        rc = cr__pubsub_new(&c->conn_cfg, &c->pubsub);
+        rc = cr__pubsub_new(&c->conn_cfg, c->transport,
+                            strcmp(c->publish_cmd, "spublish") == 0,
+                            &c->pubsub);
     if (rc == CR_OK)
         rc = cr__renewal_new(c, &c->renewal);
     if (rc != CR_OK) {
@@ -369,6 +399,8 @@ cr_client_stats_get(cr_client *c, cr_client_stats *out)
     COPY(noscript_fallbacks);
     COPY(commands);
     COPY(messages);
+    COPY(redirects);
+    COPY(topology_refreshes);
 #undef COPY
     return CR_OK;
 }

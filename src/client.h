@@ -36,7 +36,7 @@ struct cr_client {
     int64_t subscription_timeout_ms;
     int64_t reconnect_window_ms;
     int64_t latch_timeout_ms; /* lifetime of unlock latch keys */
-    const char *publish_cmd;  /* "publish" (sharded pub/sub is not built) */
+    const char *publish_cmd;  /* "publish", or "spublish" (cluster, sharded) */
     cr__logger log;
     cr__stats stats;
     cr__conn_config conn_cfg;

@@ -100,6 +100,17 @@ cr__wall_ms(void)
     return clock_ms(CLOCK_REALTIME);
 }
 
+void
+cr__sleep_ms(int64_t ms)
+{
+    struct timespec ts;
+
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000;
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 size_t
 cr__fmt_i64(char *buf, int64_t v)
 {

@@ -30,6 +30,8 @@ typedef struct cr__stats {
     atomic_uint_fast64_t noscript_fallbacks;
     atomic_uint_fast64_t commands;
     atomic_uint_fast64_t messages;
+    atomic_uint_fast64_t redirects;
+    atomic_uint_fast64_t topology_refreshes;
 } cr__stats;
 
 #define CR__STAT_ADD(stats, field, n)                                         \
@@ -54,6 +56,9 @@ void cr__clear_error(void);
 /* Milliseconds on the monotonic clock, and since the epoch (wall clock). */
 int64_t cr__now_ms(void);
 int64_t cr__wall_ms(void);
+
+/* Sleeps `ms` milliseconds (through signals). */
+void cr__sleep_ms(int64_t ms);
 
 /* Writes v in decimal into buf (at least 21 bytes); returns the length. */
 size_t cr__fmt_i64(char *buf, int64_t v);

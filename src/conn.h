@@ -11,11 +11,13 @@
 
 #include "transport.h"
 
-/* cr__conn_open: connect as `cfg` says (TCP or unix socket), set the command
- * timeout, AUTH when the URL has a password and SELECT a non-zero db.
+/* cr__conn_open: connect as `cfg` says (TCP or unix socket), or to cluster
+ * node host:port when host is not NULL; set the command timeout, AUTH when
+ * the URL has a password and SELECT a non-zero db.
  * On failure *out is NULL and the reason is in cr_last_error(): CR_EIO for
  * an unreachable server, CR_ESERVER when AUTH or SELECT was refused. */
-cr_status cr__conn_open(const cr__conn_config *cfg, redisContext **out);
+cr_status cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
+                        redisContext **out);
 
 /* cr__reply_convert: a deep copy of a hiredis reply, or NULL when out of
  * memory. */

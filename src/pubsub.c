@@ -12,6 +12,13 @@
  * A silent link (a partition) is found by a PING every few seconds of
  * silence: no answer within the command timeout counts as a broken link.
  *
+ * Links: one subscriber connection to the server, or in a Redis Cluster to
+ * one master (classic pub/sub: PUBLISH reaches every node), or with sharded
+ * pub/sub one link per master, each channel SSUBSCRIBEd on the master of its
+ * slot. When a link breaks, a slot moves (the server then ends the sharded
+ * subscription itself) or a node answers with an error, its channels are
+ * placed again from a fresh slot map and their waiters woken to retry.
+ *
  * Lock order: `mu` only; nothing else is taken while holding it.
  */
 #include "config.h"
@@ -29,12 +36,14 @@
 
 #include "conn.h"
 #include "pubsub.h"
+#include "slot.h"
 
 enum { SENT_NONE, SENT_SUB, SENT_UNSUB };
 
 #define PING_AFTER_MS 5000
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
+#define MAX_LINKS 64
 
 struct cr__sub {
     char *channel;
@@ -46,14 +55,33 @@ struct cr__sub {
     bool confirmed;
     bool wake_on_confirm; /* resubscribed after a drop: wake to retry */
     bool dirty;
+    int link;      /* index in ps->links; -1 until placed */
+    unsigned slot; /* the channel's cluster slot */
     struct cr__sub *next_dirty;
     pthread_cond_t cv;         /* waiters for permits */
     pthread_cond_t confirm_cv; /* waiters for the SUBSCRIBE confirmation */
     UT_hash_handle hh;
 };
 
+/* One subscriber connection; only the dispatcher thread uses ctx. */
+typedef struct sublink {
+    redisContext *ctx;
+    int node;      /* cluster node number; -1: the URL's server */
+    char host[256];
+    int port;
+    int64_t last_rx_ms;
+    int64_t ping_sent_ms; /* 0 when no PING is outstanding */
+    int64_t retry_at;     /* next connection attempt */
+    int64_t backoff;
+    bool connected_once;
+    unsigned sgen; /* Sentinel generation of ctx */
+} sublink;
+
 struct cr__pubsub {
     cr__conn_config cfg;
+    cr__transport *transport; /* the slot map, in a cluster */
+    bool cluster;
+    bool sharded; /* SSUBSCRIBE per slot owner */
     pthread_mutex_t mu;
     cr__sub *subs;
     cr__sub *dirty;
@@ -61,11 +89,9 @@ struct cr__pubsub {
     pthread_t thread;
     bool closing;
     bool stop;
-    redisContext *ctx; /* dispatcher thread only */
-    int64_t last_rx_ms;
-    int64_t ping_sent_ms; /* 0 when no PING is outstanding */
-    bool connected_once;
-    unsigned sgen; /* Sentinel generation of ctx */
+    bool need_refresh; /* a cluster link saw the topology change */
+    sublink links[MAX_LINKS];
+    int nlinks;
 };
 
 /* ------------------------------------------------------------- helpers */
@@ -164,6 +190,8 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
             return CR_ENOMEM;
         }
         s->mode = mode;
+        s->link = ps->sharded ? -1 : 0;
+        s->slot = cr__key_slot(channel, strlen(channel));
         cond_init_monotonic(&s->cv);
         cond_init_monotonic(&s->confirm_cv);
         HASH_ADD_KEYPTR(hh, ps->subs, s->channel, strlen(s->channel), s);
@@ -253,49 +281,137 @@ cr__pubsub_channel_count(cr__pubsub *ps)
 
 /* ------------------------------------------------- the dispatcher thread */
 
-/* Queues one SUBSCRIBE or UNSUBSCRIBE in the connection's output buffer. */
+/* Queues one (S)SUBSCRIBE or (S)UNSUBSCRIBE in the link's output buffer. */
 static bool
-append_cmd(cr__pubsub *ps, const char *cmd, const char *channel)
+append_cmd(cr__pubsub *ps, sublink *l, bool subscribe, const char *channel)
 {
-    const char *argv[2] = {cmd, channel};
+    const char *argv[2] = {
+        ps->sharded ? (subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE")
+                    : (subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE"),
+        channel};
 
-    return redisAppendCommandArgv(ps->ctx, 2, argv, NULL) == REDIS_OK;
+    return redisAppendCommandArgv(l->ctx, 2, argv, NULL) == REDIS_OK;
+}
+
+/* Writes out what a link has queued; false when the link failed. */
+static bool
+flush_link(sublink *l)
+{
+    int done = 0;
+
+    while (!done)
+        if (redisBufferWrite(l->ctx, &done) != REDIS_OK)
+            return false;
+    return true;
+}
+
+/* Whether some wanted channel sits on link `i`. mu held. */
+static bool
+link_wanted(cr__pubsub *ps, int i)
+{
+    cr__sub *s, *tmp;
+
+    HASH_ITER(hh, ps->subs, s, tmp)
+        if (s->link == i)
+            return true;
+    return false;
+}
+
+/* The link of cluster node `node`: its own, else a new one, else one no
+ * channel uses any more (a node gone in a failover); -1 when all are in
+ * use. mu held. */
+static int
+link_for_node(cr__pubsub *ps, int node, const char *host, int port)
+{
+    int i;
+
+    for (i = 0; i < ps->nlinks; i++)
+        if (ps->links[i].node == node)
+            return i;
+    if (ps->nlinks < MAX_LINKS) {
+        i = ps->nlinks++;
+    } else {
+        for (i = 0; i < ps->nlinks && link_wanted(ps, i); i++)
+            ;
+        if (i == ps->nlinks)
+            return -1;
+        if (ps->links[i].ctx != NULL)
+            redisFree(ps->links[i].ctx);
+    }
+    memset(&ps->links[i], 0, sizeof(ps->links[i]));
+    ps->links[i].node = node;
+    snprintf(ps->links[i].host, sizeof(ps->links[i].host), "%s", host);
+    ps->links[i].port = port;
+    ps->links[i].backoff = BACKOFF_MIN_MS;
+    return i;
+}
+
+/* Sharded: places each wanted channel without a link on the link of its
+ * slot's master; asks for a fresh slot map when a slot has none. mu held. */
+static void
+place_subs(cr__pubsub *ps)
+{
+    cr__sub *s, *tmp;
+    char host[256];
+    int port, node;
+
+    HASH_ITER(hh, ps->subs, s, tmp) {
+        if (s->link >= 0 || s->refs == 0)
+            continue;
+        node = cr__transport_node_addr(ps->transport, (int64_t)s->slot, host,
+                                       sizeof(host), &port);
+        if (node < 0 || (s->link = link_for_node(ps, node, host, port)) < 0) {
+            ps->need_refresh = true;
+            continue;
+        }
+        mark_dirty(ps, s);
+    }
 }
 
 /* Sends what the dirty entries ask for and frees entries nobody wants any
- * more; mu held. Returns false when the link failed. */
+ * more; mu held. Returns false when a link failed (*bad: which one). */
 static bool
-reconcile(cr__pubsub *ps)
+reconcile(cr__pubsub *ps, int *bad)
 {
     cr__sub *s, *next;
-    int done = 0;
-    bool queued = false;
+    bool queued[MAX_LINKS] = {false};
+    int i;
 
     for (s = ps->dirty, ps->dirty = NULL; s != NULL; s = next) {
+        sublink *l = s->link >= 0 ? &ps->links[s->link] : NULL;
+
         next = s->next_dirty;
         s->dirty = false;
         s->next_dirty = NULL;
-        if (ps->ctx != NULL && s->refs > 0 && s->last_sent != SENT_SUB) {
-            if (!append_cmd(ps, "SUBSCRIBE", s->channel))
+        if (l != NULL && l->ctx != NULL && s->refs > 0 &&
+            s->last_sent != SENT_SUB) {
+            if (!append_cmd(ps, l, true, s->channel)) {
+                *bad = s->link;
                 return false;
+            }
             s->last_sent = SENT_SUB;
             s->inflight++;
-            queued = true;
-        } else if (ps->ctx != NULL && s->refs == 0 && s->last_sent == SENT_SUB) {
-            if (!append_cmd(ps, "UNSUBSCRIBE", s->channel))
+            queued[s->link] = true;
+        } else if (l != NULL && l->ctx != NULL && s->refs == 0 &&
+                   s->last_sent == SENT_SUB) {
+            if (!append_cmd(ps, l, false, s->channel)) {
+                *bad = s->link;
                 return false;
+            }
             s->last_sent = SENT_UNSUB;
             s->confirmed = false;
             s->inflight++;
-            queued = true;
+            queued[s->link] = true;
         } else if (s->refs == 0 && s->inflight == 0) {
             HASH_DEL(ps->subs, s);
             free_sub(s);
         }
     }
-    while (queued && !done)
-        if (redisBufferWrite(ps->ctx, &done) != REDIS_OK)
+    for (i = 0; i < ps->nlinks; i++)
+        if (queued[i] && !flush_link(&ps->links[i])) {
+            *bad = i;
             return false;
+        }
     return true;
 }
 
@@ -332,112 +448,154 @@ deliver(cr__sub *s, const char *payload, size_t len)
         pthread_cond_broadcast(&s->cv);
 }
 
-/* Handles one reply from the subscriber connection; mu held. */
+/* Forgets that `s` is subscribed: it must be sent again (on the link of
+ * its slot's master, when sharded) and its waiters retry now, as they may
+ * have missed a message. mu held. */
 static void
-handle_reply(cr__pubsub *ps, const redisReply *r)
+reset_sub(cr__pubsub *ps, cr__sub *s)
+{
+    s->last_sent = SENT_NONE;
+    s->inflight = 0;
+    s->confirmed = false;
+    s->wake_on_confirm = true;
+    if (ps->sharded)
+        s->link = -1;
+    wake_all(s);
+    mark_dirty(ps, s);
+}
+
+/* Handles a subscription's confirmation or end; mu held. */
+static void
+handle_ack(cr__pubsub *ps, cr__sub *s)
+{
+    if (s->inflight == 0 && s->last_sent == SENT_SUB) {
+        /* The server ended it by itself: a sharded channel's slot moved. */
+        cr__log(ps->cfg.log, CR_LOG_INFO, "subscription to %s moved",
+                s->channel);
+        ps->need_refresh = true;
+        reset_sub(ps, s);
+        return;
+    }
+    if (s->inflight > 0)
+        s->inflight--;
+    if (s->inflight == 0 && s->last_sent == SENT_SUB && !s->confirmed) {
+        s->confirmed = true;
+        if (s->wake_on_confirm) {
+            s->wake_on_confirm = false;
+            wake_all(s);
+        }
+        pthread_cond_broadcast(&s->confirm_cv);
+    }
+    if (s->inflight == 0 && s->refs == 0)
+        mark_dirty(ps, s); /* free it on the next reconcile */
+}
+
+/* Handles one reply on link `l`; mu held. Returns false when the link must
+ * be dropped (a cluster node refused a subscription: MOVED, CLUSTERDOWN). */
+static bool
+handle_reply(cr__pubsub *ps, sublink *l, const redisReply *r)
 {
     const redisReply *kind, *ch;
+    const char *k;
     cr__sub *s;
 
-    ps->last_rx_ms = cr__now_ms();
+    l->last_rx_ms = cr__now_ms();
+    if (r->type == REDIS_REPLY_ERROR && ps->cluster) {
+        cr__log(ps->cfg.log, CR_LOG_INFO, "subscriber link: %s", r->str);
+        ps->need_refresh = true;
+        return false;
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_STRING)
-        return;
+        return true;
     kind = r->element[0];
-    if (strcasecmp(kind->str, "pong") == 0) {
-        ps->ping_sent_ms = 0;
-        return;
+    k = kind->str;
+    if (strcasecmp(k, "pong") == 0) {
+        l->ping_sent_ms = 0;
+        return true;
     }
     ch = r->element[1];
     if (ch->type != REDIS_REPLY_STRING)
-        return;
+        return true;
     HASH_FIND(hh, ps->subs, ch->str, ch->len, s);
     if (s == NULL)
-        return;
-    if (strcasecmp(kind->str, "message") == 0 && r->elements == 3 &&
+        return true;
+    if (strcasecmp(k, "smessage") == 0 || strcasecmp(k, "ssubscribe") == 0 ||
+        strcasecmp(k, "sunsubscribe") == 0)
+        k++; /* sharded: the same as message, subscribe, unsubscribe */
+    if (strcasecmp(k, "message") == 0 && r->elements == 3 &&
         r->element[2]->type == REDIS_REPLY_STRING) {
         CR__STAT_ADD(ps->cfg.stats, messages, 1);
         deliver(s, r->element[2]->str, r->element[2]->len);
-    } else if (strcasecmp(kind->str, "subscribe") == 0 ||
-               strcasecmp(kind->str, "unsubscribe") == 0) {
-        if (s->inflight > 0)
-            s->inflight--;
-        if (s->inflight == 0 && s->last_sent == SENT_SUB && !s->confirmed) {
-            s->confirmed = true;
-            if (s->wake_on_confirm) {
-                s->wake_on_confirm = false;
-                wake_all(s);
-            }
-            pthread_cond_broadcast(&s->confirm_cv);
-        }
-        if (s->inflight == 0 && s->refs == 0)
-            mark_dirty(ps, s); /* free it on the next reconcile */
+    } else if (strcasecmp(k, "subscribe") == 0 ||
+               strcasecmp(k, "unsubscribe") == 0) {
+        handle_ack(ps, s);
     }
+    return true;
 }
 
-/* Forgets the broken connection: every subscription must be sent again and
- * every waiter retries now (it may have missed a message). mu held. */
+/* Closes link `i` after a failure: every channel on it is subscribed again
+ * and its waiters retry. mu held. */
 static void
-drop_link(cr__pubsub *ps)
+drop_link(cr__pubsub *ps, int i)
 {
+    sublink *l = &ps->links[i];
     cr__sub *s, *tmp;
 
-    if (ps->ctx != NULL) {
+    if (l->ctx != NULL) {
         cr__log(ps->cfg.log, CR_LOG_WARN, "pub/sub connection lost: %s",
-                ps->ctx->errstr[0] ? ps->ctx->errstr : "no answer");
-        redisFree(ps->ctx);
-        ps->ctx = NULL;
+                l->ctx->errstr[0] ? l->ctx->errstr : "no answer");
+        redisFree(l->ctx);
+        l->ctx = NULL;
     }
-    ps->ping_sent_ms = 0;
-    HASH_ITER(hh, ps->subs, s, tmp) {
-        s->last_sent = SENT_NONE;
-        s->inflight = 0;
-        s->confirmed = false;
-        s->wake_on_confirm = true;
-        wake_all(s);
-        mark_dirty(ps, s);
-    }
+    l->ping_sent_ms = 0;
+    if (ps->cluster)
+        ps->need_refresh = true;
+    HASH_ITER(hh, ps->subs, s, tmp)
+        if (s->link == i)
+            reset_sub(ps, s);
 }
 
-/* Reads everything the socket has and handles each complete reply; mu held.
+/* Reads everything link `l` has and handles each complete reply; mu held.
  * Returns false when the link failed. */
 static bool
-read_replies(cr__pubsub *ps)
+read_replies(cr__pubsub *ps, sublink *l)
 {
     void *r;
 
-    if (redisBufferRead(ps->ctx) != REDIS_OK)
+    if (redisBufferRead(l->ctx) != REDIS_OK)
         return false;
     for (;;) {
+        bool ok;
+
         r = NULL;
-        if (redisGetReplyFromReader(ps->ctx, &r) != REDIS_OK)
+        if (redisGetReplyFromReader(l->ctx, &r) != REDIS_OK)
             return false;
         if (r == NULL)
             return true;
-        handle_reply(ps, r);
+        ok = handle_reply(ps, l, r);
         freeReplyObject(r);
+        if (!ok)
+            return false;
     }
 }
 
 /* Sends a PING after a silence, and reports a link whose PING went
  * unanswered for longer than the command timeout; mu held. */
 static bool
-check_liveness(cr__pubsub *ps)
+check_liveness(cr__pubsub *ps, sublink *l)
 {
     int64_t now = cr__now_ms();
     const char *argv[1] = {"PING"};
-    int done = 0;
 
-    if (ps->ping_sent_ms != 0)
-        return now - ps->ping_sent_ms <= ps->cfg.command_timeout_ms;
-    if (now - ps->last_rx_ms < PING_AFTER_MS)
+    if (l->ping_sent_ms != 0)
+        return now - l->ping_sent_ms <= ps->cfg.command_timeout_ms;
+    if (now - l->last_rx_ms < PING_AFTER_MS)
         return true;
-    if (redisAppendCommandArgv(ps->ctx, 1, argv, NULL) != REDIS_OK)
+    if (redisAppendCommandArgv(l->ctx, 1, argv, NULL) != REDIS_OK ||
+        !flush_link(l))
         return false;
-    while (!done)
-        if (redisBufferWrite(ps->ctx, &done) != REDIS_OK)
-            return false;
-    ps->ping_sent_ms = now;
+    l->ping_sent_ms = now;
     return true;
 }
 
@@ -451,13 +609,115 @@ drain_pipe(int fd)
         ;
 }
 
-/* The dispatcher: connect (with backoff), reconcile, wait for the socket or
- * a poke, handle replies; until told to stop. */
+/* Opens link `i` (mu held; released while connecting). Without a cluster
+ * the link goes to the URL's server (the master, with Sentinel); with
+ * classic pub/sub in a cluster, to any master. */
+static void
+connect_link(cr__pubsub *ps, int i)
+{
+    sublink *l = &ps->links[i];
+    redisContext *c = NULL;
+    char host[256];
+    int port = l->port;
+    cr__sub *s, *tmp;
+
+    snprintf(host, sizeof(host), "%s", l->host);
+    pthread_mutex_unlock(&ps->mu);
+    if (ps->cluster && !ps->sharded &&
+        cr__transport_node_addr(ps->transport, -1, host, sizeof(host),
+                                &port) < 0)
+        host[0] = '\0';
+    if (!ps->cluster || host[0] != '\0')
+        cr__conn_open(&ps->cfg, ps->cluster ? host : NULL, port, &c);
+    pthread_mutex_lock(&ps->mu);
+    if (c == NULL) {
+        if (ps->cluster)
+            ps->need_refresh = true;
+        /* Sharded: the node may be gone; place its channels again. */
+        HASH_ITER(hh, ps->subs, s, tmp)
+            if (ps->sharded && s->link == i)
+                s->link = -1;
+        l->retry_at = cr__now_ms() + l->backoff;
+        l->backoff = l->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+                                                     : l->backoff * 2;
+        return;
+    }
+    HASH_ITER(hh, ps->subs, s, tmp)
+        if (s->link == i)
+            mark_dirty(ps, s);
+    l->ctx = c;
+    l->sgen = cr__sentinel_generation(ps->cfg.sentinel);
+    l->last_rx_ms = cr__now_ms();
+    l->backoff = BACKOFF_MIN_MS;
+    if (l->connected_once)
+        CR__STAT_ADD(ps->cfg.stats, reconnects, 1);
+    l->connected_once = true;
+}
+
+/* One round of the dispatcher's upkeep (mu held, released for I/O): read
+ * a new slot map when asked, place channels, open the links that have
+ * channels, follow a Sentinel failover, send what the table asks for and
+ * check that quiet links are alive. Fills pfd (the pipe first, then one
+ * entry per open link, their numbers in which[]) and returns how long
+ * poll may wait. */
+static int
+upkeep(cr__pubsub *ps, struct pollfd *pfd, int *which, int *nfds)
+{
+    int64_t now, wait_ms = -1;
+    int i, bad;
+
+    if (ps->need_refresh) {
+        ps->need_refresh = false;
+        pthread_mutex_unlock(&ps->mu);
+        cr__transport_refresh(ps->transport);
+        pthread_mutex_lock(&ps->mu);
+    }
+    if (ps->sharded)
+        place_subs(ps);
+    now = cr__now_ms();
+    for (i = 0; i < ps->nlinks; i++) {
+        sublink *l = &ps->links[i];
+
+        if (l->ctx == NULL && l->retry_at <= now && link_wanted(ps, i))
+            connect_link(ps, i);
+        /* After a failover found by any connection, follow the master. */
+        if (l->ctx != NULL && l->sgen != cr__sentinel_generation(ps->cfg.sentinel))
+            drop_link(ps, i);
+        if (l->ctx != NULL && !check_liveness(ps, l))
+            drop_link(ps, i);
+    }
+    while (!reconcile(ps, &bad))
+        drop_link(ps, bad);
+    pfd[0].fd = ps->pipe_fd[0];
+    pfd[0].events = POLLIN;
+    *nfds = 1;
+    now = cr__now_ms();
+    for (i = 0; i < ps->nlinks; i++) {
+        sublink *l = &ps->links[i];
+
+        if (l->ctx != NULL) {
+            pfd[*nfds].fd = l->ctx->fd;
+            pfd[*nfds].events = POLLIN;
+            which[(*nfds)++] = i;
+            wait_ms = 1000;
+        } else if (link_wanted(ps, i)) {
+            int64_t w = l->retry_at > now ? l->retry_at - now : 0;
+
+            if (wait_ms < 0 || w < wait_ms)
+                wait_ms = w;
+        }
+    }
+    if (ps->need_refresh || (ps->sharded && wait_ms < 0 && ps->subs != NULL))
+        wait_ms = BACKOFF_MIN_MS; /* channels still to place */
+    return (int)wait_ms;
+}
+
+/* The dispatcher: upkeep, wait for a socket or a poke, handle replies;
+ * until told to stop. */
 static void *
 dispatcher(void *arg)
 {
     cr__pubsub *ps = arg;
-    int64_t backoff = BACKOFF_MIN_MS;
     sigset_t pipe_only;
 
     /* This thread writes to a socket the server may close: a SIGPIPE must
@@ -468,58 +728,23 @@ dispatcher(void *arg)
     pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
     pthread_mutex_lock(&ps->mu);
     while (!ps->stop) {
-        struct pollfd pfd[2];
-        int timeout, nfds = 1;
+        struct pollfd pfd[MAX_LINKS + 1];
+        int which[MAX_LINKS + 1];
+        int i, nfds, timeout = upkeep(ps, pfd, which, &nfds);
 
-        if (ps->ctx == NULL && ps->subs != NULL) {
-            redisContext *c = NULL;
-
-            pthread_mutex_unlock(&ps->mu);
-            cr__conn_open(&ps->cfg, &c);
-            pthread_mutex_lock(&ps->mu);
-            if (c != NULL) {
-                cr__sub *s, *tmp;
-
-                HASH_ITER(hh, ps->subs, s, tmp)
-                    mark_dirty(ps, s);
-                ps->ctx = c;
-                ps->sgen = cr__sentinel_generation(ps->cfg.sentinel);
-                ps->last_rx_ms = cr__now_ms();
-                backoff = BACKOFF_MIN_MS;
-                if (ps->connected_once)
-                    CR__STAT_ADD(ps->cfg.stats, reconnects, 1);
-                ps->connected_once = true;
-            }
-        }
-        /* After a failover found by any connection, follow the master. */
-        if (ps->ctx != NULL && ps->sgen != cr__sentinel_generation(ps->cfg.sentinel))
-            drop_link(ps);
-        if (ps->ctx != NULL && (!reconcile(ps) || !check_liveness(ps)))
-            drop_link(ps);
-        else if (ps->ctx == NULL)
-            reconcile(ps); /* frees entries nobody wants */
-        pfd[0].fd = ps->pipe_fd[0];
-        pfd[0].events = POLLIN;
-        if (ps->ctx != NULL) {
-            pfd[1].fd = ps->ctx->fd;
-            pfd[1].events = POLLIN;
-            nfds = 2;
-            timeout = 1000;
-        } else if (ps->subs != NULL) {
-            timeout = (int)backoff;
-            backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
-        } else {
-            timeout = -1;
-        }
         pthread_mutex_unlock(&ps->mu);
         poll(pfd, (nfds_t)nfds, timeout);
         pthread_mutex_lock(&ps->mu);
         if (pfd[0].revents & POLLIN)
             drain_pipe(ps->pipe_fd[0]);
-        if (nfds == 2 && ps->ctx != NULL &&
-            (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) &&
-            !read_replies(ps))
-            drop_link(ps);
+        for (i = 1; i < nfds; i++) {
+            sublink *l = &ps->links[which[i]];
+
+            if (l->ctx != NULL && l->ctx->fd == pfd[i].fd &&
+                (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
+                !read_replies(ps, l))
+                drop_link(ps, which[i]);
+        }
     }
     pthread_mutex_unlock(&ps->mu);
     return NULL;
@@ -528,13 +753,23 @@ dispatcher(void *arg)
 /* ----------------------------------------------------------- life cycle */
 
 cr_status
-cr__pubsub_new(const cr__conn_config *cfg, cr__pubsub **out)
+cr__pubsub_new(const cr__conn_config *cfg, cr__transport *t, bool sharded,
+               cr__pubsub **out)
 {
     cr__pubsub *ps = calloc(1, sizeof(*ps));
 
     if (ps == NULL)
         return CR_ENOMEM;
     ps->cfg = *cfg;
+    ps->transport = t;
+    ps->cluster = cfg->url->is_cluster;
+    ps->sharded = ps->cluster && sharded;
+    if (!ps->sharded) {
+        /* One link for every channel. */
+        ps->nlinks = 1;
+        ps->links[0].node = -1;
+        ps->links[0].backoff = BACKOFF_MIN_MS;
+    }
     if (pipe2(ps->pipe_fd, O_NONBLOCK | O_CLOEXEC) != 0) {
         free(ps);
         return cr__fail(CR_EIO, "pipe: %s", strerror(errno));
@@ -569,6 +804,7 @@ void
 cr__pubsub_free(cr__pubsub *ps)
 {
     cr__sub *s, *tmp;
+    int i;
 
     if (ps == NULL)
         return;
@@ -577,8 +813,9 @@ cr__pubsub_free(cr__pubsub *ps)
     pthread_mutex_unlock(&ps->mu);
     poke(ps);
     pthread_join(ps->thread, NULL);
-    if (ps->ctx != NULL)
-        redisFree(ps->ctx);
+    for (i = 0; i < ps->nlinks; i++)
+        if (ps->links[i].ctx != NULL)
+            redisFree(ps->links[i].ctx);
     HASH_ITER(hh, ps->subs, s, tmp) {
         HASH_DEL(ps->subs, s);
         free_sub(s);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Pub/sub: one subscriber connection and one dispatcher thread per client.
+ * Pub/sub: one subscriber connection (in a cluster with sharded pub/sub, one
+ * per master) and one dispatcher thread per client.
  * Local waiters share one subscription per channel (reference counted:
  * SUBSCRIBE with the first waiter, UNSUBSCRIBE with the last). A message
  * becomes wake-up permits on the channel's subscription, so a message that
@@ -28,8 +29,11 @@ typedef enum cr__wake_mode {
 typedef struct cr__pubsub cr__pubsub;
 typedef struct cr__sub cr__sub;
 
-/* cr__pubsub_new: start the dispatcher thread; it connects on its own. */
-cr_status cr__pubsub_new(const cr__conn_config *cfg, cr__pubsub **out);
+/* cr__pubsub_new: start the dispatcher thread; it connects on its own. In a
+ * cluster it finds nodes through `t`'s slot map, and with `sharded` uses
+ * SSUBSCRIBE on each channel's slot master. */
+cr_status cr__pubsub_new(const cr__conn_config *cfg, cr__transport *t,
+                         bool sharded, cr__pubsub **out);
 
 /* cr__pubsub_close: make every present and future wait return CR_ECLOSED. */
 void cr__pubsub_close(cr__pubsub *ps);

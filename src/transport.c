@@ -9,7 +9,15 @@
  * the same event (a server restart), so each is reopened before its next
  * use instead of failing one more caller. Opening sends AUTH and SELECT.
  *
- * Lock order: the pool mutex is never held while talking to Redis.
+ * In a Redis Cluster there is one such pool per master, made on first use,
+ * and each command goes to the master of its routing key's slot (the
+ * table in cluster.c). MOVED corrects the table and sends the command
+ * again; ASK sends it once to the named node after ASKING; TRYAGAIN (a
+ * multi-key script on a slot being migrated) and CLUSTERDOWN are retried
+ * with a short backoff; a broken link or CLUSTERDOWN re-reads the map.
+ *
+ * Lock order: the pool mutex is never held while talking to Redis; the
+ * refresh mutex may be held while a pool connection is taken.
  */
 #include "config.h"
 
@@ -18,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "conn.h"
+#include "slot.h"
 #include "transport.h"
 
 struct cr__sentinel {
@@ -32,6 +42,12 @@ struct cr__sentinel {
 /* How often a connection with the replica-sync check counts replicas. */
 #define REPLICAS_RECOUNT_MS 1000
 
+/* Cluster: redirections followed per command, the slot map re-read at
+ * least this often, and never more often than the second figure. */
+#define MAX_REDIRECTS 5
+#define REFRESH_PERIOD_MS 10000
+#define REFRESH_MIN_GAP_MS 100
+
 typedef struct conn {
     redisContext *ctx;
     unsigned discard; /* sent replies nobody waits for, to drop first */
@@ -43,8 +59,11 @@ typedef struct conn {
     struct conn *next_free;
 } conn;
 
-struct cr__transport {
-    cr__conn_config cfg;
+/* The connections to one server: the URL's, or one cluster master. */
+typedef struct pool {
+    const cr__conn_config *cfg;
+    char host[256]; /* cluster node; empty: the URL's server */
+    int port;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     conn *conns;
@@ -53,6 +72,18 @@ struct cr__transport {
     conn reserved;
     pthread_mutex_t reserved_mu;
     atomic_uint_fast64_t epoch;
+} pool;
+
+struct cr__transport {
+    cr__conn_config cfg;
+    int pool_size;
+    pool *single;          /* standalone and Sentinel */
+    cr__slot_map *map;     /* cluster: NULL otherwise */
+    pthread_mutex_t nodes_mu;
+    pool *nodes[CR__CLUSTER_MAX_NODES]; /* by node number, made on use */
+    pthread_mutex_t refresh_mu;
+    _Atomic int64_t refreshed_at;
+    atomic_bool refresh_due;
 };
 
 /* ---------------------------------------------------------------- replies */
@@ -280,10 +311,10 @@ find_master(const cr__conn_config *cfg, char *host, size_t len, int *port)
     pthread_mutex_lock(&s->mu);
     first = s->first;
     pthread_mutex_unlock(&s->mu);
-    for (i = 0; i < u->nsentinels; i++) {
-        size_t k = (first + i) % u->nsentinels;
+    for (i = 0; i < u->nhosts; i++) {
+        size_t k = (first + i) % u->nhosts;
 
-        if (!ask_sentinel(cfg, u->sentinel_hosts[k], u->sentinel_ports[k], host,
+        if (!ask_sentinel(cfg, u->hosts[k], u->ports[k], host,
                           len, port))
             continue;
         pthread_mutex_lock(&s->mu);
@@ -335,7 +366,8 @@ count_replicas(redisContext *c)
 /* ------------------------------------------------------------ opening */
 
 cr_status
-cr__conn_open(const cr__conn_config *cfg, redisContext **out)
+cr__conn_open(const cr__conn_config *cfg, const char *node, int node_port,
+              redisContext **out)
 {
     const cr__url *u = cfg->url;
     struct timeval tv = ms_to_tv(cfg->connect_timeout_ms);
@@ -345,14 +377,17 @@ cr__conn_open(const cr__conn_config *cfg, redisContext **out)
     cr_status rc;
 
     *out = NULL;
-    if (u->is_sentinel) {
+    if (node != NULL) {
+        snprintf(host, sizeof(host), "%s", node);
+        port = node_port;
+    } else if (u->is_sentinel) {
         rc = find_master(cfg, host, sizeof(host), &port);
         if (rc != CR_OK)
             return rc;
     } else if (!u->is_unix) {
         snprintf(host, sizeof(host), "%s", u->host);
     }
-    if (u->is_unix)
+    if (u->is_unix && node == NULL)
         c = redisConnectUnixWithTimeout(u->path, tv);
     else
         c = redisConnectWithTimeout(host, port, tv);
@@ -360,7 +395,8 @@ cr__conn_open(const cr__conn_config *cfg, redisContext **out)
         return cr__fail(CR_ENOMEM, "cannot allocate a connection");
     if (c->err) {
         rc = cr__fail(CR_EIO, "cannot connect to %s:%d: %s",
-                      u->is_unix ? u->path : host, port, c->errstr);
+                      u->is_unix && node == NULL ? u->path : host, port,
+                      c->errstr);
         redisFree(c);
         return rc;
     }
@@ -369,7 +405,7 @@ cr__conn_open(const cr__conn_config *cfg, redisContext **out)
         redisFree(c);
         return cr__fail(CR_EIO, "cannot set the command timeout");
     }
-    if (!u->is_unix)
+    if (!u->is_unix || node != NULL)
         redisEnableKeepAlive(c);
     if (u->password != NULL) {
         const char *argv[3] = {"AUTH", u->user, u->password};
@@ -407,158 +443,146 @@ cr__conn_open(const cr__conn_config *cfg, redisContext **out)
 
 /* ------------------------------------------------------------------- pool */
 
-cr_status
-cr__transport_new(const cr__conn_config *cfg, int pool_size,
-                  cr__transport **out)
+/* Makes a pool of `size` connections (none open yet) for the server at
+ * host:port, or the URL's server when host is NULL. */
+static pool *
+pool_new(const cr__conn_config *cfg, int size, const char *host, int port)
 {
-    cr__sigpipe sp;
-    cr__transport *t;
-    cr_status rc;
+    pool *p = calloc(1, sizeof(*p));
     int i;
 
-    if (pool_size < 1 || pool_size > 1024)
-        return cr__fail(CR_EINVAL, "pool size %d is not in 1..1024", pool_size);
-    t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        return CR_ENOMEM;
-    t->conns = calloc((size_t)pool_size, sizeof(*t->conns));
-    if (t->conns == NULL) {
-        free(t);
-        return CR_ENOMEM;
+    if (p == NULL)
+        return NULL;
+    p->conns = calloc((size_t)size, sizeof(*p->conns));
+    if (p->conns == NULL) {
+        free(p);
+        return NULL;
     }
-    t->cfg = *cfg;
-    t->nconns = pool_size;
-    pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, NULL);
-    pthread_mutex_init(&t->reserved_mu, NULL);
-    atomic_init(&t->epoch, 1);
-    for (i = pool_size - 1; i >= 0; i--) {
-        t->conns[i].next_free = t->free_list;
-        t->free_list = &t->conns[i];
+    p->cfg = cfg;
+    if (host != NULL)
+        snprintf(p->host, sizeof(p->host), "%s", host);
+    p->port = port;
+    p->nconns = size;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    pthread_mutex_init(&p->reserved_mu, NULL);
+    atomic_init(&p->epoch, 1);
+    for (i = size - 1; i >= 0; i--) {
+        p->conns[i].next_free = p->free_list;
+        p->free_list = &p->conns[i];
     }
-    cr__sigpipe_block(&sp);
-    rc = cr__conn_open(cfg, &t->conns[0].ctx);
-    cr__sigpipe_unblock(&sp);
-    if (rc != CR_OK) {
-        cr__transport_free(t);
-        return rc;
-    }
-    t->conns[0].epoch = 1;
-    t->conns[0].sgen = cr__sentinel_generation(cfg->sentinel);
-    t->conns[0].opened = true;
-    *out = t;
-    return CR_OK;
+    return p;
 }
 
-void
-cr__transport_free(cr__transport *t)
+static void
+pool_free(pool *p)
 {
     int i;
 
-    if (t == NULL)
+    if (p == NULL)
         return;
-    for (i = 0; i < t->nconns; i++)
-        if (t->conns[i].ctx != NULL)
-            redisFree(t->conns[i].ctx);
-    if (t->reserved.ctx != NULL)
-        redisFree(t->reserved.ctx);
-    pthread_mutex_destroy(&t->mu);
-    pthread_cond_destroy(&t->cv);
-    pthread_mutex_destroy(&t->reserved_mu);
-    free(t->conns);
-    free(t);
+    for (i = 0; i < p->nconns; i++)
+        if (p->conns[i].ctx != NULL)
+            redisFree(p->conns[i].ctx);
+    if (p->reserved.ctx != NULL)
+        redisFree(p->reserved.ctx);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->reserved_mu);
+    free(p->conns);
+    free(p);
 }
 
 /* Takes a connection for the calling thread: the reserved one, or the next
  * free one of the pool (waiting for one to come back when all are busy). */
 static conn *
-take_conn(cr__transport *t, unsigned flags)
+take_conn(pool *p, unsigned flags)
 {
     conn *c;
 
     if (flags & CR__CMD_RESERVED) {
-        pthread_mutex_lock(&t->reserved_mu);
-        return &t->reserved;
+        pthread_mutex_lock(&p->reserved_mu);
+        return &p->reserved;
     }
-    pthread_mutex_lock(&t->mu);
-    while (t->free_list == NULL)
-        pthread_cond_wait(&t->cv, &t->mu);
-    c = t->free_list;
-    t->free_list = c->next_free;
-    pthread_mutex_unlock(&t->mu);
+    pthread_mutex_lock(&p->mu);
+    while (p->free_list == NULL)
+        pthread_cond_wait(&p->cv, &p->mu);
+    c = p->free_list;
+    p->free_list = c->next_free;
+    pthread_mutex_unlock(&p->mu);
     return c;
 }
 
 /* Gives back a connection taken by take_conn. */
 static void
-give_conn(cr__transport *t, conn *c)
+give_conn(pool *p, conn *c)
 {
-    if (c == &t->reserved) {
-        pthread_mutex_unlock(&t->reserved_mu);
+    if (c == &p->reserved) {
+        pthread_mutex_unlock(&p->reserved_mu);
         return;
     }
-    pthread_mutex_lock(&t->mu);
-    c->next_free = t->free_list;
-    t->free_list = c;
-    pthread_cond_signal(&t->cv);
-    pthread_mutex_unlock(&t->mu);
+    pthread_mutex_lock(&p->mu);
+    c->next_free = p->free_list;
+    p->free_list = c;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* Closes a connection that failed and tells the pool that the others may be
  * broken too. */
 static void
-drop_conn(cr__transport *t, conn *c)
+drop_conn(pool *p, conn *c)
 {
     redisFree(c->ctx);
     c->ctx = NULL;
     c->discard = 0;
-    atomic_fetch_add(&t->epoch, 1);
+    atomic_fetch_add(&p->epoch, 1);
 }
 
 /* Makes sure `c` has a live, current connection with no pending replies. */
 static cr_status
-ready_conn(cr__transport *t, conn *c)
+ready_conn(pool *p, conn *c)
 {
-    uint64_t epoch = atomic_load(&t->epoch);
+    uint64_t epoch = atomic_load(&p->epoch);
     cr_status rc;
 
     if (c->ctx != NULL &&
-        (c->epoch != epoch || c->sgen != cr__sentinel_generation(t->cfg.sentinel))) {
+        (c->epoch != epoch || c->sgen != cr__sentinel_generation(p->cfg->sentinel))) {
         redisFree(c->ctx);
         c->ctx = NULL;
         c->discard = 0;
     }
     if (c->ctx == NULL) {
-        rc = cr__conn_open(&t->cfg, &c->ctx);
+        rc = cr__conn_open(p->cfg, p->host[0] ? p->host : NULL, p->port,
+                           &c->ctx);
         if (rc != CR_OK)
             return rc;
         c->epoch = epoch;
-        c->sgen = cr__sentinel_generation(t->cfg.sentinel);
+        c->sgen = cr__sentinel_generation(p->cfg->sentinel);
         c->replicas_at = 0;
         if (c->opened)
-            CR__STAT_ADD(t->cfg.stats, reconnects, 1);
+            CR__STAT_ADD(p->cfg->stats, reconnects, 1);
         c->opened = true;
     }
     return CR_OK;
 }
 
-/* Reads and drops the replies of commands sent without waiting (latch
- * DELs). They come before the reply of anything sent after them, so a new
- * command is written first and these are read while it travels. */
+/* Reads and drops `n` replies nobody waits for: latch DELs, whose replies
+ * come before that of anything sent after them (so a new command is
+ * written first and these are read while it travels), and ASKING's. */
 static cr_status
-drain_deferred(cr__transport *t, conn *c)
+drop_replies(pool *p, conn *c, unsigned n)
 {
-    while (c->discard > 0) {
+    while (n-- > 0) {
         void *r = NULL;
 
         if (redisGetReply(c->ctx, &r) != REDIS_OK) {
             cr_status rc = cr__conn_io_error(c->ctx, "reading a deferred reply");
 
-            drop_conn(t, c);
+            drop_conn(p, c);
             return rc;
         }
         freeReplyObject(r);
-        c->discard--;
     }
     return CR_OK;
 }
@@ -574,16 +598,16 @@ cr__transport_sync_failed(void)
 /* After a command on `c`: WAIT until the replicas acknowledge it, and note
  * in sync_failed when none did. Returns CR_EIO when the link broke. */
 static cr_status
-wait_replicas(cr__transport *t, conn *c)
+wait_replicas(pool *p, conn *c)
 {
     redisReply *r;
 
     r = redisCommand(c->ctx, "WAIT %lld %lld", c->replicas,
-                     (long long)t->cfg.sync_timeout_ms);
+                     (long long)p->cfg->sync_timeout_ms);
     if (r == NULL) {
         cr_status rc = cr__conn_io_error(c->ctx, "WAIT");
 
-        drop_conn(t, c);
+        drop_conn(p, c);
         return rc;
     }
     sync_failed = r->type != REDIS_REPLY_INTEGER || r->integer == 0;
@@ -591,26 +615,33 @@ wait_replicas(cr__transport *t, conn *c)
     return CR_OK;
 }
 
-/* Sends one command on `c` and reads its reply. *not_run is set when the
- * command certainly did not run (the server refused it as a replica). */
+/* Sends one command on `c` (after ASKING when `asking`) and reads its
+ * reply. *not_run is set when the command certainly did not run (the
+ * server refused it as a replica). */
 static cr_status
-run_on(cr__transport *t, conn *c, int argc, const char **argv,
-       const size_t *argvlen, cr__reply **out, bool *not_run, bool sync)
+run_on(pool *p, conn *c, int argc, const char **argv, const size_t *argvlen,
+       cr__reply **out, bool *not_run, bool sync, bool asking)
 {
+    static const char *asking_argv[1] = {"ASKING"};
     void *raw = NULL;
     redisReply *r;
-    cr_status rc = ready_conn(t, c);
+    unsigned deferred;
+    cr_status rc = ready_conn(p, c);
 
     if (rc != CR_OK)
         return rc;
-    CR__STAT_ADD(t->cfg.stats, commands, 1);
-    if (redisAppendCommandArgv(c->ctx, argc, argv, argvlen) != REDIS_OK)
+    CR__STAT_ADD(p->cfg->stats, commands, 1);
+    if ((asking &&
+         redisAppendCommandArgv(c->ctx, 1, asking_argv, NULL) != REDIS_OK) ||
+        redisAppendCommandArgv(c->ctx, argc, argv, argvlen) != REDIS_OK)
         return cr__fail(CR_ENOMEM, "cannot format %s", argv[0]);
-    if ((rc = drain_deferred(t, c)) != CR_OK)
+    deferred = c->discard + (asking ? 1 : 0);
+    c->discard = 0;
+    if ((rc = drop_replies(p, c, deferred)) != CR_OK)
         return rc;
     if (redisGetReply(c->ctx, &raw) != REDIS_OK || raw == NULL) {
         rc = cr__conn_io_error(c->ctx, argv[0]);
-        drop_conn(t, c);
+        drop_conn(p, c);
         return rc;
     }
     r = raw;
@@ -618,7 +649,7 @@ run_on(cr__transport *t, conn *c, int argc, const char **argv,
         /* A failover turned this master into a replica: nothing ran. */
         rc = cr__fail(CR_EIO, "%s: %s", argv[0], r->str);
         freeReplyObject(r);
-        drop_conn(t, c);
+        drop_conn(p, c);
         *not_run = true;
         return rc;
     }
@@ -640,11 +671,302 @@ run_on(cr__transport *t, conn *c, int argc, const char **argv,
         c->replicas_at = cr__now_ms();
     }
     if (sync && c->replicas > 0 && (*out)->type != CR__REPLY_ERROR &&
-        (rc = wait_replicas(t, c)) != CR_OK) {
+        (rc = wait_replicas(p, c)) != CR_OK) {
         cr__reply_free(*out);
         *out = NULL;
     }
     return rc;
+}
+
+/* Runs one command on pool `p`, once more after a broken link when that is
+ * safe (`flags` has CR__CMD_RETRY, or the command did not run). */
+static cr_status
+pool_command(pool *p, unsigned flags, int argc, const char **argv,
+             const size_t *argvlen, cr__reply **out, bool asking)
+{
+    conn *c = take_conn(p, flags);
+    bool not_run = false;
+    bool sync = (flags & CR__CMD_SYNC) && p->cfg->sync_timeout_ms > 0;
+    cr__sigpipe sp;
+    cr_status rc;
+
+    sync_failed = false;
+    cr__sigpipe_block(&sp);
+    rc = run_on(p, c, argc, argv, argvlen, out, &not_run, sync, asking);
+    if (rc == CR_EIO && ((flags & CR__CMD_RETRY) || not_run)) {
+        cr__log(p->cfg->log, CR_LOG_WARN, "%s failed (%s), retrying once",
+                argv[0], cr_last_error());
+        rc = run_on(p, c, argc, argv, argvlen, out, &not_run, sync, asking);
+    }
+    cr__sigpipe_unblock(&sp);
+    give_conn(p, c);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- cluster */
+
+/* The pool of cluster node `n`, made on first use; NULL when out of
+ * memory or unknown. */
+static pool *
+node_pool(cr__transport *t, int n)
+{
+    char host[256];
+    int port;
+    pool *p;
+
+    if (n < 0 || n >= CR__CLUSTER_MAX_NODES)
+        return NULL;
+    pthread_mutex_lock(&t->nodes_mu);
+    p = t->nodes[n];
+    if (p == NULL && cr__slot_map_addr(t->map, n, host, sizeof(host), &port))
+        p = t->nodes[n] = pool_new(&t->cfg, t->pool_size, host, port);
+    pthread_mutex_unlock(&t->nodes_mu);
+    return p;
+}
+
+/* Asks node `n` for the slot map and loads it; CR_OK when loaded. */
+static cr_status
+refresh_from(cr__transport *t, int n)
+{
+    const char *argv[2] = {"CLUSTER", "SLOTS"};
+    pool *p = node_pool(t, n);
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    if (p == NULL)
+        return CR_ENOMEM;
+    rc = pool_command(p, 0, 2, argv, NULL, &r, false);
+    if (rc == CR_OK && r->type == CR__REPLY_ERROR)
+        rc = cr__fail(CR_ESERVER, "CLUSTER SLOTS: %s", r->str);
+    else if (rc == CR_OK)
+        rc = cr__slot_map_load(t->map, r, n);
+    cr__reply_free(r);
+    return rc;
+}
+
+/* Reads the slot map again: from the known masters first, then from every
+ * other node known (the seeds among them), until one answers. Unless
+ * `force`, does nothing when another thread refreshed it just now. */
+static cr_status
+refresh(cr__transport *t, bool force)
+{
+    int64_t started = cr__now_ms();
+    cr_status rc = CR_EIO;
+    int pass, n, count;
+
+    pthread_mutex_lock(&t->refresh_mu);
+    if (atomic_load(&t->refreshed_at) >= started - (force ? 0 : REFRESH_MIN_GAP_MS)) {
+        pthread_mutex_unlock(&t->refresh_mu);
+        return CR_OK;
+    }
+    atomic_store(&t->refresh_due, false);
+    count = cr__slot_map_count(t->map);
+    for (pass = 0; pass < 2 && rc != CR_OK; pass++)
+        for (n = 0; n < count && rc != CR_OK; n++)
+            if (cr__slot_map_is_master(t->map, n) == (pass == 0))
+                rc = refresh_from(t, n);
+    if (rc == CR_OK) {
+        CR__STAT_ADD(t->cfg.stats, topology_refreshes, 1);
+        atomic_store(&t->refreshed_at, cr__now_ms());
+    } else {
+        cr__log(t->cfg.log, CR_LOG_WARN, "no cluster node gave its slot map: %s",
+                cr_last_error());
+        rc = cr__fail(CR_EIO, "no cluster node gave its slot map");
+    }
+    pthread_mutex_unlock(&t->refresh_mu);
+    return rc;
+}
+
+/* Whether an error reply says the cluster cannot serve the command now
+ * (nothing ran): TRYAGAIN during a migration, CLUSTERDOWN. */
+static bool
+is_transient(const cr__reply *r)
+{
+    return strncmp(r->str, "TRYAGAIN", 8) == 0 ||
+           strncmp(r->str, "CLUSTERDOWN", 11) == 0;
+}
+
+/* One command in a cluster: routed by its key's slot, following MOVED and
+ * ASK, waiting out TRYAGAIN and CLUSTERDOWN for up to the command timeout,
+ * and re-reading the map after a broken link. */
+static cr_status
+cluster_command(cr__transport *t, unsigned flags, int argc, const char **argv,
+                const size_t *argvlen, cr__reply **out)
+{
+    int k = cr__routing_key(argc, argv, argvlen);
+    unsigned slot = k < 0 ? 0 : cr__key_slot(argv[k], argvlen != NULL ?
+                                             argvlen[k] : strlen(argv[k]));
+    int64_t deadline = cr__now_ms() + t->cfg.command_timeout_ms;
+    int64_t backoff = 5;
+    int redirects = 0, node = -1;
+    bool asking = false;
+    cr_status rc;
+
+    if (atomic_load(&t->refresh_due) ||
+        cr__now_ms() - atomic_load(&t->refreshed_at) > REFRESH_PERIOD_MS)
+        refresh(t, false);
+    for (;;) {
+        char host[256];
+        unsigned moved_slot;
+        int port;
+        bool ask;
+        pool *p;
+
+        if (!asking && (node = cr__slot_map_node(t->map, slot)) < 0 &&
+            (refresh(t, false) != CR_OK ||
+             (node = cr__slot_map_node(t->map, slot)) < 0))
+            return cr__fail(CR_EIO, "%s: no cluster node serves slot %u",
+                            argv[0], slot);
+        if ((p = node_pool(t, node)) == NULL)
+            return CR_ENOMEM;
+        rc = pool_command(p, flags, argc, argv, argvlen, out, asking);
+        asking = false;
+        if (rc == CR_EIO) {
+            /* The node may be gone: a failover moves its slots. */
+            refresh(t, false);
+            return rc;
+        }
+        if (rc != CR_OK || (*out)->type != CR__REPLY_ERROR)
+            return rc;
+        if (cr__parse_redirect((*out)->str, &ask, &moved_slot, host,
+                               sizeof(host), &port)) {
+            if (++redirects > MAX_REDIRECTS)
+                return CR_OK; /* the caller reports the error reply */
+            CR__STAT_ADD(t->cfg.stats, redirects, 1);
+            node = cr__slot_map_intern(t->map, host, port);
+            if (node < 0)
+                return CR_OK;
+            if (ask)
+                asking = true;
+            else {
+                cr__slot_map_set(t->map, moved_slot, node);
+                atomic_store(&t->refresh_due, true);
+            }
+        } else if (is_transient(*out)) {
+            if (cr__now_ms() + backoff > deadline) {
+                rc = cr__fail(CR_EIO, "%s: %s", argv[0], (*out)->str);
+                cr__reply_free(*out);
+                *out = NULL;
+                return rc;
+            }
+            if (strncmp((*out)->str, "CLUSTERDOWN", 11) == 0)
+                refresh(t, false);
+            cr__sleep_ms(backoff);
+            backoff = backoff * 2 > 100 ? 100 : backoff * 2;
+        } else {
+            return CR_OK;
+        }
+        cr__reply_free(*out);
+        *out = NULL;
+    }
+}
+
+/* Learns the seed nodes and reads the first slot map. */
+static cr_status
+cluster_start(cr__transport *t)
+{
+    const cr__url *u = t->cfg.url;
+    cr_status rc;
+    size_t i;
+
+    rc = cr__slot_map_new(&t->map);
+    if (rc != CR_OK)
+        return rc;
+    for (i = 0; i < u->nhosts; i++)
+        if (cr__slot_map_intern(t->map, u->hosts[i], u->ports[i]) < 0)
+            return CR_ENOMEM;
+    for (i = 0; i < u->nhosts; i++)
+        if ((rc = refresh_from(t, (int)i)) == CR_OK)
+            break;
+    if (rc != CR_OK)
+        return rc;
+    CR__STAT_ADD(t->cfg.stats, topology_refreshes, 1);
+    atomic_store(&t->refreshed_at, cr__now_ms());
+    return CR_OK;
+}
+
+int
+cr__transport_node_addr(cr__transport *t, int64_t slot, char *host, size_t len,
+                        int *port)
+{
+    int node, n, count;
+
+    if (t->map == NULL)
+        return -1;
+    if (slot >= 0) {
+        node = cr__slot_map_node(t->map, (unsigned)slot);
+    } else {
+        /* Any master: the first one known. */
+        count = cr__slot_map_count(t->map);
+        for (node = -1, n = 0; n < count && node < 0; n++)
+            if (cr__slot_map_is_master(t->map, n))
+                node = n;
+    }
+    if (node < 0 || !cr__slot_map_addr(t->map, node, host, len, port))
+        return -1;
+    return node;
+}
+
+void
+cr__transport_refresh(cr__transport *t)
+{
+    if (t->map != NULL)
+        refresh(t, false);
+}
+
+/* -------------------------------------------------------------- transport */
+
+cr_status
+cr__transport_new(const cr__conn_config *cfg, int pool_size,
+                  cr__transport **out)
+{
+    cr__sigpipe sp;
+    cr__transport *t;
+    cr_status rc = CR_OK;
+
+    if (pool_size < 1 || pool_size > 1024)
+        return cr__fail(CR_EINVAL, "pool size %d is not in 1..1024", pool_size);
+    t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return CR_ENOMEM;
+    t->cfg = *cfg;
+    t->pool_size = pool_size;
+    pthread_mutex_init(&t->nodes_mu, NULL);
+    pthread_mutex_init(&t->refresh_mu, NULL);
+    cr__sigpipe_block(&sp);
+    if (cfg->url->is_cluster) {
+        rc = cluster_start(t);
+    } else if ((t->single = pool_new(&t->cfg, pool_size, NULL, 0)) == NULL) {
+        rc = CR_ENOMEM;
+    } else {
+        /* Open one connection now to report an unreachable server. */
+        conn *c = &t->single->conns[0];
+
+        rc = ready_conn(t->single, c);
+    }
+    cr__sigpipe_unblock(&sp);
+    if (rc != CR_OK) {
+        cr__transport_free(t);
+        return rc;
+    }
+    *out = t;
+    return CR_OK;
+}
+
+void
+cr__transport_free(cr__transport *t)
+{
+    int i;
+
+    if (t == NULL)
+        return;
+    pool_free(t->single);
+    for (i = 0; i < CR__CLUSTER_MAX_NODES; i++)
+        pool_free(t->nodes[i]);
+    cr__slot_map_free(t->map);
+    pthread_mutex_destroy(&t->nodes_mu);
+    pthread_mutex_destroy(&t->refresh_mu);
+    free(t);
 }
 
 cr_status
@@ -652,45 +974,43 @@ cr__transport_command(cr__transport *t, unsigned flags, int argc,
                       const char **argv, const size_t *argvlen,
                       cr__reply **out)
 {
-    conn *c = take_conn(t, flags);
-    bool not_run = false;
-    bool sync = (flags & CR__CMD_SYNC) && t->cfg.sync_timeout_ms > 0;
-    cr__sigpipe sp;
-    cr_status rc;
-
-    sync_failed = false;
-    cr__sigpipe_block(&sp);
-    rc = run_on(t, c, argc, argv, argvlen, out, &not_run, sync);
-    if (rc == CR_EIO && ((flags & CR__CMD_RETRY) || not_run)) {
-        cr__log(t->cfg.log, CR_LOG_WARN, "%s failed (%s), retrying once",
-                argv[0], cr_last_error());
-        rc = run_on(t, c, argc, argv, argvlen, out, &not_run, sync);
-    }
-    cr__sigpipe_unblock(&sp);
-    give_conn(t, c);
-    return rc;
+    if (t->map != NULL)
+        return cluster_command(t, flags, argc, argv, argvlen, out);
+    return pool_command(t->single, flags, argc, argv, argvlen, out, false);
 }
 
 void
 cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
                            const size_t *argvlen)
 {
-    conn *c = take_conn(t, 0);
+    pool *p = t->single;
     cr__sigpipe sp;
     int done = 0;
+    conn *c;
 
+    if (t->map != NULL) {
+        int k = cr__routing_key(argc, argv, argvlen);
+        unsigned slot = k < 0 ? 0 : cr__key_slot(argv[k], argvlen != NULL ?
+                                                 argvlen[k] : strlen(argv[k]));
+
+        /* A stale map sends it to the wrong node: its MOVED is dropped and
+         * the key expires by itself. */
+        if ((p = node_pool(t, cr__slot_map_node(t->map, slot))) == NULL)
+            return;
+    }
+    c = take_conn(p, 0);
     cr__sigpipe_block(&sp);
-    if (ready_conn(t, c) == CR_OK &&
+    if (ready_conn(p, c) == CR_OK &&
         redisAppendCommandArgv(c->ctx, argc, argv, argvlen) == REDIS_OK) {
         c->discard++;
-        CR__STAT_ADD(t->cfg.stats, commands, 1);
+        CR__STAT_ADD(p->cfg->stats, commands, 1);
         while (!done) {
             if (redisBufferWrite(c->ctx, &done) != REDIS_OK) {
-                drop_conn(t, c);
+                drop_conn(p, c);
                 break;
             }
         }
     }
     cr__sigpipe_unblock(&sp);
-    give_conn(t, c);
+    give_conn(p, c);
 }

@@ -2,7 +2,7 @@
 /*
  * The transport: a pool of Redis connections for commands, one connection
  * reserved for the watchdog thread, reconnection, AUTH and SELECT on every
- * (re)connect, and the library's own reply type so that hiredis types never
+ * (re)connect, routing by slot in a Redis Cluster (a pool per master), and the library's own reply type so that hiredis types never
  * leave the transport layer (transport.c and pubsub.c).
  *
  * Thread safety: every function may be called from any thread; each
@@ -92,6 +92,17 @@ bool cr__transport_sync_failed(void);
  * connection's next command. Failures are ignored. */
 void cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
                                 const size_t *argvlen);
+
+/* cr__transport_node_addr: in a cluster, the address of the master that
+ * serves `slot` by the current map (no I/O), or of any master when slot
+ * is -1. Returns its node number, or -1 when none is known or
+ * outside a cluster. */
+int cr__transport_node_addr(cr__transport *t, int64_t slot, char *host,
+                            size_t len, int *port);
+
+/* cr__transport_refresh: in a cluster, read the slot map again (unless it
+ * was read just now); after a pub/sub link to a node broke, for example. */
+void cr__transport_refresh(cr__transport *t);
 
 /* cr__reply_from_buffer: decode RESP bytes (one reply) with the same code
  * that decodes the server's replies; for the fuzzer and tests. CR_OK with

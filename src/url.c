@@ -240,9 +240,26 @@ static cr_status parse_userinfo(const char *p, size_t n, cr__url *u,
                        err, errlen);
 }
 
+/* Parse sharded=auto|on|off (n bytes of value at v) for redis-cluster://. */
+static cr_status parse_sharded(const char *v, size_t n, cr__url *u, char *err,
+                               size_t errlen)
+{
+    static const char *const modes[] = { "auto", "on", "off" };
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        if (strlen(modes[i]) == n && strncasecmp(v, modes[i], n) == 0) {
+            u->sharded = i;
+            return CR_OK;
+        }
+    }
+    return fail(err, errlen, "sharded must be auto, on or off");
+}
+
 /* Parse the query string that starts at q (just after the '?') up to the end
- * of the string. Only db=N is understood; `db_given` says whether the path
- * already gave the database, which makes a second one an error. */
+ * of the string. db=N is understood, and sharded=M for a cluster;
+ * `db_given` says whether the path already gave the database, which makes a
+ * second one an error. */
 static cr_status parse_query(const char *q, bool db_given, cr__url *u,
                              char *err, size_t errlen)
 {
@@ -257,6 +274,14 @@ static cr_status parse_query(const char *q, bool db_given, cr__url *u,
 
         if (len == 0) {
             q++;
+            continue;
+        }
+        if (u->is_cluster && key_len == 7 && memcmp(q, "sharded", 7) == 0 &&
+            eq != NULL) {
+            rc = parse_sharded(eq + 1, len - key_len - 1, u, err, errlen);
+            if (rc != CR_OK)
+                return rc;
+            q += len;
             continue;
         }
         if (key_len != 2 || memcmp(q, "db", 2) != 0) {
@@ -370,10 +395,10 @@ static cr_status parse_hostport(const char *p, size_t n, int dflt, cr__url *u,
     return CR_OK;
 }
 
-/* Parse the comma-separated sentinel addresses (n bytes at p) into
- * u->sentinel_hosts/ports; the port defaults to 26379. */
-static cr_status parse_sentinels(const char *p, size_t n, cr__url *u,
-                                 char *err, size_t errlen)
+/* Parse the comma-separated sentinel or seed node addresses (n bytes at p)
+ * into u->hosts/ports; the port defaults to `dflt`. */
+static cr_status parse_hosts(const char *p, size_t n, int dflt, cr__url *u,
+                             char *err, size_t errlen)
 {
     size_t count = 1, i;
     cr_status rc;
@@ -382,21 +407,21 @@ static cr_status parse_sentinels(const char *p, size_t n, cr__url *u,
         if (p[i] == ',')
             count++;
     if (count > 64)
-        return fail(err, errlen, "more than 64 sentinels");
-    u->sentinel_hosts = calloc(count, sizeof(*u->sentinel_hosts));
-    u->sentinel_ports = calloc(count, sizeof(*u->sentinel_ports));
-    if (u->sentinel_hosts == NULL || u->sentinel_ports == NULL)
+        return fail(err, errlen, "more than 64 hosts");
+    u->hosts = calloc(count, sizeof(*u->hosts));
+    u->ports = calloc(count, sizeof(*u->ports));
+    if (u->hosts == NULL || u->ports == NULL)
         return fail_nomem(err, errlen);
     for (i = 0; i < count; i++) {
         const char *end = memchr(p, ',', n);
         size_t len = end != NULL ? (size_t)(end - p) : n;
 
-        rc = parse_hostport(p, len, DEFAULT_SENTINEL_PORT, u, err, errlen);
+        rc = parse_hostport(p, len, dflt, u, err, errlen);
         if (rc != CR_OK)
             return rc;
-        u->sentinel_hosts[i] = u->host;
-        u->sentinel_ports[i] = u->port;
-        u->nsentinels++;
+        u->hosts[i] = u->host;
+        u->ports[i] = u->port;
+        u->nhosts++;
         u->host = NULL;
         u->port = 0;
         p += len + (end != NULL ? 1 : 0);
@@ -454,8 +479,10 @@ static cr_status parse_tcp(const char *rest, cr__url *u, char *err,
             return rc;
         hp = at + 1;
     }
-    if (u->is_sentinel)
-        rc = parse_sentinels(hp, (size_t)(rest + auth_len - hp), u, err, errlen);
+    if (u->is_sentinel || u->is_cluster)
+        rc = parse_hosts(hp, (size_t)(rest + auth_len - hp),
+                         u->is_sentinel ? DEFAULT_SENTINEL_PORT : DEFAULT_PORT,
+                         u, err, errlen);
     else
         rc = parse_hostport(hp, (size_t)(rest + auth_len - hp), DEFAULT_PORT,
                             u, err, errlen);
@@ -489,6 +516,8 @@ static cr_status parse_tcp(const char *rest, cr__url *u, char *err,
         }
         p += seg;
     }
+    if (u->is_cluster && u->db != 0)
+        return fail(err, errlen, "a cluster has only db 0");
     if (*p == '#')
         return fail(err, errlen, "fragments ('#') are not supported");
     if (*p == '?')
@@ -558,7 +587,7 @@ cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen)
     sep = strstr(s, "://");
     if (sep == NULL)
         return fail(err, errlen,
-                    "URL has no scheme (expected redis://, unix:// or redis-sentinel://)");
+                    "URL has no scheme (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
     scheme_len = (size_t)(sep - s);
     if (scheme_len == 5 && strncasecmp(s, "redis", 5) == 0)
         rc = parse_tcp(sep + 3, out, err, errlen);
@@ -568,17 +597,21 @@ cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen)
         out->is_sentinel = true;
         rc = parse_tcp(sep + 3, out, err, errlen);
     }
+    else if (scheme_len == 13 && strncasecmp(s, "redis-cluster", 13) == 0) {
+        out->is_cluster = true;
+        rc = parse_tcp(sep + 3, out, err, errlen);
+    }
     else if (scheme_len == 6 && strncasecmp(s, "rediss", 6) == 0)
         rc = fail(err, errlen,
                   "rediss:// (TLS) is not supported; use redis:// or "
                   "unix://");
     else if (may_quote_scheme(s, scheme_len, sep + 3))
         rc = fail(err, errlen,
-                  "unknown scheme '%.*s' (expected redis://, unix:// or redis-sentinel://)",
+                  "unknown scheme '%.*s' (expected redis://, unix://, redis-sentinel:// or redis-cluster://)",
                   (int)scheme_len, s);
     else
         rc = fail(err, errlen,
-                  "malformed scheme (expected redis://, unix:// or redis-sentinel://)");
+                  "malformed scheme (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
     if (rc != CR_OK)
         cr__url_clear(out);
     return rc;
@@ -592,10 +625,10 @@ void cr__url_clear(cr__url *u)
     free(u->path);
     free(u->user);
     free(u->master_name);
-    for (size_t i = 0; i < u->nsentinels; i++)
-        free(u->sentinel_hosts[i]);
-    free(u->sentinel_hosts);
-    free(u->sentinel_ports);
+    for (size_t i = 0; i < u->nhosts; i++)
+        free(u->hosts[i]);
+    free(u->hosts);
+    free(u->ports);
     if (u->password != NULL)
         discard(u->password, strlen(u->password));
     memset(u, 0, sizeof(*u));
@@ -682,7 +715,8 @@ void cr__url_redacted(const cr__url *u, char *buf, size_t buflen)
     if (u == NULL)
         return;
     put_str(&k, u->is_unix ? "unix://"
-                : u->is_sentinel ? "redis-sentinel://" : "redis://");
+                : u->is_sentinel ? "redis-sentinel://"
+                : u->is_cluster ? "redis-cluster://" : "redis://");
     if (u->user != NULL)
         put_encoded(&k, u->user);
     if (u->password != NULL)
@@ -697,15 +731,20 @@ void cr__url_redacted(const cr__url *u, char *buf, size_t buflen)
         }
         return;
     }
-    if (u->is_sentinel) {
+    if (u->is_sentinel || u->is_cluster) {
         size_t i;
 
-        for (i = 0; i < u->nsentinels; i++) {
+        for (i = 0; i < u->nhosts; i++) {
             put_str(&k, i > 0 ? "," : "");
-            put_hostport(&k, u->sentinel_hosts[i], u->sentinel_ports[i]);
+            put_hostport(&k, u->hosts[i], u->ports[i]);
         }
-        put_str(&k, "/");
-        put_str(&k, u->master_name != NULL ? u->master_name : "");
+        if (u->is_sentinel) {
+            put_str(&k, "/");
+            put_str(&k, u->master_name != NULL ? u->master_name : "");
+        } else if (u->sharded != CR__SHARDED_AUTO) {
+            put_str(&k, u->sharded == CR__SHARDED_ON ? "/?sharded=on"
+                                                     : "/?sharded=off");
+        }
     } else {
         put_hostport(&k, u->host, u->port);
     }

@@ -6,6 +6,8 @@
  *   unix://[[user]:password@]/path/to.sock[?db=N]
  *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]
  *                                                  (Sentinel, port 26379 default)
+ *   redis-cluster://[[user]:password@]host[:port][,host[:port]...][?sharded=M]
+ *                                 (Cluster seed nodes; M is auto, on or off)
  * User and password are percent-decoded; with Sentinel they are the master's
  * (sentinels are asked without AUTH). A query string may carry db=N too.
  * rediss:// (TLS) is refused with a message saying so.
@@ -18,6 +20,8 @@
 
 #include "credisson/status.h"
 
+enum { CR__SHARDED_AUTO = 0, CR__SHARDED_ON, CR__SHARDED_OFF };
+
 typedef struct cr__url {
     bool is_unix;
     char *host;     /* NULL for unix:// */
@@ -26,13 +30,16 @@ typedef struct cr__url {
     char *user;     /* NULL when absent */
     char *password; /* NULL when absent */
     int db;         /* 0..INT_MAX */
-    /* redis-sentinel:// only: the sentinels to ask and the master's name;
-     * host and port above are then unset (the master is looked up). */
+    /* redis-sentinel:// and redis-cluster://: the sentinels to ask, or the
+     * cluster's seed nodes; host and port above are then unset. */
     bool is_sentinel;
-    char *master_name;
-    size_t nsentinels;
-    char **sentinel_hosts;
-    int *sentinel_ports;
+    bool is_cluster;
+    char *master_name; /* Sentinel: the master's name */
+    size_t nhosts;
+    char **hosts;
+    int *ports;
+    /* Cluster: sharded pub/sub mode (protocol 1.3), one of CR__SHARDED_*. */
+    int sharded;
 } cr__url;
 
 /* cr__url_parse: parse `s` into *out (which needs cr__url_clear after CR_OK).

@@ -27,18 +27,6 @@ bound(int64_t a, int64_t b)
 #define SPIN_INITIAL_MS 1
 #define SPIN_MAX_MS 128
 
-/* Sleeps `ms` milliseconds. */
-static void
-sleep_ms(int64_t ms)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000;
-    while (nanosleep(&ts, &ts) != 0)
-        ;
-}
-
 /* The waiting loop without pub/sub: back off exponentially with jitter
  * between attempts until the budget runs out; `rc` is the first attempt's
  * result. */
@@ -66,7 +54,7 @@ spin(cr_client *c, const cr__wait_spec *spec, int64_t deadline, cr_status rc)
             }
             sleep = bound(sleep, deadline - now);
         }
-        sleep_ms(sleep);
+        cr__sleep_ms(sleep);
         if (atomic_load(&c->closing))
             return cr__fail(CR_ECLOSED, "the client is being freed");
         cr__random_bytes(&jitter, 1);

@@ -38,13 +38,27 @@ typedef enum cr_log_level {
 
 typedef void (*cr_log_fn)(void *userdata, cr_log_level level, const char *msg);
 
+/* Pub/sub in a Redis Cluster (Redisson's shardedSubscriptionMode): AUTO
+ * uses sharded pub/sub (SSUBSCRIBE, scripts publish with SPUBLISH) when
+ * the servers support it (Redis 7+), ON always, OFF never (classic
+ * SUBSCRIBE/PUBLISH). C and Java processes sharing objects must agree.
+ * Outside a cluster, pub/sub is always classic. */
+typedef enum cr_sharded_pubsub {
+    CR_SHARDED_AUTO = 0,
+    CR_SHARDED_ON,
+    CR_SHARDED_OFF
+} cr_sharded_pubsub;
+
 /* Options for cr_client_new. A zeroed struct gives Redisson's defaults; every
  * field that is 0 or NULL takes the default written beside it. */
 typedef struct cr_client_options {
     /* redis://[user:password@]host[:port][/db], unix:///path/to.sock
      * (unix://[user:password@]/path?db=N), or for Sentinel
      * redis-sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]
-     * (sentinel port 26379 by default). NULL: redis://127.0.0.1:6379. */
+     * (sentinel port 26379 by default), or for Redis Cluster
+     * redis-cluster://[user:password@]host[:port][,host[:port]...]
+     * [?sharded=auto|on|off] (seed nodes; any reachable one will do).
+     * NULL: redis://127.0.0.1:6379. */
     const char *url;
     int64_t connect_timeout_ms;       /* 0: 3000 */
     int64_t command_timeout_ms;       /* 0: 3000 (Redisson's `timeout`) */
@@ -67,6 +81,9 @@ typedef struct cr_client_options {
     /* Redisson NameMapper equivalent: a prefix put before every object name
      * (the Java side must map names the same way). NULL: none. */
     const char *name_prefix;
+    /* Cluster only: sharded pub/sub; AUTO (0) takes the URL's sharded=
+     * setting, itself AUTO by default. */
+    cr_sharded_pubsub sharded_pubsub;
     /* NULL: no logging. The callback may run on any thread, internal ones
      * included, sometimes with internal locks held: it must not block or
      * call into the library. */
@@ -89,6 +106,8 @@ typedef struct cr_client_stats {
     uint64_t noscript_fallbacks; /* EVALSHA answered NOSCRIPT, EVAL sent */
     uint64_t commands;           /* commands sent on command connections */
     uint64_t messages;           /* pub/sub messages received */
+    uint64_t redirects;          /* cluster MOVED and ASK replies followed */
+    uint64_t topology_refreshes; /* cluster slot maps read (CLUSTER SLOTS) */
 } cr_client_stats;
 
 /* cr_client_new: connect to Redis as `opts` says (NULL: all defaults) and

@@ -43,6 +43,7 @@ typedef struct cr__cli {
     int64_t tid;            /* the owner thread id of every hold */
     bool status_line;       /* --verbose and stderr is a terminal */
     void *redis;            /* inspect.c's own connection (redisContext) */
+    bool cluster;           /* that connection is to a cluster node */
     char wait_error[256];   /* cr_last_error() of a failed waiting call */
     int sigfd;              /* signalfd of the forwarded signals, or -1 */
     int events[2];          /* self-pipe: the watchdog thread -> main loop */

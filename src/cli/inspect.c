@@ -140,9 +140,9 @@ static redisContext *connect_master(const cr__url *u, struct timeval tv)
 {
     size_t i;
 
-    for (i = 0; i < u->nsentinels; i++) {
-        redisContext *s = redisConnectWithTimeout(u->sentinel_hosts[i],
-                                                  u->sentinel_ports[i], tv);
+    for (i = 0; i < u->nhosts; i++) {
+        redisContext *s = redisConnectWithTimeout(u->hosts[i],
+                                                  u->ports[i], tv);
         redisReply *r = NULL;
         redisContext *m = NULL;
 
@@ -166,7 +166,27 @@ static redisContext *connect_master(const cr__url *u, struct timeval tv)
     return NULL;
 }
 
-static int open_conn(cr__cli *cli, bool quiet)
+/* With a redis-cluster:// URL: the first seed node that accepts a
+ * connection (a MOVED reply then leads to the right one). */
+static redisContext *connect_seed(const cr__url *u, struct timeval tv)
+{
+    size_t i;
+
+    for (i = 0; i < u->nhosts; i++) {
+        redisContext *c = redisConnectWithTimeout(u->hosts[i], u->ports[i], tv);
+
+        if (c != NULL && c->err == 0)
+            return c;
+        if (c != NULL)
+            redisFree(c);
+    }
+    return NULL;
+}
+
+/* Opens the inspector's connection as the URL says, or to cluster node
+ * host:port when host is not NULL, with AUTH and SELECT. Returns 0 or an
+ * exit code, after saying what failed unless `quiet`. */
+static int open_conn_to(cr__cli *cli, bool quiet, const char *host, int port)
 {
     const char *url = cli->url != NULL ? cli->url : "redis://127.0.0.1:6379";
     int64_t t = cli->args->timeout_ms > 0 ? cli->args->timeout_ms : 3000;
@@ -180,14 +200,18 @@ static int open_conn(cr__cli *cli, bool quiet)
         report(cli, quiet, "invalid URL: %s", err);
         return CR__CLI_EXIT_USAGE;
     }
-    if (u.is_sentinel)
+    if (host != NULL)
+        c = redisConnectWithTimeout(host, port, tv);
+    else if (u.is_sentinel)
         c = connect_master(&u, tv);
+    else if (u.is_cluster)
+        c = connect_seed(&u, tv);
     else
         c = u.is_unix ? redisConnectUnixWithTimeout(u.path, tv)
                       : redisConnectWithTimeout(u.host, u.port, tv);
     if (c == NULL || c->err != 0) {
         report(cli, quiet, "cannot use Redis at %s: %s", cli->url_shown,
-                      c != NULL ? c->errstr : "out of memory");
+                      c != NULL ? c->errstr : "no node answers");
         goto fail;
     }
     redisSetTimeout(c, tv);
@@ -215,6 +239,7 @@ static int open_conn(cr__cli *cli, bool quiet)
         }
         freeReplyObject(r);
     }
+    cli->cluster = u.is_cluster;
     cr__url_clear(&u);
     cli->redis = c;
     return 0;
@@ -225,6 +250,32 @@ fail:
         redisFree(c);
     cr__url_clear(&u);
     return CR__CLI_EXIT_UNAVAILABLE;
+}
+
+static int open_conn(cr__cli *cli, bool quiet)
+{
+    return open_conn_to(cli, quiet, NULL, 0);
+}
+
+/* In a cluster, when `r` is "MOVED <slot> <host>:<port>": connects to that
+ * node instead (every key of one object lives in one slot). Returns 1 when
+ * it did, 0 when `r` is no redirection, or an exit code. */
+static int follow_moved(cr__cli *cli, const redisReply *r, bool quiet)
+{
+    char host[256];
+    const char *sp, *colon;
+    int code;
+
+    if (!cli->cluster || r->type != REDIS_REPLY_ERROR ||
+        strncmp(r->str, "MOVED ", 6) != 0 ||
+        (sp = strchr(r->str + 6, ' ')) == NULL ||
+        (colon = strrchr(sp, ':')) == NULL ||
+        (size_t)(colon - sp - 1) >= sizeof(host))
+        return 0;
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - sp - 1), sp + 1);
+    cr__cli_inspect_close(cli);
+    code = open_conn_to(cli, quiet, host, atoi(colon + 1));
+    return code == 0 ? 1 : code;
 }
 
 void cr__cli_inspect_close(cr__cli *cli)
@@ -592,7 +643,8 @@ out:
 
 /* Counts the subscribers of the semaphore's and the latch's channels,
  * the only trace that tells a plain semaphore from a latch. */
-static bool read_listeners(redisContext *c, state *st, bool *broken)
+static bool read_listeners(redisContext *c, bool cluster, state *st,
+                           bool *broken)
 {
     char *sc = prefix_name("redisson_sc", st->raw);
     char *lc = concat("redisson_countdownlatch__channel__{", st->raw, "}",
@@ -612,6 +664,21 @@ static bool read_listeners(redisContext *c, state *st, bool *broken)
         r->element[3]->type == REDIS_REPLY_INTEGER) {
         st->sem_subs = r->element[1]->integer;
         st->latch_subs = r->element[3]->integer;
+    }
+    if (cluster) {
+        /* Sharded subscribers count apart (on this node: the slot's). */
+        freeReplyObject(r);
+        r = call(c, 4, (const char *[]){"PUBSUB", "SHARDNUMSUB", sc, lc});
+        if (r == NULL) {
+            *broken = true;
+            goto out;
+        }
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
+            r->element[1]->type == REDIS_REPLY_INTEGER &&
+            r->element[3]->type == REDIS_REPLY_INTEGER) {
+            st->sem_subs += r->element[1]->integer;
+            st->latch_subs += r->element[3]->integer;
+        }
     }
     ok = true;
 out:
@@ -671,6 +738,15 @@ static int read_state(cr__cli *cli, state *st, bool quiet)
     r = call(c, 2, (const char *[]){"TYPE", st->raw});
     if (r == NULL)
         goto broken;
+    if ((code = follow_moved(cli, r, quiet)) != 0) {
+        freeReplyObject(r);
+        if (code != 1)
+            return code;
+        c = cli->redis;
+        r = call(c, 2, (const char *[]){"TYPE", st->raw});
+        if (r == NULL)
+            goto broken;
+    }
     if (r->type == REDIS_REPLY_ERROR) {
         char why[128];
 
@@ -690,7 +766,7 @@ static int read_state(cr__cli *cli, state *st, bool quiet)
     if (ok && (strcmp(st->type, "string") == 0 ||
                strcmp(st->type, "none") == 0))
         ok = read_value(c, st, &broken) && read_permits(c, st, &broken) &&
-             read_listeners(c, st, &broken);
+             read_listeners(c, cli->cluster, st, &broken);
     if (broken)
         goto broken;
     if (!ok)

@@ -395,13 +395,13 @@ static void test_url_parses_sentinel_addresses_and_master_name(void **state)
                                    sizeof(err)), CR_OK);
     assert_true(u.is_sentinel);
     assert_string_equal(u.master_name, "mymaster");
-    assert_int_equal(u.nsentinels, 3);
-    assert_string_equal(u.sentinel_hosts[0], "10.0.0.1");
-    assert_int_equal(u.sentinel_ports[0], 26379);
-    assert_string_equal(u.sentinel_hosts[1], "h2");
-    assert_int_equal(u.sentinel_ports[1], 26380);
-    assert_string_equal(u.sentinel_hosts[2], "::1");
-    assert_int_equal(u.sentinel_ports[2], 26381);
+    assert_int_equal(u.nhosts, 3);
+    assert_string_equal(u.hosts[0], "10.0.0.1");
+    assert_int_equal(u.ports[0], 26379);
+    assert_string_equal(u.hosts[1], "h2");
+    assert_int_equal(u.ports[1], 26380);
+    assert_string_equal(u.hosts[2], "::1");
+    assert_int_equal(u.ports[2], 26381);
     assert_string_equal(u.password, "pw");
     assert_int_equal(u.db, 2);
     assert_null(u.host);
@@ -409,6 +409,53 @@ static void test_url_parses_sentinel_addresses_and_master_name(void **state)
     assert_string_equal(red, "redis-sentinel://:***@10.0.0.1:26379,h2:26380,"
                              "[::1]:26381/mymaster/2");
     cr__url_clear(&u);
+}
+
+static void test_url_parses_cluster_seed_nodes(void **state)
+{
+    cr__url u;
+    char err[256], red[256];
+
+    (void)state;
+    assert_int_equal(cr__url_parse("redis-cluster://u:pw@10.0.0.1,h2:7001,"
+                                   "[::1]:7002", &u, err, sizeof(err)), CR_OK);
+    assert_true(u.is_cluster);
+    assert_false(u.is_sentinel);
+    assert_int_equal(u.nhosts, 3);
+    assert_string_equal(u.hosts[0], "10.0.0.1");
+    assert_int_equal(u.ports[0], 6379);
+    assert_string_equal(u.hosts[1], "h2");
+    assert_int_equal(u.ports[1], 7001);
+    assert_string_equal(u.hosts[2], "::1");
+    assert_int_equal(u.sharded, CR__SHARDED_AUTO);
+    assert_string_equal(u.user, "u");
+    assert_null(u.host);
+    cr__url_redacted(&u, red, sizeof(red));
+    assert_string_equal(red, "redis-cluster://u:***@10.0.0.1:6379,h2:7001,"
+                             "[::1]:7002");
+    cr__url_clear(&u);
+}
+
+static void test_url_reads_the_cluster_sharded_mode(void **state)
+{
+    cr__url u;
+    char err[256], red[256];
+
+    (void)state;
+    assert_int_equal(cr__url_parse("redis-cluster://h1/?sharded=off", &u, err,
+                                   sizeof(err)), CR_OK);
+    assert_int_equal(u.sharded, CR__SHARDED_OFF);
+    cr__url_redacted(&u, red, sizeof(red));
+    assert_string_equal(red, "redis-cluster://h1:6379/?sharded=off");
+    cr__url_clear(&u);
+    assert_int_equal(cr__url_parse("redis-cluster://h1?sharded=ON", &u, err,
+                                   sizeof(err)), CR_OK);
+    assert_int_equal(u.sharded, CR__SHARDED_ON);
+    cr__url_clear(&u);
+    expect_invalid("redis-cluster://h1?sharded=maybe", "auto, on or off");
+    expect_invalid("redis-cluster://h1/3", "only db 0");
+    /* sharded means nothing outside a cluster. */
+    expect_invalid("redis://h1?sharded=on", "unknown query parameter");
 }
 
 static void test_url_refuses_sentinel_without_master_or_hosts(void **state)
@@ -723,6 +770,8 @@ int main(void)
         cmocka_unit_test(test_url_refuses_tls_scheme),
         cmocka_unit_test(test_url_parses_sentinel_addresses_and_master_name),
         cmocka_unit_test(test_url_refuses_sentinel_without_master_or_hosts),
+        cmocka_unit_test(test_url_parses_cluster_seed_nodes),
+        cmocka_unit_test(test_url_reads_the_cluster_sharded_mode),
         cmocka_unit_test(test_url_refuses_empty_host),
         cmocka_unit_test(test_url_refuses_invalid_host_character),
         cmocka_unit_test(test_url_refuses_bad_port),
