@@ -368,6 +368,24 @@ place_subs(cr__pubsub *ps)
     }
 }
 
+/* After a failure at `s` in reconcile: puts `s` and `rest` (the entries
+ * after it) back on the dirty list, names its link in *bad, and returns
+ * false. */
+static bool
+requeue(cr__pubsub *ps, cr__sub *s, cr__sub *rest, int *bad)
+{
+    cr__sub *next;
+
+    *bad = s->link;
+    mark_dirty(ps, s);
+    for (s = rest; s != NULL; s = next) {
+        next = s->next_dirty;
+        s->dirty = false;
+        mark_dirty(ps, s);
+    }
+    return false;
+}
+
 /* Sends what the dirty entries ask for and frees entries nobody wants any
  * more; mu held. Returns false when a link failed (*bad: which one). */
 static bool
@@ -385,19 +403,15 @@ reconcile(cr__pubsub *ps, int *bad)
         s->next_dirty = NULL;
         if (l != NULL && l->ctx != NULL && s->refs > 0 &&
             s->last_sent != SENT_SUB) {
-            if (!append_cmd(ps, l, true, s->channel)) {
-                *bad = s->link;
-                return false;
-            }
+            if (!append_cmd(ps, l, true, s->channel))
+                return requeue(ps, s, next, bad);
             s->last_sent = SENT_SUB;
             s->inflight++;
             queued[s->link] = true;
         } else if (l != NULL && l->ctx != NULL && s->refs == 0 &&
                    s->last_sent == SENT_SUB) {
-            if (!append_cmd(ps, l, false, s->channel)) {
-                *bad = s->link;
-                return false;
-            }
+            if (!append_cmd(ps, l, false, s->channel))
+                return requeue(ps, s, next, bad);
             s->last_sent = SENT_UNSUB;
             s->confirmed = false;
             s->inflight++;

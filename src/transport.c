@@ -822,9 +822,15 @@ cluster_command(cr__transport *t, unsigned flags, int argc, const char **argv,
         rc = pool_command(p, flags, argc, argv, argvlen, out, asking);
         asking = false;
         if (rc == CR_EIO) {
-            /* The node may be gone: a failover moves its slots. */
-            refresh(t, false);
-            return rc;
+            /* The node may be gone: a failover moves its slots. A command
+             * safe to send again follows them when they moved. */
+            int was = node;
+
+            if (refresh(t, false) != CR_OK || !(flags & CR__CMD_RETRY) ||
+                ++redirects > MAX_REDIRECTS ||
+                cr__slot_map_node(t->map, slot) == was)
+                return rc;
+            continue;
         }
         if (rc != CR_OK || (*out)->type != CR__REPLY_ERROR)
             return rc;
