@@ -44,6 +44,10 @@ enum { SENT_NONE, SENT_SUB, SENT_UNSUB };
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 #define MAX_LINKS 64
+/* A subscription nobody uses is kept this long before UNSUBSCRIBE, so that
+ * a process taking the same lock again and again does not pay a SUBSCRIBE
+ * and an UNSUBSCRIBE round trip for each contended wait. */
+#define LINGER_MS 250
 
 struct cr__sub {
     char *channel;
@@ -54,6 +58,7 @@ struct cr__sub {
     int inflight;
     bool confirmed;
     bool wake_on_confirm; /* resubscribed after a drop: wake to retry */
+    int64_t idle_since; /* lingering since (no waiter left); 0: in use */
     bool dirty;
     int link;      /* index in ps->links; -1 until placed */
     unsigned slot; /* the channel's cluster slot */
@@ -90,6 +95,7 @@ struct cr__pubsub {
     bool closing;
     bool stop;
     bool need_refresh; /* a cluster link saw the topology change */
+    int64_t linger_due; /* when the next lingering entry expires; 0: none */
     sublink links[MAX_LINKS];
     int nlinks;
 };
@@ -197,8 +203,11 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
         HASH_ADD_KEYPTR(hh, ps->subs, s->channel, strlen(s->channel), s);
     }
     if (s->refs++ == 0) {
-        mark_dirty(ps, s);
-        poke(ps);
+        s->idle_since = 0;
+        if (s->last_sent != SENT_SUB) {
+            mark_dirty(ps, s);
+            poke(ps);
+        }
     }
     while (!s->confirmed && !ps->closing)
         if (!cond_wait_until(&s->confirm_cv, &ps->mu, deadline))
@@ -226,8 +235,17 @@ cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *s)
     pthread_mutex_lock(&ps->mu);
     if (--s->refs == 0) {
         s->permits = 0;
-        mark_dirty(ps, s);
-        poke(ps);
+        if (s->last_sent == SENT_SUB && s->confirmed) {
+            /* Linger; the dispatcher unsubscribes when it expires. */
+            s->idle_since = cr__now_ms();
+            if (ps->linger_due == 0) {
+                ps->linger_due = s->idle_since + LINGER_MS;
+                poke(ps);
+            }
+        } else {
+            mark_dirty(ps, s);
+            poke(ps);
+        }
     } else if (s->permits > s->refs) {
         s->permits = s->refs;
     }
@@ -668,6 +686,29 @@ connect_link(cr__pubsub *ps, int i)
     l->connected_once = true;
 }
 
+/* Queues the UNSUBSCRIBE of entries that lingered long enough and sets
+ * when the next one expires. mu held. */
+static void
+expire_lingering(cr__pubsub *ps, int64_t now)
+{
+    cr__sub *s, *tmp;
+
+    if (ps->linger_due == 0 || now < ps->linger_due)
+        return;
+    ps->linger_due = 0;
+    HASH_ITER(hh, ps->subs, s, tmp) {
+        if (s->refs > 0 || s->idle_since == 0)
+            continue;
+        if (now - s->idle_since >= LINGER_MS) {
+            s->idle_since = 0;
+            mark_dirty(ps, s);
+        } else if (ps->linger_due == 0 ||
+                   s->idle_since + LINGER_MS < ps->linger_due) {
+            ps->linger_due = s->idle_since + LINGER_MS;
+        }
+    }
+}
+
 /* One round of the dispatcher's upkeep (mu held, released for I/O): read
  * a new slot map when asked, place channels, open the links that have
  * channels, follow a Sentinel failover, send what the table asks for and
@@ -689,6 +730,7 @@ upkeep(cr__pubsub *ps, struct pollfd *pfd, int *which, int *nfds)
     if (ps->sharded)
         place_subs(ps);
     now = cr__now_ms();
+    expire_lingering(ps, now);
     for (i = 0; i < ps->nlinks; i++) {
         sublink *l = &ps->links[i];
 
@@ -723,6 +765,8 @@ upkeep(cr__pubsub *ps, struct pollfd *pfd, int *which, int *nfds)
     }
     if (ps->need_refresh || (ps->sharded && wait_ms < 0 && ps->subs != NULL))
         wait_ms = BACKOFF_MIN_MS; /* channels still to place */
+    if (ps->linger_due != 0 && (wait_ms < 0 || ps->linger_due - now < wait_ms))
+        wait_ms = ps->linger_due > now ? ps->linger_due - now : 0;
     return (int)wait_ms;
 }
 

@@ -3,7 +3,8 @@
  * Pub/sub: one subscriber connection (in a cluster with sharded pub/sub, one
  * per master) and one dispatcher thread per client.
  * Local waiters share one subscription per channel (reference counted:
- * SUBSCRIBE with the first waiter, UNSUBSCRIBE with the last). A message
+ * SUBSCRIBE with the first waiter, UNSUBSCRIBE 250 ms after the last one
+ * left unless another came meanwhile). A message
  * becomes wake-up permits on the channel's subscription, so a message that
  * arrives between a failed attempt and the wait is never lost. After the
  * subscriber connection drops, the thread reconnects with backoff,
