@@ -12,6 +12,7 @@
 #include "client.h"
 #include "credisson/version.h"
 #include "renewal.h"
+#include "slot.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 
@@ -152,6 +153,38 @@ cr__check_name(const char *name)
         return cr__fail(CR_EINVAL, "name is NULL");
     if (name[0] == '\0')
         return cr__fail(CR_EINVAL, "name is empty");
+    return CR_OK;
+}
+
+cr_status
+cr__check_slots(const cr_client *c, const char *raw, const char *extra)
+{
+    char *p, *s;
+    unsigned want;
+    bool ok;
+
+    if (!c->url.is_cluster)
+        return CR_OK;
+    /* The prefix and suffix do not matter: without braces of their own they
+     * hash like every prefixName / suffixName of the name. */
+    p = cr__prefix_name("p", raw);
+    s = cr__suffix_name(raw, "s");
+    want = cr__key_slot(raw, strlen(raw));
+    ok = p != NULL && s != NULL && cr__key_slot(p, strlen(p)) == want &&
+         cr__key_slot(s, strlen(s)) == want &&
+         (extra == NULL || cr__key_slot(extra, strlen(extra)) == want);
+    if (p == NULL || s == NULL) {
+        free(p);
+        free(s);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    free(p);
+    free(s);
+    if (!ok)
+        return cr__fail(CR_EINVAL, "name \"%s\" puts its keys in different "
+                        "cluster slots (protocol 1.1); choose a name without "
+                        "'}'%s or with one well-formed {tag}", raw,
+                        extra != NULL ? "" : " or an unclosed '{'");
     return CR_OK;
 }
 

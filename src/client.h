@@ -77,6 +77,14 @@ char *cr__raw_name(const cr_client *c, const char *name);
 /* cr__check_name: CR_EINVAL unless `name` is a non-empty string. */
 cr_status cr__check_name(const char *name);
 
+/* cr__check_slots: in a cluster, CR_EINVAL (with a message) unless every
+ * prefixName / suffixName of the raw name, and `extra` (a derived name of
+ * another shape, or NULL), hash to the name's own slot: otherwise the
+ * object's scripts would fail with CROSSSLOT (protocol 1.1). CR_OK outside
+ * a cluster, where such names work. */
+cr_status cr__check_slots(const cr_client *c, const char *raw,
+                          const char *extra);
+
 /* Protocol section 1.1 name helpers, malloc'd (NULL: out of memory):
  * prefixName(P, N) = "P:N" when N contains '{', else "P:{N}";
  * suffixName(N, S) = "N:S" when N contains '{', else "{N}:S". */

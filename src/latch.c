@@ -64,11 +64,15 @@ cr_latch_new(cr_client *c, const char *name, cr_latch **out)
     l->channel = cr__strdup_printf("redisson_countdownlatch__channel__{%s}",
                                    l->o.raw);
     l->marker = cr__suffix_name(l->o.raw, "credisson_latch_expiry");
-    if (l->channel == NULL || l->marker == NULL) {
+    if (l->channel == NULL || l->marker == NULL)
+        rc = cr__fail(CR_ENOMEM, "out of memory");
+    else
+        rc = cr__check_slots(c, l->o.raw, l->channel);
+    if (rc != CR_OK) {
         free(l->channel);
         free(l->marker);
         cr__object_free(l);
-        return cr__fail(CR_ENOMEM, "out of memory");
+        return rc;
     }
     *out = l;
     return CR_OK;

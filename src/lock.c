@@ -51,6 +51,14 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
         cr__client_leave(c);
         return CR_ENOMEM;
     }
+    if ((rc = cr__check_slots(c, l->raw, NULL)) != CR_OK) {
+        free(l->name);
+        free(l->raw);
+        free(l->channel);
+        free(l);
+        cr__client_leave(c);
+        return rc;
+    }
     l->magic = CR__LOCK_MAGIC;
     l->client = c;
     l->ops = ops;

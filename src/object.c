@@ -33,6 +33,13 @@ cr__object_new(cr_client *c, const char *name, uint32_t magic, size_t size,
         cr__client_leave(c);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
+    if ((rc = cr__check_slots(c, o->raw, NULL)) != CR_OK) {
+        free(o->name);
+        free(o->raw);
+        free(o);
+        cr__client_leave(c);
+        return rc;
+    }
     o->magic = magic;
     o->client = c;
     cr__client_leave(c);

@@ -33,6 +33,7 @@
 #include <uthash.h>
 
 #include "renewal.h"
+#include "slot.h"
 #include "timer_wheel.h"
 
 #define WHEEL_BUCKETS 512
@@ -64,7 +65,10 @@ typedef struct due {
     size_t idlen;
     char *aux;
     uint64_t gen;
+    unsigned slot; /* the key's cluster slot; 0 outside a cluster */
 } due;
+
+static const char *due_key(const struct due *d);
 
 typedef struct lost_call {
     cr_lock_lost_fn fn;
@@ -326,6 +330,9 @@ on_timer(void *userdata, cr__timer *t)
     }
     d->idlen = h->idlen;
     d->gen = h->gen;
+    /* In a cluster one script call may name keys of one slot only. */
+    d->slot = r->client->url.is_cluster
+                  ? cr__key_slot(due_key(d), strlen(due_key(d))) : 0;
     r->ndue++;
 }
 
@@ -358,8 +365,9 @@ due_owner(const due *d)
     return d->id + 2 + strlen(d->id + 1);
 }
 
-/* qsort order of due entries: by kind, then key, then owner, so that a
- * batch holds one kind and a hash's readers sit side by side. */
+/* qsort order of due entries: by kind, slot, key, then owner, so that a
+ * batch holds one kind (and in a cluster one slot) and a hash's readers
+ * sit side by side. */
 static int
 due_cmp(const void *a, const void *b)
 {
@@ -367,22 +375,26 @@ due_cmp(const void *a, const void *b)
     int c = (int)due_kind(x) - (int)due_kind(y);
 
     if (c == 0)
+        c = (x->slot > y->slot) - (x->slot < y->slot);
+    if (c == 0)
         c = strcmp(due_key(x), due_key(y));
     if (c == 0)
         c = strcmp(due_owner(x), due_owner(y));
     return c;
 }
 
-/* The end of the batch starting at due[from] (sorted): entries of one kind,
- * at most `batch` of them for plain holds, and the read holds of at most
- * `batch` distinct hashes for read holds. */
+/* The end of the batch starting at due[from] (sorted): entries of one kind
+ * and one slot, at most `batch` of them for plain holds, and the read holds
+ * of at most `batch` distinct hashes for read holds. */
 static size_t
 batch_end(const cr__renewal *r, size_t from, size_t batch)
 {
     cr__hold_kind kind = due_kind(&r->due[from]);
+    unsigned slot = r->due[from].slot;
     size_t end = from + 1, keys = 1;
 
-    for (; end < r->ndue && due_kind(&r->due[end]) == kind; end++) {
+    for (; end < r->ndue && due_kind(&r->due[end]) == kind &&
+           r->due[end].slot == slot; end++) {
         if (kind != CR__HOLD_READ) {
             if (end - from == batch)
                 break;

@@ -148,10 +148,54 @@ test_parse_i64_refuses_garbage_and_overflow(void **state)
     assert_true(v == 5);
 }
 
+/* The cluster check on a client struct that is never connected. */
+static cr_status
+slots_ok(bool cluster, const char *raw, const char *extra)
+{
+    cr_client c;
+
+    memset(&c, 0, sizeof(c));
+    c.url.is_cluster = cluster;
+    return cr__check_slots(&c, raw, extra);
+}
+
+static void
+test_cluster_refuses_names_whose_derived_keys_split(void **state)
+{
+    (void)state;
+    /* Protocol 1.1: "a}b" gives "p:{a}b}" (tag "a"); "a{" and "{}x" have
+     * no tag, so "p:a{" hashes apart from "a{". */
+    assert_int_equal(slots_ok(true, "a}b", NULL), CR_EINVAL);
+    assert_non_null(strstr(cr_last_error(), "different cluster slots"));
+    assert_int_equal(slots_ok(true, "a{", NULL), CR_EINVAL);
+    assert_int_equal(slots_ok(true, "{}x", NULL), CR_EINVAL);
+    assert_int_equal(slots_ok(true, "myLock", NULL), CR_OK);
+    assert_int_equal(slots_ok(true, "app{7}lock", NULL), CR_OK);
+    /* A latch's channel always adds braces (section 9). */
+    assert_int_equal(slots_ok(true, "pre{tag}x",
+                              "redisson_countdownlatch__channel__{pre{tag}x}"),
+                     CR_EINVAL);
+    assert_int_equal(slots_ok(true, "gate",
+                              "redisson_countdownlatch__channel__{gate}"),
+                     CR_OK);
+}
+
+static void
+test_names_that_split_keys_still_work_outside_a_cluster(void **state)
+{
+    (void)state;
+    assert_int_equal(slots_ok(false, "a}b", NULL), CR_OK);
+    assert_int_equal(slots_ok(false, "pre{tag}x",
+                              "redisson_countdownlatch__channel__{pre{tag}x}"),
+                     CR_OK);
+}
+
 int
 main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cluster_refuses_names_whose_derived_keys_split),
+        cmocka_unit_test(test_names_that_split_keys_still_work_outside_a_cluster),
         cmocka_unit_test(test_prefix_name_wraps_plain_name_in_braces),
         cmocka_unit_test(test_prefix_name_keeps_name_with_brace_as_is),
         cmocka_unit_test(test_prefix_name_wraps_name_with_only_closing_brace),
