@@ -101,7 +101,7 @@ fair_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
         args[5] = wait;
         args[6] = now;
     }
-    rc = cr__script_run(l->client, id, 0, 3, 5, args, NULL, &r);
+    rc = cr__script_run(l->client, id, CR__CMD_SYNC, 3, 5, args, NULL, &r);
     if (rc == CR_ESERVER && strstr(cr_last_error(), "NON_REENTRANT_REACQUIRE"))
         return cr__fail(CR_EREENTRANT, "%s is already held by %s", l->name, owner);
     if (rc != CR_OK)
@@ -158,43 +158,15 @@ fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
 static cr_status
 fair_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
-    cr_client *c = l->client;
     fair_keys *k = l->impl;
-    char lease[24], now[24], latch_ms[24];
-    char *latch = cr__unlock_latch_name(l->raw);
-    const char *args[11];
-    cr__reply *r = NULL;
-    int64_t v;
-    cr_status rc;
+    char lease[24], now[24];
+    const char *args[11] = {l->raw, k->queue, k->zset, l->channel, NULL, "0",
+                            lease, owner, now, l->client->publish_cmd, NULL};
 
-    if (latch == NULL)
-        return CR_ENOMEM;
     cr__fmt_i64(lease, lease_ms);
     cr__fmt_i64(now, cr__wall_ms());
-    cr__fmt_i64(latch_ms, c->latch_timeout_ms);
-    args[0] = l->raw;
-    args[1] = k->queue;
-    args[2] = k->zset;
-    args[3] = l->channel;
-    args[4] = latch;
-    args[5] = "0";
-    args[6] = lease;
-    args[7] = owner;
-    args[8] = now;
-    args[9] = c->publish_cmd;
-    args[10] = latch_ms;
-    rc = cr__script_run(c, CR__SCRIPT_FAIR_LOCK_UNLOCK, CR__CMD_RETRY, 5, 6,
-                        args, NULL, &r);
-    if (rc == CR_OK && cr__reply_int(r, &v) && v == 2) {
-        cr__reply_free(r);
-        cr__drop_latch(c, latch);
-        rc = cr__fail(CR_ENOTOWNER, "fair lock %s was not held by anyone (the "
-                      "head waiter was woken)", l->name);
-    } else if (rc == CR_OK) {
-        rc = cr__lock_unlock_reply(l, r, latch, result);
-    }
-    free(latch);
-    return rc;
+    return cr__lock_run_unlock(l, CR__SCRIPT_FAIR_LOCK_UNLOCK, 5, 6, args, 4,
+                               10, result);
 }
 
 /* forceUnlock: delete the hash and wake the head waiter. */

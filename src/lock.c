@@ -577,8 +577,10 @@ cr__lock_acquire_plain(cr_lock *l, const char *owner, int64_t lease_ms,
                                    hint);
 }
 
-cr_status
-cr__lock_unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result)
+/* Maps an unlock script's reply (nil, 0, 1, or the fair lock's 2) to a
+ * status and *result, drops the latch as Redisson does and frees reply. */
+static cr_status
+unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result)
 {
     int64_t v;
     cr_status rc;
@@ -589,7 +591,10 @@ cr__lock_unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result)
     else if (cr__reply_int(r, &v) && (v == 0 || v == 1)) {
         *result = (int)v;
         rc = CR_OK;
-    } else
+    } else if (cr__reply_int(r, &v) && v == 2)
+        rc = cr__fail(CR_ENOTOWNER, "%s %s was not held by anyone (the head "
+                      "waiter was woken)", l->ops->kind, l->name);
+    else
         rc = cr__fail(CR_ESCRIPT, "unlock replied neither nil, 0 nor 1");
     cr__reply_free(r);
     cr__drop_latch(l->client, latch);
@@ -597,34 +602,40 @@ cr__lock_unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result)
 }
 
 cr_status
-cr__lock_unlock_plain(cr_lock *l, const char *owner, int64_t lease_ms,
-                      int *result)
+cr__lock_run_unlock(cr_lock *l, cr__script_id id, int nkeys, int nargs,
+                    const char **args, int latch_at, int latch_ms_at,
+                    int *result)
 {
     cr_client *c = l->client;
-    char lease[24], latch_ms[24];
+    char latch_ms[24];
     char *latch = cr__unlock_latch_name(l->raw);
-    const char *args[8];
     cr__reply *r = NULL;
     cr_status rc;
 
     if (latch == NULL)
         return CR_ENOMEM;
-    cr__fmt_i64(lease, lease_ms);
     cr__fmt_i64(latch_ms, c->latch_timeout_ms);
-    args[0] = l->raw;
-    args[1] = l->channel;
-    args[2] = latch;
-    args[3] = "0";
-    args[4] = lease;
-    args[5] = owner;
-    args[6] = c->publish_cmd;
-    args[7] = latch_ms;
-    rc = cr__script_run(c, CR__SCRIPT_LOCK_UNLOCK, CR__CMD_RETRY, 3, 5, args,
-                        NULL, &r);
+    args[latch_at] = latch;
+    args[latch_ms_at] = latch_ms;
+    rc = cr__script_run(c, id, CR__CMD_RETRY | CR__CMD_SYNC, nkeys, nargs,
+                        args, NULL, &r);
     if (rc == CR_OK)
-        rc = cr__lock_unlock_reply(l, r, latch, result);
+        rc = unlock_reply(l, r, latch, result);
     free(latch);
     return rc;
+}
+
+cr_status
+cr__lock_unlock_plain(cr_lock *l, const char *owner, int64_t lease_ms,
+                      int *result)
+{
+    char lease[24];
+    const char *args[8] = {l->raw, l->channel, NULL, "0", lease, owner,
+                           l->client->publish_cmd, NULL};
+
+    cr__fmt_i64(lease, lease_ms);
+    return cr__lock_run_unlock(l, CR__SCRIPT_LOCK_UNLOCK, 3, 5, args, 2, 7,
+                               result);
 }
 
 cr_status

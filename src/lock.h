@@ -109,9 +109,14 @@ cr_status cr__lock_hold_count_plain(cr_lock *l, const char *owner,
                                     int64_t *count);
 char *cr__lock_channel_plain(cr_lock *l, const char *owner);
 
-/* cr__lock_unlock_reply: map an unlock script's reply (nil, 0 or 1) to a
- * status and *result, and drop the latch as Redisson does. Frees reply. */
-cr_status cr__lock_unlock_reply(cr_lock *l, cr__reply *reply, const char *latch,
-                                int *result);
+/* cr__lock_run_unlock: run unlock script `id` (nkeys keys, then nargs
+ * arguments in args) with a fresh unlock latch key put in args[latch_at]
+ * and its lifetime in args[latch_ms_at]; map the reply (nil: CR_ENOTOWNER;
+ * 0 or 1 into *result; the fair lock's 2: CR_ENOTOWNER, nobody held it)
+ * and drop the latch as Redisson does. Sent with CR__CMD_RETRY (the latch
+ * makes a resend safe) and CR__CMD_SYNC. */
+cr_status cr__lock_run_unlock(cr_lock *l, cr__script_id id, int nkeys,
+                              int nargs, const char **args, int latch_at,
+                              int latch_ms_at, int *result);
 
 #endif

@@ -181,28 +181,12 @@ cr_fenced_lock_lock_and_get_token(cr_lock *l, int64_t lease_ms, int64_t *token)
 static cr_status
 spin_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
-    cr_client *c = l->client;
-    char lease[24], latch_ms[24];
-    char *latch = cr__unlock_latch_name(l->raw);
-    const char *args[5];
-    cr__reply *r = NULL;
-    cr_status rc;
+    char lease[24];
+    const char *args[5] = {l->raw, NULL, lease, owner, NULL};
 
-    if (latch == NULL)
-        return CR_ENOMEM;
     cr__fmt_i64(lease, lease_ms);
-    cr__fmt_i64(latch_ms, c->latch_timeout_ms);
-    args[0] = l->raw;
-    args[1] = latch;
-    args[2] = lease;
-    args[3] = owner;
-    args[4] = latch_ms;
-    rc = cr__script_run(c, CR__SCRIPT_SPIN_LOCK_UNLOCK, CR__CMD_RETRY, 2, 3,
-                        args, NULL, &r);
-    if (rc == CR_OK)
-        rc = cr__lock_unlock_reply(l, r, latch, result);
-    free(latch);
-    return rc;
+    return cr__lock_run_unlock(l, CR__SCRIPT_SPIN_LOCK_UNLOCK, 2, 3, args, 1,
+                               4, result);
 }
 
 /* Spin forceUnlock and delete: a plain DEL, nobody to tell. */

@@ -499,8 +499,11 @@ renew_batch(cr__renewal *r, size_t from, size_t n, lost_call *lost,
         pthread_mutex_unlock(&r->mu);
         rc = cr__script_run(c, read ? CR__SCRIPT_RWLOCK_READ_RENEW
                                     : CR__SCRIPT_LOCK_RENEW,
-                            CR__CMD_RESERVED | CR__CMD_RETRY, nkeys, nargs,
-                            args, NULL, &reply);
+                            CR__CMD_RESERVED | CR__CMD_RETRY | CR__CMD_SYNC,
+                            nkeys, nargs, args, NULL, &reply);
+        if (rc == CR_OK && cr__transport_sync_failed())
+            cr__log(&c->log, CR_LOG_WARN, "watchdog renewal of %zu leases: "
+                    "no replica acknowledged it within the sync timeout", n);
         CR__STAT_ADD(&c->stats, renewal_calls, 1);
         CR__STAT_ADD(&c->stats, renewals_sent, n);
         if (rc == CR_OK &&

@@ -83,8 +83,8 @@ read_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
         return CR_ENOMEM;
     cr__fmt_i64(lease, lease_ms);
     snprintf(writer, sizeof(writer), "%s%s", owner, WRITE_SUFFIX);
-    rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_READ_ACQUIRE, 0, 2, 3,
-                        args, NULL, &r);
+    rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_READ_ACQUIRE,
+                        CR__CMD_SYNC, 2, 3, args, NULL, &r);
     free(prefix);
     if (rc != CR_OK)
         return rc;
@@ -103,33 +103,17 @@ read_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
 static cr_status
 read_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
-    cr_client *c = l->client;
-    char latch_ms[24];
-    char *latch = cr__unlock_latch_name(l->raw);
     char *prefix = timeout_prefix(l, owner);
-    const char *args[9];
-    cr__reply *r = NULL;
-    cr_status rc = CR_ENOMEM;
+    const char *args[9] = {l->raw, rw_channel(l), prefix, l->aux, NULL, "0",
+                           owner, l->client->publish_cmd, NULL};
+    cr_status rc;
 
     (void)lease_ms;
-    if (latch != NULL && prefix != NULL) {
-        cr__fmt_i64(latch_ms, c->latch_timeout_ms);
-        args[0] = l->raw;
-        args[1] = rw_channel(l);
-        args[2] = prefix;
-        args[3] = l->aux;
-        args[4] = latch;
-        args[5] = "0";
-        args[6] = owner;
-        args[7] = c->publish_cmd;
-        args[8] = latch_ms;
-        rc = cr__script_run(c, CR__SCRIPT_RWLOCK_READ_UNLOCK, CR__CMD_RETRY,
-                            5, 4, args, NULL, &r);
-        if (rc == CR_OK)
-            rc = cr__lock_unlock_reply(l, r, latch, result);
-    }
+    if (prefix == NULL)
+        return CR_ENOMEM;
+    rc = cr__lock_run_unlock(l, CR__SCRIPT_RWLOCK_READ_UNLOCK, 5, 4, args, 4,
+                             8, result);
     free(prefix);
-    free(latch);
     return rc;
 }
 
@@ -241,8 +225,8 @@ write_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
 
     (void)wait_ms;
     cr__fmt_i64(lease, lease_ms);
-    rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_WRITE_ACQUIRE, 0, 1, 2,
-                        args, NULL, &r);
+    rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_WRITE_ACQUIRE,
+                        CR__CMD_SYNC, 1, 2, args, NULL, &r);
     if (rc != CR_OK)
         return rc;
     if (r->type == CR__REPLY_NIL)
@@ -265,31 +249,13 @@ write_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
 static cr_status
 write_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
-    cr_client *c = l->client;
-    char lease[24], latch_ms[24];
-    char *latch = cr__unlock_latch_name(l->raw);
-    const char *args[8];
-    cr__reply *r = NULL;
-    cr_status rc;
+    char lease[24];
+    const char *args[8] = {l->raw, rw_channel(l), NULL, "1", lease, owner,
+                           l->client->publish_cmd, NULL};
 
-    if (latch == NULL)
-        return CR_ENOMEM;
     cr__fmt_i64(lease, lease_ms);
-    cr__fmt_i64(latch_ms, c->latch_timeout_ms);
-    args[0] = l->raw;
-    args[1] = rw_channel(l);
-    args[2] = latch;
-    args[3] = "1";
-    args[4] = lease;
-    args[5] = owner;
-    args[6] = c->publish_cmd;
-    args[7] = latch_ms;
-    rc = cr__script_run(c, CR__SCRIPT_RWLOCK_WRITE_UNLOCK, CR__CMD_RETRY, 3, 5,
-                        args, NULL, &r);
-    if (rc == CR_OK)
-        rc = cr__lock_unlock_reply(l, r, latch, result);
-    free(latch);
-    return rc;
+    return cr__lock_run_unlock(l, CR__SCRIPT_RWLOCK_WRITE_UNLOCK, 3, 5, args,
+                               2, 7, result);
 }
 
 static cr_status

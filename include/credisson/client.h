@@ -70,13 +70,15 @@ typedef struct cr_client_options {
     /* How long calls that wait keep retrying while Redis is unreachable
      * before they give up with CR_EIO. 0: 30000. */
     int64_t reconnect_window_ms;
-    /* Redisson's checkLockSyncedSlaves: when > 0, every acquisition of the
-     * RLock family (RLock, fenced, spin, non-reentrant) is followed by WAIT for the server's connected replicas for up to this
-     * many ms, and when replicas exist but none acknowledged, the
-     * acquisition is undone and reported as CR_EIO ("no replica
-     * acknowledged"), so that a failover cannot lose a lock just granted.
-     * 0: off (Redisson's default is on with 1000 ms outside single-server
-     * setups). */
+    /* Redisson's checkLockSyncedSlaves: when > 0, every lock acquisition
+     * (RLock, fenced, spin, non-reentrant, fair, read, write), unlock and
+     * watchdog renewal is followed by WAIT for the server's connected
+     * replicas for up to this many ms. When replicas exist but none
+     * acknowledged an acquisition, it is undone and reported as CR_EIO
+     * ("no replica acknowledged"), so that a failover cannot lose a lock
+     * just granted; for unlocks and renewals it is logged. Semaphores and
+     * latches are not checked. 0: off (Redisson's default is on with
+     * 1000 ms outside single-server setups). */
     int64_t replica_sync_timeout_ms;
     /* Redisson NameMapper equivalent: a prefix put before every object name
      * (the Java side must map names the same way). NULL: none. */

@@ -9,6 +9,7 @@
  * last: it leaves the cluster without the killed node.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -550,6 +551,67 @@ test_cluster_slot_migration_keeps_locks_working(void **state)
     cr_client_free(b);
 }
 
+/* ------------------------------------------------------ replica sync */
+
+/* The index of the first replica of master m (INFO replication), or -1. */
+static int
+replica_of(int m)
+{
+    redisReply *r = cr_test_cluster_cmd(&cl, m, "INFO replication");
+    const char *p;
+    int port = 0, i;
+
+    if (r != NULL && r->type == REDIS_REPLY_STRING &&
+        (p = strstr(r->str, "slave0:")) != NULL &&
+        (p = strstr(p, "port=")) != NULL)
+        port = atoi(p + 5);
+    if (r != NULL)
+        freeReplyObject(r);
+    for (i = 0; i < cl.nnodes; i++)
+        if (cl.nodes[i].port == port)
+            return i;
+    return -1;
+}
+
+static void
+test_cluster_replica_sync_undoes_unacknowledged_acquisitions(void **state)
+{
+    cr_client *c = client(NULL, 0, 200);
+    char name[64], rwname[64];
+    cr_lock *plain, *fair;
+    cr_rwlock *rw;
+    int m[3], replica;
+
+    (void)state;
+    masters(m);
+    replica = replica_of(m[0]);
+    assert_true(replica >= 0);
+    name_on(name, sizeof(name), "sync", m[0]);
+    name_on(rwname, sizeof(rwname), "syncrw", m[0]);
+    assert_int_equal(cr_lock_new(c, name, &plain), CR_OK);
+    assert_int_equal(cr_fair_lock_new(c, rwname, &fair), CR_OK);
+    assert_int_equal(cr_rwlock_new(c, rwname, &rw), CR_OK);
+    /* With the replica in sync, acquisitions and unlocks go through. */
+    assert_int_equal(cr_lock_try_lock(plain, 0, 10000), CR_OK);
+    assert_int_equal(cr_lock_unlock(plain), CR_OK);
+    /* A replica that cannot acknowledge: every kind undoes its grant. */
+    assert_int_equal(kill(cl.nodes[replica].pid, SIGSTOP), 0);
+    assert_int_equal(cr_lock_try_lock(plain, 0, 10000), CR_EIO);
+    assert_non_null(strstr(cr_last_error(), "no replica acknowledged"));
+    assert_int_equal(AT_KEY(name, "EXISTS %s", name), 0);
+    assert_int_equal(cr_lock_try_lock(fair, 0, 10000), CR_EIO);
+    assert_int_equal(cr_lock_try_lock(cr_rwlock_write_lock(rw), 0, 10000),
+                     CR_EIO);
+    assert_int_equal(cr_lock_try_lock(cr_rwlock_read_lock(rw), 0, 10000),
+                     CR_EIO);
+    assert_int_equal(AT_KEY(rwname, "EXISTS %s", rwname), 0);
+    assert_int_equal(kill(cl.nodes[replica].pid, SIGCONT), 0);
+    cr_rwlock_free(rw);
+    cr_lock_free(fair);
+    cr_lock_free(plain);
+    cr_client_free(c);
+}
+
 /* ------------------------------------------------------------ failover */
 
 #define WORKERS 4
@@ -687,6 +749,7 @@ main(void)
         cmocka_unit_test(test_cluster_refuses_names_whose_keys_split),
         cmocka_unit_test(test_cluster_watchdog_renews_locks_in_every_slot),
         cmocka_unit_test(test_cluster_slot_migration_keeps_locks_working),
+        cmocka_unit_test(test_cluster_replica_sync_undoes_unacknowledged_acquisitions),
         cmocka_unit_test(test_cluster_master_failover_waiters_proceed_counter_exact),
     };
 
