@@ -91,7 +91,7 @@ name_on(char *buf, size_t len, const char *prefix, int master)
 
     for (n = 0; n < 100000; n++) {
         snprintf(buf, len, "%s-%d", prefix, n);
-        if (cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot(buf)) ==
+        if (cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot(&cl, buf)) ==
             master)
             return;
     }
@@ -278,8 +278,8 @@ test_cluster_fair_lock_keys_share_the_name_slot(void **state)
     name_on(name, sizeof(name), "fairq", m[1]);
     snprintf(queue, sizeof(queue), "redisson_lock_queue:{%s}", name);
     snprintf(zset, sizeof(zset), "redisson_lock_timeout:{%s}", name);
-    assert_int_equal(cr_test_cluster_keyslot(queue),
-                     cr_test_cluster_keyslot(name));
+    assert_int_equal(cr_test_cluster_keyslot(&cl, queue),
+                     cr_test_cluster_keyslot(&cl, name));
     assert_int_equal(cr_fair_lock_new(a, name, &la), CR_OK);
     assert_int_equal(cr_fair_lock_new(b, name, &lb), CR_OK);
     assert_int_equal(cr_lock_lock(la, CR_LEASE_WATCHDOG), CR_OK);
@@ -287,7 +287,7 @@ test_cluster_fair_lock_keys_share_the_name_slot(void **state)
     q = (at_key){queue, "LLEN", 1};
     assert_true(cr_test_wait_until(key_int_is, &q, slow(3000)));
     /* The queue, the timeout set and the lock are on one master. */
-    node = cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot(name));
+    node = cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot(&cl, name));
     {
         redisReply *r = cr_test_cluster_cmd(&cl, node, "EXISTS %s %s %s", name,
                                             queue, zset);
@@ -396,7 +396,7 @@ test_cluster_unlock_publishes_with_spublish(void **state)
 
     (void)state;
     snprintf(channel, sizeof(channel), "redisson_lock__channel:{spub}");
-    node = cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot(channel));
+    node = cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot(&cl, channel));
     ctx = cr_test_redis_connect(&cl.nodes[node]);
     assert_non_null(ctx);
     r = redisCommand(ctx, "SSUBSCRIBE %s", channel);
@@ -499,7 +499,7 @@ static void
 test_cluster_slot_migration_keeps_locks_working(void **state)
 {
     cr_client *a = client(NULL, 600, 0), *b = client(NULL, 600, 0);
-    unsigned slot = cr_test_cluster_keyslot("mig");
+    unsigned slot = cr_test_cluster_keyslot(&cl, "mig");
     int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
     renew_arg renewed;
     cr_lock *held, *other, *wl;
@@ -699,19 +699,19 @@ test_cluster_master_failover_waiters_proceed_counter_exact(void **state)
      * could: a violation would then be counted, not hidden). */
     sh.client = client(NULL, 900, 1000);
     name_on(lock_name, sizeof(lock_name), "fo-lock",
-            cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot("fo-lock-0")));
-    slot = cr_test_cluster_keyslot(lock_name);
+            cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot(&cl, "fo-lock-0")));
+    slot = cr_test_cluster_keyslot(&cl, lock_name);
     lock_master = cr_test_cluster_master_of(&cl, slot);
     for (i = 0;; i++) {
         snprintf(counter, sizeof(counter), "fo-counter-%d", i);
-        if (cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot(counter)) !=
+        if (cr_test_cluster_master_of(&cl, cr_test_cluster_keyslot(&cl, counter)) !=
             lock_master)
             break;
     }
     sh.lock_name = lock_name;
     sh.counter = counter;
     sh.counter_node = cr_test_cluster_master_of(&cl,
-                                                cr_test_cluster_keyslot(counter));
+                                                cr_test_cluster_keyslot(&cl, counter));
     sh.target = 50;
     for (i = 0; i < WORKERS; i++)
         assert_int_equal(pthread_create(&t[i], NULL, worker_main, &sh), 0);
