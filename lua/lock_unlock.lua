@@ -5,7 +5,10 @@
 -- unlock, ARGV[3] = owner name, ARGV[4] = publish command (publish or
 -- spublish), ARGV[5] = latch lifetime in ms
 -- Returns nil when the owner holds nothing, 0 when holds remain, 1 when the
--- lock was released; a retry with the same latch replays the first result.
+-- lock was released and nobody heard the message, -n when it was released
+-- and n subscribers heard it (credisson's own reply: the client then gives
+-- waiters a moment to take the lock); a retry with the same latch replays
+-- 0 or 1.
 local replay = redis.call('get', KEYS[3])
 if replay then
     return tonumber(replay)
@@ -19,6 +22,9 @@ if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[4], KEYS[2], ARGV[1])
+local heard = redis.call(ARGV[4], KEYS[2], ARGV[1])
 redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+if heard > 0 then
+    return -heard
+end
 return 1

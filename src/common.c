@@ -95,6 +95,15 @@ cr__now_ms(void)
 }
 
 int64_t
+cr__now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t
 cr__wall_ms(void)
 {
     return clock_ms(CLOCK_REALTIME);
@@ -103,10 +112,16 @@ cr__wall_ms(void)
 void
 cr__sleep_ms(int64_t ms)
 {
+    cr__sleep_us(ms * 1000);
+}
+
+void
+cr__sleep_us(int64_t us)
+{
     struct timespec ts;
 
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000;
+    ts.tv_sec = (time_t)(us / 1000000);
+    ts.tv_nsec = (long)(us % 1000000) * 1000;
     while (nanosleep(&ts, &ts) != 0)
         ;
 }

@@ -57,8 +57,12 @@ void cr__clear_error(void);
 int64_t cr__now_ms(void);
 int64_t cr__wall_ms(void);
 
-/* Sleeps `ms` milliseconds (through signals). */
+/* Microseconds on the monotonic clock. */
+int64_t cr__now_us(void);
+
+/* Sleeps `ms` milliseconds, or `us` microseconds (through signals). */
 void cr__sleep_ms(int64_t ms);
+void cr__sleep_us(int64_t us);
 
 /* Writes v in decimal into buf (at least 21 bytes); returns the length. */
 size_t cr__fmt_i64(char *buf, int64_t v);

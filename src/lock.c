@@ -63,6 +63,7 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
     l->client = c;
     l->ops = ops;
     atomic_init(&l->lease_ms, c->watchdog_timeout_ms);
+    atomic_init(&l->yield_until_us, 0);
     cr__client_leave(c);
     *out = l;
     return CR_OK;
@@ -198,6 +199,21 @@ attempt(void *arg, int64_t *hint)
     return rc;
 }
 
+/* A new acquisition that may wait holds back while its handle yields to
+ * the waiters its last unlock woke (see yield_to_waiters), up to its wait
+ * budget; one that may not wait goes at once. */
+static void
+yield_first(cr_lock *l, int64_t wait_ms)
+{
+    int64_t left = atomic_load(&l->yield_until_us) - cr__now_us();
+
+    if (left <= 0 || wait_ms == 0)
+        return;
+    if (wait_ms > 0 && left > wait_ms * 1000)
+        left = wait_ms * 1000;
+    cr__sleep_us(left);
+}
+
 cr_status
 cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
                  int64_t *extra)
@@ -212,6 +228,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
         return rc;
     if ((rc = check_wait(wait_ms)) != CR_OK || (rc = check_lease(lease_ms)) != CR_OK)
         goto out;
+    yield_first(l, wait_ms);
     if (l->ops->acquire_all != NULL) {
         rc = l->ops->acquire_all(l, tid, wait_ms, lease_ms);
         goto out;
@@ -577,19 +594,29 @@ cr__lock_acquire_plain(cr_lock *l, const char *owner, int64_t lease_ms,
                                    hint);
 }
 
-/* Maps an unlock script's reply (nil, 0, 1, or the fair lock's 2) to a
- * status and *result, drops the latch as Redisson does and frees reply. */
+/* How long a new acquisition through a handle holds back after its unlock
+ * woke waiters: a few unlock round trips, so that the woken waiter's
+ * attempt lands first (no barging), within these bounds. */
+#define YIELD_MIN_US 200
+#define YIELD_MAX_US 10000
+
+/* Maps an unlock script's reply (nil, 0, 1, -n for "released, n heard
+ * it", or the fair lock's 2) to a status and *result, drops the latch as
+ * Redisson does and frees reply. *heard gets n (0 otherwise). */
 static cr_status
-unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result)
+unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result,
+             int64_t *heard)
 {
     int64_t v;
     cr_status rc;
 
+    *heard = 0;
     if (r->type == CR__REPLY_NIL)
         rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this owner",
                       l->ops->kind, l->name);
-    else if (cr__reply_int(r, &v) && (v == 0 || v == 1)) {
-        *result = (int)v;
+    else if (cr__reply_int(r, &v) && v <= 1 && v > -1000000000) {
+        *result = v != 0;
+        *heard = v < 0 ? -v : 0;
         rc = CR_OK;
     } else if (cr__reply_int(r, &v) && v == 2)
         rc = cr__fail(CR_ENOTOWNER, "%s %s was not held by anyone (the head "
@@ -601,6 +628,22 @@ unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result)
     return rc;
 }
 
+/* After an unlock whose message `heard` subscribers received: when some
+ * are not just this client's own idle subscription, waiters of other
+ * owners were woken, and this handle's next acquisition yields to them
+ * for about two round trips of the unlock (`took_us`). */
+static void
+yield_to_waiters(cr_lock *l, int64_t heard, int64_t took_us)
+{
+    int64_t us = 2 * took_us;
+
+    if (heard == 0 ||
+        (heard == 1 && cr__pubsub_idle(l->client->pubsub, l->channel)))
+        return;
+    us = us < YIELD_MIN_US ? YIELD_MIN_US : us > YIELD_MAX_US ? YIELD_MAX_US : us;
+    atomic_store(&l->yield_until_us, cr__now_us() + us);
+}
+
 cr_status
 cr__lock_run_unlock(cr_lock *l, cr__script_id id, int nkeys, int nargs,
                     const char **args, int latch_at, int latch_ms_at,
@@ -610,6 +653,7 @@ cr__lock_run_unlock(cr_lock *l, cr__script_id id, int nkeys, int nargs,
     char latch_ms[24];
     char *latch = cr__unlock_latch_name(l->raw);
     cr__reply *r = NULL;
+    int64_t started, heard;
     cr_status rc;
 
     if (latch == NULL)
@@ -617,10 +661,11 @@ cr__lock_run_unlock(cr_lock *l, cr__script_id id, int nkeys, int nargs,
     cr__fmt_i64(latch_ms, c->latch_timeout_ms);
     args[latch_at] = latch;
     args[latch_ms_at] = latch_ms;
+    started = cr__now_us();
     rc = cr__script_run(c, id, CR__CMD_RETRY | CR__CMD_SYNC, nkeys, nargs,
                         args, NULL, &r);
-    if (rc == CR_OK)
-        rc = unlock_reply(l, r, latch, result);
+    if (rc == CR_OK && (rc = unlock_reply(l, r, latch, result, &heard)) == CR_OK)
+        yield_to_waiters(l, heard, cr__now_us() - started);
     free(latch);
     return rc;
 }

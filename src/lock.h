@@ -66,6 +66,9 @@ struct cr_lock {
     cr_lock_lost_fn lost_fn;
     void *lost_userdata;
     void *impl;    /* the kind's own data */
+    /* Until when (monotonic us) a new acquisition through this handle
+     * waits first: the last unlock woke waiters of other owners. */
+    atomic_int_fast64_t yield_until_us;
     bool owned;    /* freed by the object that made it (a read/write lock's
                     * sides): cr_lock_free leaves it alone */
 };

@@ -283,6 +283,19 @@ cr__sub_confirmed(cr__pubsub *ps, cr__sub *s)
     return ok;
 }
 
+bool
+cr__pubsub_idle(cr__pubsub *ps, const char *channel)
+{
+    cr__sub *s;
+    bool idle;
+
+    pthread_mutex_lock(&ps->mu);
+    HASH_FIND_STR(ps->subs, channel, s);
+    idle = s != NULL && s->refs == 0 && s->last_sent == SENT_SUB;
+    pthread_mutex_unlock(&ps->mu);
+    return idle;
+}
+
 unsigned
 cr__pubsub_channel_count(cr__pubsub *ps)
 {

@@ -63,6 +63,10 @@ cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms);
 /* cr__sub_confirmed: true while the server confirms the subscription. */
 bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);
 
+/* cr__pubsub_idle: true when this client is subscribed to `channel` with
+ * no local waiter (a lingering subscription). */
+bool cr__pubsub_idle(cr__pubsub *ps, const char *channel);
+
 /* cr__pubsub_channel_count: the number of channels subscribed (for
  * tests: 0 once every waiter has left). */
 unsigned cr__pubsub_channel_count(cr__pubsub *ps);
