@@ -595,10 +595,10 @@ cr__lock_acquire_plain(cr_lock *l, const char *owner, int64_t lease_ms,
 }
 
 /* How long a new acquisition through a handle holds back after its unlock
- * woke waiters: a few unlock round trips, so that the woken waiter's
+ * woke waiters: four unlock round trips, so that the woken waiter's
  * attempt lands first (no barging), within these bounds. */
-#define YIELD_MIN_US 200
-#define YIELD_MAX_US 10000
+#define YIELD_MIN_US 1000
+#define YIELD_MAX_US 20000
 
 /* Maps an unlock script's reply (nil, 0, 1, -n for "released, n heard
  * it", or the fair lock's 2) to a status and *result, drops the latch as
@@ -631,11 +631,11 @@ unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result,
 /* After an unlock whose message `heard` subscribers received: when some
  * are not just this client's own idle subscription, waiters of other
  * owners were woken, and this handle's next acquisition yields to them
- * for about two round trips of the unlock (`took_us`). */
+ * for four round trips of the unlock (`took_us`). */
 static void
 yield_to_waiters(cr_lock *l, int64_t heard, int64_t took_us)
 {
-    int64_t us = 2 * took_us;
+    int64_t us = 4 * took_us;
 
     if (heard == 0 ||
         (heard == 1 && cr__pubsub_idle(l->client->pubsub, l->channel)))

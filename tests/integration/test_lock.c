@@ -374,6 +374,53 @@ test_lock_unlock_wakes_a_waiter_of_another_client_promptly(void **state)
     cr_client_free(other);
 }
 
+/* The releaser that takes the lock again at once yields to the waiter its
+ * unlock woke (no barging). The yield lasts four unlock round trips: under
+ * valgrind a thread wakes too slowly for that, so the test needs real
+ * speed and is skipped when CR_TEST_SLOW is set. */
+static void
+test_lock_releaser_yields_to_the_waiter_it_woke(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_lock *theirs;
+    int round, waiter_first = 0;
+
+    (void)state;
+    if (slow(1) > 1) {
+        cr_client_free(other);
+        skip();
+    }
+    assert_int_equal(cr_lock_new(other, "yield", &theirs), CR_OK);
+    for (round = 0; round < 5; round++) {
+        /* A fresh waiting client each round: no subscription lingers from
+         * the last, so a subscriber means the waiter is waiting. */
+        cr_client *third = new_client(30000);
+        cr_lock *mine;
+        waiter w;
+        int64_t again_at;
+
+        assert_int_equal(cr_lock_new(third, "yield", &mine), CR_OK);
+        assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
+        waiter_start(&w, mine, 20000);
+        assert_true(cr_test_wait_until(channel_has_subscriber,
+                                       "redisson_lock__channel:{yield}", 3000));
+        assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+        assert_int_equal(cr_lock_try_lock(theirs, 20000, CR_LEASE_WATCHDOG),
+                         CR_OK);
+        again_at = cr_test_now_ms();
+        assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+        pthread_join(w.thread, NULL);
+        assert_int_equal(w.rc, CR_OK);
+        if (w.acquired_at <= again_at)
+            waiter_first++;
+        cr_lock_free(mine);
+        cr_client_free(third);
+    }
+    assert_true(waiter_first >= 4);
+    cr_lock_free(theirs);
+    cr_client_free(other);
+}
+
 static void
 test_lock_force_unlock_wakes_a_waiter_promptly(void **state)
 {
@@ -757,6 +804,7 @@ main(void)
         T(test_lock_lost_is_reported_when_key_deleted_behind_the_holder),
         T(test_lock_delete_resets_the_lease_to_the_watchdog_timeout),
         T(test_lock_unlock_wakes_a_waiter_of_another_client_promptly),
+        T(test_lock_releaser_yields_to_the_waiter_it_woke),
         T(test_lock_force_unlock_wakes_a_waiter_promptly),
         T(test_lock_try_lock_returns_busy_within_its_wait_budget),
         T(test_lock_mutual_exclusion_across_threads_keeps_counter_exact),
