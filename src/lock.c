@@ -24,6 +24,16 @@
 
 /* ------------------------------------------------------------- creation */
 
+/* Frees the names of a handle. */
+static void
+free_names(cr_lock *l)
+{
+    free(l->channel);
+    if (l->raw != l->name)
+        free(l->raw);
+    free(l->name);
+}
+
 cr_status
 cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
                 cr_lock **out)
@@ -40,21 +50,15 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
     if (rc != CR_OK)
         return rc;
     l = calloc(1, sizeof(*l));
-    if (l == NULL || (l->name = strdup(name)) == NULL ||
-        (l->raw = cr__raw_name(c, name)) == NULL ||
-        (l->channel = cr__prefix_name("redisson_lock__channel", l->raw)) == NULL) {
-        if (l != NULL) {
-            free(l->name);
-            free(l->raw);
-        }
-        free(l);
-        cr__client_leave(c);
-        return CR_ENOMEM;
-    }
-    if ((rc = cr__check_slots(c, l->raw, NULL)) != CR_OK) {
-        free(l->name);
-        free(l->raw);
-        free(l->channel);
+    rc = CR_ENOMEM;
+    /* Without a name prefix the raw name is the name: one string. */
+    if (l != NULL && (l->name = strdup(name)) != NULL &&
+        (l->raw = c->name_prefix != NULL ? cr__raw_name(c, name) : l->name) != NULL &&
+        (l->channel = cr__prefix_name("redisson_lock__channel", l->raw)) != NULL)
+        rc = cr__check_slots(c, l->raw, NULL);
+    if (rc != CR_OK) {
+        if (l != NULL)
+            free_names(l);
         free(l);
         cr__client_leave(c);
         return rc;
@@ -85,9 +89,7 @@ cr__lock_destroy(cr_lock *l)
     if (l->ops->free_impl != NULL)
         l->ops->free_impl(l);
     l->magic = 0;
-    free(l->name);
-    free(l->raw);
-    free(l->channel);
+    free_names(l);
     free(l->aux);
     free(l);
 }

@@ -90,6 +90,7 @@ struct cr__renewal {
     cr__wheel *wheel;
     int64_t period_ms; /* watchdog timeout / 3 */
     int64_t slot_ms;   /* renewal times are rounded down to this */
+    int64_t due_at;    /* when the due list being renewed fell due */
     due *due;          /* timers fired in this tick */
     size_t ndue, capdue;
 };
@@ -527,7 +528,9 @@ renew_batch(cr__renewal *r, size_t from, size_t n, lost_call *lost,
         if (rc != CR_OK) {
             cr__wheel_schedule(r->wheel, &h->timer, now + RETRY_AFTER_ERROR_MS);
         } else if (cr__reply_int(reply->element[i], &ok) && ok == 1) {
-            cr__wheel_schedule(r->wheel, &h->timer, next_renewal(r, now));
+            /* A period after it fell due, not after the answer: a slow
+             * round of renewals must not stretch the period. */
+            cr__wheel_schedule(r->wheel, &h->timer, next_renewal(r, r->due_at));
         } else {
             h->lost = true;
             r->renewing--;
@@ -609,7 +612,8 @@ watchdog(void *arg)
         }
         if (r->stop)
             break;
-        cr__wheel_advance(r->wheel, cr__now_ms(), on_timer, r);
+        r->due_at = cr__now_ms();
+        cr__wheel_advance(r->wheel, r->due_at, on_timer, r);
         if (r->ndue > 0)
             renew_due(r);
     }
