@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "credisson.h"
@@ -551,6 +552,44 @@ test_cluster_slot_migration_keeps_locks_working(void **state)
     cr_client_free(b);
 }
 
+/* ------------------------------------------------------------ the tool */
+
+/* Runs a shell command, keeps its standard output in out; its exit code. */
+static int
+run_shell(const char *cmd, char *out, size_t len)
+{
+    FILE *f = popen(cmd, "r");
+    size_t n;
+    int status;
+
+    assert_non_null(f);
+    n = fread(out, 1, len - 1, f);
+    out[n] = '\0';
+    status = pclose(f);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void
+test_cluster_cli_runs_a_command_under_a_lock_and_inspects_it(void **state)
+{
+    const char *dir = getenv("CR_TEST_BUILDDIR");
+    char tool[512], cmd[4096], out[4096];
+
+    (void)state;
+    snprintf(tool, sizeof(tool), "%s/credisson", dir != NULL ? dir : ".");
+    snprintf(cmd, sizeof(cmd), "%s --url '%s' lock cli-cluster -- "
+             "%s --url '%s' inspect cli-cluster", tool, cl.url, tool, cl.url);
+    assert_int_equal(run_shell(cmd, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "type:       lock"));
+    assert_non_null(strstr(out, "held"));
+    assert_int_equal(AT_KEY("cli-cluster", "EXISTS %s", "cli-cluster"), 0);
+    /* A name whose keys would split is refused as bad usage. */
+    snprintf(cmd, sizeof(cmd), "%s --url '%s' lock 'a}b' -- true 2>&1", tool,
+             cl.url);
+    assert_int_equal(run_shell(cmd, out, sizeof(out)), 64);
+    assert_non_null(strstr(out, "slot"));
+}
+
 /* ------------------------------------------------------ replica sync */
 
 /* The index of the first replica of master m (INFO replication), or -1. */
@@ -749,6 +788,7 @@ main(void)
         cmocka_unit_test(test_cluster_refuses_names_whose_keys_split),
         cmocka_unit_test(test_cluster_watchdog_renews_locks_in_every_slot),
         cmocka_unit_test(test_cluster_slot_migration_keeps_locks_working),
+        cmocka_unit_test(test_cluster_cli_runs_a_command_under_a_lock_and_inspects_it),
         cmocka_unit_test(test_cluster_replica_sync_undoes_unacknowledged_acquisitions),
         cmocka_unit_test(test_cluster_master_failover_waiters_proceed_counter_exact),
     };
