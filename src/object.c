@@ -128,3 +128,15 @@ cr__reply_bool(cr__reply *r, const char *op, bool *out)
     cr__reply_free(r);
     return rc;
 }
+
+cr_status
+cr__check_permits(int64_t permits)
+{
+    return cr__check_range("permits", permits, 0, CR_PERMITS_MAX);
+}
+
+cr_status
+cr__check_delta(int64_t delta)
+{
+    return cr__check_range("delta", delta, -CR_PERMITS_MAX, CR_PERMITS_MAX);
+}

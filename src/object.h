@@ -13,6 +13,7 @@
 
 #include "client.h"
 #include "credisson/lock.h"
+#include "credisson/semaphore.h"
 
 /* The first member of every such handle. */
 typedef struct cr__object {
@@ -51,6 +52,11 @@ cr_status cr__check_ttl(int64_t ttl_ms);
 /* cr__check_range: `what` = v within min..max, else CR_EINVAL. */
 cr_status cr__check_range(const char *what, int64_t v, int64_t min,
                           int64_t max);
+
+/* cr__check_permits / cr__check_delta: a permit count 0..CR_PERMITS_MAX,
+ * a change of one -CR_PERMITS_MAX..CR_PERMITS_MAX, else CR_EINVAL. */
+cr_status cr__check_permits(int64_t permits);
+cr_status cr__check_delta(int64_t delta);
 
 /* cr__check_out: CR_EINVAL naming `what` when an out-parameter is NULL. */
 cr_status cr__check_out(const void *out, const char *what);

@@ -53,20 +53,6 @@ leave(cr_permit_semaphore *s)
     cr__client_leave(s->o.client);
 }
 
-/* Checks a permit count: 0..CR_PERMITS_MAX. */
-static cr_status
-check_permits(int64_t permits)
-{
-    return cr__check_range("permits", permits, 0, CR_PERMITS_MAX);
-}
-
-/* Checks a change of the count: -CR_PERMITS_MAX..CR_PERMITS_MAX. */
-static cr_status
-check_delta(int64_t delta)
-{
-    return cr__check_range("delta", delta, -CR_PERMITS_MAX, CR_PERMITS_MAX);
-}
-
 /* ------------------------------------------------------------- creation */
 
 cr_status
@@ -561,7 +547,7 @@ cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = check_permits(permits)) != CR_OK)
+    if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
     cr__fmt_i64(p, permits);
     args[0] = s->o.raw;
@@ -590,7 +576,7 @@ cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = check_permits(permits)) != CR_OK)
+    if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
     cr__fmt_i64(p, permits);
     args[0] = s->o.raw;
@@ -617,7 +603,7 @@ cr_permit_semaphore_add_permits(cr_permit_semaphore *s, int64_t delta)
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = check_delta(delta)) != CR_OK)
+    if ((rc = cr__check_delta(delta)) != CR_OK)
         goto out;
     cr__fmt_i64(d, delta);
     args[0] = s->o.raw;

@@ -50,20 +50,6 @@ leave(cr_semaphore *s)
     cr__client_leave(s->o.client);
 }
 
-/* Checks a permit count: 0..CR_PERMITS_MAX. */
-static cr_status
-check_permits(int64_t permits)
-{
-    return cr__check_range("permits", permits, 0, CR_PERMITS_MAX);
-}
-
-/* Checks a change of the count: -CR_PERMITS_MAX..CR_PERMITS_MAX. */
-static cr_status
-check_delta(int64_t delta)
-{
-    return cr__check_range("delta", delta, -CR_PERMITS_MAX, CR_PERMITS_MAX);
-}
-
 /* ------------------------------------------------------------- creation */
 
 cr_status
@@ -184,7 +170,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     if (rc != CR_OK)
         return rc;
     c = s->o.client;
-    if ((rc = check_permits(permits)) != CR_OK ||
+    if ((rc = cr__check_permits(permits)) != CR_OK ||
         (rc = cr__check_wait(wait_ms)) != CR_OK || permits == 0)
         goto out;
     memset(&a, 0, sizeof(a));
@@ -244,7 +230,7 @@ release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = check_permits(permits)) != CR_OK)
+    if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
     if (permits == 0) {
         *done = false;
@@ -299,7 +285,7 @@ cr_semaphore_try_set_permits(cr_semaphore *s, int64_t permits, int64_t ttl_ms,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = check_permits(permits)) != CR_OK ||
+    if ((rc = cr__check_permits(permits)) != CR_OK ||
         (rc = cr__check_ttl(ttl_ms)) != CR_OK)
         goto out;
     cr__fmt_i64(p, permits);
@@ -330,7 +316,7 @@ cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = check_delta(delta)) != CR_OK)
+    if ((rc = cr__check_delta(delta)) != CR_OK)
         goto out;
     cr__fmt_i64(d, delta);
     args[0] = s->o.raw;
@@ -357,7 +343,7 @@ cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = check_permits(permits)) != CR_OK)
+    if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
     cr__fmt_i64(p, permits);
     args[0] = s->o.raw;
