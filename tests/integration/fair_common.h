@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the fair lock and read/write lock tests share on top of
- * lock_common.h: clients with chosen timeouts, owner names, reading keys and
- * subscriber counts, a listener's messages, and the fair_worker program run
- * as a separate process (fork + exec, its stdout on a pipe).
+ * lock_common.h: clients with chosen timeouts, owner names, reading string
+ * keys, and the fair_worker program run as a separate process (fork + exec,
+ * its stdout on a pipe).
  */
 #ifndef CR_TEST_FAIR_COMMON_H
 #define CR_TEST_FAIR_COMMON_H
@@ -64,97 +64,6 @@ redis_str(char *out, size_t size, const char *fmt, const char *arg)
         snprintf(out, size, "%s", r->str);
     if (r != NULL)
         freeReplyObject(r);
-}
-
-/* TYPE of `key` compared with `type`. */
-static inline bool
-key_type_is(const char *key, const char *type)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "TYPE %s", key);
-    bool same = r != NULL && r->type == REDIS_REPLY_STATUS &&
-                strcmp(r->str, type) == 0;
-
-    if (r != NULL)
-        freeReplyObject(r);
-    return same;
-}
-
-/* Number of subscribers of `channel` on the server. */
-static inline long long
-numsub(const char *channel)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        n = r->element[1]->integer;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
-/* cr_test_wait_until condition: `channel` (arg) has a subscriber. */
-static inline bool
-has_subscriber(void *arg)
-{
-    return numsub(arg) > 0;
-}
-
-/* Number of keys matching `pattern`; -1 on error. */
-static inline long
-count_keys(const char *pattern)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "KEYS %s", pattern);
-    long n = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY)
-        n = (long)r->elements;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
-/* cr_test_wait_until condition: no unlock latch key is left. */
-static inline bool
-no_latch_keys(void *arg)
-{
-    (void)arg;
-    return count_keys("redisson_unlock_latch:*") == 0;
-}
-
-/* Publishes `marker` on `channel` and waits for it on the listener: all
- * that was published before has arrived too. Returns the marker's index. */
-static inline size_t
-settle(cr_test_listener *li, const char *channel, const char *marker)
-{
-    size_t i;
-
-    assert_true(redis_int("PUBLISH %s %s", channel, marker) >= 1);
-    for (i = 0;; i++) {
-        const cr_test_message *m;
-
-        assert_true(cr_test_listener_wait(li, i + 1, slow(3000)) >= i + 1);
-        m = cr_test_listener_get(li, i);
-        if (strcmp(m->payload, marker) == 0)
-            return i;
-    }
-}
-
-/* Messages among the first n with this channel (and payload unless NULL). */
-static inline size_t
-count_messages(cr_test_listener *li, size_t n, const char *channel,
-               const char *payload)
-{
-    size_t i, found = 0;
-
-    for (i = 0; i < n; i++) {
-        const cr_test_message *m = cr_test_listener_get(li, i);
-
-        if (strcmp(m->channel, channel) == 0 &&
-            (payload == NULL || strcmp(m->payload, payload) == 0))
-            found++;
-    }
-    return found;
 }
 
 /* Path of the worker program. */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the lock integration tests share: one redis-server for the whole
- * group, a fresh client per test on a flushed server, and helpers to scale
- * time bounds when the suite runs under valgrind (CR_TEST_SLOW=1).
+ * group, a fresh client per test on a flushed server, helpers to scale
+ * time bounds when the suite runs under valgrind (CR_TEST_SLOW=1), and
+ * looks at the server: plain commands, keys, subscriber counts and a
+ * SUBSCRIBE listener's messages.
  */
 #ifndef CR_TEST_LOCK_COMMON_H
 #define CR_TEST_LOCK_COMMON_H
@@ -117,6 +119,124 @@ redis_int(const char *fmt, ...)
         freeReplyObject(r);
     redisFree(c);
     return v;
+}
+
+
+/* Number of subscribers of `channel` on the server; -1 on error. */
+static inline long long
+numsub(const char *channel)
+{
+    return cr_test_redis_numsub(&test_redis, channel);
+}
+
+/* cr_test_wait_until condition: `channel` (arg) has a subscriber. */
+static inline bool
+has_subscriber(void *arg)
+{
+    return numsub(arg) > 0;
+}
+
+/* cr_test_wait_until condition: `channel` (arg) has no subscriber. */
+static inline bool
+has_no_subscriber(void *arg)
+{
+    return numsub(arg) == 0;
+}
+
+/* For cr_test_wait_until: a channel and the subscriber count it needs. */
+typedef struct subs_wanted {
+    const char *channel;
+    long long count;
+} subs_wanted;
+
+/* cr_test_wait_until condition: a subs_wanted (arg) is met. */
+static inline bool
+has_subscribers(void *arg)
+{
+    subs_wanted *w = arg;
+
+    return numsub(w->channel) >= w->count;
+}
+
+/* Waits until `channel` has at least `count` subscribers; fails the test
+ * otherwise. */
+static inline void
+await_subscribers(const char *channel, long long count)
+{
+    subs_wanted w = {channel, count};
+
+    assert_true(cr_test_wait_until(has_subscribers, &w, slow(5000)));
+}
+
+/* Number of keys matching `pattern`; -1 on error. */
+static inline long
+count_keys(const char *pattern)
+{
+    return cr_test_redis_count_keys(&test_redis, pattern);
+}
+
+/* TYPE of `key` compared with `type`. */
+static inline bool
+key_type_is(const char *key, const char *type)
+{
+    return cr_test_redis_type_is(&test_redis, key, type);
+}
+
+/* cr_test_wait_until condition: no unlock latch key is left. */
+static inline bool
+no_latch_keys(void *arg)
+{
+    (void)arg;
+    return count_keys("redisson_unlock_latch:*") == 0;
+}
+
+/* A listener on `n` channels; fails the test when it cannot start. */
+static inline cr_test_listener *
+listen_on(const char *const *channels, size_t n)
+{
+    cr_test_listener *li = cr_test_listener_start(&test_redis, channels, n);
+
+    assert_non_null(li);
+    return li;
+}
+
+/* Publishes `marker` on `channel` and waits for it to come back: every
+ * message published before it has then been received too, since one
+ * subscriber connection gets messages in the server's order. Returns the
+ * index of the marker, i.e. the number of messages before it. */
+static inline size_t
+settle(cr_test_listener *li, const char *channel, const char *marker)
+{
+    size_t i;
+
+    assert_true(redis_int("PUBLISH %s %s", channel, marker) >= 1);
+    for (i = 0;; i++) {
+        const cr_test_message *m;
+
+        assert_true(cr_test_listener_wait(li, i + 1, slow(3000)) >= i + 1);
+        m = cr_test_listener_get(li, i);
+        assert_non_null(m);
+        if (strcmp(m->payload, marker) == 0)
+            return i;
+    }
+}
+
+/* Number of messages among the first `n` with this channel (and this
+ * payload, unless NULL). */
+static inline size_t
+count_messages(cr_test_listener *li, size_t n, const char *channel,
+               const char *payload)
+{
+    size_t i, found = 0;
+
+    for (i = 0; i < n; i++) {
+        const cr_test_message *m = cr_test_listener_get(li, i);
+
+        if (m != NULL && strcmp(m->channel, channel) == 0 &&
+            (payload == NULL || strcmp(m->payload, payload) == 0))
+            found++;
+    }
+    return found;
 }
 
 #endif

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the semaphore and latch tests share on top of lock_common.h:
- * subscriber counts, a SUBSCRIBE listener with a marker to know every
- * earlier message has arrived, the sync_worker helper program, and a
- * counter block shared with it.
+ * What the semaphore and latch tests share on top of lock_common.h: the
+ * exact messages a listener got, plain commands, the sync_worker helper
+ * program, and a counter block shared with it.
  */
 #ifndef CR_TEST_SYNC_COMMON_H
 #define CR_TEST_SYNC_COMMON_H
@@ -16,80 +15,6 @@
 
 #include "lock_common.h"
 #include "sync_block.h"
-
-/* Number of subscribers of `channel` on the server; -1 on error. */
-static inline long long
-numsub(const char *channel)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        n = r->element[1]->integer;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
-/* For cr_test_wait_until: a channel and the subscriber count it needs. */
-typedef struct subs_wanted {
-    const char *channel;
-    long long count;
-} subs_wanted;
-
-static inline bool
-has_subscribers(void *arg)
-{
-    subs_wanted *w = arg;
-
-    return numsub(w->channel) >= w->count;
-}
-
-static inline bool
-has_no_subscriber(void *arg)
-{
-    return numsub(arg) == 0;
-}
-
-/* Waits until `channel` has at least `count` subscribers; fails the test
- * otherwise. */
-static inline void
-await_subscribers(const char *channel, long long count)
-{
-    subs_wanted w = {channel, count};
-
-    assert_true(cr_test_wait_until(has_subscribers, &w, slow(5000)));
-}
-
-/* A listener on `n` channels; fails the test when it cannot start. */
-static inline cr_test_listener *
-listen_on(const char *const *channels, size_t n)
-{
-    cr_test_listener *li = cr_test_listener_start(&test_redis, channels, n);
-
-    assert_non_null(li);
-    return li;
-}
-
-/* Publishes `marker` on `channel` and waits for it to come back, so every
- * message published before it has arrived too. Returns the number of
- * messages before the marker. */
-static inline size_t
-settle(cr_test_listener *li, const char *channel, const char *marker)
-{
-    size_t i;
-
-    assert_true(redis_int("PUBLISH %s %s", channel, marker) >= 1);
-    for (i = 0;; i++) {
-        const cr_test_message *m;
-
-        assert_true(cr_test_listener_wait(li, i + 1, slow(3000)) >= i + 1);
-        m = cr_test_listener_get(li, i);
-        assert_non_null(m);
-        if (strcmp(m->payload, marker) == 0)
-            return i;
-    }
-}
 
 /* Checks that the first messages are exactly `want` (n payloads) on
  * `channel`, in order. */

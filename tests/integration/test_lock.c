@@ -49,32 +49,6 @@ waiter_start(waiter *w, cr_lock *l, int64_t wait_ms)
     assert_int_equal(pthread_create(&w->thread, NULL, waiter_run, w), 0);
 }
 
-/* Number of subscribers of `channel` on the server. */
-static long long
-numsub(const char *channel)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        n = r->element[1]->integer;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
-static bool
-channel_has_subscriber(void *arg)
-{
-    return numsub(arg) > 0;
-}
-
-static bool
-channel_has_no_subscriber(void *arg)
-{
-    return numsub(arg) == 0;
-}
-
 /* -------------------------------------------------------- basic contract */
 
 static void
@@ -361,7 +335,7 @@ test_lock_unlock_wakes_a_waiter_of_another_client_promptly(void **state)
     assert_int_equal(cr_lock_new(test_client, "handoff", &mine), CR_OK);
     assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
     waiter_start(&w, mine, slow(20000));
-    assert_true(cr_test_wait_until(channel_has_subscriber,
+    assert_true(cr_test_wait_until(has_subscriber,
                                    "redisson_lock__channel:{handoff}", slow(3000)));
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_unlock(theirs), CR_OK);
@@ -402,7 +376,7 @@ test_lock_releaser_yields_to_the_waiter_it_woke(void **state)
         assert_int_equal(cr_lock_new(third, "yield", &mine), CR_OK);
         assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
         waiter_start(&w, mine, 20000);
-        assert_true(cr_test_wait_until(channel_has_subscriber,
+        assert_true(cr_test_wait_until(has_subscriber,
                                        "redisson_lock__channel:{yield}", 3000));
         assert_int_equal(cr_lock_unlock(theirs), CR_OK);
         assert_int_equal(cr_lock_try_lock(theirs, 20000, CR_LEASE_WATCHDOG),
@@ -435,7 +409,7 @@ test_lock_force_unlock_wakes_a_waiter_promptly(void **state)
     assert_int_equal(cr_lock_new(test_client, "forced", &mine), CR_OK);
     assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
     waiter_start(&w, mine, slow(20000));
-    assert_true(cr_test_wait_until(channel_has_subscriber,
+    assert_true(cr_test_wait_until(has_subscriber,
                                    "redisson_lock__channel:{forced}", slow(3000)));
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_force_unlock(mine, &done), CR_OK);
@@ -468,7 +442,7 @@ test_lock_try_lock_returns_busy_within_its_wait_budget(void **state)
     assert_true(took < slow(1500));
     /* No subscription is left behind by the waiter that gave up (the
      * UNSUBSCRIBE goes out from the dispatcher thread just after). */
-    assert_true(cr_test_wait_until(channel_has_no_subscriber,
+    assert_true(cr_test_wait_until(has_no_subscriber,
                                    "redisson_lock__channel:{budget}", slow(2000)));
     assert_int_equal(cr_lock_unlock(theirs), CR_OK);
     cr_lock_free(mine);
@@ -740,7 +714,7 @@ test_client_free_wakes_waiting_threads_with_eclosed(void **state)
     f.lock = mine;
     f.rc = CR_OK;
     assert_int_equal(pthread_create(&t, NULL, wait_forever, &f), 0);
-    assert_true(cr_test_wait_until(channel_has_subscriber,
+    assert_true(cr_test_wait_until(has_subscriber,
                                    "redisson_lock__channel:{closing}", slow(3000)));
     cr_client_free(test_client);
     test_client = NULL;

@@ -42,26 +42,6 @@ waiter_start(waiter *w, cr_lock *l, int64_t wait_ms)
     assert_int_equal(pthread_create(&w->thread, NULL, waiter_run, w), 0);
 }
 
-/* Number of subscribers of `channel` on the server (-1 when unknown). */
-static long long
-numsub(const char *channel)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        n = r->element[1]->integer;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
-static bool
-subscribed(void *arg)
-{
-    return numsub(arg) > 0;
-}
-
 /* Holds `name` from a second client with a 30 s watchdog lease, so that
  * only a message (or a fault path) can wake a waiter quickly. */
 static cr_client *
@@ -87,7 +67,7 @@ test_lock_waiting_survives_script_flush(void **state)
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "flushed", &mine), CR_OK);
     waiter_start(&w, mine, slow(20000));
-    assert_true(cr_test_wait_until(subscribed, "redisson_lock__channel:{flushed}",
+    assert_true(cr_test_wait_until(has_subscriber, "redisson_lock__channel:{flushed}",
                                    slow(3000)));
     redisReply *r = cr_test_redis_cmd(&test_redis, "SCRIPT FLUSH");
     assert_non_null(r);
@@ -129,7 +109,7 @@ test_lock_waiting_survives_client_kill_of_the_pubsub_connection(void **state)
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "killed", &mine), CR_OK);
     waiter_start(&w, mine, slow(30000));
-    assert_true(cr_test_wait_until(subscribed, (void *)channel, slow(3000)));
+    assert_true(cr_test_wait_until(has_subscriber, (void *)channel, slow(3000)));
     assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
     before = st.reconnects;
     r = cr_test_redis_cmd(&test_redis, "CLIENT KILL TYPE pubsub");
@@ -137,7 +117,7 @@ test_lock_waiting_survives_client_kill_of_the_pubsub_connection(void **state)
     freeReplyObject(r);
     /* The subscriber reconnects and subscribes again on its own. */
     assert_true(cr_test_wait_until(reconnected, &before, slow(5000)));
-    assert_true(cr_test_wait_until(subscribed, (void *)channel, slow(5000)));
+    assert_true(cr_test_wait_until(has_subscriber, (void *)channel, slow(5000)));
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_unlock(theirs), CR_OK);
     pthread_join(w.thread, NULL);
@@ -194,7 +174,7 @@ test_lock_waiting_survives_a_redis_restart(void **state)
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "restart", &mine), CR_OK);
     waiter_start(&w, mine, CR_WAIT_FOREVER);
-    assert_true(cr_test_wait_until(subscribed, "redisson_lock__channel:{restart}",
+    assert_true(cr_test_wait_until(has_subscriber, "redisson_lock__channel:{restart}",
                                    slow(3000)));
     cr_test_redis_stop(&test_redis);
     usleep(300000); /* let both clients see the server gone */

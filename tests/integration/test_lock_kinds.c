@@ -11,20 +11,6 @@
 #include "fencing_guard.h"
 #include "lock_common.h"
 
-/* Number of subscribers of `channel` on the server. */
-static long long
-numsub(const char *channel)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        n = r->element[1]->integer;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
 /* ---------------------------------------------------------- fenced lock */
 
 static void

@@ -63,19 +63,6 @@ is_lower_hex(const char *s, size_t n)
     return true;
 }
 
-/* TYPE of `key` compared with `type`. */
-static bool
-key_type_is(const char *key, const char *type)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "TYPE %s", key);
-    bool same = r != NULL && r->type == REDIS_REPLY_STATUS &&
-                strcmp(r->str, type) == 0;
-
-    if (r != NULL)
-        freeReplyObject(r);
-    return same;
-}
-
 /* Checks that hash `key` has exactly one field, `field`, whose value is the
  * decimal `count`. */
 static void
@@ -95,27 +82,6 @@ assert_single_field(const char *key, const char *field, long long count)
     freeReplyObject(r);
 }
 
-/* Number of keys matching `pattern`; -1 on error. */
-static long
-count_keys(const char *pattern)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "KEYS %s", pattern);
-    long n = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY)
-        n = (long)r->elements;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
-static bool
-no_latch_keys(void *arg)
-{
-    (void)arg;
-    return count_keys("redisson_unlock_latch:*") == 0;
-}
-
 /* Writes the lock hash `key` as another client would: one field `owner`
  * with `count` holds, and a TTL of ttl_ms (none when <= 0). */
 static void
@@ -125,80 +91,6 @@ write_foreign_hold(const char *key, const char *owner, long long count,
     assert_int_equal(redis_int("HSET %s %s %lld", key, owner, count), 1);
     if (ttl_ms > 0)
         assert_int_equal(redis_int("PEXPIRE %s %lld", key, ttl_ms), 1);
-}
-
-/* Number of subscribers of `channel` on the server. */
-static long long
-numsub(const char *channel)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        n = r->element[1]->integer;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
-static bool
-channel_has_subscriber(void *arg)
-{
-    return numsub(arg) > 0;
-}
-
-static bool
-channel_has_no_subscriber(void *arg)
-{
-    return numsub(arg) == 0;
-}
-
-/* A listener on the given channels; fails the test when it cannot start. */
-static cr_test_listener *
-listen_on(const char *const *channels, size_t n)
-{
-    cr_test_listener *li = cr_test_listener_start(&test_redis, channels, n);
-
-    assert_non_null(li);
-    return li;
-}
-
-/* Publishes `marker` on `channel` and waits for it to come back: every
- * message published before it has then been received too, since one
- * subscriber connection gets messages in the server's order. Returns the
- * index of the marker, i.e. the number of messages before it. */
-static size_t
-settle(cr_test_listener *li, const char *channel, const char *marker)
-{
-    size_t i;
-
-    assert_true(redis_int("PUBLISH %s %s", channel, marker) >= 1);
-    for (i = 0;; i++) {
-        const cr_test_message *m;
-
-        assert_true(cr_test_listener_wait(li, i + 1, slow(3000)) >= i + 1);
-        m = cr_test_listener_get(li, i);
-        assert_non_null(m);
-        if (strcmp(m->payload, marker) == 0)
-            return i;
-    }
-}
-
-/* Number of messages among the first `n` with this channel and payload. */
-static size_t
-count_messages(cr_test_listener *li, size_t n, const char *channel,
-               const char *payload)
-{
-    size_t i, found = 0;
-
-    for (i = 0; i < n; i++) {
-        const cr_test_message *m = cr_test_listener_get(li, i);
-
-        if (m != NULL && strcmp(m->channel, channel) == 0 &&
-            strcmp(m->payload, payload) == 0)
-            found++;
-    }
-    return found;
 }
 
 /* Reads a whole file into a NUL-terminated buffer, or NULL. */
@@ -1213,7 +1105,7 @@ test_wire_java_held_lock_wakes_c_waiter_on_java_style_unlock(void **state)
     write_foreign_hold("handoff", FOREIGN_UUID ":7", 1, 20000);
     assert_int_equal(cr_lock_new(test_client, "handoff", &l), CR_OK);
     waiter_start(&w, l, slow(30000));
-    assert_true(cr_test_wait_until(channel_has_subscriber, (void *)ch, slow(3000)));
+    assert_true(cr_test_wait_until(has_subscriber, (void *)ch, slow(3000)));
     usleep(100000); /* let the waiter make its attempt after subscribing */
     /* What a Java unlock does to the keys. */
     released = cr_test_now_ms();
@@ -1268,7 +1160,7 @@ test_wire_try_lock_on_a_key_without_ttl_waits_out_its_budget(void **state)
     assert_single_field("forever", foreign, 1);
     /* The waiter that gave up leaves no subscription behind (the client
      * sends its UNSUBSCRIBE from its own thread, so wait for it). */
-    assert_true(cr_test_wait_until(channel_has_no_subscriber,
+    assert_true(cr_test_wait_until(has_no_subscriber,
                                    (void *)"redisson_lock__channel:{forever}",
                                    slow(2000)));
     cr_lock_free(l);

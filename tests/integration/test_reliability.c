@@ -559,20 +559,6 @@ taker_join(taker *t)
     obj_close(&t->o);
 }
 
-/* Number of subscribers of `channel`. */
-static long long
-numsub(const char *channel)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB NUMSUB %s", channel);
-    long long n = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        n = r->element[1]->integer;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
 /* Checks a history of single holds: counts printed, no overlap, nobody
  * hung, the counter exact. */
 static void
