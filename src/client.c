@@ -213,21 +213,27 @@ cr__suffix_name(const char *name, const char *suffix)
 }
 
 char *
-cr__unlock_latch_name(const char *name)
+cr__request_key(const char *prefix, const char *name)
 {
     unsigned char id[16];
     char hex[33];
-    char *prefix, *latch;
+    char *p, *key;
 
     if (cr__random_bytes(id, sizeof(id)) != CR_OK)
         return NULL;
     cr__hex(id, sizeof(id), hex);
-    prefix = cr__prefix_name("redisson_unlock_latch", name);
-    if (prefix == NULL)
+    p = cr__prefix_name(prefix, name);
+    if (p == NULL)
         return NULL;
-    latch = cr__strdup_printf("%s:%s", prefix, hex);
-    free(prefix);
-    return latch;
+    key = cr__strdup_printf("%s:%s", p, hex);
+    free(p);
+    return key;
+}
+
+char *
+cr__unlock_latch_name(const char *name)
+{
+    return cr__request_key("redisson_unlock_latch", name);
 }
 
 void

@@ -91,8 +91,11 @@ cr_status cr__check_slots(const cr_client *c, const char *raw,
 char *cr__prefix_name(const char *prefix, const char *name);
 char *cr__suffix_name(const char *name, const char *suffix);
 
-/* cr__unlock_latch_name: prefixName("redisson_unlock_latch", N) + ":" + a
- * fresh 32-hex-character request id, malloc'd. */
+/* cr__request_key: prefixName(P, N) + ":" + a fresh 32-hex-character
+ * request id, malloc'd; NULL when out of memory or randomness. */
+char *cr__request_key(const char *prefix, const char *name);
+
+/* cr__unlock_latch_name: cr__request_key("redisson_unlock_latch", N). */
 char *cr__unlock_latch_name(const char *name);
 
 /* cr__drop_latch: send DEL of an unlock latch without waiting (after the

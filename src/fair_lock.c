@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "lock.h"
+#include "object.h"
 
 /* Poll interval while the lock is free but someone else is first in line. */
 #define FREE_POLL_MS 100
@@ -186,10 +187,8 @@ fair_force_unlock(cr_lock *l, bool *done)
                         CR__CMD_RETRY, 4, 3, args, NULL, &r);
     if (rc != CR_OK)
         return rc;
-    if (!cr__reply_int(r, &v))
-        rc = cr__fail(CR_ESCRIPT, "fair force unlock replied no integer");
+    rc = cr__reply_i64(r, "fair force unlock", &v);
     *done = v == 1;
-    cr__reply_free(r);
     return rc;
 }
 
@@ -207,10 +206,8 @@ fair_delete(cr_lock *l, bool *done)
 
     if (rc != CR_OK)
         return rc;
-    if (!cr__reply_int(r, &n))
-        rc = cr__fail(CR_ESCRIPT, "DEL gave no integer");
+    rc = cr__reply_i64(r, "DEL", &n);
     *done = n > 0;
-    cr__reply_free(r);
     return rc;
 }
 

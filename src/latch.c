@@ -8,8 +8,8 @@
  * local waiter. One attempt is one look at the latch (latch_await.lua):
  * closed (with N's remaining time to live as the hint, so a waiter also
  * wakes when the latch expires), open, or expired. Waiters look again at
- * least every RECHECK_MS, so a latch deleted (which publishes 1 and opens
- * nothing in Java) or a missed message cannot block them.
+ * least every CR__OBJECT_RECHECK_MS, so a latch deleted (which publishes 1
+ * and opens nothing in Java) or a missed message cannot block them.
  *
  * The expiry is credisson's own; see include/credisson/latch.h for how the
  * marker key {N}:credisson_latch_expiry tells "expired" from "counted down
@@ -23,10 +23,8 @@
 
 #include "credisson/latch.h"
 #include "object.h"
-#include "wait.h"
 
 #define LATCH_MAGIC 0x4352434cu /* "CRCL" */
-#define RECHECK_MS 1000
 
 struct cr_latch {
     cr__object o;
@@ -39,13 +37,6 @@ static cr_status
 enter(cr_latch *l)
 {
     return cr__object_enter(l, LATCH_MAGIC, "latch");
-}
-
-/* The end of every call that entered. */
-static void
-leave(cr_latch *l)
-{
-    cr__client_leave(l->o.client);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -96,6 +87,17 @@ cr_latch_name(const cr_latch *l)
 
 /* ----------------------------------------------------------- operations */
 
+/* Runs script `id` with KEYS [N, channel, marker] and ARGV [the publish
+ * command], the shape of count_down and delete; flags as cr__script_run. */
+static cr_status
+run_publishing(cr_latch *l, cr__script_id id, unsigned flags, cr__reply **r)
+{
+    const char *args[4] = {l->o.raw, l->channel, l->marker,
+                           l->o.client->publish_cmd};
+
+    return cr__script_run(l->o.client, id, flags, 3, 1, args, NULL, r);
+}
+
 cr_status
 cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
 {
@@ -128,26 +130,20 @@ cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
     if (rc == CR_OK && set != NULL)
         *set = done;
 out:
-    leave(l);
+    cr__object_leave(l);
     return rc;
 }
 
 cr_status
 cr_latch_count_down(cr_latch *l)
 {
-    const char *args[4];
     cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
-    args[0] = l->o.raw;
-    args[1] = l->channel;
-    args[2] = l->marker;
-    args[3] = l->o.client->publish_cmd;
-    rc = cr__script_run(l->o.client, CR__SCRIPT_LATCH_COUNT_DOWN, 0, 3, 1, args,
-                        NULL, &r);
+    rc = run_publishing(l, CR__SCRIPT_LATCH_COUNT_DOWN, 0, &r);
     if (rc == CR_OK) {
         if (!cr__reply_int(r, &v) || v < -2)
             rc = cr__fail(CR_ESCRIPT, "count_down replied %s",
@@ -158,57 +154,38 @@ cr_latch_count_down(cr_latch *l)
                           "down", l->o.name);
         cr__reply_free(r);
     }
-    leave(l);
+    cr__object_leave(l);
     return rc;
 }
 
 cr_status
 cr_latch_get_count(cr_latch *l, int64_t *count)
 {
-    const char *argv[2] = {"GET", NULL};
-    cr__reply *r = NULL;
-    int64_t v = 0;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__check_out(count, "count")) != CR_OK)
-        goto out;
-    argv[1] = l->o.raw;
-    rc = cr__command(l->o.client, CR__CMD_RETRY, 2, argv, NULL, &r);
-    if (rc == CR_OK) {
-        if (r->type != CR__REPLY_NIL && !cr__reply_int(r, &v))
-            rc = cr__fail(CR_ESCRIPT, "latch %s holds no number", l->o.name);
-        else
-            *count = v;
-        cr__reply_free(r);
-    }
-out:
-    leave(l);
+    if ((rc = cr__check_out(count, "count")) == CR_OK)
+        rc = cr__object_get_count(l, "latch", count);
+    cr__object_leave(l);
     return rc;
 }
 
 cr_status
 cr_latch_delete(cr_latch *l, bool *deleted)
 {
-    const char *args[4];
     cr__reply *r = NULL;
     bool done = false;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
-    args[0] = l->o.raw;
-    args[1] = l->channel;
-    args[2] = l->marker;
-    args[3] = l->o.client->publish_cmd;
-    rc = cr__script_run(l->o.client, CR__SCRIPT_LATCH_DELETE, CR__CMD_RETRY, 3,
-                        1, args, NULL, &r);
+    rc = run_publishing(l, CR__SCRIPT_LATCH_DELETE, CR__CMD_RETRY, &r);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "latch delete", &done);
     if (rc == CR_OK && deleted != NULL)
         *deleted = done;
-    leave(l);
+    cr__object_leave(l);
     return rc;
 }
 
@@ -253,25 +230,17 @@ look(void *arg, int64_t *hint)
 cr_status
 cr_latch_await(cr_latch *l, int64_t wait_ms)
 {
-    cr__wait_spec spec;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    spec.channel = l->channel;
-    spec.mode = CR__WAKE_LATCH;
-    spec.wait_ms = wait_ms;
-    spec.min_sleep_ms = 1;
-    spec.max_sleep_ms = RECHECK_MS;
-    spec.attempt = look;
-    spec.ctx = l;
-    rc = cr__wait(l->o.client, &spec);
+    rc = cr__object_wait(l, l->channel, CR__WAKE_LATCH, wait_ms, look, l);
     if (rc == CR_BUSY)
         rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait ran out",
                       l->o.name);
 out:
-    leave(l);
+    cr__object_leave(l);
     return rc;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "lock.h"
+#include "object.h"
 #include "wait.h"
 
 /* ------------------------------------------------------------- creation */
@@ -51,11 +52,15 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
         return rc;
     l = calloc(1, sizeof(*l));
     rc = CR_ENOMEM;
-    /* Without a name prefix the raw name is the name: one string. */
+    /* Without a name prefix the raw name is the name: one string. The
+     * name of a kind made of other locks (MultiLock, RedLock) is a label
+     * that names no key, and may be cut short: only its members, checked
+     * when they were made, need their keys in one slot. */
     if (l != NULL && (l->name = strdup(name)) != NULL &&
         (l->raw = c->name_prefix != NULL ? cr__raw_name(c, name) : l->name) != NULL &&
         (l->channel = cr__prefix_name("redisson_lock__channel", l->raw)) != NULL)
-        rc = cr__check_slots(c, l->raw, NULL);
+        rc = ops->acquire_all != NULL ? CR_OK
+                                      : cr__check_slots(c, l->raw, NULL);
     if (rc != CR_OK) {
         if (l != NULL)
             free_names(l);
@@ -488,7 +493,7 @@ cr_lock_remain_time_to_live(cr_lock *l, int64_t *ttl_ms)
 {
     const char *argv[2] = {"PTTL", NULL};
     cr__reply *r = NULL;
-    int64_t v;
+    int64_t v = 0;
     cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
@@ -498,13 +503,10 @@ cr_lock_remain_time_to_live(cr_lock *l, int64_t *ttl_ms)
         rc = cr__fail(CR_EINVAL, "ttl_ms is NULL");
     else if (l->ops->acquire_all != NULL)
         rc = cr__fail(CR_ENOTSUP, "a %s has no single time to live", l->ops->kind);
-    else if ((rc = cr__command(l->client, CR__CMD_RETRY, 2, argv, NULL, &r)) == CR_OK) {
-        if (cr__reply_int(r, &v))
-            *ttl_ms = v;
-        else
-            rc = cr__fail(CR_ESCRIPT, "PTTL gave no integer");
-        cr__reply_free(r);
-    }
+    else if ((rc = cr__command(l->client, CR__CMD_RETRY, 2, argv, NULL,
+                               &r)) == CR_OK &&
+             (rc = cr__reply_i64(r, "PTTL", &v)) == CR_OK)
+        *ttl_ms = v;
     cr__client_leave(l->client);
     return rc;
 }
@@ -696,10 +698,8 @@ cr__lock_force_unlock_plain(cr_lock *l, bool *done)
 
     if (rc != CR_OK)
         return rc;
-    if (!cr__reply_int(r, &v))
-        rc = cr__fail(CR_ESCRIPT, "force unlock replied no integer");
+    rc = cr__reply_i64(r, "force unlock", &v);
     *done = v == 1;
-    cr__reply_free(r);
     return rc;
 }
 
@@ -713,10 +713,8 @@ cr__lock_is_locked_plain(cr_lock *l, bool *locked)
 
     if (rc != CR_OK)
         return rc;
-    if (!cr__reply_int(r, &v))
-        rc = cr__fail(CR_ESCRIPT, "EXISTS gave no integer");
+    rc = cr__reply_i64(r, "EXISTS", &v);
     *locked = v > 0;
-    cr__reply_free(r);
     return rc;
 }
 

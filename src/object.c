@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Handles of the non-lock objects: creation, the call guard and argument
- * checks (see object.h).
+ * Handles of the non-lock objects: creation, the call guard, argument
+ * checks, replies, waiting, and the semaphores' shared scripts (see
+ * object.h).
  */
 #include "config.h"
 
@@ -73,6 +74,12 @@ cr__object_enter(const void *obj, uint32_t magic, const char *kind)
     return cr__client_enter(o->client);
 }
 
+void
+cr__object_leave(const void *obj)
+{
+    cr__client_leave(((const cr__object *)obj)->client);
+}
+
 const char *
 cr__object_name(const void *obj, uint32_t magic)
 {
@@ -116,16 +123,108 @@ cr__check_out(const void *out, const char *what)
 }
 
 cr_status
+cr__reply_i64(cr__reply *r, const char *op, int64_t *out)
+{
+    cr_status rc = CR_OK;
+
+    if (!cr__reply_int(r, out))
+        rc = cr__fail(CR_ESCRIPT, "%s replied no integer", op);
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
 cr__reply_bool(cr__reply *r, const char *op, bool *out)
 {
     int64_t v = 0;
-    cr_status rc = CR_OK;
+    cr_status rc = cr__reply_i64(r, op, &v);
 
-    if (cr__reply_int(r, &v))
+    if (rc == CR_OK)
         *out = v == 1;
+    return rc;
+}
+
+cr_status
+cr__object_get_count(const void *obj, const char *kind, int64_t *out)
+{
+    const cr__object *o = obj;
+    const char *argv[2] = {"GET", o->raw};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = cr__command(o->client, CR__CMD_RETRY, 2, argv, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (r->type != CR__REPLY_NIL && !cr__reply_int(r, &v))
+        rc = cr__fail(CR_ESCRIPT, "%s %s holds no number", kind, o->name);
     else
-        rc = cr__fail(CR_ESCRIPT, "%s replied no integer", op);
+        *out = v;
     cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr__object_wait(const void *obj, const char *channel, cr__wake_mode mode,
+                int64_t wait_ms, cr__attempt_fn attempt, void *ctx)
+{
+    cr__wait_spec spec;
+
+    spec.channel = channel;
+    spec.mode = mode;
+    spec.wait_ms = wait_ms;
+    spec.min_sleep_ms = 1;
+    spec.max_sleep_ms = CR__OBJECT_RECHECK_MS;
+    spec.attempt = attempt;
+    spec.ctx = ctx;
+    return cr__wait(((const cr__object *)obj)->client, &spec);
+}
+
+/* ------------------------------------------------ the semaphores' scripts */
+
+cr_status
+cr__sem_script(const void *obj, const char *channel, cr__script_id id,
+               unsigned flags, int64_t number, const char *extra,
+               cr__reply **out)
+{
+    const cr__object *o = obj;
+    char n[24];
+    const char *args[5] = {o->raw, channel, n, o->client->publish_cmd, extra};
+
+    cr__fmt_i64(n, number);
+    return cr__script_run(o->client, id, flags, 2, extra != NULL ? 3 : 2,
+                          args, NULL, out);
+}
+
+cr_status
+cr__sem_try_set_permits(const void *obj, const char *channel, int64_t permits,
+                        const char *ttl, bool *set)
+{
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = cr__check_permits(permits);
+
+    if (rc == CR_OK)
+        rc = cr__sem_script(obj, channel, CR__SCRIPT_SEMAPHORE_TRY_SET_PERMITS,
+                            0, permits, ttl, &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "try_set_permits", &done);
+    if (rc == CR_OK && set != NULL)
+        *set = done;
+    return rc;
+}
+
+cr_status
+cr__sem_add_permits(const void *obj, const char *channel, int64_t delta,
+                    const char *mode)
+{
+    cr__reply *r = NULL;
+    cr_status rc = cr__check_delta(delta);
+
+    if (rc == CR_OK)
+        rc = cr__sem_script(obj, channel, CR__SCRIPT_SEMAPHORE_ADD_PERMITS, 0,
+                            delta, mode, &r);
+    if (rc == CR_OK)
+        cr__reply_free(r);
     return rc;
 }
 

@@ -2,8 +2,9 @@
 /*
  * What the handles of the non-lock objects (semaphores, the latch) share:
  * the client, the name as given and the raw name N, a magic number that
- * tells a live handle of the right kind, the guard of every call, and the
- * argument checks of counts, waits and times to live.
+ * tells a live handle of the right kind, the guard of every call, the
+ * argument checks of counts, waits and times to live, reading replies, the
+ * waiting loop's settings, and the scripts both semaphores run.
  */
 #ifndef CR_OBJECT_H
 #define CR_OBJECT_H
@@ -14,6 +15,12 @@
 #include "client.h"
 #include "credisson/lock.h"
 #include "credisson/semaphore.h"
+#include "wait.h"
+
+/* How often a waiter on an object looks again without a message: the
+ * protocol gives semaphore and latch waiters no hint, and a message can be
+ * missed. */
+#define CR__OBJECT_RECHECK_MS 1000
 
 /* The first member of every such handle. */
 typedef struct cr__object {
@@ -40,6 +47,10 @@ void cr__object_free(void *obj);
  * call must end with cr__client_leave(o->client). */
 cr_status cr__object_enter(const void *obj, uint32_t magic, const char *kind);
 
+/* cr__object_leave: the end of every call whose cr__object_enter
+ * succeeded. */
+void cr__object_leave(const void *obj);
+
 /* cr__object_name: the name as given, or "" for NULL or a dead handle. */
 const char *cr__object_name(const void *obj, uint32_t magic);
 
@@ -64,5 +75,41 @@ cr_status cr__check_out(const void *out, const char *what);
 /* cr__reply_bool: *out = (an integer reply is 1); CR_ESCRIPT naming `op`
  * when the reply is no integer. Frees the reply. */
 cr_status cr__reply_bool(cr__reply *r, const char *op, bool *out);
+
+/* cr__reply_i64: *out = an integer reply (or a string of a decimal);
+ * CR_ESCRIPT naming `op` otherwise. Frees the reply. */
+cr_status cr__reply_i64(cr__reply *r, const char *op, int64_t *out);
+
+/* cr__object_get_count: GET of the object's key N, a count (0 when N does
+ * not exist) into *out; CR_ESCRIPT naming `kind` when N holds no number.
+ * On an entered handle. */
+cr_status cr__object_get_count(const void *obj, const char *kind,
+                               int64_t *out);
+
+/* cr__object_wait: the waiting loop (cr__wait) for an object's `attempt`,
+ * woken through `channel` in `mode`, floor 1 ms, looking again at least
+ * every CR__OBJECT_RECHECK_MS. On an entered handle. */
+cr_status cr__object_wait(const void *obj, const char *channel,
+                          cr__wake_mode mode, int64_t wait_ms,
+                          cr__attempt_fn attempt, void *ctx);
+
+/* The scripts RSemaphore and RPermitExpirableSemaphore share, with KEYS
+ * [N, channel] and ARGV [number, publish command, `extra`] (protocol
+ * sections 7.2 and 8.2), on an entered handle `obj`, which is a cr__object:
+ *
+ * cr__sem_script: run script `id` with flags as cr__script_run; `extra`
+ * NULL leaves the third argument out. *out needs cr__reply_free().
+ * cr__sem_try_set_permits: try_set_permits (`ttl` "0" for none); *set
+ * (may be NULL) tells whether it set them.
+ * cr__sem_add_permits: add_permits by `delta`; `mode` is the third argument
+ * ("total" for RSemaphore, "delta" for the permit semaphore). */
+cr_status cr__sem_script(const void *obj, const char *channel,
+                         cr__script_id id, unsigned flags, int64_t number,
+                         const char *extra, cr__reply **out);
+cr_status cr__sem_try_set_permits(const void *obj, const char *channel,
+                                  int64_t permits, const char *ttl,
+                                  bool *set);
+cr_status cr__sem_add_permits(const void *obj, const char *channel,
+                              int64_t delta, const char *mode);
 
 #endif

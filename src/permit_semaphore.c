@@ -24,10 +24,8 @@
 
 #include "credisson/semaphore.h"
 #include "object.h"
-#include "wait.h"
 
 #define PES_MAGIC 0x43525045u /* "CRPE" */
-#define RECHECK_MS 1000
 #define ID_BYTES 16
 
 /* Redisson's "never expires" score (nonExpirableTimeout). */
@@ -44,13 +42,6 @@ static cr_status
 enter(cr_permit_semaphore *s)
 {
     return cr__object_enter(s, PES_MAGIC, "permit semaphore");
-}
-
-/* The end of every call that entered. */
-static void
-leave(cr_permit_semaphore *s)
-{
-    cr__client_leave(s->o.client);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -153,24 +144,13 @@ fmt_expiry(char *buf, int64_t lease_ms)
         cr__fmt_i64(buf, cr__wall_ms() + lease_ms);
 }
 
-/* Reads an integer reply into *v; CR_ESCRIPT naming `op` otherwise. Frees
- * the reply. */
+/* Runs a script whose keys are N, `key2` and `key3` (the zset and the
+ * channel, in the script's order) and whose arguments are id (16 raw
+ * bytes), `a2`, now and the publish command (updateLeaseTime, getLeaseTime
+ * and release); flags as cr__script_run; *v gets its integer reply. */
 static cr_status
-reply_int(cr__reply *r, const char *op, int64_t *v)
-{
-    cr_status rc = CR_OK;
-
-    if (!cr__reply_int(r, v))
-        rc = cr__fail(CR_ESCRIPT, "%s replied no integer", op);
-    cr__reply_free(r);
-    return rc;
-}
-
-/* Runs a script whose keys are N, the zset and the channel and whose
- * arguments are id (16 raw bytes), `a2`, now and the publish command (the
- * order of updateLeaseTime and getLeaseTime); *v gets its integer reply. */
-static cr_status
-run_with_id(cr_permit_semaphore *s, cr__script_id script, const char *op,
+run_with_id(cr_permit_semaphore *s, cr__script_id script, unsigned flags,
+            const char *key2, const char *key3, const char *op,
             const unsigned char *id, const char *a2, int64_t *v)
 {
     char now[24];
@@ -182,18 +162,17 @@ run_with_id(cr_permit_semaphore *s, cr__script_id script, const char *op,
 
     cr__fmt_i64(now, cr__wall_ms());
     args[0] = s->o.raw;
-    args[1] = s->timeout;
-    args[2] = s->channel;
+    args[1] = key2;
+    args[2] = key3;
     args[3] = (const char *)id;
     args[4] = a2;
     args[5] = now;
     args[6] = s->o.client->publish_cmd;
     for (i = 0; i < 7; i++)
         lens[i] = i == 3 ? ID_BYTES : strlen(args[i]);
-    rc = cr__script_run(s->o.client, script, CR__CMD_RETRY, 3, 4, args, lens,
-                        &r);
+    rc = cr__script_run(s->o.client, script, flags, 3, 4, args, lens, &r);
     if (rc == CR_OK)
-        rc = reply_int(r, op, v);
+        rc = cr__reply_i64(r, op, v);
     return rc;
 }
 
@@ -309,7 +288,6 @@ static cr_status
 acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
 {
     attempt_ctx a;
-    cr__wait_spec spec;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
@@ -321,14 +299,8 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
     memset(&a, 0, sizeof(a));
     a.sem = s;
     a.lease_ms = lease_ms;
-    spec.channel = s->channel;
-    spec.mode = CR__WAKE_SEMAPHORE;
-    spec.wait_ms = wait_ms;
-    spec.min_sleep_ms = 1;
-    spec.max_sleep_ms = RECHECK_MS;
-    spec.attempt = attempt;
-    spec.ctx = &a;
-    rc = cr__wait(s->o.client, &spec);
+    rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
+                         &a);
     if (rc == CR_EIO && a.uncertain) {
         bool granted = false;
 
@@ -338,7 +310,7 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
     if (rc == CR_OK)
         cr__hex(a.id, ID_BYTES, id);
 out:
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -363,29 +335,12 @@ static cr_status
 release(cr_permit_semaphore *s, const char *hex, int64_t *result)
 {
     unsigned char id[ID_BYTES];
-    char now[24];
-    const char *args[7];
-    size_t lens[7];
-    cr__reply *r = NULL;
     cr_status rc;
-    int i;
 
     if ((rc = decode_id(hex, id)) != CR_OK)
         return rc;
-    cr__fmt_i64(now, cr__wall_ms());
-    args[0] = s->o.raw;
-    args[1] = s->channel;
-    args[2] = s->timeout;
-    args[3] = (const char *)id;
-    args[4] = "1";
-    args[5] = now;
-    args[6] = s->o.client->publish_cmd;
-    for (i = 0; i < 7; i++)
-        lens[i] = i == 3 ? ID_BYTES : strlen(args[i]);
-    rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_RELEASE, 0, 3,
-                        4, args, lens, &r);
-    if (rc == CR_OK)
-        rc = reply_int(r, "permit semaphore release", result);
+    rc = run_with_id(s, CR__SCRIPT_PERMIT_SEMAPHORE_RELEASE, 0, s->channel,
+                     s->timeout, "permit semaphore release", id, "1", result);
     if (rc == CR_OK && (*result < 0 || *result > 2))
         rc = cr__fail(CR_ESCRIPT, "permit semaphore release replied %lld",
                       (long long)*result);
@@ -409,7 +364,7 @@ cr_permit_semaphore_release(cr_permit_semaphore *s, const char *id)
         rc = cr__fail(CR_ELOST, "the lease of permit %s of %s had run out; the "
                       "permit was given back all the same", id, s->o.name);
     }
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -425,7 +380,7 @@ cr_permit_semaphore_try_release(cr_permit_semaphore *s, const char *id,
     rc = release(s, id, &result);
     if (rc == CR_OK && released != NULL)
         *released = result == 1;
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -447,11 +402,12 @@ cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
         goto out;
     fmt_expiry(expiry, lease_ms);
     rc = run_with_id(s, CR__SCRIPT_PERMIT_SEMAPHORE_UPDATE_LEASE_TIME,
+                     CR__CMD_RETRY, s->timeout, s->channel,
                      "update_lease_time", raw, expiry, &v);
     if (rc == CR_OK && updated != NULL)
         *updated = v == 1;
 out:
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -469,14 +425,15 @@ cr_permit_semaphore_get_lease_time(cr_permit_semaphore *s, const char *id,
         (rc = cr__check_out(remaining_ms, "remaining_ms")) != CR_OK)
         goto out;
     rc = run_with_id(s, CR__SCRIPT_PERMIT_SEMAPHORE_GET_LEASE_TIME,
-                     "get_lease_time", raw, NEVER, &v);
+                     CR__CMD_RETRY, s->timeout, s->channel, "get_lease_time",
+                     raw, NEVER, &v);
     if (rc == CR_OK && v == 0)
         rc = cr__fail(CR_ENOTOWNER, "permit %s of %s is not out", id,
                       s->o.name);
     else if (rc == CR_OK)
         *remaining_ms = v;
 out:
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -507,11 +464,11 @@ count(cr_permit_semaphore *s, const char *which, int64_t *out)
     rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_PERMITS,
                         CR__CMD_RETRY, 3, 3, args, NULL, &r);
     if (rc == CR_OK)
-        rc = reply_int(r, "permit semaphore count", &v);
+        rc = cr__reply_i64(r, "permit semaphore count", &v);
     if (rc == CR_OK)
         *out = v;
 out:
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -539,30 +496,12 @@ cr_status
 cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
                                     bool *set)
 {
-    char p[24];
-    const char *args[5];
-    cr__reply *r = NULL;
-    bool done = false;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__check_permits(permits)) != CR_OK)
-        goto out;
-    cr__fmt_i64(p, permits);
-    args[0] = s->o.raw;
-    args[1] = s->channel;
-    args[2] = p;
-    args[3] = s->o.client->publish_cmd;
-    args[4] = "0";
-    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_TRY_SET_PERMITS, 0,
-                        2, 3, args, NULL, &r);
-    if (rc == CR_OK)
-        rc = cr__reply_bool(r, "try_set_permits", &done);
-    if (rc == CR_OK && set != NULL)
-        *set = done;
-out:
-    leave(s);
+    rc = cr__sem_try_set_permits(s, s->channel, permits, "0", set);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -589,34 +528,19 @@ cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
     if (rc == CR_OK)
         cr__reply_free(r);
 out:
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
 cr_status
 cr_permit_semaphore_add_permits(cr_permit_semaphore *s, int64_t delta)
 {
-    char d[24];
-    const char *args[5];
-    cr__reply *r = NULL;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__check_delta(delta)) != CR_OK)
-        goto out;
-    cr__fmt_i64(d, delta);
-    args[0] = s->o.raw;
-    args[1] = s->channel;
-    args[2] = d;
-    args[3] = s->o.client->publish_cmd;
-    args[4] = "delta";
-    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_ADD_PERMITS, 0, 2, 3,
-                        args, NULL, &r);
-    if (rc == CR_OK)
-        cr__reply_free(r);
-out:
-    leave(s);
+    rc = cr__sem_add_permits(s, s->channel, delta, "delta");
+    cr__object_leave(s);
     return rc;
 }
 
@@ -634,9 +558,9 @@ cr_permit_semaphore_delete(cr_permit_semaphore *s, bool *deleted)
     argv[2] = s->timeout;
     rc = cr__command(s->o.client, CR__CMD_RETRY, 3, argv, NULL, &r);
     if (rc == CR_OK)
-        rc = reply_int(r, "DEL", &v);
+        rc = cr__reply_i64(r, "DEL", &v);
     if (rc == CR_OK && deleted != NULL)
         *deleted = v > 0;
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }

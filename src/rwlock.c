@@ -25,6 +25,7 @@
 
 #include "credisson/rwlock.h"
 #include "lock.h"
+#include "object.h"
 
 #define CR__RWLOCK_MAGIC 0x43525257u /* "CRRW" */
 #define WRITE_SUFFIX ":write"
@@ -399,11 +400,8 @@ cr_rwlock_delete(cr_rwlock *rw, bool *deleted)
         return rc;
     argv[1] = rw->read->raw;
     rc = cr__command(rw->client, CR__CMD_RETRY, 2, argv, NULL, &r);
-    if (rc == CR_OK) {
-        if (!cr__reply_int(r, &n))
-            rc = cr__fail(CR_ESCRIPT, "DEL gave no integer");
-        cr__reply_free(r);
-    }
+    if (rc == CR_OK)
+        rc = cr__reply_i64(r, "DEL", &n);
     if (rc == CR_OK) {
         cr__hold_drop_key(rw->client->renewal, CR__HOLD_READ, rw->read->raw);
         cr__hold_drop_key(rw->client->renewal, CR__HOLD_PLAIN, rw->write->raw);

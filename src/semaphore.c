@@ -5,8 +5,9 @@
  *
  * An acquire runs one script per attempt through the shared waiting loop
  * (wait.c), subscribed to the channel in semaphore mode (a message n wakes
- * up to n local waiters) and re-checking at least every RECHECK_MS, since
- * the protocol gives semaphore waiters no hint and a message can be missed.
+ * up to n local waiters) and re-checking at least every
+ * CR__OBJECT_RECHECK_MS, since the protocol gives semaphore waiters no hint
+ * and a message can be missed.
  *
  * Permits are not owned, so an attempt whose reply was lost cannot be
  * resolved by asking who holds what, as the lock does. Instead, every
@@ -26,10 +27,8 @@
 
 #include "credisson/semaphore.h"
 #include "object.h"
-#include "wait.h"
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
-#define RECHECK_MS 1000
 
 struct cr_semaphore {
     cr__object o;
@@ -41,13 +40,6 @@ static cr_status
 enter(cr_semaphore *s)
 {
     return cr__object_enter(s, SEM_MAGIC, "semaphore");
-}
-
-/* The end of every call that entered. */
-static void
-leave(cr_semaphore *s)
-{
-    cr__client_leave(s->o.client);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -94,27 +86,6 @@ typedef struct attempt_ctx {
     char latch_ms[24];
     char *latch; /* credisson_semaphore_acquire:{N}:<request id> */
 } attempt_ctx;
-
-/* The acquire latch of one call: prefixName("credisson_semaphore_acquire",
- * N) + ":" + 32 random hex characters, malloc'd; NULL when out of memory or
- * randomness. */
-static char *
-acquire_latch_name(const char *raw)
-{
-    unsigned char id[16];
-    char hex[33];
-    char *prefix, *name;
-
-    if (cr__random_bytes(id, sizeof(id)) != CR_OK)
-        return NULL;
-    cr__hex(id, sizeof(id), hex);
-    prefix = cr__prefix_name("credisson_semaphore_acquire", raw);
-    if (prefix == NULL)
-        return NULL;
-    name = cr__strdup_printf("%s:%s", prefix, hex);
-    free(prefix);
-    return name;
-}
 
 /* One attempt (cr__attempt_fn): CR_OK when the permits were taken, by this
  * attempt or by an earlier one of the same call; CR_BUSY (no hint) when
@@ -164,7 +135,6 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 {
     cr_client *c;
     attempt_ctx a;
-    cr__wait_spec spec;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
@@ -179,19 +149,13 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     /* The latch must outlive every retry of the call. */
     cr__fmt_i64(a.latch_ms,
                 c->reconnect_window_ms + 2 * c->command_timeout_ms + 1000);
-    a.latch = acquire_latch_name(s->o.raw);
+    a.latch = cr__request_key("credisson_semaphore_acquire", s->o.raw);
     if (a.latch == NULL) {
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
         goto out;
     }
-    spec.channel = s->channel;
-    spec.mode = CR__WAKE_SEMAPHORE;
-    spec.wait_ms = wait_ms;
-    spec.min_sleep_ms = 1;
-    spec.max_sleep_ms = RECHECK_MS;
-    spec.attempt = attempt;
-    spec.ctx = &a;
-    rc = cr__wait(c, &spec);
+    rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
+                         &a);
     if (rc == CR_EIO && latch_left_behind(&a))
         rc = CR_OK;
     if (rc == CR_OK)
@@ -201,7 +165,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
                  "wait ran out", s->o.name, (long long)permits);
     free(a.latch);
 out:
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -223,8 +187,6 @@ cr_semaphore_try_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 static cr_status
 release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
 {
-    char p[24];
-    const char *args[5];
     cr__reply *r = NULL;
     cr_status rc = enter(s);
 
@@ -236,18 +198,12 @@ release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
         *done = false;
         goto out;
     }
-    cr__fmt_i64(p, permits);
-    args[0] = s->o.raw;
-    args[1] = s->channel;
-    args[2] = p;
-    args[3] = s->o.client->publish_cmd;
-    args[4] = only_if_exists ? "1" : "0";
-    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_RELEASE, 0, 2, 3,
-                        args, NULL, &r);
+    rc = cr__sem_script(s, s->channel, CR__SCRIPT_SEMAPHORE_RELEASE, 0,
+                        permits, only_if_exists ? "1" : "0", &r);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "semaphore release", done);
 out:
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -277,67 +233,35 @@ cr_status
 cr_semaphore_try_set_permits(cr_semaphore *s, int64_t permits, int64_t ttl_ms,
                              bool *set)
 {
-    char p[24], ttl[24];
-    const char *args[5];
-    cr__reply *r = NULL;
-    bool done = false;
+    char ttl[24];
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__check_permits(permits)) != CR_OK ||
-        (rc = cr__check_ttl(ttl_ms)) != CR_OK)
-        goto out;
-    cr__fmt_i64(p, permits);
-    cr__fmt_i64(ttl, ttl_ms);
-    args[0] = s->o.raw;
-    args[1] = s->channel;
-    args[2] = p;
-    args[3] = s->o.client->publish_cmd;
-    args[4] = ttl;
-    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_TRY_SET_PERMITS, 0,
-                        2, 3, args, NULL, &r);
-    if (rc == CR_OK)
-        rc = cr__reply_bool(r, "try_set_permits", &done);
-    if (rc == CR_OK && set != NULL)
-        *set = done;
-out:
-    leave(s);
+    if ((rc = cr__check_permits(permits)) == CR_OK &&
+        (rc = cr__check_ttl(ttl_ms)) == CR_OK) {
+        cr__fmt_i64(ttl, ttl_ms);
+        rc = cr__sem_try_set_permits(s, s->channel, permits, ttl, set);
+    }
+    cr__object_leave(s);
     return rc;
 }
 
 cr_status
 cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
 {
-    char d[24];
-    const char *args[5];
-    cr__reply *r = NULL;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__check_delta(delta)) != CR_OK)
-        goto out;
-    cr__fmt_i64(d, delta);
-    args[0] = s->o.raw;
-    args[1] = s->channel;
-    args[2] = d;
-    args[3] = s->o.client->publish_cmd;
-    args[4] = "total";
-    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_ADD_PERMITS, 0, 2, 3,
-                        args, NULL, &r);
-    if (rc == CR_OK)
-        cr__reply_free(r);
-out:
-    leave(s);
+    rc = cr__sem_add_permits(s, s->channel, delta, "total");
+    cr__object_leave(s);
     return rc;
 }
 
 cr_status
 cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
 {
-    char p[24];
-    const char *args[4];
     cr__reply *r = NULL;
     cr_status rc = enter(s);
 
@@ -345,17 +269,12 @@ cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
         return rc;
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
-    cr__fmt_i64(p, permits);
-    args[0] = s->o.raw;
-    args[1] = s->channel;
-    args[2] = p;
-    args[3] = s->o.client->publish_cmd;
-    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_SET_PERMITS,
-                        CR__CMD_RETRY, 2, 2, args, NULL, &r);
+    rc = cr__sem_script(s, s->channel, CR__SCRIPT_SEMAPHORE_SET_PERMITS,
+                        CR__CMD_RETRY, permits, NULL, &r);
     if (rc == CR_OK)
         cr__reply_free(r);
 out:
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -372,14 +291,11 @@ cr_semaphore_drain_permits(cr_semaphore *s, int64_t *drained)
     args[0] = s->o.raw;
     rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_DRAIN_PERMITS, 0, 1,
                         0, args, NULL, &r);
-    if (rc == CR_OK) {
-        if (!cr__reply_int(r, &v))
-            rc = cr__fail(CR_ESCRIPT, "drain_permits replied no integer");
-        else if (drained != NULL)
-            *drained = v;
-        cr__reply_free(r);
-    }
-    leave(s);
+    if (rc == CR_OK)
+        rc = cr__reply_i64(r, "drain_permits", &v);
+    if (rc == CR_OK && drained != NULL)
+        *drained = v;
+    cr__object_leave(s);
     return rc;
 }
 
@@ -388,27 +304,13 @@ cr_semaphore_drain_permits(cr_semaphore *s, int64_t *drained)
 cr_status
 cr_semaphore_available_permits(cr_semaphore *s, int64_t *permits)
 {
-    const char *argv[2] = {"GET", NULL};
-    cr__reply *r = NULL;
-    int64_t v = 0;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__check_out(permits, "permits")) != CR_OK)
-        goto out;
-    argv[1] = s->o.raw;
-    rc = cr__command(s->o.client, CR__CMD_RETRY, 2, argv, NULL, &r);
-    if (rc == CR_OK) {
-        if (r->type != CR__REPLY_NIL && !cr__reply_int(r, &v))
-            rc = cr__fail(CR_ESCRIPT, "semaphore %s holds no number",
-                          s->o.name);
-        else
-            *permits = v;
-        cr__reply_free(r);
-    }
-out:
-    leave(s);
+    if ((rc = cr__check_out(permits, "permits")) == CR_OK)
+        rc = cr__object_get_count(s, "semaphore", permits);
+    cr__object_leave(s);
     return rc;
 }
 
@@ -427,6 +329,6 @@ cr_semaphore_delete(cr_semaphore *s, bool *deleted)
     if (rc == CR_OK && (rc = cr__reply_bool(r, "DEL", &done)) == CR_OK &&
         deleted != NULL)
         *deleted = done;
-    leave(s);
+    cr__object_leave(s);
     return rc;
 }

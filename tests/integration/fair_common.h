@@ -66,43 +66,14 @@ redis_str(char *out, size_t size, const char *fmt, const char *arg)
         freeReplyObject(r);
 }
 
-/* Path of the worker program. */
-static inline void
-worker_path(char *out, size_t size)
-{
-    const char *dir = getenv("CR_TEST_BUILDDIR");
-
-    snprintf(out, size, "%s/tests/integration/fair_worker",
-             dir != NULL ? dir : ".");
-}
-
 /* Starts fair_worker with arguments `args` (NULL-terminated, without the
  * program name); its stdout is *fd. */
 static inline pid_t
 spawn(const char *const *args, int *fd)
 {
-    char path[512];
-    const char *argv[10];
-    int fds[2], i;
-    pid_t pid;
+    pid_t pid = cr_test_spawn("fair_worker", args, fd);
 
-    worker_path(path, sizeof(path));
-    argv[0] = path;
-    for (i = 0; args[i] != NULL && i < 8; i++)
-        argv[i + 1] = args[i];
-    argv[i + 1] = NULL;
-    assert_int_equal(pipe(fds), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    *fd = fds[0];
+    assert_true(pid > 0);
     return pid;
 }
 

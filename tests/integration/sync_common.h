@@ -83,16 +83,6 @@ redis_str(char *out, size_t size, const char *fmt, ...)
     return len;
 }
 
-/* The path of the sync_worker program into out. */
-static inline void
-worker_path(char *out, size_t size)
-{
-    const char *dir = getenv("CR_TEST_BUILDDIR");
-
-    snprintf(out, size, "%s/tests/integration/sync_worker",
-             dir != NULL ? dir : ".");
-}
-
 /* Starts sync_worker with up to 4 more arguments (NULL-terminated) after
  * the mode, URL and name; its stdout goes to *out_fd (read end) when out_fd
  * is not NULL. Returns its pid. */
@@ -100,28 +90,10 @@ static inline pid_t
 spawn_worker(int *out_fd, const char *mode, const char *name, const char *a1,
              const char *a2)
 {
-    char path[512];
-    int fds[2] = {-1, -1};
-    pid_t pid;
+    const char *args[] = {mode, test_redis.url, name, a1, a2, NULL};
+    pid_t pid = cr_test_spawn("sync_worker", args, out_fd);
 
-    worker_path(path, sizeof(path));
-    if (out_fd != NULL)
-        assert_int_equal(pipe(fds), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (out_fd != NULL) {
-            dup2(fds[1], 1);
-            close(fds[0]);
-            close(fds[1]);
-        }
-        execl(path, path, mode, test_redis.url, name, a1, a2, (char *)NULL);
-        _exit(127);
-    }
-    if (out_fd != NULL) {
-        close(fds[1]);
-        *out_fd = fds[0];
-    }
+    assert_true(pid > 0);
     return pid;
 }
 

@@ -196,28 +196,18 @@ test_lock_waiting_survives_a_redis_restart(void **state)
 static void
 test_lock_killed_holder_frees_the_lock_after_its_lease(void **state)
 {
-    const char *dir = getenv("CR_TEST_BUILDDIR");
-    char worker[512], buf[4];
+    const char *args[] = {"hold", test_redis.url, "orphan", "1000", NULL};
+    char buf[4];
     cr_lock *mine;
-    int fds[2];
+    int fd = -1;
     int64_t killed;
     pid_t pid;
 
     (void)state;
-    snprintf(worker, sizeof(worker), "%s/tests/integration/lock_worker",
-             dir != NULL ? dir : ".");
-    assert_int_equal(pipe(fds), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        execl(worker, worker, "hold", test_redis.url, "orphan", "1000", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    assert_int_equal(read(fds[0], buf, 2), 2);
-    close(fds[0]);
+    pid = cr_test_spawn("lock_worker", args, &fd);
+    assert_true(pid > 0);
+    assert_int_equal(read(fd, buf, 2), 2);
+    close(fd);
     assert_int_equal(cr_lock_new(test_client, "orphan", &mine), CR_OK);
     assert_int_equal(cr_lock_try_lock(mine, 0, CR_LEASE_WATCHDOG), CR_BUSY);
     kill(pid, SIGKILL);

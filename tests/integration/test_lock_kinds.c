@@ -97,10 +97,10 @@ read_line(FILE *f, char want)
 static void
 test_fenced_paused_holder_has_older_token_and_its_late_write_is_refused(void **state)
 {
-    const char *dir = getenv("CR_TEST_BUILDDIR");
-    char worker[512];
+    const char *args[] = {"fenced", test_redis.url, "paused", "300",
+                          "resource", NULL};
     cr_lock *l;
-    int fds[2];
+    int fd = -1;
     int64_t mine = 0;
     long long theirs, wrote, unlocked;
     pid_t pid;
@@ -108,20 +108,9 @@ test_fenced_paused_holder_has_older_token_and_its_late_write_is_refused(void **s
     redisReply *r;
 
     (void)state;
-    snprintf(worker, sizeof(worker), "%s/tests/integration/lock_worker",
-             dir != NULL ? dir : ".");
-    assert_int_equal(pipe(fds), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        execl(worker, worker, "fenced", test_redis.url, "paused", "300",
-              "resource", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    f = fdopen(fds[0], "r");
+    pid = cr_test_spawn("lock_worker", args, &fd);
+    assert_true(pid > 0);
+    f = fdopen(fd, "r");
     assert_non_null(f);
     theirs = read_line(f, 'T');
     assert_true(theirs >= 1);

@@ -102,6 +102,29 @@ zscore_of(const char *key, const char *hex, char *out, size_t size)
 
 /* ---------------------------------------------------------- permits */
 
+/* Names whose keys a Redis Cluster would put in different slots (protocol
+ * 1.1) are refused only in cluster mode; a single server takes them. */
+static void
+test_permit_semaphore_names_that_split_cluster_slots_work_outside_a_cluster(
+    void **state)
+{
+    static const char *names[] = {"a{", "{}x", "a}b"};
+    char id[CR_PERMIT_ID_LEN + 1];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        cr_permit_semaphore *s = pes(names[i], 1);
+
+        assert_int_equal(cr_permit_semaphore_try_acquire(s, 0, 10000, id),
+                         CR_OK);
+        assert_int_equal(acquired(s), 1);
+        assert_int_equal(cr_permit_semaphore_release(s, id), CR_OK);
+        assert_int_equal(available(s), 1);
+        cr_permit_semaphore_free(s);
+    }
+}
+
 static void
 test_permit_semaphore_acquire_returns_a_hex_id_stored_raw_with_its_expiry(void **state)
 {
@@ -509,6 +532,7 @@ main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
         T(test_permit_semaphore_acquire_returns_a_hex_id_stored_raw_with_its_expiry),
+        T(test_permit_semaphore_names_that_split_cluster_slots_work_outside_a_cluster),
         T(test_permit_semaphore_release_of_a_released_id_is_refused),
         T(test_permit_semaphore_release_accepts_uppercase_ids),
         T(test_permit_semaphore_releases_an_id_issued_by_java),

@@ -544,6 +544,28 @@ test_semaphore_names_with_braces_and_prefix_use_redisson_names(void **state)
     cr_client_free(prefixed);
 }
 
+/* Names whose keys a Redis Cluster would put in different slots (protocol
+ * 1.1) are refused only in cluster mode; a single server takes them. */
+static void
+test_semaphore_names_that_split_cluster_slots_work_outside_a_cluster(void **state)
+{
+    static const char *names[] = {"a{", "{}x", "a}b"};
+    cr_semaphore *s;
+    bool set = false;
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        assert_int_equal(cr_semaphore_new(test_client, names[i], &s), CR_OK);
+        assert_int_equal(cr_semaphore_try_set_permits(s, 1, 0, &set), CR_OK);
+        assert_true(set);
+        assert_int_equal(cr_semaphore_try_acquire(s, 1, 0), CR_OK);
+        assert_int_equal(cr_semaphore_release(s, 1), CR_OK);
+        assert_int_equal(redis_int("GET %s", names[i]), 1);
+        cr_semaphore_free(s);
+    }
+}
+
 /* ------------------------------------------------------------ bad input */
 
 static void
@@ -594,6 +616,7 @@ main(void)
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
         T(test_semaphore_try_set_permits_sets_only_a_missing_semaphore),
+        T(test_semaphore_names_that_split_cluster_slots_work_outside_a_cluster),
         T(test_semaphore_try_set_permits_with_ttl_expires_the_key),
         T(test_semaphore_acquire_and_release_move_the_count),
         T(test_semaphore_acquire_waits_on_a_semaphore_never_set),
