@@ -2,21 +2,39 @@
 /*
  * The holds table and the watchdog thread.
  *
- * Entries are keyed by the bytes kind, key, NUL, owner. The watchdog thread
- * sleeps one wheel tick at a time while timers are scheduled (and on its
- * condition variable when none are), advances the wheel, and renews the
- * holds whose timers fired, in calls of up to `watchdog_batch` keys on the
- * transport's reserved connection. While a call is under way the table is
- * unlocked: the results are applied by looking each entry up again and
- * checking its generation, so an entry released (or released and taken
- * again) meanwhile is never touched by a stale answer.
+ * Entries are keyed by the bytes kind, key, NUL, owner. Most owners are
+ * "<client id>:<tid>": for those the kind byte says so and the id keeps
+ * only what follows the client id's colon, which saves 37 bytes per hold
+ * (the full owner is written back when a renewal names it). An entry is one
+ * allocation: the id (and a read hold's key prefix) sit at its end.
+ *
+ * The watchdog thread sleeps one wheel tick at a time while timers are
+ * scheduled (and on its condition variable when none are), advances the
+ * wheel, and renews the holds whose timers fired, in calls of up to
+ * `watchdog_batch` keys on the transport's reserved connection. The due
+ * list points at the entries themselves and is kept from round to round
+ * (no allocation per due hold). While a call is under way the table is
+ * unlocked; an entry removed meanwhile (released, dropped, lost and taken
+ * again) is only unlinked and marked dead, and freed when the round ends,
+ * so the call's arguments and the answers' bookkeeping never see freed
+ * memory and a stale answer never touches a fresh entry.
+ *
+ * A renewed hold falls due again a period after it last fell due, not
+ * after the answer came: a round that takes long (100,000 holds on a slow
+ * server) does not stretch the period. Only a hold that is more than a
+ * period late is scheduled from the answer instead (renewing it again at
+ * once would only add to the load that made it late).
  *
  * Due holds are grouped by kind: plain holds (RLock, fair lock, write lock)
  * go to lock_renew.lua, read holds to rwlock_read_renew.lua, which takes
  * (hash, key prefix) pairs, each with the names of this client's readers of
  * that hash, and renews only their timeout keys (Redisson 4.4+). A batch
  * holds up to `watchdog_batch` plain keys, or read holds of up to that many
- * hashes.
+ * hashes. In a Redis Cluster a batch holds the keys of one hash slot only
+ * (a script naming keys of two slots fails with CROSSSLOT; a read hold's
+ * timeout keys carry its hash's tag); the transport routes the call by its
+ * first key. Due holds are sorted by (kind, slot) to fill the batches.
+ * Outside a cluster every hold has slot 0 and plain holds are not sorted.
  *
  * A call that fails in transport keeps every registration: they are tried
  * again a second later. Each batch is independent; one failing batch does
@@ -27,11 +45,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <uthash.h>
 
+#include "registry.h"
 #include "renewal.h"
 #include "slot.h"
 #include "timer_wheel.h"
@@ -39,36 +59,32 @@
 #define WHEEL_BUCKETS 512
 #define RETRY_AFTER_ERROR_MS 1000
 
+/* The kind byte at the start of an id: '0' + kind for a full owner,
+ * 'a' + kind when the client id and its colon were left out. */
+#define KIND_FULL '0'
+#define KIND_SHORT 'a'
+
+/* Ids up to this size are built on the stack for a lookup. */
+#define ID_STACK 256
+
 typedef struct hold {
-    char *id; /* kind byte, key, NUL, owner, NUL */
-    size_t idlen; /* without the last NUL */
-    const char *key;   /* inside id */
-    const char *owner; /* inside id */
-    char *aux;
-    cr__hold_kind kind;
-    int64_t tid;
-    int64_t count;
-    uint64_t gen;
-    bool watchdog;
-    bool lost;
-    bool releasing; /* an unlock is under way: renewal answers are stale */
+    UT_hash_handle hh;
+    cr__timer timer;
     cr_lock_lost_fn fn;
     void *userdata;
-    cr__timer timer;
-    UT_hash_handle hh;
+    int64_t tid;
+    int64_t count;
+    int64_t due_ms;  /* when its timer is (was last) due */
+    uint32_t idlen;  /* the hash key's bytes: kind, key, NUL, owner */
+    uint32_t auxoff; /* where the read lock's key prefix starts; 0: none */
+    uint32_t order;  /* cr__due_order of its kind and key */
+    unsigned watchdog : 1;
+    unsigned lost : 1;
+    unsigned releasing : 1; /* an unlock is under way: answers are stale */
+    unsigned queued : 1;    /* in the due list of the round under way */
+    unsigned dead : 1;      /* removed while queued: freed after the round */
+    char id[];              /* id bytes, NUL, then aux and NUL if any */
 } hold;
-
-/* A hold picked for renewal: enough to find it again afterwards, and the
- * read lock's key prefix (a copy of the hold's aux), NULL for other kinds. */
-typedef struct due {
-    char *id;
-    size_t idlen;
-    char *aux;
-    uint64_t gen;
-    unsigned slot; /* the key's cluster slot; 0 outside a cluster */
-} due;
-
-static const char *due_key(const struct due *d);
 
 typedef struct lost_call {
     cr_lock_lost_fn fn;
@@ -84,33 +100,107 @@ struct cr__renewal {
     pthread_t thread;
     bool stop;
     bool idle; /* the thread waits with no deadline: signal it to schedule */
+    bool cluster;
+    size_t client_idlen; /* strlen(client->id) */
     hold *holds;
     size_t renewing;
-    uint64_t next_gen;
     cr__wheel *wheel;
     int64_t period_ms; /* watchdog timeout / 3 */
     int64_t slot_ms;   /* renewal times are rounded down to this */
-    int64_t due_at;    /* when the due list being renewed fell due */
-    due *due;          /* timers fired in this tick */
+    /* Kept from round to round; used by the watchdog thread only. */
+    cr__due *due; /* timers fired in this tick */
     size_t ndue, capdue;
+    const char **args; /* one call's arguments */
+    size_t capargs;
+    char *text;        /* full owners and reader counts of one call */
+    size_t captext;
+    lost_call *lost;   /* holds found gone in this round */
+    size_t nlost, caplost;
 };
+
+/* The entry whose key a due entry points at. */
+static hold *
+due_hold(const cr__due *d)
+{
+    return (hold *)(void *)(d->key - 1 - offsetof(hold, id));
+}
+
+/* The buffer `p` (room for *cap elements of `size` bytes) with room for
+ * `need`: itself, or grown (and *cap updated); NULL when out of memory, and
+ * `p` is then unchanged. */
+static void *
+grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    size_t n = *cap ? *cap : 16;
+    void *grown;
+
+    if (need <= *cap)
+        return p;
+    while (n < need)
+        n *= 2;
+    if ((grown = realloc(p, n * size)) != NULL)
+        *cap = n;
+    return grown;
+}
 
 /* ------------------------------------------------------------ the table */
 
-/* Builds the id bytes of (kind, key, owner) into a malloc'd buffer. */
-static char *
-make_id(cr__hold_kind kind, const char *key, const char *owner, size_t *len)
+/* How many leading bytes of `owner` an id leaves out: the client id and
+ * its colon when the owner starts with them (and is short enough to be
+ * written back into CR__OWNER_MAX bytes), else none. */
+static size_t
+owner_skip(const cr__renewal *r, const char *owner)
 {
-    size_t klen = strlen(key), olen = strlen(owner);
-    char *id = malloc(klen + olen + 3);
+    size_t n = r->client_idlen;
 
-    if (id == NULL)
-        return NULL;
-    id[0] = (char)('0' + kind);
+    if (strncmp(owner, r->client->id, n) == 0 && owner[n] == ':' &&
+        strlen(owner) < CR__OWNER_MAX)
+        return n + 1;
+    return 0;
+}
+
+/* The bytes the id of (key, owner) takes, with its NUL. */
+static size_t
+id_size(const cr__renewal *r, const char *key, const char *owner)
+{
+    return 1 + strlen(key) + 1 + strlen(owner + owner_skip(r, owner)) + 1;
+}
+
+/* Writes the id of (kind, key, owner) with its NUL into `id` (room for
+ * id_size bytes) and returns its length without that NUL. */
+static size_t
+write_id(const cr__renewal *r, char *id, cr__hold_kind kind, const char *key,
+         const char *owner)
+{
+    size_t skip = owner_skip(r, owner);
+    size_t klen = strlen(key), olen = strlen(owner + skip);
+
+    id[0] = (char)((skip ? KIND_SHORT : KIND_FULL) + kind);
     memcpy(id + 1, key, klen + 1);
-    memcpy(id + 2 + klen, owner, olen + 1);
-    *len = klen + olen + 2;
-    return id;
+    memcpy(id + 2 + klen, owner + skip, olen + 1);
+    return klen + olen + 2;
+}
+
+/* The key inside an entry's id. */
+static const char *
+hold_key(const hold *h)
+{
+    return h->id + 1;
+}
+
+/* The entry's owner: inside its id, or written back into `buf`
+ * (CR__OWNER_MAX bytes) when the id keeps it short. */
+static const char *
+hold_owner(const cr__renewal *r, const hold *h, char *buf)
+{
+    const char *rest = h->id + 2 + strlen(h->id + 1);
+
+    if (h->id[0] < KIND_SHORT)
+        return rest;
+    memcpy(buf, r->client->id, r->client_idlen);
+    buf[r->client_idlen] = ':';
+    strcpy(buf + r->client_idlen + 1, rest);
+    return buf;
 }
 
 /* Finds the entry of (kind, key, owner); r->mu held. */
@@ -118,14 +208,16 @@ static hold *
 find_hold(cr__renewal *r, cr__hold_kind kind, const char *key,
           const char *owner)
 {
-    size_t len;
-    char *id = make_id(kind, key, owner, &len);
+    char stack[ID_STACK], *id = stack;
+    size_t size = id_size(r, key, owner), len;
     hold *h = NULL;
 
-    if (id == NULL)
+    if (size > sizeof(stack) && (id = malloc(size)) == NULL)
         return NULL;
+    len = write_id(r, id, kind, key, owner);
     HASH_FIND(hh, r->holds, id, len, h);
-    free(id);
+    if (id != stack)
+        free(id);
     return h;
 }
 
@@ -140,7 +232,16 @@ next_renewal(const cr__renewal *r, int64_t now)
     return at > now ? at : now + 1;
 }
 
-/* Removes and frees an entry; r->mu held. */
+/* Schedules the renewal of `h` at `at`; r->mu held. */
+static void
+schedule(cr__renewal *r, hold *h, int64_t at)
+{
+    h->due_ms = at;
+    cr__wheel_schedule(r->wheel, &h->timer, at);
+}
+
+/* Removes an entry: frees it, or only unlinks it while the round under
+ * way still points at it; r->mu held. */
 static void
 remove_hold(cr__renewal *r, hold *h)
 {
@@ -149,9 +250,34 @@ remove_hold(cr__renewal *r, hold *h)
     if (h->watchdog && !h->lost)
         r->renewing--;
     HASH_DEL(r->holds, h);
-    free(h->aux);
-    free(h->id);
-    free(h);
+    if (h->queued)
+        h->dead = true;
+    else
+        free(h);
+}
+
+/* A new entry of (kind, key, owner) with `aux` (may be NULL), not yet in
+ * the table; NULL when out of memory. */
+static hold *
+new_hold(cr__renewal *r, cr__hold_kind kind, const char *key,
+         const char *owner, const char *aux)
+{
+    size_t size = id_size(r, key, owner);
+    size_t alen = aux != NULL ? strlen(aux) + 1 : 0;
+    hold *h = calloc(1, sizeof(*h) + size + alen);
+
+    if (h == NULL || size + alen > UINT32_MAX) {
+        free(h);
+        return NULL;
+    }
+    h->idlen = (uint32_t)write_id(r, h->id, kind, key, owner);
+    if (aux != NULL) {
+        h->auxoff = (uint32_t)size;
+        memcpy(h->id + size, aux, alen);
+    }
+    h->order = cr__due_order(kind, key, r->cluster);
+    cr__timer_init(&h->timer, h);
+    return h;
 }
 
 cr_status
@@ -160,7 +286,6 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
              cr_lock_lost_fn fn, void *userdata)
 {
     hold *h;
-    bool start_renewing;
 
     pthread_mutex_lock(&r->mu);
     h = find_hold(r, kind, key, owner);
@@ -171,21 +296,11 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
         h = NULL;
     }
     if (h == NULL) {
-        h = calloc(1, sizeof(*h));
-        if (h == NULL || (h->id = make_id(kind, key, owner, &h->idlen)) == NULL ||
-            (aux != NULL && (h->aux = strdup(aux)) == NULL)) {
-            if (h != NULL)
-                free(h->id);
-            free(h);
+        if ((h = new_hold(r, kind, key, owner, aux)) == NULL) {
             pthread_mutex_unlock(&r->mu);
             return CR_ENOMEM;
         }
-        h->key = h->id + 1;
-        h->owner = h->key + strlen(h->key) + 1;
-        h->kind = kind;
         h->tid = tid;
-        h->gen = ++r->next_gen;
-        cr__timer_init(&h->timer, h);
         HASH_ADD_KEYPTR(hh, r->holds, h->id, h->idlen, h);
     }
     h->count++;
@@ -193,11 +308,10 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
         h->fn = fn;
         h->userdata = userdata;
     }
-    start_renewing = watchdog && !h->watchdog;
-    if (start_renewing) {
-        h->watchdog = true;
+    if (watchdog && !h->watchdog) {
+        h->watchdog = 1;
         r->renewing++;
-        cr__wheel_schedule(r->wheel, &h->timer, next_renewal(r, cr__now_ms()));
+        schedule(r, h, next_renewal(r, cr__now_ms()));
         /* A thread that is ticking sees the timer at its next tick, long
          * before it is due; only an idle one needs waking (a futex call
          * and a context switch per acquisition otherwise). */
@@ -237,9 +351,9 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
         remove_hold(r, h);
     } else if (h != NULL && h->releasing) {
         /* Holds remain: renew them again from now. */
-        h->releasing = false;
+        h->releasing = 0;
         if (h->watchdog && !h->lost)
-            cr__wheel_schedule(r->wheel, &h->timer, next_renewal(r, cr__now_ms()));
+            schedule(r, h, next_renewal(r, cr__now_ms()));
     }
     pthread_mutex_unlock(&r->mu);
 }
@@ -253,7 +367,7 @@ cr__hold_releasing(cr__renewal *r, cr__hold_kind kind, const char *key,
     pthread_mutex_lock(&r->mu);
     h = find_hold(r, kind, key, owner);
     if (h != NULL) {
-        h->releasing = true;
+        h->releasing = 1;
         if (cr__timer_is_scheduled(&h->timer))
             cr__wheel_cancel(r->wheel, &h->timer);
     }
@@ -267,7 +381,8 @@ cr__hold_drop_key(cr__renewal *r, cr__hold_kind kind, const char *key)
 
     pthread_mutex_lock(&r->mu);
     HASH_ITER(hh, r->holds, h, tmp)
-        if (h->kind == kind && strcmp(h->key, key) == 0)
+        if ((cr__hold_kind)(h->order >> 16) == kind &&
+            strcmp(hold_key(h), key) == 0)
             remove_hold(r, h);
     pthread_mutex_unlock(&r->mu);
 }
@@ -294,113 +409,73 @@ cr__hold_renewing(cr__renewal *r)
     return n;
 }
 
-/* ---------------------------------------------------------- the watchdog */
+/* ------------------------------------------------------ the batch planner */
 
-/* Wheel callback: queue the hold for renewal in this tick. */
-static void
-on_timer(void *userdata, cr__timer *t)
+uint32_t
+cr__due_order(cr__hold_kind kind, const char *key, bool cluster)
 {
-    cr__renewal *r = userdata;
-    hold *h = t->data;
-    due *d;
+    uint32_t slot = cluster ? cr__key_slot(key, strlen(key)) : 0;
 
-    if (r->ndue == r->capdue) {
-        size_t cap = r->capdue ? r->capdue * 2 : 64;
-        due *grown = realloc(r->due, cap * sizeof(*grown));
-
-        if (grown == NULL) {
-            /* Try again next tick rather than lose the registration. */
-            cr__wheel_schedule(r->wheel, t, cr__now_ms() + RETRY_AFTER_ERROR_MS);
-            return;
-        }
-        r->due = grown;
-        r->capdue = cap;
-    }
-    d = &r->due[r->ndue];
-    d->id = malloc(h->idlen + 1);
-    if (d->id == NULL) {
-        cr__wheel_schedule(r->wheel, t, cr__now_ms() + RETRY_AFTER_ERROR_MS);
-        return;
-    }
-    memcpy(d->id, h->id, h->idlen + 1); /* with the owner's NUL */
-    d->aux = NULL;
-    if (h->aux != NULL && (d->aux = strdup(h->aux)) == NULL) {
-        free(d->id);
-        cr__wheel_schedule(r->wheel, t, cr__now_ms() + RETRY_AFTER_ERROR_MS);
-        return;
-    }
-    d->idlen = h->idlen;
-    d->gen = h->gen;
-    /* In a cluster one script call may name keys of one slot only. */
-    d->slot = r->client->url.is_cluster
-                  ? cr__key_slot(due_key(d), strlen(due_key(d))) : 0;
-    r->ndue++;
+    return (uint32_t)kind << 16 | slot;
 }
 
-/* Finds the hold a due entry stands for, if it still exists; r->mu held. */
-static hold *
-due_hold(cr__renewal *r, const due *d)
-{
-    hold *h = NULL;
-
-    HASH_FIND(hh, r->holds, d->id, d->idlen, h);
-    return h != NULL && h->gen == d->gen ? h : NULL;
-}
-
-/* The kind, key and owner inside a due entry's id. */
-static cr__hold_kind
-due_kind(const due *d)
-{
-    return (cr__hold_kind)(d->id[0] - '0');
-}
-
-static const char *
-due_key(const due *d)
-{
-    return d->id + 1;
-}
-
-static const char *
-due_owner(const due *d)
-{
-    return d->id + 2 + strlen(d->id + 1);
-}
-
-/* qsort order of due entries: by kind, slot, key, then owner, so that a
- * batch holds one kind (and in a cluster one slot) and a hash's readers
- * sit side by side. */
+/* qsort order of due entries: by order, then read holds by key so that a
+ * hash's readers sit side by side (plain holds of one order are equal). */
 static int
 due_cmp(const void *a, const void *b)
 {
-    const due *x = a, *y = b;
-    int c = (int)due_kind(x) - (int)due_kind(y);
+    const cr__due *x = a, *y = b;
 
-    if (c == 0)
-        c = (x->slot > y->slot) - (x->slot < y->slot);
-    if (c == 0)
-        c = strcmp(due_key(x), due_key(y));
-    if (c == 0)
-        c = strcmp(due_owner(x), due_owner(y));
-    return c;
+    if (x->order != y->order)
+        return x->order < y->order ? -1 : 1;
+    if ((x->order >> 16) == CR__HOLD_READ)
+        return strcmp(x->key, y->key);
+    return 0;
 }
 
-/* The end of the batch starting at due[from] (sorted): entries of one kind
- * and one slot, at most `batch` of them for plain holds, and the read holds
- * of at most `batch` distinct hashes for read holds. */
-static size_t
-batch_end(const cr__renewal *r, size_t from, size_t batch)
+/* Sorts due[0..n) with due_cmp unless it is in order already. */
+static void
+sort_run(cr__due *due, size_t n)
 {
-    cr__hold_kind kind = due_kind(&r->due[from]);
-    unsigned slot = r->due[from].slot;
+    size_t i;
+
+    for (i = 1; i < n; i++)
+        if (due_cmp(&due[i - 1], &due[i]) > 0)
+            break;
+    if (i < n)
+        qsort(due, n, sizeof(*due), due_cmp);
+}
+
+void
+cr__due_sort(cr__due *due, size_t n)
+{
+    size_t plain = 0, i;
+
+    /* Plain holds first, in a linear pass; then each run by itself. */
+    for (i = 0; i < n; i++) {
+        if ((due[i].order >> 16) != CR__HOLD_READ) {
+            cr__due tmp = due[i];
+
+            due[i] = due[plain];
+            due[plain++] = tmp;
+        }
+    }
+    sort_run(due, plain);
+    sort_run(due + plain, n - plain);
+}
+
+size_t
+cr__due_batch_end(const cr__due *due, size_t n, size_t from, size_t batch)
+{
+    uint32_t order = due[from].order;
+    bool read = (order >> 16) == CR__HOLD_READ;
     size_t end = from + 1, keys = 1;
 
-    for (; end < r->ndue && due_kind(&r->due[end]) == kind &&
-           r->due[end].slot == slot; end++) {
-        if (kind != CR__HOLD_READ) {
+    for (; end < n && due[end].order == order; end++) {
+        if (!read) {
             if (end - from == batch)
                 break;
-        } else if (strcmp(due_key(&r->due[end]),
-                          due_key(&r->due[end - 1])) != 0) {
+        } else if (strcmp(due[end].key, due[end - 1].key) != 0) {
             if (keys == batch)
                 break;
             keys++;
@@ -409,82 +484,159 @@ batch_end(const cr__renewal *r, size_t from, size_t batch)
     return end;
 }
 
-/* Builds the arguments of lock_renew.lua for due[from..from+n): KEYS the
- * lock keys, ARGV the lease then each key's owner. The strings point into
- * the due entries, which live until the due list is cleared. */
-static const char **
+/* ---------------------------------------------------------- the watchdog */
+
+/* Wheel callback: queue the hold for renewal in this tick. */
+static void
+on_timer(void *userdata, cr__timer *t)
+{
+    cr__renewal *r = userdata;
+    hold *h = t->data;
+    cr__due *due = grow(r->due, &r->capdue, r->ndue + 1, sizeof(*due));
+
+    if (due == NULL) {
+        /* Try again later rather than lose the registration. */
+        cr__wheel_schedule(r->wheel, t, cr__now_ms() + RETRY_AFTER_ERROR_MS);
+        return;
+    }
+    r->due = due;
+    r->due[r->ndue].key = hold_key(h);
+    r->due[r->ndue].order = h->order;
+    r->ndue++;
+    h->queued = 1;
+}
+
+/* Makes room for one call's arguments (`nargs` pointers) and text
+ * (`ntext` bytes); false when out of memory. */
+static bool
+reserve_call(cr__renewal *r, size_t nargs, size_t ntext)
+{
+    const char **args = grow(r->args, &r->capargs, nargs, sizeof(*args));
+    char *text;
+
+    if (args == NULL)
+        return false;
+    r->args = args;
+    if ((text = grow(r->text, &r->captext, ntext, 1)) == NULL)
+        return false;
+    r->text = text;
+    return true;
+}
+
+/* Builds the arguments of lock_renew.lua for due[from..from+n) into
+ * r->args: KEYS the lock keys, ARGV the lease then each key's owner. */
+static bool
 plain_args(cr__renewal *r, size_t from, size_t n, const char *lease,
            int *nkeys, int *nargs)
 {
-    const char **args = calloc(2 * n + 1, sizeof(*args));
+    const char **args;
     size_t i;
 
-    if (args == NULL)
-        return NULL;
+    if (!reserve_call(r, 2 * n + 1, n * CR__OWNER_MAX))
+        return false;
+    args = r->args;
     args[n] = lease;
     for (i = 0; i < n; i++) {
-        args[i] = due_key(&r->due[from + i]);
-        args[n + 1 + i] = due_owner(&r->due[from + i]);
+        const cr__due *d = &r->due[from + i];
+
+        args[i] = d->key;
+        args[n + 1 + i] = hold_owner(r, due_hold(d),
+                                     r->text + i * CR__OWNER_MAX);
     }
     *nkeys = (int)n;
     *nargs = (int)n + 1;
-    return args;
+    return true;
 }
 
 /* Builds the arguments of rwlock_read_renew.lua for the read holds
- * due[from..from+n), sorted by key: KEYS pairs (hash, key prefix), ARGV the
- * lease then, per hash, its number of readers and their names. The counts
- * are written into `counts` (24 bytes per hash), freed by the caller. */
-static const char **
+ * due[from..from+n), sorted by key, into r->args: KEYS pairs (hash, key
+ * prefix), ARGV the lease then, per hash, its number of readers and their
+ * names. */
+static bool
 read_args(cr__renewal *r, size_t from, size_t n, const char *lease,
-          char **counts, int *nkeys, int *nargs)
+          int *nkeys, int *nargs)
 {
     size_t i, keys = 0, k, arg, start;
     const char **args;
+    char *counts;
 
     for (i = 0; i < n; i++)
-        if (i == 0 || strcmp(due_key(&r->due[from + i]),
-                             due_key(&r->due[from + i - 1])) != 0)
+        if (i == 0 || strcmp(r->due[from + i].key,
+                             r->due[from + i - 1].key) != 0)
             keys++;
-    args = calloc(3 * keys + n + 1, sizeof(*args));
-    *counts = calloc(keys, 24);
-    if (args == NULL || *counts == NULL) {
-        free(args);
-        free(*counts);
-        *counts = NULL;
-        return NULL;
-    }
+    if (!reserve_call(r, 3 * keys + n + 1, n * CR__OWNER_MAX + keys * 24))
+        return false;
+    args = r->args;
+    counts = r->text + n * CR__OWNER_MAX;
     args[2 * keys] = lease;
     arg = 2 * keys + 1;
     for (i = 0, k = 0; i < n; k++) {
-        const due *d = &r->due[from + i];
+        const cr__due *d = &r->due[from + i];
+        const hold *h = due_hold(d);
 
-        args[2 * k] = due_key(d);
-        args[2 * k + 1] = d->aux != NULL ? d->aux : due_key(d);
-        for (start = i; i < n && strcmp(due_key(&r->due[from + i]),
-                                        due_key(d)) == 0; i++)
+        args[2 * k] = d->key;
+        args[2 * k + 1] = h->auxoff ? h->id + h->auxoff : d->key;
+        for (start = i; i < n && strcmp(r->due[from + i].key, d->key) == 0;
+             i++)
             ;
-        cr__fmt_i64(*counts + 24 * k, (int64_t)(i - start));
-        args[arg++] = *counts + 24 * k;
+        cr__fmt_i64(counts + 24 * k, (int64_t)(i - start));
+        args[arg++] = counts + 24 * k;
         for (; start < i; start++)
-            args[arg++] = due_owner(&r->due[from + start]);
+            args[arg++] = hold_owner(r, due_hold(&r->due[from + start]),
+                                     r->text + start * CR__OWNER_MAX);
     }
     *nkeys = (int)(2 * keys);
     *nargs = (int)(keys + n + 1);
-    return args;
+    return true;
 }
 
-/* Renews due[from..from+n) (all of one kind) in one script call and applies
- * the answers, one per entry; entered and left with r->mu held, released
- * during the call. Lost holds are appended to `lost` for their callbacks. */
+/* Marks `h` lost and queues its callback; r->mu held. */
 static void
-renew_batch(cr__renewal *r, size_t from, size_t n, lost_call *lost,
-            size_t *nlost)
+mark_lost(cr__renewal *r, hold *h)
 {
     cr_client *c = r->client;
-    bool read = due_kind(&r->due[from]) == CR__HOLD_READ;
-    char lease[24], *counts = NULL;
-    const char **args;
+    char owner[CR__OWNER_MAX];
+    lost_call *lost;
+
+    h->lost = 1;
+    r->renewing--;
+    CR__STAT_ADD(&c->stats, leases_lost, 1);
+    cr__log(&c->log, CR_LOG_WARN, "lock %s lost by %s: renewal found it gone",
+            hold_key(h), hold_owner(r, h, owner));
+    if (h->fn == NULL)
+        return;
+    lost = grow(r->lost, &r->caplost, r->nlost + 1, sizeof(*lost));
+    if (lost == NULL)
+        return;
+    r->lost = lost;
+    if ((lost[r->nlost].key = strdup(hold_key(h))) != NULL) {
+        lost[r->nlost].fn = h->fn;
+        lost[r->nlost].userdata = h->userdata;
+        lost[r->nlost].tid = h->tid;
+        r->nlost++;
+    }
+}
+
+/* When a hold renewed now, due at `due`, falls due next: a period after
+ * `due`, or after `now` when that is already past (more than a period
+ * late: the server cannot keep up, and renewing at once would add to it). */
+static int64_t
+next_due(const cr__renewal *r, int64_t due, int64_t now)
+{
+    int64_t at = next_renewal(r, due);
+
+    return at > now ? at : next_renewal(r, now);
+}
+
+/* Renews due[from..from+n) (all of one order) in one script call and
+ * applies the answers, one per entry; entered and left with r->mu held,
+ * released during the call. */
+static void
+renew_batch(cr__renewal *r, size_t from, size_t n)
+{
+    cr_client *c = r->client;
+    bool read = (r->due[from].order >> 16) == CR__HOLD_READ;
+    char lease[24];
     cr__reply *reply = NULL;
     cr_status rc;
     size_t i;
@@ -492,16 +644,15 @@ renew_batch(cr__renewal *r, size_t from, size_t n, lost_call *lost,
     int nkeys = 0, nargs = 0;
 
     cr__fmt_i64(lease, c->watchdog_timeout_ms);
-    args = read ? read_args(r, from, n, lease, &counts, &nkeys, &nargs)
-                : plain_args(r, from, n, lease, &nkeys, &nargs);
-    if (args == NULL) {
+    if (!(read ? read_args(r, from, n, lease, &nkeys, &nargs)
+               : plain_args(r, from, n, lease, &nkeys, &nargs))) {
         rc = CR_ENOMEM; /* retried like a failed call */
     } else {
         pthread_mutex_unlock(&r->mu);
         rc = cr__script_run(c, read ? CR__SCRIPT_RWLOCK_READ_RENEW
                                     : CR__SCRIPT_LOCK_RENEW,
                             CR__CMD_RESERVED | CR__CMD_RETRY | CR__CMD_SYNC,
-                            nkeys, nargs, args, NULL, &reply);
+                            nkeys, nargs, r->args, NULL, &reply);
         if (rc == CR_OK && cr__transport_sync_failed())
             cr__log(&c->log, CR_LOG_WARN, "watchdog renewal of %zu leases: "
                     "no replica acknowledged it within the sync timeout", n);
@@ -520,63 +671,68 @@ renew_batch(cr__renewal *r, size_t from, size_t n, lost_call *lost,
     }
     now = cr__now_ms();
     for (i = 0; i < n; i++) {
-        hold *h = due_hold(r, &r->due[from + i]);
+        hold *h = due_hold(&r->due[from + i]);
         int64_t ok;
 
-        if (h == NULL || !h->watchdog || h->lost || h->releasing)
+        if (h->dead || !h->watchdog || h->lost || h->releasing ||
+            cr__timer_is_scheduled(&h->timer))
             continue;
-        if (rc != CR_OK) {
-            cr__wheel_schedule(r->wheel, &h->timer, now + RETRY_AFTER_ERROR_MS);
-        } else if (cr__reply_int(reply->element[i], &ok) && ok == 1) {
-            /* A period after it fell due, not after the answer: a slow
-             * round of renewals must not stretch the period. */
-            cr__wheel_schedule(r->wheel, &h->timer, next_renewal(r, r->due_at));
-        } else {
-            h->lost = true;
-            r->renewing--;
-            CR__STAT_ADD(&c->stats, leases_lost, 1);
-            cr__log(&c->log, CR_LOG_WARN, "lock %s lost by %s: renewal found it gone",
-                    h->key, h->owner);
-            if (h->fn != NULL && (lost[*nlost].key = strdup(h->key)) != NULL) {
-                lost[*nlost].fn = h->fn;
-                lost[*nlost].userdata = h->userdata;
-                lost[*nlost].tid = h->tid;
-                (*nlost)++;
-            }
-        }
+        if (rc != CR_OK)
+            schedule(r, h, now + RETRY_AFTER_ERROR_MS);
+        else if (cr__reply_int(reply->element[i], &ok) && ok == 1)
+            schedule(r, h, next_due(r, h->due_ms, now));
+        else
+            mark_lost(r, h);
     }
     cr__reply_free(reply);
-    free(args);
-    free(counts);
 }
 
-/* Renews every due hold in batches and runs the lost callbacks; r->mu held
- * on entry and exit. */
+/* Renews every due hold in batches, frees the entries removed meanwhile
+ * and runs the lost callbacks; r->mu held on entry and exit. */
 static void
 renew_due(cr__renewal *r)
 {
-    size_t batch = (size_t)r->client->watchdog_batch, from, i, nlost = 0;
-    lost_call *lost = calloc(r->ndue, sizeof(*lost));
+    size_t batch = (size_t)r->client->watchdog_batch, from, i;
 
-    if (lost == NULL)
-        return; /* timers stay fired: retried as the due list is kept */
-    qsort(r->due, r->ndue, sizeof(*r->due), due_cmp);
+    cr__due_sort(r->due, r->ndue);
     for (from = 0; from < r->ndue; from = i) {
-        i = batch_end(r, from, batch);
-        renew_batch(r, from, i - from, lost, &nlost);
+        i = cr__due_batch_end(r->due, r->ndue, from, batch);
+        renew_batch(r, from, i - from);
     }
     for (i = 0; i < r->ndue; i++) {
-        free(r->due[i].id);
-        free(r->due[i].aux);
+        hold *h = due_hold(&r->due[i]);
+
+        h->queued = 0;
+        if (h->dead)
+            free(h);
     }
     r->ndue = 0;
+    if (r->nlost == 0)
+        return;
+    /* The lost list is the watchdog thread's own: read it unlocked. */
     pthread_mutex_unlock(&r->mu);
-    for (i = 0; i < nlost; i++) {
-        lost[i].fn(lost[i].userdata, lost[i].key, lost[i].tid);
-        free(lost[i].key);
+    for (i = 0; i < r->nlost; i++) {
+        r->lost[i].fn(r->lost[i].userdata, r->lost[i].key, r->lost[i].tid);
+        free(r->lost[i].key);
     }
-    free(lost);
+    r->nlost = 0;
     pthread_mutex_lock(&r->mu);
+}
+
+/* Frees the buffers kept from round to round (nothing is renewed now:
+ * a client that held many locks once does not keep their due list). */
+static void
+drop_buffers(cr__renewal *r)
+{
+    free(r->due);
+    free(r->args);
+    free(r->text);
+    free(r->lost);
+    r->due = NULL;
+    r->args = NULL;
+    r->text = NULL;
+    r->lost = NULL;
+    r->capdue = r->capargs = r->captext = r->caplost = 0;
 }
 
 /* Waits on cv until the monotonic time `deadline`. */
@@ -603,6 +759,7 @@ watchdog(void *arg)
          * the tick after a wake-up: a thread taking and releasing a lock in
          * a loop then costs a wake-up per tick, not one per acquisition. */
         if (cr__wheel_count(r->wheel) == 0 && cr__now_ms() >= busy_until) {
+            drop_buffers(r);
             r->idle = true;
             pthread_cond_wait(&r->cv, &r->mu);
             r->idle = false;
@@ -612,8 +769,7 @@ watchdog(void *arg)
         }
         if (r->stop)
             break;
-        r->due_at = cr__now_ms();
-        cr__wheel_advance(r->wheel, r->due_at, on_timer, r);
+        cr__wheel_advance(r->wheel, cr__now_ms(), on_timer, r);
         if (r->ndue > 0)
             renew_due(r);
     }
@@ -634,6 +790,8 @@ cr__renewal_new(cr_client *c, cr__renewal **out)
     if (r == NULL)
         return CR_ENOMEM;
     r->client = c;
+    r->cluster = c->url.is_cluster;
+    r->client_idlen = strlen(c->id);
     r->period_ms = c->watchdog_timeout_ms / 3 > 0 ? c->watchdog_timeout_ms / 3 : 1;
     tick = r->period_ms / 20;
     tick = tick < 1 ? 1 : tick > 100 ? 100 : tick;
@@ -674,7 +832,7 @@ cr__renewal_free(cr__renewal *r)
     HASH_ITER(hh, r->holds, h, tmp)
         remove_hold(r, h);
     cr__wheel_free(r->wheel);
-    free(r->due);
+    drop_buffers(r);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);

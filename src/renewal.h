@@ -6,10 +6,12 @@
  * owner): that is how an unlock tells "the lease was lost" (CR_ELOST) from
  * "never held" (CR_ENOTOWNER), and how an acquire whose reply was lost is
  * resolved. Holds taken without a lease are renewed: each has a timer on the
- * client's timing wheel, due a third of the watchdog timeout after the last
- * renewal and rounded to a slot so that renewals falling due together go out
- * together, up to the batch size per script call. A renewal that finds the
- * hold gone marks it lost and calls the holder's callback.
+ * client's timing wheel, due a third of the watchdog timeout after the time
+ * its last renewal fell due (not after its answer came, so a slow round does
+ * not stretch the period) and rounded to a slot so that renewals falling due
+ * together go out together, up to the batch size per script call. In a Redis
+ * Cluster a call names the keys of one hash slot only. A renewal that finds
+ * the hold gone marks it lost and calls the holder's callback.
  *
  * Thread safety: all functions may be called from any thread.
  */
@@ -66,5 +68,30 @@ void cr__hold_drop_key(cr__renewal *r, cr__hold_kind kind, const char *key);
  * and of those being renewed (for tests and stats). */
 size_t cr__hold_entries(cr__renewal *r);
 size_t cr__hold_renewing(cr__renewal *r);
+
+/* The batch planner, exposed for tests. A hold picked for renewal is its
+ * key (a read hold's hash; the watchdog finds the hold from this pointer)
+ * and its order: its kind in the high 16 bits, its key's cluster slot in
+ * the low ones (0 outside a cluster, where batches mix slots). */
+typedef struct cr__due {
+    const char *key;
+    uint32_t order;
+} cr__due;
+
+/* cr__due_order: the order of a hold of `kind` on `key`; `cluster` tells
+ * whether the client talks to a Redis Cluster. */
+uint32_t cr__due_order(cr__hold_kind kind, const char *key, bool cluster);
+
+/* cr__due_sort: sort due[0..n) by order, and the read holds of one order
+ * by key, so that batches are as full as they may be. A run already in
+ * order (all plain holds outside a cluster) is not sorted again. */
+void cr__due_sort(cr__due *due, size_t n);
+
+/* cr__due_batch_end: the end of the batch starting at due[from] of the
+ * sorted due[0..n): entries of one order, at most `batch` of them for
+ * plain holds, the read holds of at most `batch` distinct hashes for read
+ * holds. */
+size_t cr__due_batch_end(const cr__due *due, size_t n, size_t from,
+                         size_t batch);
 
 #endif

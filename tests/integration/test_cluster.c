@@ -494,6 +494,44 @@ test_cluster_watchdog_renews_locks_in_every_slot(void **state)
     cr_client_free(c);
 }
 
+/* Read holds (two readers each) and plain holds of many slots, renewed
+ * together: each call names one slot's hashes and timeout keys only. */
+static void
+test_cluster_watchdog_renews_read_holds_in_every_slot(void **state)
+{
+    cr_client *c = client(NULL, 600, 0);
+    cr_rwlock *rw[SPREAD];
+    char name[32];
+    renew_arg r = {c, 0};
+    cr_client_stats st;
+    int i;
+
+    (void)state;
+    for (i = 0; i < SPREAD; i++) {
+        snprintf(name, sizeof(name), "wdr-%d", i);
+        assert_int_equal(cr_rwlock_new(c, name, &rw[i]), CR_OK);
+        assert_int_equal(cr_lock_try_lock_tid(cr_rwlock_read_lock(rw[i]), 1,
+                                              0, CR_LEASE_WATCHDOG), CR_OK);
+        assert_int_equal(cr_lock_try_lock_tid(cr_rwlock_read_lock(rw[i]), 2,
+                                              0, CR_LEASE_WATCHDOG), CR_OK);
+    }
+    r.target = stats(c).renewal_calls + 3 * SPREAD;
+    assert_true(cr_test_wait_until(renewed_enough, &r, slow(10000)));
+    st = stats(c);
+    assert_int_equal(st.renewal_failures, 0);
+    assert_int_equal(st.leases_lost, 0);
+    for (i = 0; i < SPREAD; i++) {
+        snprintf(name, sizeof(name), "wdr-%d", i);
+        assert_true(AT_KEY(name, "PTTL %s", name) > 0);
+        assert_int_equal(cr_lock_unlock_tid(cr_rwlock_read_lock(rw[i]), 1),
+                         CR_OK);
+        assert_int_equal(cr_lock_unlock_tid(cr_rwlock_read_lock(rw[i]), 2),
+                         CR_OK);
+        cr_rwlock_free(rw[i]);
+    }
+    cr_client_free(c);
+}
+
 /* ------------------------------------------------------ slot migration */
 
 static void
@@ -787,6 +825,7 @@ main(void)
         cmocka_unit_test(test_cluster_unlock_publishes_with_spublish),
         cmocka_unit_test(test_cluster_refuses_names_whose_keys_split),
         cmocka_unit_test(test_cluster_watchdog_renews_locks_in_every_slot),
+        cmocka_unit_test(test_cluster_watchdog_renews_read_holds_in_every_slot),
         cmocka_unit_test(test_cluster_slot_migration_keeps_locks_working),
         cmocka_unit_test(test_cluster_cli_runs_a_command_under_a_lock_and_inspects_it),
         cmocka_unit_test(test_cluster_replica_sync_undoes_unacknowledged_acquisitions),

@@ -2,7 +2,8 @@
 /*
  * RLock behaviour against a real redis-server: exclusion, reentrancy,
  * leases, the watchdog, lost leases, waking waiters, thread ids, fork, bad
- * arguments, and the client's life cycle.
+ * arguments, and the client's life cycle; and the watchdog's batch planner
+ * (src/renewal.h), which needs no server.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include "lock_common.h"
+#include "renewal.h"
+#include "slot.h"
 
 /* ------------------------------------------------------------- helpers */
 
@@ -762,6 +765,291 @@ test_client_id_is_a_uuid_and_version_is_reported(void **state)
     assert_string_equal(cr_client_id(NULL), "");
 }
 
+/* ------------------------------------------------ watchdog batches */
+
+/* No redis needed: the watchdog's batch planner (src/renewal.h) on keys
+ * made up to fall into chosen cluster slots. */
+
+#define PLAN_KEYLEN 32
+#define PLAN_BATCH 100
+
+/* A planning case: the keys (one per due entry) and the due list. */
+typedef struct plan {
+    size_t n;
+    char (*keys)[PLAN_KEYLEN];
+    cr__due *due;
+} plan;
+
+/* Makes a plan of n entries; fill the keys, then call plan_orders. */
+static void
+plan_new(plan *p, size_t n)
+{
+    p->n = n;
+    p->keys = calloc(n, PLAN_KEYLEN);
+    p->due = calloc(n, sizeof(*p->due));
+    assert_non_null(p->keys);
+    assert_non_null(p->due);
+}
+
+static void
+plan_free(plan *p)
+{
+    free(p->keys);
+    free(p->due);
+}
+
+/* Sets every entry's key and order (entries below `plain` are plain holds,
+ * the others read holds), then shuffles the due list with a fixed seed. */
+static void
+plan_orders(plan *p, size_t plain, bool cluster)
+{
+    uint32_t seed = 12345;
+    size_t i;
+
+    for (i = 0; i < p->n; i++) {
+        p->due[i].key = p->keys[i];
+        p->due[i].order = cr__due_order(i < plain ? CR__HOLD_PLAIN
+                                                  : CR__HOLD_READ,
+                                        p->keys[i], cluster);
+    }
+    for (i = p->n; i > 1; i--) {
+        size_t j;
+        cr__due tmp;
+
+        seed = seed * 1103515245u + 12345u;
+        j = (seed >> 8) % i;
+        tmp = p->due[i - 1];
+        p->due[i - 1] = p->due[j];
+        p->due[j] = tmp;
+    }
+}
+
+/* The index of the key a due entry points at. */
+static size_t
+plan_index(const plan *p, const cr__due *d)
+{
+    return (size_t)(d->key - p->keys[0]) / PLAN_KEYLEN;
+}
+
+/* Sorts the plan and walks its batches, checking what holds for every
+ * plan: each entry is in exactly one batch, a batch has one kind and one
+ * order, at most PLAN_BATCH plain keys or read hashes, and a hash's
+ * readers are never split between batches. Returns the batch count. */
+static size_t
+plan_batches(plan *p)
+{
+    bool *seen = calloc(p->n, sizeof(*seen));
+    size_t from, end, i, batches = 0;
+
+    assert_non_null(seen);
+    cr__due_sort(p->due, p->n);
+    for (from = 0; from < p->n; from = end) {
+        bool read = (p->due[from].order >> 16) == CR__HOLD_READ;
+        size_t units = 1;
+
+        end = cr__due_batch_end(p->due, p->n, from, PLAN_BATCH);
+        assert_true(end > from && end <= p->n);
+        for (i = from; i < end; i++) {
+            size_t k = plan_index(p, &p->due[i]);
+
+            assert_false(seen[k]);
+            seen[k] = true;
+            assert_int_equal(p->due[i].order, p->due[from].order);
+            if (i > from && read &&
+                strcmp(p->due[i].key, p->due[i - 1].key) != 0)
+                units++;
+        }
+        assert_true(read ? units <= PLAN_BATCH : end - from <= PLAN_BATCH);
+        if (read && end < p->n)
+            assert_true(strcmp(p->due[end].key, p->due[end - 1].key) != 0);
+        batches++;
+    }
+    for (i = 0; i < p->n; i++)
+        assert_true(seen[i]);
+    free(seen);
+    return batches;
+}
+
+/* The number of batches a slot-grouped plan needs at best: the sum over
+ * the slots of ceil(keys in the slot / PLAN_BATCH). */
+static size_t
+plan_best_batches(const plan *p)
+{
+    size_t *per = calloc(CR__SLOTS, sizeof(*per)), i, best = 0;
+
+    assert_non_null(per);
+    for (i = 0; i < p->n; i++)
+        per[cr__key_slot(p->keys[i], strlen(p->keys[i]))]++;
+    for (i = 0; i < CR__SLOTS; i++)
+        best += (per[i] + PLAN_BATCH - 1) / PLAN_BATCH;
+    free(per);
+    return best;
+}
+
+static void
+test_renewal_batches_in_a_cluster_hold_keys_of_one_slot(void **state)
+{
+    plan p;
+    size_t i, from, end, batches;
+
+    (void)state;
+    /* 250 keys of one slot, 130 of another, 60 scattered. */
+    plan_new(&p, 440);
+    for (i = 0; i < p.n; i++)
+        snprintf(p.keys[i], PLAN_KEYLEN, i < 250   ? "{alpha}:%zu"
+                                         : i < 380 ? "{beta}:%zu"
+                                                   : "lock:%zu", i);
+    plan_orders(&p, p.n, true);
+    batches = plan_batches(&p);
+    for (from = 0; from < p.n; from = end) {
+        const char *first = p.due[from].key;
+
+        end = cr__due_batch_end(p.due, p.n, from, PLAN_BATCH);
+        for (i = from; i < end; i++)
+            assert_int_equal(cr__key_slot(p.due[i].key, strlen(p.due[i].key)),
+                             cr__key_slot(first, strlen(first)));
+    }
+    /* As full as the slots allow: 3 + 2 + about 60 batches. */
+    assert_int_equal(batches, plan_best_batches(&p));
+    assert_true(batches >= 5 + 50);
+    plan_free(&p);
+}
+
+static void
+test_renewal_batches_outside_a_cluster_mix_slots_and_keep_order(void **state)
+{
+    plan p;
+    cr__due *before;
+    size_t i;
+
+    (void)state;
+    plan_new(&p, 440);
+    for (i = 0; i < p.n; i++)
+        snprintf(p.keys[i], PLAN_KEYLEN, i < 250 ? "{alpha}:%zu" : "lock:%zu",
+                 i);
+    plan_orders(&p, p.n, false);
+    before = malloc(p.n * sizeof(*before));
+    assert_non_null(before);
+    memcpy(before, p.due, p.n * sizeof(*before));
+    /* Full batches whatever the slots, and plain holds are not sorted. */
+    assert_int_equal(plan_batches(&p), (p.n + PLAN_BATCH - 1) / PLAN_BATCH);
+    for (i = 0; i < p.n; i++)
+        assert_ptr_equal(p.due[i].key, before[i].key);
+    free(before);
+    plan_free(&p);
+}
+
+static void
+test_renewal_batches_keep_kinds_apart_and_readers_of_a_hash_together(
+    void **state)
+{
+    plan p;
+    size_t i, batches, hashes, readers;
+    int cluster;
+
+    (void)state;
+    for (cluster = 0; cluster < 2; cluster++) {
+        /* 70 plain holds of one slot, then 500 read holds: hashes with 1,
+         * 2, 3, 1, 2, 3... readers, half of them of one slot; a hash's
+         * readers share its key text. */
+        plan_new(&p, 570);
+        for (i = 0; i < 70; i++)
+            snprintf(p.keys[i], PLAN_KEYLEN, "{alpha}:plain:%zu", i);
+        for (i = 70, hashes = 0; i < p.n; hashes++)
+            for (readers = 0; readers <= hashes % 3 && i < p.n; readers++)
+                snprintf(p.keys[i++], PLAN_KEYLEN,
+                         hashes % 2 ? "{beta}:rw:%zu" : "rw:%zu", hashes);
+        plan_orders(&p, 70, cluster);
+        batches = plan_batches(&p);
+        if (!cluster) /* 1 plain batch, then 100 hashes per batch */
+            assert_int_equal(batches,
+                             1 + (hashes + PLAN_BATCH - 1) / PLAN_BATCH);
+        else /* 1 plain, 2 of {beta}, one per slot of the others */
+            assert_true(batches > 1 + 2 + hashes / 4);
+        plan_free(&p);
+    }
+}
+
+/* A thread of the test below: takes its 8 locks with the watchdog, holds
+ * them for about a renewal period (so that their renewal falls due while
+ * they are held and released) and unlocks them, 20 times. */
+typedef struct churner {
+    cr_client *client;
+    int index;
+    int64_t period_ms;
+    int failures;
+    pthread_t thread;
+} churner;
+
+static void *
+churn(void *arg)
+{
+    churner *w = arg;
+    cr_lock *l[8];
+    char name[32];
+    int i, k;
+
+    for (k = 0; k < 8; k++) {
+        snprintf(name, sizeof(name), "churn:%d:%d", w->index, k);
+        if (cr_lock_new(w->client, name, &l[k]) != CR_OK) {
+            w->failures++;
+            while (k-- > 0)
+                cr_lock_free(l[k]);
+            return NULL;
+        }
+    }
+    for (i = 0; i < 20; i++) {
+        for (k = 0; k < 8; k++)
+            if (cr_lock_lock(l[k], CR_LEASE_WATCHDOG) != CR_OK)
+                w->failures++;
+        /* 0.8 to 1.2 periods. */
+        usleep((useconds_t)(w->period_ms * (800 + 100 * ((i + w->index) % 5))));
+        for (k = 0; k < 8; k++)
+            if (cr_lock_unlock(l[k]) != CR_OK)
+                w->failures++;
+    }
+    for (k = 0; k < 8; k++)
+        cr_lock_free(l[k]);
+    return NULL;
+}
+
+/* Holds released while their renewal is on the wire (2 keys per call,
+ * so that a round takes several round trips): the unlocks succeed and
+ * nothing is reported lost (and valgrind sees no stale entry touched). */
+static void
+test_lock_holds_released_while_renewals_fly_are_not_reported_lost(
+    void **state)
+{
+    cr_client_options o;
+    cr_client *c = NULL;
+    cr_client_stats st;
+    churner w[4];
+    int i;
+
+    (void)state;
+    memset(&o, 0, sizeof(o));
+    o.url = test_redis.url;
+    o.lock_watchdog_timeout_ms = slow(150);
+    o.lock_watchdog_batch_size = 2;
+    o.command_timeout_ms = slow(2000);
+    assert_int_equal(cr_client_new(&o, &c), CR_OK);
+    memset(w, 0, sizeof(w));
+    for (i = 0; i < 4; i++) {
+        w[i].client = c;
+        w[i].index = i;
+        w[i].period_ms = slow(150) / 3;
+        assert_int_equal(pthread_create(&w[i].thread, NULL, churn, &w[i]), 0);
+    }
+    for (i = 0; i < 4; i++) {
+        pthread_join(w[i].thread, NULL);
+        assert_int_equal(w[i].failures, 0);
+    }
+    assert_int_equal(cr_client_stats_get(c, &st), CR_OK);
+    assert_true(st.renewals_sent > 0);
+    assert_int_equal(st.leases_lost, 0);
+    cr_client_free(c);
+}
+
 int
 main(void)
 {
@@ -791,7 +1079,13 @@ main(void)
         T(test_client_free_wakes_waiting_threads_with_eclosed),
         T(test_client_stats_count_acquisitions_and_contended_waits),
         T(test_client_id_is_a_uuid_and_version_is_reported),
+        T(test_lock_holds_released_while_renewals_fly_are_not_reported_lost),
 #undef T
+        cmocka_unit_test(test_renewal_batches_in_a_cluster_hold_keys_of_one_slot),
+        cmocka_unit_test(
+            test_renewal_batches_outside_a_cluster_mix_slots_and_keep_order),
+        cmocka_unit_test(
+            test_renewal_batches_keep_kinds_apart_and_readers_of_a_hash_together),
     };
 
     return cmocka_run_group_tests(tests, redis_up, redis_down);
