@@ -219,7 +219,7 @@ cr__request_key(const char *prefix, const char *name)
     char hex[33];
     char *p, *key;
 
-    if (cr__random_bytes(id, sizeof(id)) != CR_OK)
+    if (cr__request_id(id) != CR_OK)
         return NULL;
     cr__hex(id, sizeof(id), hex);
     p = cr__prefix_name(prefix, name);

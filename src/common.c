@@ -219,38 +219,3 @@ cr__strdup_printf(const char *fmt, ...)
     va_end(ap);
     return n < 0 ? NULL : s;
 }
-
-/* Fills *set with SIGPIPE alone. */
-static void
-sigpipe_set(sigset_t *set)
-{
-    sigemptyset(set);
-    sigaddset(set, SIGPIPE);
-}
-
-void
-cr__sigpipe_block(cr__sigpipe *g)
-{
-    sigset_t pipe_only, pending;
-
-    sigpipe_set(&pipe_only);
-    sigemptyset(&pending);
-    g->was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_only, &g->old);
-}
-
-void
-cr__sigpipe_unblock(cr__sigpipe *g)
-{
-    static const struct timespec now = {0, 0};
-    sigset_t pipe_only, pending;
-
-    sigpipe_set(&pipe_only);
-    sigemptyset(&pending);
-    if (!g->was_pending && sigpending(&pending) == 0 &&
-        sigismember(&pending, SIGPIPE)) {
-        while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR)
-            ;
-    }
-    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
-}

@@ -6,7 +6,6 @@
 #ifndef CR_COMMON_H
 #define CR_COMMON_H
 
-#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -76,21 +75,6 @@ cr_status cr__random_bytes(void *buf, size_t n);
 
 /* Writes n bytes as 2n lowercase hex characters plus a NUL into out. */
 void cr__hex(const unsigned char *in, size_t n, char *out);
-
-/* SIGPIPE: writing to a connection the server has closed (a restart, CLIENT
- * KILL) raises SIGPIPE, which kills the process unless the application
- * handles it, and hiredis writes with plain write(2). cr__sigpipe_block
- * blocks it for the calling thread around such writes; cr__sigpipe_unblock
- * takes away a SIGPIPE raised meanwhile (not one already pending before)
- * and restores the thread's mask, as libpq does. The application's own
- * SIGPIPE handling is left alone. */
-typedef struct cr__sigpipe {
-    sigset_t old;
-    bool was_pending;
-} cr__sigpipe;
-
-void cr__sigpipe_block(cr__sigpipe *g);
-void cr__sigpipe_unblock(cr__sigpipe *g);
 
 /* malloc'd printf; NULL on out of memory. */
 char *cr__strdup_printf(const char *fmt, ...)

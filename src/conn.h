@@ -19,6 +19,17 @@
 cr_status cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
                         redisContext **out);
 
+/* cr__conn_flush: write what `c` has queued with send(2) and MSG_NOSIGNAL,
+ * so that a connection the server closed fails with EPIPE instead of
+ * raising SIGPIPE (hiredis writes with write(2)). Every write of the
+ * library goes through it; hiredis then only reads. REDIS_OK, or REDIS_ERR
+ * with c->err and c->errstr set. */
+int cr__conn_flush(redisContext *c);
+
+/* cr__conn_call: redisCommandArgv written by cr__conn_flush; NULL when the
+ * link failed (c->err says why). Ownership: freeReplyObject(). */
+redisReply *cr__conn_call(redisContext *c, int argc, const char **argv);
+
 /* cr__reply_convert: a deep copy of a hiredis reply, or NULL when out of
  * memory. */
 cr__reply *cr__reply_convert(const redisReply *r);

@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -328,12 +327,7 @@ append_cmd(cr__pubsub *ps, sublink *l, bool subscribe, const char *channel)
 static bool
 flush_link(sublink *l)
 {
-    int done = 0;
-
-    while (!done)
-        if (redisBufferWrite(l->ctx, &done) != REDIS_OK)
-            return false;
-    return true;
+    return cr__conn_flush(l->ctx) == REDIS_OK;
 }
 
 /* Whether some wanted channel sits on link `i`. mu held. */
@@ -789,14 +783,7 @@ static void *
 dispatcher(void *arg)
 {
     cr__pubsub *ps = arg;
-    sigset_t pipe_only;
 
-    /* This thread writes to a socket the server may close: a SIGPIPE must
-     * not kill the process. Blocked for the thread's life, one that is
-     * raised here stays pending on this thread and is never delivered. */
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
     pthread_mutex_lock(&ps->mu);
     while (!ps->stop) {
         struct pollfd pfd[MAX_LINKS + 1];

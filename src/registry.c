@@ -78,6 +78,48 @@ cr__uuid_v4(char out[37])
     return CR_OK;
 }
 
+/* One step of the splitmix64 output function: a bijection that spreads
+ * every input bit over the output. */
+static uint64_t
+mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static _Thread_local struct {
+    uint64_t counter, salt; /* seeded from the kernel */
+    unsigned fork_gen;      /* when they were seeded */
+    bool seeded;
+} request_ids;
+
+cr_status
+cr__request_id(unsigned char out[16])
+{
+    uint64_t a, b;
+
+    if (!request_ids.seeded || request_ids.fork_gen != cr__fork_generation()) {
+        uint64_t seed[2];
+        cr_status rc = cr__random_bytes(seed, sizeof(seed));
+
+        if (rc != CR_OK)
+            return rc;
+        request_ids.counter = seed[0];
+        request_ids.salt = seed[1];
+        request_ids.fork_gen = cr__fork_generation();
+        request_ids.seeded = true;
+    }
+    /* A Weyl sequence through a bijection: no repeat within a thread for
+     * 2^64 draws; the salt keeps two threads' ids apart. */
+    request_ids.counter += UINT64_C(0x9e3779b97f4a7c15);
+    a = mix64(request_ids.counter);
+    b = mix64(request_ids.counter ^ request_ids.salt);
+    memcpy(out, &a, 8);
+    memcpy(out + 8, &b, 8);
+    return CR_OK;
+}
+
 void
 cr__owner_name(const char *uuid, int64_t tid, char *out)
 {

@@ -16,6 +16,13 @@
 /* cr__uuid_v4: a random version-4 UUID in 36 lowercase characters + NUL. */
 cr_status cr__uuid_v4(char out[37]);
 
+/* cr__request_id: 16 bytes that name one request (an unlock latch, a
+ * semaphore acquisition), unique in practice: drawn from a per-thread
+ * generator that the kernel seeds once per thread and again after fork(),
+ * so the hot path makes no system call. Not secret: the ids only tell
+ * retries of one request from others. */
+cr_status cr__request_id(unsigned char out[16]);
+
 /* cr__owner_name: writes "<uuid>:<tid>" into out (CR__OWNER_MAX bytes). */
 void cr__owner_name(const char *uuid, int64_t tid, char *out);
 

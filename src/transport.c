@@ -25,6 +25,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+
+#include <hiredis/sds.h>
 
 #include "cluster.h"
 #include "conn.h"
@@ -205,6 +208,41 @@ cr__reply_from_buffer(const char *buf, size_t len, cr__reply **out)
 
 /* ------------------------------------------------------------- connecting */
 
+int
+cr__conn_flush(redisContext *c)
+{
+    size_t len = sdslen(c->obuf), done = 0;
+
+    while (done < len) {
+        ssize_t n = send(c->fd, c->obuf + done, len - done, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int err = errno;
+
+            c->err = REDIS_ERR_IO;
+            snprintf(c->errstr, sizeof(c->errstr), "%s", strerror(err));
+            errno = err;
+            return REDIS_ERR;
+        }
+        done += (size_t)n;
+    }
+    sdsclear(c->obuf);
+    return REDIS_OK;
+}
+
+redisReply *
+cr__conn_call(redisContext *c, int argc, const char **argv)
+{
+    void *r = NULL;
+
+    if (redisAppendCommandArgv(c, argc, argv, NULL) != REDIS_OK ||
+        cr__conn_flush(c) != REDIS_OK || redisGetReply(c, &r) != REDIS_OK)
+        return NULL;
+    return r;
+}
+
 cr_status
 cr__conn_io_error(const redisContext *c, const char *what)
 {
@@ -230,7 +268,7 @@ ms_to_tv(int64_t ms)
 static cr_status
 setup_command(redisContext *c, int argc, const char **argv, const char *what)
 {
-    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+    redisReply *r = cr__conn_call(c, argc, argv);
     cr_status rc = CR_OK;
 
     if (r == NULL)
@@ -278,13 +316,14 @@ ask_sentinel(const cr__conn_config *cfg, const char *host, int port,
 {
     redisContext *c = redisConnectWithTimeout(host, port,
                                               ms_to_tv(cfg->connect_timeout_ms));
+    const char *argv[3] = {"SENTINEL", "get-master-addr-by-name",
+                           cfg->url->master_name};
     redisReply *r = NULL;
     bool ok = false;
 
     if (c != NULL && !c->err &&
         redisSetTimeout(c, ms_to_tv(cfg->command_timeout_ms)) == REDIS_OK)
-        r = redisCommand(c, "SENTINEL get-master-addr-by-name %s",
-                         cfg->url->master_name);
+        r = cr__conn_call(c, 3, argv);
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[0]->type == REDIS_REPLY_STRING &&
         r->element[1]->type == REDIS_REPLY_STRING && r->element[0]->len < len) {
@@ -335,10 +374,12 @@ find_master(const cr__conn_config *cfg, char *host, size_t len, int *port)
 
 /* Tells whether the server behind `c` is a master (ROLE), so that a
  * sentinel's stale answer during a failover is not trusted. */
+static const char *role_argv[1] = {"ROLE"};
+
 static bool
 is_master(redisContext *c)
 {
-    redisReply *r = redisCommand(c, "ROLE");
+    redisReply *r = cr__conn_call(c, 1, role_argv);
     bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
               r->element[0]->type == REDIS_REPLY_STRING &&
               strcmp(r->element[0]->str, "master") == 0;
@@ -352,7 +393,7 @@ is_master(redisContext *c)
 static long long
 count_replicas(redisContext *c)
 {
-    redisReply *r = redisCommand(c, "ROLE");
+    redisReply *r = cr__conn_call(c, 1, role_argv);
     long long n = 0;
 
     if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
@@ -600,11 +641,13 @@ cr__transport_sync_failed(void)
 static cr_status
 wait_replicas(pool *p, conn *c)
 {
+    char replicas[24], timeout[24];
+    const char *argv[3] = {"WAIT", replicas, timeout};
     redisReply *r;
 
-    r = redisCommand(c->ctx, "WAIT %lld %lld", c->replicas,
-                     (long long)p->cfg->sync_timeout_ms);
-    if (r == NULL) {
+    cr__fmt_i64(replicas, c->replicas);
+    cr__fmt_i64(timeout, p->cfg->sync_timeout_ms);
+    if ((r = cr__conn_call(c->ctx, 3, argv)) == NULL) {
         cr_status rc = cr__conn_io_error(c->ctx, "WAIT");
 
         drop_conn(p, c);
@@ -637,6 +680,11 @@ run_on(pool *p, conn *c, int argc, const char **argv, const size_t *argvlen,
         return cr__fail(CR_ENOMEM, "cannot format %s", argv[0]);
     deferred = c->discard + (asking ? 1 : 0);
     c->discard = 0;
+    if (cr__conn_flush(c->ctx) != REDIS_OK) {
+        rc = cr__conn_io_error(c->ctx, argv[0]);
+        drop_conn(p, c);
+        return rc;
+    }
     if ((rc = drop_replies(p, c, deferred)) != CR_OK)
         return rc;
     if (redisGetReply(c->ctx, &raw) != REDIS_OK || raw == NULL) {
@@ -687,18 +735,15 @@ pool_command(pool *p, unsigned flags, int argc, const char **argv,
     conn *c = take_conn(p, flags);
     bool not_run = false;
     bool sync = (flags & CR__CMD_SYNC) && p->cfg->sync_timeout_ms > 0;
-    cr__sigpipe sp;
     cr_status rc;
 
     sync_failed = false;
-    cr__sigpipe_block(&sp);
     rc = run_on(p, c, argc, argv, argvlen, out, &not_run, sync, asking);
     if (rc == CR_EIO && ((flags & CR__CMD_RETRY) || not_run)) {
         cr__log(p->cfg->log, CR_LOG_WARN, "%s failed (%s), retrying once",
                 argv[0], cr_last_error());
         rc = run_on(p, c, argc, argv, argvlen, out, &not_run, sync, asking);
     }
-    cr__sigpipe_unblock(&sp);
     give_conn(p, c);
     return rc;
 }
@@ -926,7 +971,6 @@ cr_status
 cr__transport_new(const cr__conn_config *cfg, int pool_size,
                   cr__transport **out)
 {
-    cr__sigpipe sp;
     cr__transport *t;
     cr_status rc = CR_OK;
 
@@ -939,7 +983,6 @@ cr__transport_new(const cr__conn_config *cfg, int pool_size,
     t->pool_size = pool_size;
     pthread_mutex_init(&t->nodes_mu, NULL);
     pthread_mutex_init(&t->refresh_mu, NULL);
-    cr__sigpipe_block(&sp);
     if (cfg->url->is_cluster) {
         rc = cluster_start(t);
     } else if ((t->single = pool_new(&t->cfg, pool_size, NULL, 0)) == NULL) {
@@ -950,7 +993,6 @@ cr__transport_new(const cr__conn_config *cfg, int pool_size,
 
         rc = ready_conn(t->single, c);
     }
-    cr__sigpipe_unblock(&sp);
     if (rc != CR_OK) {
         cr__transport_free(t);
         return rc;
@@ -990,8 +1032,6 @@ cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
                            const size_t *argvlen)
 {
     pool *p = t->single;
-    cr__sigpipe sp;
-    int done = 0;
     conn *c;
 
     if (t->map != NULL) {
@@ -1005,18 +1045,12 @@ cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
             return;
     }
     c = take_conn(p, 0);
-    cr__sigpipe_block(&sp);
     if (ready_conn(p, c) == CR_OK &&
         redisAppendCommandArgv(c->ctx, argc, argv, argvlen) == REDIS_OK) {
         c->discard++;
         CR__STAT_ADD(p->cfg->stats, commands, 1);
-        while (!done) {
-            if (redisBufferWrite(c->ctx, &done) != REDIS_OK) {
-                drop_conn(p, c);
-                break;
-            }
-        }
+        if (cr__conn_flush(c->ctx) != REDIS_OK)
+            drop_conn(p, c);
     }
-    cr__sigpipe_unblock(&sp);
     give_conn(p, c);
 }

@@ -88,8 +88,8 @@ cr_status cr__transport_command(cr__transport *t, unsigned flags, int argc,
 bool cr__transport_sync_failed(void);
 
 /* cr__transport_send_noreply: send a command whose reply nobody waits for
- * (the unlock latch's DEL); its reply is read and dropped before the
- * connection's next command. Failures are ignored. */
+ * (the unlock latch's DEL); its reply is read and dropped after the
+ * connection's next command has been written. Failures are ignored. */
 void cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
                                 const size_t *argvlen);
 
