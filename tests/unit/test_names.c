@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the protocol's name helpers (section 1.1), owner names and
- * UUIDs, decimal formatting and parsing: pure functions, no Redis.
+ * Unit tests of the protocol's name helpers (section 1.1), owner names,
+ * UUIDs and request ids, decimal formatting and parsing: pure functions, no Redis.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +9,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "client.h"
@@ -105,6 +108,76 @@ test_owner_name_is_uuid_colon_decimal_tid(void **state)
     cr__owner_name("6f1c0a4e-1111-4222-8333-444455556666", INT64_MAX, out);
     assert_string_equal(out,
                         "6f1c0a4e-1111-4222-8333-444455556666:9223372036854775807");
+}
+
+#define IDS 100000
+
+static int
+cmp_id(const void *a, const void *b)
+{
+    return memcmp(a, b, 16);
+}
+
+/* Draws n request ids into ids[n][16]. */
+static void
+draw_ids(unsigned char (*ids)[16], size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        assert_int_equal(cr__request_id(ids[i]), CR_OK);
+}
+
+static void *
+draw_thread(void *arg)
+{
+    draw_ids(arg, IDS / 2);
+    return NULL;
+}
+
+static void
+test_request_ids_never_repeat_across_draws_and_threads(void **state)
+{
+    unsigned char (*ids)[16] = malloc(IDS * 16);
+    pthread_t t;
+    size_t i;
+
+    (void)state;
+    assert_non_null(ids);
+    draw_ids(ids, IDS / 2);
+    assert_int_equal(pthread_create(&t, NULL, draw_thread, ids + IDS / 2), 0);
+    pthread_join(t, NULL);
+    qsort(ids, IDS, 16, cmp_id);
+    for (i = 1; i < IDS; i++)
+        assert_true(memcmp(ids[i - 1], ids[i], 16) != 0);
+    free(ids);
+}
+
+static void
+test_request_ids_of_a_forked_child_differ_from_its_parents(void **state)
+{
+    unsigned char parent[16], child[16];
+    int fds[2], status = 0;
+    pid_t pid;
+
+    (void)state;
+    cr__registry_init();
+    assert_int_equal(cr__request_id(parent), CR_OK);
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* Without a new seed the child would draw the parent's next id. */
+        _exit(cr__request_id(child) == CR_OK &&
+              write(fds[1], child, 16) == 16 ? 0 : 1);
+    }
+    assert_int_equal(read(fds[0], child, 16), 16);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_int_equal(cr__request_id(parent), CR_OK);
+    assert_true(memcmp(parent, child, 16) != 0);
+    close(fds[0]);
+    close(fds[1]);
 }
 
 static void
@@ -204,6 +277,8 @@ main(void)
         cmocka_unit_test(test_uuid_v4_is_36_lowercase_chars_with_version_and_variant),
         cmocka_unit_test(test_owner_name_is_uuid_colon_decimal_tid),
         cmocka_unit_test(test_thread_ids_are_distinct_per_thread_and_stable),
+        cmocka_unit_test(test_request_ids_never_repeat_across_draws_and_threads),
+        cmocka_unit_test(test_request_ids_of_a_forked_child_differ_from_its_parents),
         cmocka_unit_test(test_fmt_and_parse_i64_round_trip_extremes),
         cmocka_unit_test(test_parse_i64_refuses_garbage_and_overflow),
     };
