@@ -260,6 +260,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     spec.wait_ms = wait_ms;
     spec.min_sleep_ms = l->ops->min_sleep_ms;
     spec.max_sleep_ms = l->ops->max_sleep_ms;
+    spec.trust_open = false;
     spec.attempt = attempt;
     spec.ctx = &a;
     rc = cr__wait(l->client, &spec);

@@ -61,6 +61,8 @@ struct cr__sub {
     bool dirty;
     int link;      /* index in ps->links; -1 until placed */
     unsigned slot; /* the channel's cluster slot */
+    unsigned resets;  /* times its subscription was lost (reset_sub) */
+    uint64_t open_pongs; /* latch mode: the link's PONGs when "0" came */
     struct cr__sub *next_dirty;
     pthread_cond_t cv;         /* waiters for permits */
     pthread_cond_t confirm_cv; /* waiters for the SUBSCRIBE confirmation */
@@ -75,6 +77,12 @@ typedef struct sublink {
     int port;
     int64_t last_rx_ms;
     int64_t ping_sent_ms; /* 0 when no PING is outstanding */
+    /* Fences (cr__sub_fence): PINGs sent and PONGs read over the link's
+     * life (never reset: a PING lost with a connection only makes later
+     * PONGs count for earlier PINGs, which is safe), and whether a waiter
+     * asked for a PING. */
+    uint64_t pings, pongs;
+    bool fence_wanted;
     int64_t retry_at;     /* next connection attempt */
     int64_t backoff;
     bool connected_once;
@@ -280,6 +288,38 @@ cr__sub_confirmed(cr__pubsub *ps, cr__sub *s)
     ok = s->confirmed;
     pthread_mutex_unlock(&ps->mu);
     return ok;
+}
+
+void
+cr__sub_fence(cr__pubsub *ps, cr__sub *s, cr__fence *f)
+{
+    pthread_mutex_lock(&ps->mu);
+    f->link = s->link;
+    f->resets = s->resets;
+    /* Classic pub/sub in a cluster reaches this link through the cluster
+     * bus from another node, out of order with the PING: no fence there. */
+    if (s->link >= 0 && s->confirmed && (!ps->cluster || ps->sharded)) {
+        sublink *l = &ps->links[s->link];
+
+        f->pongs = l->pings + 1;
+        l->fence_wanted = true;
+        poke(ps);
+    } else {
+        f->link = -1;
+    }
+    pthread_mutex_unlock(&ps->mu);
+}
+
+bool
+cr__sub_opened_after(cr__pubsub *ps, cr__sub *s, const cr__fence *f)
+{
+    bool yes;
+
+    pthread_mutex_lock(&ps->mu);
+    yes = f->link >= 0 && f->link == s->link && f->resets == s->resets &&
+          s->open_pongs >= f->pongs;
+    pthread_mutex_unlock(&ps->mu);
+    return yes;
 }
 
 bool
@@ -497,6 +537,7 @@ reset_sub(cr__pubsub *ps, cr__sub *s)
     s->inflight = 0;
     s->confirmed = false;
     s->wake_on_confirm = true;
+    s->resets++;
     if (ps->sharded)
         s->link = -1;
     wake_all(s);
@@ -551,6 +592,7 @@ handle_reply(cr__pubsub *ps, sublink *l, const redisReply *r)
     k = kind->str;
     if (strcasecmp(k, "pong") == 0) {
         l->ping_sent_ms = 0;
+        l->pongs++;
         return true;
     }
     ch = r->element[1];
@@ -566,6 +608,9 @@ handle_reply(cr__pubsub *ps, sublink *l, const redisReply *r)
         r->element[2]->type == REDIS_REPLY_STRING) {
         CR__STAT_ADD(ps->cfg.stats, messages, 1);
         deliver(s, r->element[2]->str, r->element[2]->len);
+        if (s->mode == CR__WAKE_LATCH && r->element[2]->len == 1 &&
+            r->element[2]->str[0] == '0')
+            s->open_pongs = l->pongs;
     } else if (strcasecmp(k, "subscribe") == 0 ||
                strcasecmp(k, "unsubscribe") == 0) {
         handle_ack(ps, s);
@@ -627,6 +672,17 @@ check_liveness(cr__pubsub *ps, sublink *l)
     int64_t now = cr__now_ms();
     const char *argv[1] = {"PING"};
 
+    if (l->fence_wanted) {
+        /* Any PING sent from now on is a fence for the waiters that asked. */
+        l->fence_wanted = false;
+        if (redisAppendCommandArgv(l->ctx, 1, argv, NULL) != REDIS_OK ||
+            !flush_link(l))
+            return false;
+        l->pings++;
+        if (l->ping_sent_ms == 0)
+            l->ping_sent_ms = now;
+        return true;
+    }
     if (l->ping_sent_ms != 0)
         return now - l->ping_sent_ms <= ps->cfg.command_timeout_ms;
     if (now - l->last_rx_ms < PING_AFTER_MS)
@@ -634,6 +690,7 @@ check_liveness(cr__pubsub *ps, sublink *l)
     if (redisAppendCommandArgv(l->ctx, 1, argv, NULL) != REDIS_OK ||
         !flush_link(l))
         return false;
+    l->pings++;
     l->ping_sent_ms = now;
     return true;
 }

@@ -63,6 +63,25 @@ cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms);
 /* cr__sub_confirmed: true while the server confirms the subscription. */
 bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);
 
+/* A fence: a PING on a subscription's link, asked for at some moment, so
+ * that a latch's "0" read after its PONG is known to have been published
+ * after that moment (a connection delivers in order). */
+typedef struct cr__fence {
+    int link;        /* -1: none (the subscription was not confirmed) */
+    unsigned resets; /* the subscription's resets when asked */
+    uint64_t pongs;  /* the link's PONG count that answers it */
+} cr__fence;
+
+/* cr__sub_fence: ask the dispatcher for a PING on the link of confirmed
+ * subscription `sub`, now; does not wait. */
+void cr__sub_fence(cr__pubsub *ps, cr__sub *sub, cr__fence *f);
+
+/* cr__sub_opened_after: true when a latch-mode subscription read a "0"
+ * after the PONG of fence `f`, on the same link, without losing the
+ * subscription in between: the latch was counted down to zero after the
+ * fence was asked for. */
+bool cr__sub_opened_after(cr__pubsub *ps, cr__sub *sub, const cr__fence *f);
+
 /* cr__pubsub_idle: true when this client is subscribed to `channel` with
  * no local waiter (a lingering subscription). */
 bool cr__pubsub_idle(cr__pubsub *ps, const char *channel);

@@ -85,6 +85,7 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
     int64_t start = cr__now_ms(), hint = -1, io_since = 0, backoff = 0;
     int64_t deadline = spec->wait_ms < 0 ? -1 : start + spec->wait_ms;
     cr__sub *sub = NULL;
+    cr__fence fence = {-1, 0, 0};
     cr_status rc = spec->attempt(spec->ctx, &hint);
 
     if (rc == CR_OK)
@@ -103,9 +104,12 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
                               &sub);
     if (rc == CR_ECLOSED || rc == CR_ENOMEM)
         return rc;
+    if (spec->trust_open)
+        cr__sub_fence(c->pubsub, sub, &fence);
     rc = spec->attempt(spec->ctx, &hint);
     while (rc == CR_BUSY || rc == CR_EIO) {
         int64_t now = cr__now_ms(), sleep;
+        cr_status woke;
 
         if (rc == CR_EIO) {
             if (io_since == 0)
@@ -131,11 +135,14 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
             }
             sleep = bound(sleep, deadline - now);
         }
-        if (cr__sub_wait(c->pubsub, sub, sleep) == CR_ECLOSED) {
+        woke = cr__sub_wait(c->pubsub, sub, sleep);
+        if (woke == CR_ECLOSED)
             rc = CR_ECLOSED;
-            break;
-        }
-        rc = spec->attempt(spec->ctx, &hint);
+        else if (woke == CR_OK && spec->trust_open &&
+                 cr__sub_opened_after(c->pubsub, sub, &fence))
+            rc = CR_OK; /* counted down to zero during this wait */
+        else
+            rc = spec->attempt(spec->ctx, &hint);
     }
     cr__pubsub_unsubscribe(c->pubsub, sub);
     if (rc == CR_OK)

@@ -213,6 +213,42 @@ test_latch_waiter_wakes_on_a_java_style_count_down(void **state)
     cr_latch_free(l);
 }
 
+/* Whether a subscriber link has had its PING (the waiter's fence) run. */
+static bool
+fence_pinged(void *arg)
+{
+    static char list[65536];
+
+    (void)arg;
+    return redis_str(list, sizeof(list), "CLIENT LIST") > 0 &&
+           strstr(list, "cmd=ping ") != NULL;
+}
+
+static void
+test_latch_zero_during_the_wait_opens_it_though_set_again_at_once(void **state)
+{
+    cr_latch *l = latch("rearmed", 1, 0);
+    waiter w;
+
+    (void)state;
+    waiter_start(&w, l, slow(2000));
+    await_subscribers("redisson_countdownlatch__channel__{rearmed}", 1);
+    assert_true(cr_test_wait_until(fence_pinged, NULL, slow(2000)));
+    /* Opened and closed again in one step: no look can see it open, only
+     * the message tells. A waiter that looked again would time out. */
+    assert_int_equal(redis_int("EVAL %s 2 rearmed %s",
+                               "redis.call('del', KEYS[1]); "
+                               "redis.call('publish', KEYS[2], '0'); "
+                               "redis.call('set', KEYS[1], '1'); return 1",
+                               "redisson_countdownlatch__channel__{rearmed}"),
+                     1);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_int_equal(count_of(l), 1);
+    assert_int_equal(redis_int("DEL rearmed"), 1);
+    cr_latch_free(l);
+}
+
 static void
 test_latch_waiter_rechecks_after_a_missed_message(void **state)
 {
@@ -436,6 +472,7 @@ main(void)
         T(test_latch_last_count_down_wakes_every_waiting_thread),
         T(test_latch_last_count_down_wakes_every_waiting_process_promptly),
         T(test_latch_waiter_wakes_on_a_java_style_count_down),
+        T(test_latch_zero_during_the_wait_opens_it_though_set_again_at_once),
         T(test_latch_waiter_rechecks_after_a_missed_message),
         T(test_latch_delete_publishes_new_count_and_waiters_see_it_open),
         T(test_latch_client_free_wakes_waiters_with_eclosed),
