@@ -6,7 +6,8 @@
  * called await (and a few milliseconds more, for their subscriptions), then
  * counts it down. The release latency of a waiter is the time from just
  * before the count down to the return of its await (CLOCK_MONOTONIC, shared
- * memory). Rounds repeat for the run's length.
+ * memory); a round's "all released" time is that of its last waiter.
+ * Rounds repeat for the run's length.
  *
  *   bench_latch [--url U] [--seconds S] [--workers K] [--mode threads|procs]
  *
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <credisson.h>
@@ -32,13 +34,31 @@
 #define SETTLE_NS 5000000 /* after the last await call, before counting down */
 
 typedef struct shared {
-    atomic_int round;   /* the round the waiters should await; -1: stop */
-    atomic_int ready;   /* waiters that have called await, all rounds */
-    atomic_int done;    /* waiters whose await returned, all rounds */
+    /* Rounds are handed out and counted under a process-shared mutex, so
+     * that idle waiters sleep instead of polling: with 64 processes on
+     * two cores, polling would take the CPU from the waiters being woken. */
+    pthread_mutex_t mu;
+    pthread_cond_t round_cv; /* round changed */
+    pthread_cond_t count_cv; /* ready or done grew */
+    int round;               /* the round the waiters should await; -1: stop */
+    int ready;               /* waiters that have called await, all rounds */
+    int done;                /* waiters whose await returned, all rounds */
     atomic_int errors;
     atomic_llong opened_ns; /* just before the count down of this round */
-    bench_samples lat;
+    atomic_llong last_ns;   /* the latest return of an await this round */
+    bench_samples lat;      /* per waiter and round */
+    bench_samples all;      /* per round: until the last waiter returned */
 } shared;
+
+/* Adds one to *counter under the mutex and tells the coordinator. */
+static void
+count_one(shared *sh, int *counter)
+{
+    pthread_mutex_lock(&sh->mu);
+    (*counter)++;
+    pthread_cond_signal(&sh->count_cv);
+    pthread_mutex_unlock(&sh->mu);
+}
 
 typedef struct worker {
     const char *url;
@@ -68,25 +88,29 @@ wait_rounds(worker *w)
     bool own = w->client == NULL;
     cr_client *c = own ? new_client(w->url) : w->client;
     cr_latch *l = NULL;
+    long long now, last;
     int seen = 0;
 
     if (cr_latch_new(c, LATCH_NAME, &l) != CR_OK)
         bench_die("cr_latch_new: %s", cr_last_error());
     for (;;) {
-        int r = atomic_load(&sh->round);
-
-        if (r < 0)
+        pthread_mutex_lock(&sh->mu);
+        while (sh->round == seen)
+            pthread_cond_wait(&sh->round_cv, &sh->mu);
+        seen = sh->round;
+        pthread_mutex_unlock(&sh->mu);
+        if (seen < 0)
             break;
-        if (r == seen) {
-            bench_sleep_ns(20000);
-            continue;
-        }
-        seen = r;
-        atomic_fetch_add(&sh->ready, 1);
+        count_one(sh, &sh->ready);
         if (cr_latch_await(l, 30000) != CR_OK)
             atomic_fetch_add(&sh->errors, 1);
-        bench_samples_add(&sh->lat, bench_now_ns() - atomic_load(&sh->opened_ns));
-        atomic_fetch_add(&sh->done, 1);
+        now = bench_now_ns();
+        bench_samples_add(&sh->lat, now - atomic_load(&sh->opened_ns));
+        last = atomic_load(&sh->last_ns);
+        while (now > last &&
+               !atomic_compare_exchange_weak(&sh->last_ns, &last, now))
+            ;
+        count_one(sh, &sh->done);
     }
     cr_latch_free(l);
     if (own)
@@ -101,17 +125,50 @@ thread_main(void *arg)
     return NULL;
 }
 
-/* Waits until *v reaches `want`, bounded to 30 s. */
+/* Waits until *counter reaches `want`, bounded to 30 s. */
 static void
-await_count(atomic_int *v, int want)
+await_count(shared *sh, int *counter, int want)
 {
-    int64_t deadline = bench_now_ns() + 30 * (int64_t)1000000000;
+    struct timespec deadline;
+    bool late = false;
 
-    while (atomic_load(v) < want) {
-        if (bench_now_ns() > deadline)
-            bench_die("waiters did not keep up");
-        bench_sleep_ns(20000);
-    }
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 30;
+    pthread_mutex_lock(&sh->mu);
+    while (*counter < want && !late)
+        late = pthread_cond_timedwait(&sh->count_cv, &sh->mu, &deadline) != 0 &&
+               *counter < want;
+    pthread_mutex_unlock(&sh->mu);
+    if (late)
+        bench_die("waiters did not keep up");
+}
+
+/* Hands out round `r` (-1: stop) to every waiter. */
+static void
+start_round(shared *sh, int r)
+{
+    pthread_mutex_lock(&sh->mu);
+    sh->round = r;
+    pthread_cond_broadcast(&sh->round_cv);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* Makes the round mutex and conditions usable across fork(). */
+static void
+init_sync(shared *sh)
+{
+    pthread_mutexattr_t ma;
+    pthread_condattr_t ca;
+
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutex_init(&sh->mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+    pthread_cond_init(&sh->round_cv, &ca);
+    pthread_cond_init(&sh->count_cv, &ca);
+    pthread_condattr_destroy(&ca);
 }
 
 int
@@ -135,7 +192,9 @@ main(int argc, char **argv)
     if (k < 1 || k > MAX_WORKERS)
         bench_die("--workers must be in 1..%d", MAX_WORKERS);
     sh = bench_shared(sizeof(*sh));
+    init_sync(sh);
     bench_samples_init(&sh->lat, 1u << 20, true);
+    bench_samples_init(&sh->all, 1u << 16, true);
     memset(&w, 0, sizeof(w));
     w.url = a.url;
     w.sh = sh;
@@ -166,15 +225,18 @@ main(int argc, char **argv)
         if (cr_latch_try_set_count(l, 1, 0, NULL) != CR_OK)
             bench_die("try_set_count: %s", cr_last_error());
         rounds++;
-        atomic_store(&sh->round, rounds);
-        await_count(&sh->ready, rounds * k);
+        start_round(sh, rounds);
+        await_count(sh, &sh->ready, rounds * k);
         bench_sleep_ns(SETTLE_NS);
+        atomic_store(&sh->last_ns, 0);
         atomic_store(&sh->opened_ns, bench_now_ns());
         if (cr_latch_count_down(l) != CR_OK)
             bench_die("count_down: %s", cr_last_error());
-        await_count(&sh->done, rounds * k);
+        await_count(sh, &sh->done, rounds * k);
+        bench_samples_add(&sh->all, atomic_load(&sh->last_ns) -
+                                    atomic_load(&sh->opened_ns));
     }
-    atomic_store(&sh->round, -1);
+    start_round(sh, -1);
     for (i = 0; i < k; i++) {
         if (procs) {
             int status = 0;
@@ -190,6 +252,7 @@ main(int argc, char **argv)
     cr_latch_free(l);
     cr_client_free(c);
     bench_samples_sort(&sh->lat);
+    bench_samples_sort(&sh->all);
 
     bench_json_begin(&j, "s5_latch");
     bench_json_str(&j, "impl", "latch");
@@ -200,6 +263,9 @@ main(int argc, char **argv)
     bench_json_num(&j, "release_p50_us", (double)bench_pct(&sh->lat, 50) / 1e3);
     bench_json_num(&j, "release_p99_us", (double)bench_pct(&sh->lat, 99) / 1e3);
     bench_json_num(&j, "release_max_us", (double)bench_pct(&sh->lat, 100) / 1e3);
+    bench_json_num(&j, "all_p50_us", (double)bench_pct(&sh->all, 50) / 1e3);
+    bench_json_num(&j, "all_p99_us", (double)bench_pct(&sh->all, 99) / 1e3);
+    bench_json_num(&j, "all_max_us", (double)bench_pct(&sh->all, 100) / 1e3);
     bench_json_end(&j);
     free(a.rest);
     return 0;

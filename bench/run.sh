@@ -10,6 +10,7 @@
 #
 #   bench/run.sh [--builddir DIR] [--url URL] [--seconds S] [--quick]
 #                [--only ceiling,s1,s2,s5,s7,s8] [--workers 2,8,32]
+#                [--latch-workers 16,64]
 #                [--no-peers] [--pin] [--out FILE]
 #
 #   --builddir  where bench/ceiling, bench/bench_lock... were built (default:
@@ -17,6 +18,9 @@
 #   --url       an existing server (redis://host:port, no password); keys
 #               bench:* and the lock keys of the scenarios are written there
 #   --seconds   length of each timed run (default 3; --quick: 1)
+#   --workers   K of scenario 2 (workers on one lock)
+#   --latch-workers  K of scenario 5 (waiters on one latch; the issue's
+#               N = 16 and 64)
 #   --no-peers  skip python3-redis and redlock (nothing is installed)
 #   --pin       pin redis-server to the last CPU and every client to the
 #               others (less noise from migrations on small machines)
@@ -35,6 +39,7 @@ seconds=3
 ceil_seconds=2
 only=ceiling,s1,s2,s5,s7,s8
 workers="2 8 32"
+latch_workers="16 64"
 peers=1
 pin=0
 out=
@@ -47,6 +52,7 @@ while [ $# -gt 0 ]; do
     --quick) seconds=1; ceil_seconds=1; workers="2 8"; wd_locks=10000,100000 ;;
     --only) only=$2; shift ;;
     --workers) workers=$(echo "$2" | tr ',' ' '); shift ;;
+    --latch-workers) latch_workers=$(echo "$2" | tr ',' ' '); shift ;;
     --no-peers) peers=0 ;;
     --pin) pin=1 ;;
     --out) out=$2; shift ;;
@@ -219,7 +225,7 @@ if want s2; then
     done
 fi
 if want s5; then
-    for k in $workers; do
+    for k in $latch_workers; do
         for mode in threads procs; do
             run "$bin/bench_latch" --url "$url" --seconds "$seconds" \
                 --workers "$k" --mode "$mode"
