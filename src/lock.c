@@ -73,6 +73,10 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
     l->ops = ops;
     atomic_init(&l->lease_ms, c->watchdog_timeout_ms);
     atomic_init(&l->yield_until_us, 0);
+    atomic_init(&l->yield_turn_us, 0);
+    atomic_init(&l->yield_target, 0);
+    atomic_init(&l->yield_quiet_us, 0);
+    atomic_init(&l->acquired_us, 0);
     cr__client_leave(c);
     *out = l;
     return CR_OK;
@@ -212,13 +216,19 @@ attempt(void *arg, int64_t *hint)
 static void
 yield_first(cr_lock *l, int64_t wait_ms)
 {
-    int64_t left = atomic_load(&l->yield_until_us) - cr__now_us();
+    int64_t now = cr__now_us(), until = atomic_load(&l->yield_until_us);
+    int64_t turn = atomic_load(&l->yield_turn_us);
+    uint64_t target = atomic_load(&l->yield_target);
 
-    if (left <= 0 || wait_ms == 0)
+    if (until <= now || wait_ms == 0)
         return;
-    if (wait_ms > 0 && left > wait_ms * 1000)
-        left = wait_ms * 1000;
-    cr__sleep_us(left);
+    if (wait_ms > 0 && until - now > wait_ms * 1000)
+        until = now + wait_ms * 1000;
+    if (target == 0 ||
+        !cr__pubsub_await_releases(l->client->pubsub, l->channel, target,
+                                   (until + 999) / 1000,
+                                   (atomic_load(&l->yield_quiet_us) + 999) / 1000))
+        cr__sleep_us(until - now < turn ? until - now : turn);
 }
 
 cr_status
@@ -295,6 +305,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
         } else {
             if (lease_ms > 0)
                 atomic_store(&l->lease_ms, lease_ms);
+            atomic_store(&l->acquired_us, cr__now_us());
             if (extra != NULL)
                 *extra = a.extra;
         }
@@ -599,11 +610,12 @@ cr__lock_acquire_plain(cr_lock *l, const char *owner, int64_t lease_ms,
                                    hint);
 }
 
-/* How long a new acquisition through a handle holds back after its unlock
- * woke waiters: four unlock round trips, so that the woken waiter's
- * attempt lands first (no barging), within these bounds. */
+/* A turn: four unlock round trips, so that a woken waiter's attempt lands
+ * before this handle's next one (no barging), within these bounds. A
+ * yield that counts releases lasts at most YIELD_COUNT_MAX_US. */
 #define YIELD_MIN_US 1000
 #define YIELD_MAX_US 20000
+#define YIELD_COUNT_MAX_US 200000
 
 /* Maps an unlock script's reply (nil, 0, 1, -n for "released, n heard
  * it", or the fair lock's 2) to a status and *result, drops the latch as
@@ -633,20 +645,41 @@ unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result,
     return rc;
 }
 
-/* After an unlock whose message `heard` subscribers received: when some
- * are not just this client's own idle subscription, waiters of other
- * owners were woken, and this handle's next acquisition yields to them
- * for four round trips of the unlock (`took_us`). */
+/* After an unlock sent at `sent_us` whose message `heard` subscribers
+ * received, this handle's next acquisition lets the waiters it woke go
+ * first. Waiters in other processes (every subscriber but this client):
+ * it waits until it has read as many releases on the channel after its
+ * own, so that a process that keeps taking the lock re-enters behind those
+ * that waited, as in a queue. Each of them is given two of this handle's
+ * own cycles (its hold and a turn of four unlock round trips), at most
+ * YIELD_COUNT_MAX_US in all, and the yield ends as soon as no release
+ * came for two cycles (they left). Its own release is counted too, unless
+ * already read: a release read since the unlock was sent can only be its
+ * own, as the lock was held until then. Waiters of this client only
+ * (woken one at a time): one turn. */
 static void
-yield_to_waiters(cr_lock *l, int64_t heard, int64_t took_us)
+yield_to_waiters(cr_lock *l, int64_t heard, int64_t sent_us)
 {
-    int64_t us = 4 * took_us;
+    uint64_t released = 0;
+    int64_t read_at = 0, now = cr__now_us(), turn, cycle, whole;
+    int local = cr__pubsub_waiters(l->client->pubsub, l->channel, &released,
+                                   &read_at);
+    int64_t others = heard - (local >= 0 ? 1 : 0);
 
-    if (heard == 0 ||
-        (heard == 1 && cr__pubsub_idle(l->client->pubsub, l->channel)))
+    if (others <= 0 && local <= 0)
         return;
-    us = us < YIELD_MIN_US ? YIELD_MIN_US : us > YIELD_MAX_US ? YIELD_MAX_US : us;
-    atomic_store(&l->yield_until_us, cr__now_us() + us);
+    turn = 4 * (now - sent_us);
+    turn = turn < YIELD_MIN_US ? YIELD_MIN_US : turn > YIELD_MAX_US ? YIELD_MAX_US : turn;
+    cycle = turn + now - atomic_load(&l->acquired_us);
+    cycle = cycle > YIELD_COUNT_MAX_US ? YIELD_COUNT_MAX_US : cycle;
+    whole = others > 0 ? 2 * others * cycle : turn;
+    whole = whole > YIELD_COUNT_MAX_US ? YIELD_COUNT_MAX_US : whole;
+    if (others > 0)
+        released += (uint64_t)others + (read_at >= sent_us ? 0 : 1);
+    atomic_store(&l->yield_turn_us, turn);
+    atomic_store(&l->yield_quiet_us, 2 * cycle);
+    atomic_store(&l->yield_target, others > 0 ? released : 0);
+    atomic_store(&l->yield_until_us, now + whole);
 }
 
 cr_status
@@ -670,7 +703,7 @@ cr__lock_run_unlock(cr_lock *l, cr__script_id id, int nkeys, int nargs,
     rc = cr__script_run(c, id, CR__CMD_RETRY | CR__CMD_SYNC, nkeys, nargs,
                         args, NULL, &r);
     if (rc == CR_OK && (rc = unlock_reply(l, r, latch, result, &heard)) == CR_OK)
-        yield_to_waiters(l, heard, cr__now_us() - started);
+        yield_to_waiters(l, heard, started);
     free(latch);
     return rc;
 }

@@ -66,9 +66,16 @@ struct cr_lock {
     cr_lock_lost_fn lost_fn;
     void *lost_userdata;
     void *impl;    /* the kind's own data */
-    /* Until when (monotonic us) a new acquisition through this handle
-     * waits first: the last unlock woke waiters of other owners. */
+    /* After an unlock that woke waiters, a new acquisition through this
+     * handle first lets them have their turns (lock.c, yield_first): until
+     * the channel's release count reaches yield_target, at the latest
+     * until yield_until_us (monotonic) or until no release came for
+     * yield_quiet_us; yield_turn_us when it cannot count. */
     atomic_int_fast64_t yield_until_us;
+    atomic_int_fast64_t yield_turn_us;
+    atomic_int_fast64_t yield_quiet_us;
+    atomic_uint_fast64_t yield_target;
+    atomic_int_fast64_t acquired_us; /* when it last took the lock */
     bool owned;    /* freed by the object that made it (a read/write lock's
                     * sides): cr_lock_free leaves it alone */
 };

@@ -62,6 +62,10 @@ struct cr__sub {
     int link;      /* index in ps->links; -1 until placed */
     unsigned slot; /* the channel's cluster slot */
     unsigned resets;  /* times its subscription was lost (reset_sub) */
+    uint64_t released; /* lock mode: "0" and "1" read, lingering or not */
+    int64_t released_at_us; /* when the last of them was read (monotonic) */
+    int yielders;      /* threads in cr__pubsub_await_releases */
+    pthread_cond_t release_cv; /* they wait here */
     uint64_t open_pongs; /* latch mode: the link's PONGs when "0" came */
     struct cr__sub *next_dirty;
     pthread_cond_t cv;         /* waiters for permits */
@@ -167,6 +171,7 @@ free_sub(cr__sub *s)
 {
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->confirm_cv);
+    pthread_cond_destroy(&s->release_cv);
     free(s->channel);
     free(s);
 }
@@ -207,6 +212,7 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
         s->slot = cr__key_slot(channel, strlen(channel));
         cond_init_monotonic(&s->cv);
         cond_init_monotonic(&s->confirm_cv);
+        cond_init_monotonic(&s->release_cv);
         HASH_ADD_KEYPTR(hh, ps->subs, s->channel, strlen(s->channel), s);
     }
     if (s->refs++ == 0) {
@@ -322,17 +328,57 @@ cr__sub_opened_after(cr__pubsub *ps, cr__sub *s, const cr__fence *f)
     return yes;
 }
 
-bool
-cr__pubsub_idle(cr__pubsub *ps, const char *channel)
+int
+cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *released,
+                   int64_t *released_at_us)
 {
     cr__sub *s;
-    bool idle;
+    int n = -1;
 
     pthread_mutex_lock(&ps->mu);
     HASH_FIND_STR(ps->subs, channel, s);
-    idle = s != NULL && s->refs == 0 && s->last_sent == SENT_SUB;
+    *released = 0;
+    *released_at_us = 0;
+    if (s != NULL && s->last_sent == SENT_SUB && s->confirmed) {
+        n = s->refs;
+        *released = s->released;
+        *released_at_us = s->released_at_us;
+    }
     pthread_mutex_unlock(&ps->mu);
-    return idle;
+    return n;
+}
+
+bool
+cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
+                          uint64_t target, int64_t deadline_ms,
+                          int64_t quiet_ms)
+{
+    int64_t start = cr__now_ms();
+    cr__sub *s;
+
+    pthread_mutex_lock(&ps->mu);
+    HASH_FIND_STR(ps->subs, channel, s);
+    if (s == NULL || s->last_sent != SENT_SUB || !s->confirmed || ps->closing) {
+        pthread_mutex_unlock(&ps->mu);
+        return false;
+    }
+    /* A reference keeps the subscription (and its count) alive. */
+    if (s->refs++ == 0)
+        s->idle_since = 0;
+    s->yielders++;
+    while (s->released < target && s->confirmed && !ps->closing) {
+        int64_t last = s->released_at_us / 1000, until;
+
+        /* Releases stopped coming: the others are not using the lock. */
+        until = (last > start ? last : start) + quiet_ms;
+        if (!cond_wait_until(&s->release_cv, &ps->mu,
+                             until < deadline_ms ? until : deadline_ms))
+            break;
+    }
+    s->yielders--;
+    pthread_mutex_unlock(&ps->mu);
+    cr__pubsub_unsubscribe(ps, s);
+    return true;
 }
 
 unsigned
@@ -508,6 +554,12 @@ deliver(cr__sub *s, const char *payload, size_t len)
             s->permits++;
         else if (n == 1)
             s->permits = s->refs;
+        if (n == 0 || n == 1) {
+            s->released++;
+            s->released_at_us = cr__now_us();
+            if (s->yielders > 0)
+                pthread_cond_broadcast(&s->release_cv);
+        }
         break;
     case CR__WAKE_SEMAPHORE:
         if (n > 0)
@@ -911,6 +963,7 @@ cr__pubsub_close(cr__pubsub *ps)
     HASH_ITER(hh, ps->subs, s, tmp) {
         pthread_cond_broadcast(&s->cv);
         pthread_cond_broadcast(&s->confirm_cv);
+        pthread_cond_broadcast(&s->release_cv);
     }
     pthread_mutex_unlock(&ps->mu);
 }

@@ -82,9 +82,20 @@ void cr__sub_fence(cr__pubsub *ps, cr__sub *sub, cr__fence *f);
  * fence was asked for. */
 bool cr__sub_opened_after(cr__pubsub *ps, cr__sub *sub, const cr__fence *f);
 
-/* cr__pubsub_idle: true when this client is subscribed to `channel` with
- * no local waiter (a lingering subscription). */
-bool cr__pubsub_idle(cr__pubsub *ps, const char *channel);
+/* cr__pubsub_waiters: the local waiters of `channel` when this client is
+ * subscribed to it (0 while it lingers), -1 when not; *released gets the
+ * releases ("0" or "1" in lock mode) read on it so far, *released_at_us
+ * when the last one was read (monotonic; 0: none). */
+int cr__pubsub_waiters(cr__pubsub *ps, const char *channel,
+                       uint64_t *released, int64_t *released_at_us);
+
+/* cr__pubsub_await_releases: wait until `channel`'s release count reaches
+ * `target`, the monotonic clock reaches deadline_ms, or no release has
+ * been read for quiet_ms. Returns false at once when this client is not
+ * subscribed to it (nothing to count). */
+bool cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
+                               uint64_t target, int64_t deadline_ms,
+                               int64_t quiet_ms);
 
 /* cr__pubsub_channel_count: the number of channels subscribed (for
  * tests: 0 once every waiter has left). */

@@ -6,6 +6,7 @@
  * (src/renewal.h), which needs no server.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,13 +21,17 @@ typedef struct waiter {
     cr_lock *lock;
     int64_t wait_ms;
     int64_t lease_ms;
+    int64_t hold_ms;     /* how long it keeps the lock before unlocking */
     cr_status rc;
     int64_t acquired_at; /* monotonic ms, 0 when not */
+    int64_t released_at; /* just before its unlock */
+    atomic_bool holding;
     bool unlock_after;
     pthread_t thread;
 } waiter;
 
-/* Thread body: try_lock with the waiter's budget, record when it got it. */
+/* Thread body: try_lock with the waiter's budget, record when it got it,
+ * hold it hold_ms (the work done under the lock) and give it back. */
 static void *
 waiter_run(void *arg)
 {
@@ -35,21 +40,34 @@ waiter_run(void *arg)
     w->rc = cr_lock_try_lock(w->lock, w->wait_ms, w->lease_ms);
     if (w->rc == CR_OK) {
         w->acquired_at = cr_test_now_ms();
+        atomic_store(&w->holding, true);
+        if (w->hold_ms > 0)
+            usleep((useconds_t)w->hold_ms * 1000);
+        w->released_at = cr_test_now_ms();
         if (w->unlock_after)
-            cr_lock_unlock(w->lock);
+            w->rc = cr_lock_unlock(w->lock);
     }
     return NULL;
 }
 
+/* Starts a waiter that holds the lock hold_ms once it has it. */
 static void
-waiter_start(waiter *w, cr_lock *l, int64_t wait_ms)
+waiter_start_holding(waiter *w, cr_lock *l, int64_t wait_ms, int64_t hold_ms)
 {
     memset(w, 0, sizeof(*w));
     w->lock = l;
     w->wait_ms = wait_ms;
     w->lease_ms = CR_LEASE_WATCHDOG;
+    w->hold_ms = hold_ms;
+    atomic_init(&w->holding, false);
     w->unlock_after = true;
     assert_int_equal(pthread_create(&w->thread, NULL, waiter_run, w), 0);
+}
+
+static void
+waiter_start(waiter *w, cr_lock *l, int64_t wait_ms)
+{
+    waiter_start_holding(w, l, wait_ms, 0);
 }
 
 /* -------------------------------------------------------- basic contract */
@@ -349,6 +367,75 @@ test_lock_unlock_wakes_a_waiter_of_another_client_promptly(void **state)
     cr_lock_free(mine);
     cr_lock_free(theirs);
     cr_client_free(other);
+}
+
+static bool
+is_holding(void *arg)
+{
+    return atomic_load(&((waiter *)arg)->holding);
+}
+
+static bool
+three_subscribers(void *arg)
+{
+    return numsub(arg) >= 3;
+}
+
+/* A process that takes the lock again right after its unlock woke the
+ * waiters of two other processes lets both have their turn first, as in a
+ * queue: it counts their releases on the channel it still listens to.
+ * (With a fixed pause instead, it would race the second waiter.) Needs
+ * real speed: the releaser's subscription lingers 250 ms, and each other
+ * process is given two of its own cycles. */
+static void
+test_lock_releaser_lets_every_woken_process_go_first(void **state)
+{
+    const char *channel = "redisson_lock__channel:{queue}";
+    cr_client *b = new_client(30000), *c = new_client(30000);
+    cr_lock *la, *lb, *lc;
+    int round;
+
+    (void)state;
+    if (slow(1) > 1) {
+        cr_client_free(b);
+        cr_client_free(c);
+        skip();
+    }
+    assert_int_equal(cr_lock_new(test_client, "queue", &la), CR_OK);
+    assert_int_equal(cr_lock_new(b, "queue", &lb), CR_OK);
+    assert_int_equal(cr_lock_new(c, "queue", &lc), CR_OK);
+    for (round = 0; round < 3; round++) {
+        waiter first, hb, hc;
+        int64_t again_at;
+
+        /* This client waits once, so that it is subscribed afterwards. */
+        waiter_start_holding(&first, lc, CR_WAIT_FOREVER, 50);
+        assert_true(cr_test_wait_until(is_holding, &first, 3000));
+        assert_int_equal(cr_lock_lock(la, CR_LEASE_WATCHDOG), CR_OK);
+        pthread_join(first.thread, NULL);
+        assert_int_equal(first.rc, CR_OK);
+        /* Two other processes wait; then it releases and locks again. */
+        waiter_start_holding(&hb, lb, CR_WAIT_FOREVER, 30);
+        waiter_start_holding(&hc, lc, CR_WAIT_FOREVER, 30);
+        assert_true(cr_test_wait_until(three_subscribers, (void *)channel, 3000));
+        /* It holds as long as they will (each is given two such cycles). */
+        usleep(40000);
+        assert_int_equal(cr_lock_unlock(la), CR_OK);
+        assert_int_equal(cr_lock_lock(la, CR_LEASE_WATCHDOG), CR_OK);
+        again_at = cr_test_now_ms();
+        assert_int_equal(cr_lock_unlock(la), CR_OK);
+        pthread_join(hb.thread, NULL);
+        pthread_join(hc.thread, NULL);
+        assert_int_equal(hb.rc, CR_OK);
+        assert_int_equal(hc.rc, CR_OK);
+        assert_true(again_at >= hb.released_at);
+        assert_true(again_at >= hc.released_at);
+    }
+    cr_lock_free(la);
+    cr_lock_free(lb);
+    cr_lock_free(lc);
+    cr_client_free(b);
+    cr_client_free(c);
 }
 
 /* The releaser that takes the lock again at once yields to the waiter its
@@ -1067,6 +1154,7 @@ main(void)
         T(test_lock_delete_resets_the_lease_to_the_watchdog_timeout),
         T(test_lock_unlock_wakes_a_waiter_of_another_client_promptly),
         T(test_lock_releaser_yields_to_the_waiter_it_woke),
+        T(test_lock_releaser_lets_every_woken_process_go_first),
         T(test_lock_force_unlock_wakes_a_waiter_promptly),
         T(test_lock_try_lock_returns_busy_within_its_wait_budget),
         T(test_lock_mutual_exclusion_across_threads_keeps_counter_exact),
