@@ -216,6 +216,17 @@ def main():
         t.add("K=8 %s: handoff p50 <= 3 round trips" % mode,
               r8["handoff_p50_us"] / rtt if r8 and rtt else None, 3.0, False,
               "round trips")
+    fr = find(rows, "s2_contended", impl="fair", mode="procs", workers=8)
+    fl = find(rows, "s2_contended", impl="floor", mode="procs", workers=8)
+    nv = find(rows, "s2_contended", impl="naive", mode="procs", workers=8)
+    t.add("K=8 procs, fair lock: throughput >= 0.8 x instant-handoff floor",
+          fr["rate"] / fl["rate"] if fr and fl else None, 0.8, True, "x")
+    t.add("K=8 procs, fair lock: p99 wait <= 1/3 of naive C peer's",
+          fr["wait_p99_us"] / nv["wait_p99_us"] if fr and nv else None,
+          1 / 3.0, False, "x")
+    t.add("K=8 procs, fair lock: longest wait <= 3 x fair share",
+          fr["wait_max_us"] / (8 * fr["cycle_us"]) if fr else None, 3.0, False,
+          "x fair share")
     r8 = find(rows, "s2_contended", impl="rlock", mode="procs", workers=8)
     py = find(rows, "s2_contended", impl="python3-redis", workers=8)
     nd = find(rows, "s2_contended", impl="redlock", workers=8)

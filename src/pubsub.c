@@ -716,8 +716,9 @@ read_replies(cr__pubsub *ps, sublink *l)
     }
 }
 
-/* Sends a PING after a silence, and reports a link whose PING went
- * unanswered for longer than the command timeout; mu held. */
+/* Sends a PING after a silence or when a waiter asked for a fence, and
+ * reports a link whose PING went unanswered for longer than the command
+ * timeout; mu held. */
 static bool
 check_liveness(cr__pubsub *ps, sublink *l)
 {
@@ -733,7 +734,6 @@ check_liveness(cr__pubsub *ps, sublink *l)
         l->pings++;
         if (l->ping_sent_ms == 0)
             l->ping_sent_ms = now;
-        return true;
     }
     if (l->ping_sent_ms != 0)
         return now - l->ping_sent_ms <= ps->cfg.command_timeout_ms;
