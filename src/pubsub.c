@@ -48,6 +48,13 @@ enum { SENT_NONE, SENT_SUB, SENT_UNSUB };
  * and an UNSUBSCRIBE round trip for each contended wait. */
 #define LINGER_MS 250
 
+/* A thread waiting for a channel's release count to reach `target`. */
+typedef struct yielder {
+    uint64_t target;
+    pthread_cond_t cv;
+    struct yielder *next;
+} yielder;
+
 struct cr__sub {
     char *channel;
     cr__wake_mode mode;
@@ -64,8 +71,7 @@ struct cr__sub {
     unsigned resets;  /* times its subscription was lost (reset_sub) */
     uint64_t released; /* lock mode: "0" and "1" read, lingering or not */
     int64_t released_at_us; /* when the last of them was read (monotonic) */
-    int yielders;      /* threads in cr__pubsub_await_releases */
-    pthread_cond_t release_cv; /* they wait here */
+    struct yielder *yielders; /* threads in cr__pubsub_await_releases */
     uint64_t open_pongs; /* latch mode: the link's PONGs when "0" came */
     struct cr__sub *next_dirty;
     pthread_cond_t cv;         /* waiters for permits */
@@ -171,9 +177,19 @@ free_sub(cr__sub *s)
 {
     pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->confirm_cv);
-    pthread_cond_destroy(&s->release_cv);
     free(s->channel);
     free(s);
+}
+
+/* Wakes the yielders of `s` whose count was reached, or all; mu held. */
+static void
+wake_yielders(cr__sub *s, bool all)
+{
+    yielder *y;
+
+    for (y = s->yielders; y != NULL; y = y->next)
+        if (all || s->released >= y->target)
+            pthread_cond_signal(&y->cv);
 }
 
 /* Gives every local waiter of `s` a permit to retry; mu held. */
@@ -212,7 +228,6 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
         s->slot = cr__key_slot(channel, strlen(channel));
         cond_init_monotonic(&s->cv);
         cond_init_monotonic(&s->confirm_cv);
-        cond_init_monotonic(&s->release_cv);
         HASH_ADD_KEYPTR(hh, ps->subs, s->channel, strlen(s->channel), s);
     }
     if (s->refs++ == 0) {
@@ -340,7 +355,10 @@ cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *released,
     *released = 0;
     *released_at_us = 0;
     if (s != NULL && s->last_sent == SENT_SUB && s->confirmed) {
-        n = s->refs;
+        yielder *y;
+
+        for (n = s->refs, y = s->yielders; y != NULL; y = y->next)
+            n--; /* they hold a reference but do not wait for the lock */
         *released = s->released;
         *released_at_us = s->released_at_us;
     }
@@ -354,6 +372,7 @@ cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
                           int64_t quiet_ms)
 {
     int64_t start = cr__now_ms();
+    yielder me, **link;
     cr__sub *s;
 
     pthread_mutex_lock(&ps->mu);
@@ -365,18 +384,24 @@ cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
     /* A reference keeps the subscription (and its count) alive. */
     if (s->refs++ == 0)
         s->idle_since = 0;
-    s->yielders++;
+    me.target = target;
+    cond_init_monotonic(&me.cv);
+    me.next = s->yielders;
+    s->yielders = &me;
     while (s->released < target && s->confirmed && !ps->closing) {
         int64_t last = s->released_at_us / 1000, until;
 
         /* Releases stopped coming: the others are not using the lock. */
         until = (last > start ? last : start) + quiet_ms;
-        if (!cond_wait_until(&s->release_cv, &ps->mu,
+        if (!cond_wait_until(&me.cv, &ps->mu,
                              until < deadline_ms ? until : deadline_ms))
             break;
     }
-    s->yielders--;
+    for (link = &s->yielders; *link != &me; link = &(*link)->next)
+        ;
+    *link = me.next;
     pthread_mutex_unlock(&ps->mu);
+    pthread_cond_destroy(&me.cv);
     cr__pubsub_unsubscribe(ps, s);
     return true;
 }
@@ -557,8 +582,7 @@ deliver(cr__sub *s, const char *payload, size_t len)
         if (n == 0 || n == 1) {
             s->released++;
             s->released_at_us = cr__now_us();
-            if (s->yielders > 0)
-                pthread_cond_broadcast(&s->release_cv);
+            wake_yielders(s, false);
         }
         break;
     case CR__WAKE_SEMAPHORE:
@@ -963,7 +987,7 @@ cr__pubsub_close(cr__pubsub *ps)
     HASH_ITER(hh, ps->subs, s, tmp) {
         pthread_cond_broadcast(&s->cv);
         pthread_cond_broadcast(&s->confirm_cv);
-        pthread_cond_broadcast(&s->release_cv);
+        wake_yielders(s, true);
     }
     pthread_mutex_unlock(&ps->mu);
 }
