@@ -471,14 +471,26 @@ renewed_enough(void *arg)
 
 #define SPREAD 24
 
+/* Waits for 3 x SPREAD more renewal calls of client c (many rounds, each
+ * split by slot), none of which failed or found a hold gone. */
+static void
+assert_renewed_cleanly(cr_client *c)
+{
+    renew_arg r = {c, stats(c).renewal_calls + 3 * SPREAD};
+    cr_client_stats st;
+
+    assert_true(cr_test_wait_until(renewed_enough, &r, slow(10000)));
+    st = stats(c);
+    assert_int_equal(st.renewal_failures, 0);
+    assert_int_equal(st.leases_lost, 0);
+}
+
 static void
 test_cluster_watchdog_renews_locks_in_every_slot(void **state)
 {
     cr_client *c = client(NULL, 600, 0);
     cr_lock *locks[SPREAD];
     char name[32];
-    renew_arg r = {c, 0};
-    cr_client_stats st;
     int i;
 
     (void)state;
@@ -489,11 +501,7 @@ test_cluster_watchdog_renews_locks_in_every_slot(void **state)
         assert_int_equal(cr_lock_new(c, name, &locks[i]), CR_OK);
         assert_int_equal(cr_lock_lock(locks[i], CR_LEASE_WATCHDOG), CR_OK);
     }
-    r.target = stats(c).renewal_calls + 3 * SPREAD;
-    assert_true(cr_test_wait_until(renewed_enough, &r, slow(10000)));
-    st = stats(c);
-    assert_int_equal(st.renewal_failures, 0);
-    assert_int_equal(st.leases_lost, 0);
+    assert_renewed_cleanly(c);
     for (i = 0; i < SPREAD; i++) {
         snprintf(name, sizeof(name), "wd-%d", i);
         assert_true(cr_test_cluster_int_at_key(&cl, name, "PTTL %s", name) > 0);
@@ -511,8 +519,6 @@ test_cluster_watchdog_renews_read_holds_in_every_slot(void **state)
     cr_client *c = client(NULL, 600, 0);
     cr_rwlock *rw[SPREAD];
     char name[32];
-    renew_arg r = {c, 0};
-    cr_client_stats st;
     int i;
 
     (void)state;
@@ -524,11 +530,7 @@ test_cluster_watchdog_renews_read_holds_in_every_slot(void **state)
         assert_int_equal(cr_lock_try_lock_tid(cr_rwlock_read_lock(rw[i]), 2,
                                               0, CR_LEASE_WATCHDOG), CR_OK);
     }
-    r.target = stats(c).renewal_calls + 3 * SPREAD;
-    assert_true(cr_test_wait_until(renewed_enough, &r, slow(10000)));
-    st = stats(c);
-    assert_int_equal(st.renewal_failures, 0);
-    assert_int_equal(st.leases_lost, 0);
+    assert_renewed_cleanly(c);
     for (i = 0; i < SPREAD; i++) {
         snprintf(name, sizeof(name), "wdr-%d", i);
         assert_true(AT_KEY(name, "PTTL %s", name) > 0);
