@@ -749,8 +749,10 @@ check_liveness(cr__pubsub *ps, sublink *l)
     int64_t now = cr__now_ms();
     const char *argv[1] = {"PING"};
 
-    if (l->fence_wanted) {
-        /* Any PING sent from now on is a fence for the waiters that asked. */
+    /* A PING after a silence, or for the waiters that asked for a fence:
+     * any PING sent from now on is one. */
+    if (l->fence_wanted ||
+        (l->ping_sent_ms == 0 && now - l->last_rx_ms >= PING_AFTER_MS)) {
         l->fence_wanted = false;
         if (redisAppendCommandArgv(l->ctx, 1, argv, NULL) != REDIS_OK ||
             !flush_link(l))
@@ -759,16 +761,8 @@ check_liveness(cr__pubsub *ps, sublink *l)
         if (l->ping_sent_ms == 0)
             l->ping_sent_ms = now;
     }
-    if (l->ping_sent_ms != 0)
-        return now - l->ping_sent_ms <= ps->cfg.command_timeout_ms;
-    if (now - l->last_rx_ms < PING_AFTER_MS)
-        return true;
-    if (redisAppendCommandArgv(l->ctx, 1, argv, NULL) != REDIS_OK ||
-        !flush_link(l))
-        return false;
-    l->pings++;
-    l->ping_sent_ms = now;
-    return true;
+    return l->ping_sent_ms == 0 ||
+           now - l->ping_sent_ms <= ps->cfg.command_timeout_ms;
 }
 
 /* Drains the wake-up pipe. */
