@@ -6,8 +6,9 @@
  *
  * Waiting uses the shared loop (wait.c) in latch mode: a 0 wakes every
  * local waiter, and one read after the PONG of a PING the waiter asked for
- * once subscribed (a fence, pubsub.h) ends its wait at once: that 0 was
- * published during the wait. Otherwise each wake-up makes another attempt,
+ * once subscribed and still closed (a fence, pubsub.h) ends its wait at
+ * once: that 0 was published during the wait. Otherwise each wake-up makes
+ * another attempt,
  * one look at the latch (latch_await.lua):
  * closed (with N's remaining time to live as the hint, so a waiter also
  * wakes when the latch expires), open, or expired. Waiters look again at

@@ -104,9 +104,9 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
                               &sub);
     if (rc == CR_ECLOSED || rc == CR_ENOMEM)
         return rc;
-    if (spec->trust_open)
-        cr__sub_fence(c->pubsub, sub, &fence);
     rc = spec->attempt(spec->ctx, &hint);
+    if (spec->trust_open && (rc == CR_BUSY || rc == CR_EIO))
+        cr__sub_fence(c->pubsub, sub, &fence);
     while (rc == CR_BUSY || rc == CR_EIO) {
         int64_t now = cr__now_ms(), sleep;
         cr_status woke;

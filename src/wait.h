@@ -32,10 +32,10 @@ typedef struct cr__wait_spec {
     int64_t wait_ms;      /* CR_WAIT_FOREVER (-1) or >= 0 */
     int64_t min_sleep_ms; /* floor for hinted sleeps (a 0 hint must not spin) */
     int64_t max_sleep_ms; /* re-check at least this often; -1: no bound */
-    /* Latch mode: a "0" read after a fence asked for once subscribed (see
-     * cr__sub_fence) ends the wait with CR_OK without another attempt: the
-     * count reached zero during the wait, and a re-armed latch must not
-     * hide that. */
+    /* Latch mode: a "0" read after a fence asked for once subscribed and
+     * still closed (see cr__sub_fence) ends the wait with CR_OK without
+     * another attempt: the count reached zero during the wait, and a
+     * re-armed latch must not hide that. */
     bool trust_open;
     cr__attempt_fn attempt;
     void *ctx;
