@@ -9,7 +9,14 @@
  * memory); a round's "all released" time is that of its last waiter.
  * Rounds repeat for the run's length.
  *
+ * With --impl floor, the same rounds run without the library: each waiter
+ * has a bare hiredis connection SUBSCRIBEd to a channel and blocks reading
+ * it; the coordinator PUBLISHes one message. One wake-up per waiter and
+ * one PUBLISH: the fan-out this machine and server give, which the latch
+ * is divided by.
+ *
  *   bench_latch [--url U] [--seconds S] [--workers K] [--mode threads|procs]
+ *               [--impl latch|floor]
  *
  * Prints one JSON line; report.py divides the latencies by the PING round
  * trip measured by bench/ceiling in the same run.
@@ -30,6 +37,7 @@
 #include "bench.h"
 
 #define LATCH_NAME "bench:latch"
+#define FLOOR_CHANNEL "bench:latch:floor"
 #define MAX_WORKERS 256
 #define SETTLE_NS 5000000 /* after the last await call, before counting down */
 
@@ -63,6 +71,7 @@ count_one(shared *sh, int *counter)
 typedef struct worker {
     const char *url;
     shared *sh;
+    bool floor;        /* bare hiredis subscriber instead of the library */
     cr_client *client; /* shared by threads; NULL: make one */
 } worker;
 
@@ -80,37 +89,74 @@ new_client(const char *url)
     return c;
 }
 
+/* Records the return of a waiter's await (or read) at `now`. */
+static void
+returned(shared *sh, long long now)
+{
+    long long last = atomic_load(&sh->last_ns);
+
+    bench_samples_add(&sh->lat, now - atomic_load(&sh->opened_ns));
+    while (now > last &&
+           !atomic_compare_exchange_weak(&sh->last_ns, &last, now))
+        ;
+    count_one(sh, &sh->done);
+}
+
+/* Waits for the next round; returns it, or -1 when told to stop. */
+static int
+next_round(shared *sh, int seen)
+{
+    pthread_mutex_lock(&sh->mu);
+    while (sh->round == seen)
+        pthread_cond_wait(&sh->round_cv, &sh->mu);
+    seen = sh->round;
+    pthread_mutex_unlock(&sh->mu);
+    return seen;
+}
+
+/* A floor waiter: one bare subscriber connection, one message per round. */
+static void
+floor_rounds(worker *w)
+{
+    shared *sh = w->sh;
+    redisContext *rc = bench_redis(w->url);
+    redisReply *r = bench_cmd(rc, "SUBSCRIBE %s", FLOOR_CHANNEL);
+    void *msg;
+    int seen = 0;
+
+    freeReplyObject(r);
+    while ((seen = next_round(sh, seen)) >= 0) {
+        count_one(sh, &sh->ready);
+        if (redisGetReply(rc, &msg) != REDIS_OK)
+            bench_die("floor subscriber: %s", rc->errstr);
+        returned(sh, bench_now_ns());
+        freeReplyObject(msg);
+    }
+    redisFree(rc);
+}
+
 /* A waiter: await the latch once per round until told to stop. */
 static void
 wait_rounds(worker *w)
 {
     shared *sh = w->sh;
     bool own = w->client == NULL;
-    cr_client *c = own ? new_client(w->url) : w->client;
+    cr_client *c;
     cr_latch *l = NULL;
-    long long now, last;
     int seen = 0;
 
+    if (w->floor) {
+        floor_rounds(w);
+        return;
+    }
+    c = own ? new_client(w->url) : w->client;
     if (cr_latch_new(c, LATCH_NAME, &l) != CR_OK)
         bench_die("cr_latch_new: %s", cr_last_error());
-    for (;;) {
-        pthread_mutex_lock(&sh->mu);
-        while (sh->round == seen)
-            pthread_cond_wait(&sh->round_cv, &sh->mu);
-        seen = sh->round;
-        pthread_mutex_unlock(&sh->mu);
-        if (seen < 0)
-            break;
+    while ((seen = next_round(sh, seen)) >= 0) {
         count_one(sh, &sh->ready);
         if (cr_latch_await(l, 30000) != CR_OK)
             atomic_fetch_add(&sh->errors, 1);
-        now = bench_now_ns();
-        bench_samples_add(&sh->lat, now - atomic_load(&sh->opened_ns));
-        last = atomic_load(&sh->last_ns);
-        while (now > last &&
-               !atomic_compare_exchange_weak(&sh->last_ns, &last, now))
-            ;
-        count_one(sh, &sh->done);
+        returned(sh, bench_now_ns());
     }
     cr_latch_free(l);
     if (own)
@@ -181,14 +227,19 @@ main(int argc, char **argv)
     bool procs;
     pid_t pids[MAX_WORKERS];
     pthread_t tids[MAX_WORKERS];
-    cr_client *c;
+    cr_client *c = NULL;
     cr_latch *l = NULL;
+    redisContext *pub = NULL;
+    const char *impl;
     int64_t start, end;
     bench_json j;
 
     bench_args_parse(argc, argv, &a);
     k = atoi(bench_opt(&a, "--workers", "8"));
     procs = strcmp(bench_opt(&a, "--mode", "procs"), "procs") == 0;
+    impl = bench_opt(&a, "--impl", "latch");
+    if (strcmp(impl, "latch") != 0 && strcmp(impl, "floor") != 0)
+        bench_die("--impl must be latch or floor");
     if (k < 1 || k > MAX_WORKERS)
         bench_die("--workers must be in 1..%d", MAX_WORKERS);
     sh = bench_shared(sizeof(*sh));
@@ -198,7 +249,8 @@ main(int argc, char **argv)
     memset(&w, 0, sizeof(w));
     w.url = a.url;
     w.sh = sh;
-    if (!procs)
+    w.floor = strcmp(impl, "floor") == 0;
+    if (!procs && !w.floor)
         w.client = new_client(a.url);
     for (i = 0; i < k; i++) {
         if (procs) {
@@ -215,14 +267,18 @@ main(int argc, char **argv)
         }
     }
     /* The coordinator's own client, made after the fork. */
-    c = procs ? new_client(a.url) : w.client;
-    if (cr_latch_new(c, LATCH_NAME, &l) != CR_OK)
-        bench_die("cr_latch_new: %s", cr_last_error());
-    cr_latch_delete(l, NULL);
+    if (w.floor) {
+        pub = bench_redis(a.url);
+    } else {
+        c = procs ? new_client(a.url) : w.client;
+        if (cr_latch_new(c, LATCH_NAME, &l) != CR_OK)
+            bench_die("cr_latch_new: %s", cr_last_error());
+        cr_latch_delete(l, NULL);
+    }
     start = bench_now_ns();
     end = start + (int64_t)(a.seconds * 1e9);
     while (bench_now_ns() < end) {
-        if (cr_latch_try_set_count(l, 1, 0, NULL) != CR_OK)
+        if (l != NULL && cr_latch_try_set_count(l, 1, 0, NULL) != CR_OK)
             bench_die("try_set_count: %s", cr_last_error());
         rounds++;
         start_round(sh, rounds);
@@ -230,7 +286,9 @@ main(int argc, char **argv)
         bench_sleep_ns(SETTLE_NS);
         atomic_store(&sh->last_ns, 0);
         atomic_store(&sh->opened_ns, bench_now_ns());
-        if (cr_latch_count_down(l) != CR_OK)
+        if (pub != NULL)
+            freeReplyObject(bench_cmd(pub, "PUBLISH %s 0", FLOOR_CHANNEL));
+        else if (cr_latch_count_down(l) != CR_OK)
             bench_die("count_down: %s", cr_last_error());
         await_count(sh, &sh->done, rounds * k);
         bench_samples_add(&sh->all, atomic_load(&sh->last_ns) -
@@ -248,14 +306,17 @@ main(int argc, char **argv)
             pthread_join(tids[i], NULL);
         }
     }
-    cr_latch_delete(l, NULL);
+    if (l != NULL)
+        cr_latch_delete(l, NULL);
     cr_latch_free(l);
     cr_client_free(c);
+    if (pub != NULL)
+        redisFree(pub);
     bench_samples_sort(&sh->lat);
     bench_samples_sort(&sh->all);
 
     bench_json_begin(&j, "s5_latch");
-    bench_json_str(&j, "impl", "latch");
+    bench_json_str(&j, "impl", impl);
     bench_json_str(&j, "mode", procs ? "procs" : "threads");
     bench_json_int(&j, "workers", k);
     bench_json_int(&j, "rounds", rounds);

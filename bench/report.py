@@ -136,19 +136,27 @@ def main():
     s5 = [x for x in rows if x.get("bench") == "s5_latch"]
     if s5:
         p("Scenario 5: latch release fan-out, K waiters, one count down per round")
-        p("  {:<7} {:>3} {:>6} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6}".format(
-            "mode", "K", "rounds", "p50 us", "p99 us", "max us", "RTTs",
-            "all p50", "all p99", "all max", "errors"))
+        p("  {:<6} {:<7} {:>3} {:>6} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>6}".format(
+            "impl", "mode", "K", "rounds", "p50 us", "p99 us", "max us", "RTTs",
+            "all p50", "all p99", "all max", "/floor", "errors"))
         for r in s5:
-            p("  {:<7} {:>3} {:>6} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6}".format(
-                r["mode"], r["workers"], r["rounds"], fmt(r["release_p50_us"]),
-                fmt(r["release_p99_us"]), fmt(r["release_max_us"]),
+            fl = find(rows, "s5_latch", impl="floor", mode=r["mode"],
+                      workers=r["workers"])
+            ratio = (r["all_p99_us"] / fl["all_p99_us"]
+                     if fl and fl.get("all_p99_us") else None)
+            p("  {:<6} {:<7} {:>3} {:>6} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>6}".format(
+                r.get("impl", "latch"), r["mode"], r["workers"], r["rounds"],
+                fmt(r["release_p50_us"]), fmt(r["release_p99_us"]),
+                fmt(r["release_max_us"]),
                 fmt(r["release_p50_us"] / rtt if rtt else None, 1),
                 fmt(r.get("all_p50_us")), fmt(r.get("all_p99_us")),
-                fmt(r.get("all_max_us")), r["errors"]))
+                fmt(r.get("all_max_us")), fmt(ratio, 2), r["errors"]))
         p("  p50/p99/max: from just before cr_latch_count_down to each waiter's")
         p("  return from cr_latch_await; RTTs: that p50 in PING round trips of the")
         p("  ceiling; all: per round, until the last waiter had returned (us).")
+        p("  floor: the same rounds without the library, each waiter a bare")
+        p("  hiredis SUBSCRIBE connection and one PUBLISH per round; /floor: all")
+        p("  p99 over the floor's.")
         p("")
 
     # ---------------------------------------------------------------- s7
@@ -235,10 +243,13 @@ def main():
     t.add("K=8 procs: throughput >= 3 x redlock",
           r8["rate"] / nd["rate"] if r8 and nd else None, 3.0, True, "x")
     for mode in ("procs", "threads"):
-        l64 = find(rows, "s5_latch", mode=mode, workers=64)
+        l64 = find(rows, "s5_latch", impl="latch", mode=mode, workers=64)
+        f64 = find(rows, "s5_latch", impl="floor", mode=mode, workers=64)
         t.add("latch, 64 waiting %s: all released within 5 ms p99" % mode,
               l64["all_p99_us"] / 1000.0 if l64 and "all_p99_us" in l64 else None,
-              5.0, False, "ms")
+              5.0, False, "ms",
+              "bare pub/sub floor: %.1f ms" % (f64["all_p99_us"] / 1000.0)
+              if f64 else "")
     wd = find(rows, "s7_watchdog", locks=100000, watchdog_ms=3000)
     wd30 = find(rows, "s7_watchdog", locks=100000, watchdog_ms=30000)
     t.add("100k locks: one renewal call per 100 locks (+5 %)",

@@ -229,8 +229,10 @@ fi
 if want s5; then
     for k in $latch_workers; do
         for mode in threads procs; do
-            run "$bin/bench_latch" --url "$url" --seconds "$seconds" \
-                --workers "$k" --mode "$mode"
+            for impl in floor latch; do
+                run "$bin/bench_latch" --url "$url" --seconds "$seconds" \
+                    --workers "$k" --mode "$mode" --impl "$impl"
+            done
         done
     done
 fi
