@@ -2,12 +2,23 @@
 /*
  * The subscriber connection and its dispatcher thread.
  *
- * Only the dispatcher thread touches the connection. Callers change the
- * table of subscriptions under `mu`, mark the entry dirty and write a byte to
- * a pipe; the thread, blocked in poll() on the socket and that pipe, sends
+ * The connection is used under `mu` only. Callers change the table of
+ * subscriptions, mark the entry dirty and write a byte to a pipe; the
+ * dispatcher thread, blocked in poll() on the sockets and that pipe, sends
  * the SUBSCRIBE/UNSUBSCRIBE commands the table now asks for. Replies come
  * back in order, so an entry counts its commands in flight and is confirmed
  * only when the last one sent was a SUBSCRIBE and all have been answered.
+ *
+ * Reading: a thread that waits for a message (cr__sub_wait, a yield) reads
+ * its link itself when nobody else does (the link's "reader"), so that a
+ * message wakes it directly, not the dispatcher which would then wake it:
+ * one thread wake-up per message instead of two. Meanwhile the dispatcher
+ * leaves that socket out of its poll, other waiting threads sleep on their
+ * condition variables (listed as the link's sleepers), and a reader that
+ * stops waiting hands the link to the first sleeper. A link nobody waits
+ * on is read by the dispatcher again at its next round (at most a second
+ * later, or at once when poked). A link dropped while a reader polls it is
+ * freed by that reader, which an eventfd wakes.
  *
  * A silent link (a partition) is found by a PING every few seconds of
  * silence: no answer within the command timeout counts as a broken link.
@@ -25,10 +36,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <uthash.h>
@@ -43,9 +56,11 @@ enum { SENT_NONE, SENT_SUB, SENT_UNSUB };
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 #define MAX_LINKS 64
-/* A subscription nobody uses is kept this long before UNSUBSCRIBE, so that
- * a process taking the same lock again and again does not pay a SUBSCRIBE
- * and an UNSUBSCRIBE round trip for each contended wait. */
+/* A subscription nobody uses is kept at least this long before
+ * UNSUBSCRIBE, so that a process taking the same lock again and again does
+ * not pay a SUBSCRIBE and an UNSUBSCRIBE round trip for each contended
+ * wait. It ends at the dispatcher's next round after that (at most a
+ * second later while a link is up), which a release does not wake. */
 #define LINGER_MS 250
 
 /* A thread waiting for a channel's release count to reach `target`. */
@@ -79,9 +94,25 @@ struct cr__sub {
     UT_hash_handle hh;
 };
 
-/* One subscriber connection; only the dispatcher thread uses ctx. */
+/* A thread sleeping while another reads the link (see "Reading" above). */
+typedef struct sleeper {
+    pthread_cond_t *cv;
+    struct sleeper *next;
+} sleeper;
+
+/* One subscriber connection, used under mu only. */
 typedef struct sublink {
     redisContext *ctx;
+    /* The reading waiter: whether one polls ctx_read (the ctx when it took
+     * the link), the sleepers it hands over to, an eventfd that wakes it
+     * (-1 until first needed), a dropped ctx left for it to free, and
+     * whether the dispatcher's current poll includes the socket. */
+    bool reader;
+    redisContext *reader_ctx;
+    sleeper *sleepers;
+    int kick;
+    redisContext *dead;
+    bool polled;
     int node;      /* cluster node number; -1: the URL's server */
     char host[256];
     int port;
@@ -89,8 +120,8 @@ typedef struct sublink {
     int64_t ping_sent_ms; /* 0 when no PING is outstanding */
     /* Fences (cr__sub_fence): PINGs sent and PONGs read over the link's
      * life (never reset: a PING lost with a connection only makes later
-     * PONGs count for earlier PINGs, which is safe), and whether a waiter
-     * asked for a PING. */
+     * PONGs count for earlier PINGs, which is safe), and whether a fence
+     * asked for could not be sent at once (the dispatcher then sends it). */
     uint64_t pings, pongs;
     bool fence_wanted;
     int64_t retry_at;     /* next connection attempt */
@@ -112,7 +143,9 @@ struct cr__pubsub {
     bool closing;
     bool stop;
     bool need_refresh; /* a cluster link saw the topology change */
+    cr__sub *self_sub; /* the entry the reading waiter waits on */
     int64_t linger_due; /* when the next lingering entry expires; 0: none */
+    int64_t round_due;  /* when the dispatcher's poll times out; -1: never */
     sublink links[MAX_LINKS];
     int nlinks;
 };
@@ -200,6 +233,12 @@ wake_all(cr__sub *s)
     pthread_cond_broadcast(&s->cv);
 }
 
+static bool await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv,
+                       bool waiter, int64_t deadline);
+static void hand_over(cr__pubsub *ps, cr__sub *s);
+static bool ping_link(sublink *l);
+static void kick(sublink *l);
+
 /* ------------------------------------------------------- the public side */
 
 cr_status
@@ -268,7 +307,8 @@ cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *s)
             s->idle_since = cr__now_ms();
             if (ps->linger_due == 0) {
                 ps->linger_due = s->idle_since + LINGER_MS;
-                poke(ps);
+                if (ps->round_due < 0)
+                    poke(ps);
             }
         } else {
             mark_dirty(ps, s);
@@ -288,7 +328,7 @@ cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms)
 
     pthread_mutex_lock(&ps->mu);
     while (s->permits == 0 && !ps->closing)
-        if (!cond_wait_until(&s->cv, &ps->mu, deadline))
+        if (!await_link(ps, s, &s->cv, true, deadline))
             break;
     if (ps->closing) {
         rc = cr__fail(CR_ECLOSED, "the client is being freed");
@@ -296,6 +336,7 @@ cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms)
         s->permits--;
         rc = CR_OK;
     }
+    hand_over(ps, s);
     pthread_mutex_unlock(&ps->mu);
     return rc;
 }
@@ -323,8 +364,10 @@ cr__sub_fence(cr__pubsub *ps, cr__sub *s, cr__fence *f)
         sublink *l = &ps->links[s->link];
 
         f->pongs = l->pings + 1;
-        l->fence_wanted = true;
-        poke(ps);
+        if (l->ctx == NULL || !ping_link(l)) {
+            l->fence_wanted = true; /* the dispatcher finds out why */
+            poke(ps);
+        }
     } else {
         f->link = -1;
     }
@@ -393,13 +436,14 @@ cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
 
         /* Releases stopped coming: the others are not using the lock. */
         until = (last > start ? last : start) + quiet_ms;
-        if (!cond_wait_until(&me.cv, &ps->mu,
-                             until < deadline_ms ? until : deadline_ms))
+        if (!await_link(ps, s, &me.cv, false,
+                        until < deadline_ms ? until : deadline_ms))
             break;
     }
     for (link = &s->yielders; *link != &me; link = &(*link)->next)
         ;
     *link = me.next;
+    hand_over(ps, s);
     pthread_mutex_unlock(&ps->mu);
     pthread_cond_destroy(&me.cv);
     cr__pubsub_unsubscribe(ps, s);
@@ -459,7 +503,7 @@ link_wanted(cr__pubsub *ps, int i)
 static int
 link_for_node(cr__pubsub *ps, int node, const char *host, int port)
 {
-    int i;
+    int i, kick;
 
     for (i = 0; i < ps->nlinks; i++)
         if (ps->links[i].node == node)
@@ -467,14 +511,18 @@ link_for_node(cr__pubsub *ps, int node, const char *host, int port)
     if (ps->nlinks < MAX_LINKS) {
         i = ps->nlinks++;
     } else {
-        for (i = 0; i < ps->nlinks && link_wanted(ps, i); i++)
+        for (i = 0; i < ps->nlinks && (link_wanted(ps, i) ||
+                                       ps->links[i].reader ||
+                                       ps->links[i].dead != NULL); i++)
             ;
         if (i == ps->nlinks)
             return -1;
         if (ps->links[i].ctx != NULL)
             redisFree(ps->links[i].ctx);
     }
+    kick = ps->links[i].kick;
     memset(&ps->links[i], 0, sizeof(ps->links[i]));
+    ps->links[i].kick = kick;
     ps->links[i].node = node;
     snprintf(ps->links[i].host, sizeof(ps->links[i].host), "%s", host);
     ps->links[i].port = port;
@@ -567,9 +615,9 @@ reconcile(cr__pubsub *ps, int *bad)
 
 /* Turns a message's payload into permits as the channel's mode says. */
 static void
-deliver(cr__sub *s, const char *payload, size_t len)
+deliver(cr__pubsub *ps, cr__sub *s, const char *payload, size_t len)
 {
-    int64_t n;
+    int64_t n, wake;
 
     if (!cr__parse_i64(payload, len, &n))
         return;
@@ -596,10 +644,12 @@ deliver(cr__sub *s, const char *payload, size_t len)
     }
     if (s->permits > s->refs)
         s->permits = s->refs;
-    /* One permit wakes one waiter; more wake all (each takes one). */
-    if (s->permits == 1)
+    /* One permit wakes one waiter; more wake all (each takes one). The
+     * waiter reading the link takes its own without a wake-up. */
+    wake = s->permits - (s == ps->self_sub && s->permits > 0 ? 1 : 0);
+    if (wake == 1)
         pthread_cond_signal(&s->cv);
-    else if (s->permits > 1)
+    else if (wake > 1)
         pthread_cond_broadcast(&s->cv);
 }
 
@@ -683,7 +733,7 @@ handle_reply(cr__pubsub *ps, sublink *l, const redisReply *r)
     if (strcasecmp(k, "message") == 0 && r->elements == 3 &&
         r->element[2]->type == REDIS_REPLY_STRING) {
         CR__STAT_ADD(ps->cfg.stats, messages, 1);
-        deliver(s, r->element[2]->str, r->element[2]->len);
+        deliver(ps, s, r->element[2]->str, r->element[2]->len);
         if (s->mode == CR__WAKE_LATCH && r->element[2]->len == 1 &&
             r->element[2]->str[0] == '0')
             s->open_pongs = l->pongs;
@@ -705,7 +755,12 @@ drop_link(cr__pubsub *ps, int i)
     if (l->ctx != NULL) {
         cr__log(ps->cfg.log, CR_LOG_WARN, "pub/sub connection lost: %s",
                 l->ctx->errstr[0] ? l->ctx->errstr : "no answer");
-        redisFree(l->ctx);
+        if (l->reader && l->reader_ctx == l->ctx) {
+            l->dead = l->ctx; /* its reader polls the socket: it frees it */
+            kick(l);
+        } else {
+            redisFree(l->ctx);
+        }
         l->ctx = NULL;
     }
     l->ping_sent_ms = 0;
@@ -740,29 +795,154 @@ read_replies(cr__pubsub *ps, sublink *l)
     }
 }
 
-/* Sends a PING after a silence or when a waiter asked for a fence, and
- * reports a link whose PING went unanswered for longer than the command
- * timeout; mu held. */
+/* ------------------------------------------------ reading by waiters */
+
+/* Wakes the reader of link `l` from its poll. */
+static void
+kick(sublink *l)
+{
+    uint64_t one = 1;
+    ssize_t n = l->kick >= 0 ? write(l->kick, &one, sizeof(one)) : 0;
+
+    (void)n; /* an eventfd write only fails when the counter is full */
+}
+
+/* The calling thread reads link `i` until input comes, the reader is
+ * kicked or the deadline (ms; -1: none) passes, handling what it reads;
+ * mu held, released while polling. `self`: the entry it waits on (its
+ * permit is not given to a sleeper). Returns false once the deadline
+ * passed. */
+static bool
+read_link(cr__pubsub *ps, int i, cr__sub *self, int64_t deadline)
+{
+    sublink *l = &ps->links[i];
+    redisContext *ctx = l->ctx;
+    struct pollfd pfd[2];
+    int64_t now = cr__now_ms(), timeout = -1;
+    uint64_t drained;
+    ssize_t ignored;
+    int n;
+
+    if (deadline >= 0) {
+        if (now >= deadline)
+            return false;
+        timeout = deadline - now > INT_MAX ? INT_MAX : deadline - now;
+    }
+    l->reader = true;
+    l->reader_ctx = ctx;
+    if (l->polled)
+        poke(ps); /* take the socket out of the dispatcher's poll */
+    pfd[0].fd = ctx->fd;
+    pfd[0].events = POLLIN;
+    pfd[1].fd = l->kick;
+    pfd[1].events = POLLIN;
+    pthread_mutex_unlock(&ps->mu);
+    n = poll(pfd, 2, (int)timeout);
+    pthread_mutex_lock(&ps->mu);
+    l->reader = false;
+    if (pfd[1].revents & POLLIN)
+        ignored = read(l->kick, &drained, sizeof(drained));
+    (void)ignored;
+    if (l->dead != NULL) {
+        redisFree(l->dead); /* dropped while this thread polled it */
+        l->dead = NULL;
+    } else if (n > 0 && l->ctx == ctx &&
+               (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+        ps->self_sub = self;
+        if (!read_replies(ps, l))
+            drop_link(ps, i);
+        ps->self_sub = NULL;
+        if (ps->dirty != NULL || ps->need_refresh)
+            poke(ps); /* what was read asks for the dispatcher's upkeep */
+    }
+    return deadline < 0 || cr__now_ms() < deadline;
+}
+
+/* Waits for input on the link of `s` until cv is signalled or the
+ * deadline (ms; -1: none) passes; mu held. Reads the link itself when it
+ * is connected and nobody else reads it, else sleeps on cv (as a sleeper
+ * of the link when someone reads it). `waiter`: the thread waits for a
+ * permit of `s`. Returns false once the deadline passed. */
+static bool
+await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv, bool waiter,
+           int64_t deadline)
+{
+    sublink *l = s->link >= 0 ? &ps->links[s->link] : NULL;
+    sleeper me, **p;
+    bool ok;
+
+    if (l == NULL || l->ctx == NULL || ps->stop)
+        return cond_wait_until(cv, &ps->mu, deadline);
+    if (l->kick < 0 &&
+        (l->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        return cond_wait_until(cv, &ps->mu, deadline); /* the dispatcher reads */
+    if (!l->reader)
+        return read_link(ps, s->link, waiter ? s : NULL, deadline);
+    me.cv = cv;
+    me.next = l->sleepers;
+    l->sleepers = &me;
+    ok = cond_wait_until(cv, &ps->mu, deadline);
+    for (p = &l->sleepers; *p != &me; p = &(*p)->next)
+        ;
+    *p = me.next;
+    return ok;
+}
+
+/* A thread done waiting on `s` hands its link to a sleeper, if nobody
+ * reads it now; mu held. */
+static void
+hand_over(cr__pubsub *ps, cr__sub *s)
+{
+    sublink *l = s->link >= 0 ? &ps->links[s->link] : NULL;
+
+    if (l != NULL && !l->reader && l->sleepers != NULL)
+        pthread_cond_signal(l->sleepers->cv);
+}
+
+/* Sends a PING on connected link `l`; false when the link failed. Any
+ * PING is a fence for the waiters that asked for one before it. mu held. */
+static bool
+ping_link(sublink *l)
+{
+    const char *argv[1] = {"PING"};
+
+    if (redisAppendCommandArgv(l->ctx, 1, argv, NULL) != REDIS_OK ||
+        !flush_link(l))
+        return false;
+    l->pings++;
+    if (l->ping_sent_ms == 0)
+        l->ping_sent_ms = cr__now_ms();
+    return true;
+}
+
+/* Sends a PING after a silence or when a fence could not be sent at once,
+ * and reports a link whose PING went unanswered for longer than the
+ * command timeout; mu held. */
 static bool
 check_liveness(cr__pubsub *ps, sublink *l)
 {
     int64_t now = cr__now_ms();
-    const char *argv[1] = {"PING"};
 
-    /* A PING after a silence, or for the waiters that asked for a fence:
-     * any PING sent from now on is one. */
     if (l->fence_wanted ||
         (l->ping_sent_ms == 0 && now - l->last_rx_ms >= PING_AFTER_MS)) {
         l->fence_wanted = false;
-        if (redisAppendCommandArgv(l->ctx, 1, argv, NULL) != REDIS_OK ||
-            !flush_link(l))
+        if (!ping_link(l))
             return false;
-        l->pings++;
-        if (l->ping_sent_ms == 0)
-            l->ping_sent_ms = now;
     }
     return l->ping_sent_ms == 0 ||
            now - l->ping_sent_ms <= ps->cfg.command_timeout_ms;
+}
+
+/* Whether `fd` has input (or an error) now. The dispatcher's poll may be
+ * stale: a reading waiter may have taken the input meanwhile, and a read
+ * on the blocking socket would then wait, holding mu, for the command
+ * timeout. mu held. */
+static bool
+still_readable(int fd)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+
+    return poll(&p, 1, 0) > 0;
 }
 
 /* Drains the wake-up pipe. */
@@ -885,11 +1065,14 @@ upkeep(cr__pubsub *ps, struct pollfd *pfd, int *which, int *nfds)
     for (i = 0; i < ps->nlinks; i++) {
         sublink *l = &ps->links[i];
 
-        if (l->ctx != NULL) {
+        if (l->ctx != NULL && !l->reader) {
             pfd[*nfds].fd = l->ctx->fd;
             pfd[*nfds].events = POLLIN;
             which[(*nfds)++] = i;
+            l->polled = true;
             wait_ms = 1000;
+        } else if (l->ctx != NULL) {
+            wait_ms = 1000; /* a waiter reads it; keep checking liveness */
         } else if (link_wanted(ps, i)) {
             int64_t w = l->retry_at > now ? l->retry_at - now : 0;
 
@@ -917,17 +1100,20 @@ dispatcher(void *arg)
         int which[MAX_LINKS + 1];
         int i, nfds, timeout = upkeep(ps, pfd, which, &nfds);
 
+        ps->round_due = timeout < 0 ? -1 : cr__now_ms() + timeout;
         pthread_mutex_unlock(&ps->mu);
         poll(pfd, (nfds_t)nfds, timeout);
         pthread_mutex_lock(&ps->mu);
         if (pfd[0].revents & POLLIN)
             drain_pipe(ps->pipe_fd[0]);
+        for (i = 1; i < nfds; i++)
+            ps->links[which[i]].polled = false;
         for (i = 1; i < nfds; i++) {
             sublink *l = &ps->links[which[i]];
 
-            if (l->ctx != NULL && l->ctx->fd == pfd[i].fd &&
+            if (l->ctx != NULL && l->ctx->fd == pfd[i].fd && !l->reader &&
                 (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
-                !read_replies(ps, l))
+                still_readable(l->ctx->fd) && !read_replies(ps, l))
                 drop_link(ps, which[i]);
         }
     }
@@ -942,6 +1128,7 @@ cr__pubsub_new(const cr__conn_config *cfg, cr__transport *t, bool sharded,
                cr__pubsub **out)
 {
     cr__pubsub *ps = calloc(1, sizeof(*ps));
+    int i;
 
     if (ps == NULL)
         return CR_ENOMEM;
@@ -949,6 +1136,9 @@ cr__pubsub_new(const cr__conn_config *cfg, cr__transport *t, bool sharded,
     ps->transport = t;
     ps->cluster = cfg->url->is_cluster;
     ps->sharded = ps->cluster && sharded;
+    for (i = 0; i < MAX_LINKS; i++)
+        ps->links[i].kick = -1;
+    ps->round_due = -1;
     if (!ps->sharded) {
         /* One link for every channel. */
         ps->nlinks = 1;
@@ -975,6 +1165,7 @@ void
 cr__pubsub_close(cr__pubsub *ps)
 {
     cr__sub *s, *tmp;
+    int i;
 
     pthread_mutex_lock(&ps->mu);
     ps->closing = true;
@@ -983,6 +1174,9 @@ cr__pubsub_close(cr__pubsub *ps)
         pthread_cond_broadcast(&s->confirm_cv);
         wake_yielders(s, true);
     }
+    for (i = 0; i < ps->nlinks; i++)
+        if (ps->links[i].reader)
+            kick(&ps->links[i]);
     pthread_mutex_unlock(&ps->mu);
 }
 
@@ -999,9 +1193,14 @@ cr__pubsub_free(cr__pubsub *ps)
     pthread_mutex_unlock(&ps->mu);
     poke(ps);
     pthread_join(ps->thread, NULL);
-    for (i = 0; i < ps->nlinks; i++)
+    for (i = 0; i < MAX_LINKS; i++) {
         if (ps->links[i].ctx != NULL)
             redisFree(ps->links[i].ctx);
+        if (ps->links[i].dead != NULL)
+            redisFree(ps->links[i].dead);
+        if (ps->links[i].kick >= 0)
+            close(ps->links[i].kick);
+    }
     HASH_ITER(hh, ps->subs, s, tmp) {
         HASH_DEL(ps->subs, s);
         free_sub(s);

@@ -369,6 +369,54 @@ test_lock_unlock_wakes_a_waiter_of_another_client_promptly(void **state)
     cr_client_free(other);
 }
 
+/* Two threads of one client wait on a lock another client holds: the
+ * first to wait reads the subscriber link itself, the other sleeps. The
+ * reader, woken, takes the lock and hands the link over as it stops
+ * waiting; its unlock's message must then wake the other at once, not at
+ * the dispatcher's next round, up to a second later (nothing else pokes
+ * the dispatcher: the subscription keeps a waiter). Fresh names each
+ * round: a new subscription, so a subscriber on the server means the
+ * waiters are about to wait. */
+static void
+test_lock_waiter_that_read_the_link_hands_it_to_the_next(void **state)
+{
+    cr_client *other = new_client(30000);
+    int64_t worst = 0;
+    int round;
+
+    (void)state;
+    for (round = 0; round < 5; round++) {
+        cr_lock *theirs, *m1, *m2;
+        char name[32], channel[64];
+        waiter w1, w2, *first, *second;
+
+        snprintf(name, sizeof(name), "handover%d", round);
+        snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
+        assert_int_equal(cr_lock_new(other, name, &theirs), CR_OK);
+        assert_int_equal(cr_lock_new(test_client, name, &m1), CR_OK);
+        assert_int_equal(cr_lock_new(test_client, name, &m2), CR_OK);
+        assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
+        waiter_start_holding(&w1, m1, slow(20000), 20);
+        waiter_start_holding(&w2, m2, slow(20000), 20);
+        assert_true(cr_test_wait_until(has_subscriber, channel, slow(3000)));
+        assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+        pthread_join(w1.thread, NULL);
+        pthread_join(w2.thread, NULL);
+        assert_int_equal(w1.rc, CR_OK);
+        assert_int_equal(w2.rc, CR_OK);
+        first = w1.acquired_at <= w2.acquired_at ? &w1 : &w2;
+        second = first == &w1 ? &w2 : &w1;
+        if (second->acquired_at - first->released_at > worst)
+            worst = second->acquired_at - first->released_at;
+        cr_lock_free(theirs);
+        cr_lock_free(m1);
+        cr_lock_free(m2);
+    }
+    /* The lease is 30 s: only the message read at once explains it. */
+    assert_true(worst < slow(300));
+    cr_client_free(other);
+}
+
 static bool
 is_holding(void *arg)
 {
@@ -590,6 +638,72 @@ test_lock_mutual_exclusion_across_threads_keeps_counter_exact(void **state)
     assert_int_equal(s.value, THREADS * ROUNDS);
     assert_int_equal(redis_int("EXISTS threads"), 0);
     cr_lock_free(s.lock);
+}
+
+#define HANDOFF_ROUNDS 500
+
+typedef struct handoffs {
+    cr_lock *lock;
+    int errors;
+    int64_t longest; /* ms inside cr_lock_lock */
+} handoffs;
+
+/* Takes and gives back the lock HANDOFF_ROUNDS times, timing each wait. */
+static void *
+hand_off(void *arg)
+{
+    handoffs *h = arg;
+    int i;
+
+    for (i = 0; i < HANDOFF_ROUNDS; i++) {
+        int64_t start = cr_test_now_ms(), took;
+
+        if (cr_lock_lock(h->lock, CR_LEASE_WATCHDOG) != CR_OK) {
+            h->errors++;
+            continue;
+        }
+        took = cr_test_now_ms() - start;
+        if (took > h->longest)
+            h->longest = took;
+        if (cr_lock_unlock(h->lock) != CR_OK)
+            h->errors++;
+    }
+    return NULL;
+}
+
+#define HANDOFF_CLIENTS 4
+
+/* Four clients (each with its own subscriber link, read by its waiting
+ * thread or by its dispatcher, whichever came first) pass one lock around
+ * thousands of times: no wait may hang on a read of a link the other
+ * reader had already drained (that waits for the command timeout, 2 s
+ * here) or on a message nobody reads (the dispatcher's next round, up to
+ * a second later). A releaser yields at most 200 ms. */
+static void
+test_lock_handoffs_between_clients_never_stall(void **state)
+{
+    cr_client *c[HANDOFF_CLIENTS];
+    handoffs h[HANDOFF_CLIENTS];
+    pthread_t t[HANDOFF_CLIENTS];
+    int i;
+
+    (void)state;
+    memset(h, 0, sizeof(h));
+    for (i = 0; i < HANDOFF_CLIENTS; i++) {
+        c[i] = i == 0 ? test_client : new_client(30000);
+        assert_int_equal(cr_lock_new(c[i], "passed", &h[i].lock), CR_OK);
+    }
+    for (i = 0; i < HANDOFF_CLIENTS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, hand_off, &h[i]), 0);
+    for (i = 0; i < HANDOFF_CLIENTS; i++)
+        pthread_join(t[i], NULL);
+    for (i = 0; i < HANDOFF_CLIENTS; i++) {
+        assert_int_equal(h[i].errors, 0);
+        assert_true(h[i].longest < slow(900));
+        cr_lock_free(h[i].lock);
+        if (i > 0)
+            cr_client_free(c[i]);
+    }
 }
 
 static void
@@ -1153,12 +1267,14 @@ main(void)
         T(test_lock_lost_is_reported_when_key_deleted_behind_the_holder),
         T(test_lock_delete_resets_the_lease_to_the_watchdog_timeout),
         T(test_lock_unlock_wakes_a_waiter_of_another_client_promptly),
+        T(test_lock_waiter_that_read_the_link_hands_it_to_the_next),
         T(test_lock_releaser_yields_to_the_waiter_it_woke),
         T(test_lock_releaser_lets_every_woken_process_go_first),
         T(test_lock_force_unlock_wakes_a_waiter_promptly),
         T(test_lock_try_lock_returns_busy_within_its_wait_budget),
         T(test_lock_mutual_exclusion_across_threads_keeps_counter_exact),
         T(test_lock_mutual_exclusion_across_processes_keeps_counter_exact),
+        T(test_lock_handoffs_between_clients_never_stall),
         T(test_lock_fork_child_can_neither_release_nor_use_parent_client),
         T(test_lock_bad_arguments_are_refused_with_einval),
         T(test_lock_names_with_braces_and_huge_names_work),
