@@ -879,8 +879,10 @@ await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv, bool waiter,
     if (!l->reader)
         return read_link(ps, s->link, waiter ? s : NULL, deadline);
     me.cv = cv;
-    me.next = l->sleepers;
-    l->sleepers = &me;
+    me.next = NULL;
+    for (p = &l->sleepers; *p != NULL; p = &(*p)->next)
+        ; /* in arrival order: the link goes to the longest sleeper */
+    *p = &me;
     ok = cond_wait_until(cv, &ps->mu, deadline);
     for (p = &l->sleepers; *p != &me; p = &(*p)->next)
         ;
