@@ -7,7 +7,8 @@
  * counts it down. The release latency of a waiter is the time from just
  * before the count down to the return of its await (CLOCK_MONOTONIC, shared
  * memory); a round's "all released" time is that of its last waiter.
- * Rounds repeat for the run's length.
+ * Rounds repeat for the run's length; the first WARMUP_ROUNDS are not
+ * counted (they include every waiter's first connection and SUBSCRIBE).
  *
  * With --impl floor, the same rounds run without the library: each waiter
  * has a bare hiredis connection SUBSCRIBEd to a channel and blocks reading
@@ -40,6 +41,7 @@
 #define FLOOR_CHANNEL "bench:latch:floor"
 #define MAX_WORKERS 256
 #define SETTLE_NS 5000000 /* after the last await call, before counting down */
+#define WARMUP_ROUNDS 3
 
 typedef struct shared {
     /* Rounds are handed out and counted under a process-shared mutex, so
@@ -89,13 +91,14 @@ new_client(const char *url)
     return c;
 }
 
-/* Records the return of a waiter's await (or read) at `now`. */
+/* Records the return of a waiter's await (or read) in `round` at `now`. */
 static void
-returned(shared *sh, long long now)
+returned(shared *sh, int round, long long now)
 {
     long long last = atomic_load(&sh->last_ns);
 
-    bench_samples_add(&sh->lat, now - atomic_load(&sh->opened_ns));
+    if (round > WARMUP_ROUNDS)
+        bench_samples_add(&sh->lat, now - atomic_load(&sh->opened_ns));
     while (now > last &&
            !atomic_compare_exchange_weak(&sh->last_ns, &last, now))
         ;
@@ -129,7 +132,7 @@ floor_rounds(worker *w)
         count_one(sh, &sh->ready);
         if (redisGetReply(rc, &msg) != REDIS_OK)
             bench_die("floor subscriber: %s", rc->errstr);
-        returned(sh, bench_now_ns());
+        returned(sh, seen, bench_now_ns());
         freeReplyObject(msg);
     }
     redisFree(rc);
@@ -156,7 +159,7 @@ wait_rounds(worker *w)
         count_one(sh, &sh->ready);
         if (cr_latch_await(l, 30000) != CR_OK)
             atomic_fetch_add(&sh->errors, 1);
-        returned(sh, bench_now_ns());
+        returned(sh, seen, bench_now_ns());
     }
     cr_latch_free(l);
     if (own)
@@ -291,8 +294,9 @@ main(int argc, char **argv)
         else if (cr_latch_count_down(l) != CR_OK)
             bench_die("count_down: %s", cr_last_error());
         await_count(sh, &sh->done, rounds * k);
-        bench_samples_add(&sh->all, atomic_load(&sh->last_ns) -
-                                    atomic_load(&sh->opened_ns));
+        if (rounds > WARMUP_ROUNDS)
+            bench_samples_add(&sh->all, atomic_load(&sh->last_ns) -
+                                        atomic_load(&sh->opened_ns));
     }
     start_round(sh, -1);
     for (i = 0; i < k; i++) {
@@ -319,7 +323,7 @@ main(int argc, char **argv)
     bench_json_str(&j, "impl", impl);
     bench_json_str(&j, "mode", procs ? "procs" : "threads");
     bench_json_int(&j, "workers", k);
-    bench_json_int(&j, "rounds", rounds);
+    bench_json_int(&j, "rounds", rounds > WARMUP_ROUNDS ? rounds - WARMUP_ROUNDS : 0);
     bench_json_int(&j, "errors", atomic_load(&sh->errors));
     bench_json_num(&j, "release_p50_us", (double)bench_pct(&sh->lat, 50) / 1e3);
     bench_json_num(&j, "release_p99_us", (double)bench_pct(&sh->lat, 99) / 1e3);
