@@ -15,10 +15,10 @@
  * one thread wake-up per message instead of two. Meanwhile the dispatcher
  * leaves that socket out of its poll, other waiting threads sleep on their
  * condition variables (listed as the link's sleepers), and a reader that
- * stops waiting hands the link to the first sleeper. A link nobody waits
- * on is read by the dispatcher again at its next round (at most a second
- * later, or at once when poked). A link dropped while a reader polls it is
- * freed by that reader, which an eventfd wakes.
+ * stops waiting hands the link to the one that has slept longest. A link
+ * nobody waits on is read by the dispatcher again at its next round (at
+ * most a second later, or at once when poked). A link dropped while a
+ * reader polls it is freed by that reader, which an eventfd wakes.
  *
  * A silent link (a partition) is found by a PING every few seconds of
  * silence: no answer within the command timeout counts as a broken link.
@@ -103,10 +103,11 @@ typedef struct sleeper {
 /* One subscriber connection, used under mu only. */
 typedef struct sublink {
     redisContext *ctx;
-    /* The reading waiter: whether one polls ctx_read (the ctx when it took
-     * the link), the sleepers it hands over to, an eventfd that wakes it
-     * (-1 until first needed), a dropped ctx left for it to free, and
-     * whether the dispatcher's current poll includes the socket. */
+    /* The reading waiter: whether one polls reader_ctx (the ctx when it
+     * took the link), the sleepers it hands over to (in arrival order), an
+     * eventfd that wakes it (-1 until first needed), a dropped ctx left
+     * for it to free, and whether the dispatcher's current poll includes
+     * the socket. */
     bool reader;
     redisContext *reader_ctx;
     sleeper *sleepers;
@@ -820,7 +821,6 @@ read_link(cr__pubsub *ps, int i, cr__sub *self, int64_t deadline)
     struct pollfd pfd[2];
     int64_t now = cr__now_ms(), timeout = -1;
     uint64_t drained;
-    ssize_t ignored;
     int n;
 
     if (deadline >= 0) {
@@ -840,9 +840,11 @@ read_link(cr__pubsub *ps, int i, cr__sub *self, int64_t deadline)
     n = poll(pfd, 2, (int)timeout);
     pthread_mutex_lock(&ps->mu);
     l->reader = false;
-    if (pfd[1].revents & POLLIN)
-        ignored = read(l->kick, &drained, sizeof(drained));
-    (void)ignored;
+    if (pfd[1].revents & POLLIN) {
+        ssize_t ignored = read(l->kick, &drained, sizeof(drained));
+
+        (void)ignored; /* nonblocking; a kick may be read by a later reader */
+    }
     if (l->dead != NULL) {
         redisFree(l->dead); /* dropped while this thread polled it */
         l->dead = NULL;
