@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * RLock when things break: scripts flushed, connections killed, the server
- * restarted, a holder process killed. Each test shows that waiters proceed
+ * restarted or silent, a holder process killed. Each test shows that waiters proceed
  * promptly and that holders learn what happened.
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,6 +130,76 @@ test_lock_waiting_survives_client_kill_of_the_pubsub_connection(void **state)
     cr_client_free(other);
 }
 
+static atomic_int links_lost;
+
+/* Log callback: counts the subscriber links found dead. */
+static void
+count_links_lost(void *userdata, cr_log_level level, const char *msg)
+{
+    (void)userdata;
+    (void)level;
+    if (strstr(msg, "pub/sub connection lost") != NULL)
+        atomic_fetch_add(&links_lost, 1);
+}
+
+static bool
+a_link_was_lost(void *arg)
+{
+    (void)arg;
+    return atomic_load(&links_lost) > 0;
+}
+
+/* A waiter reads its subscriber link itself. When the server stops
+ * answering (SIGSTOP: the socket stays open, nothing comes), the
+ * dispatcher finds the link dead by its PING (after 5 s of silence and the
+ * 1 s command timeout) and drops it under the reading waiter, which frees
+ * it (valgrind checks that part); once the server is back the waiter is
+ * subscribed again and the release wakes it. */
+static void
+test_lock_waiter_reading_a_silent_link_recovers_when_it_is_dropped(void **state)
+{
+    const char *channel = "redisson_lock__channel:{silent}";
+    cr_lock *theirs, *mine;
+    cr_client *other = hold_elsewhere("silent", &theirs), *c = NULL;
+    cr_client_options o;
+    cr_client_stats st;
+    uint64_t before;
+    waiter w;
+    int64_t released;
+    bool lost;
+
+    (void)state;
+    memset(&o, 0, sizeof(o));
+    o.url = test_redis.url;
+    o.command_timeout_ms = 1000;
+    o.reconnect_window_ms = slow(30000);
+    o.log_fn = count_links_lost;
+    o.log_level = CR_LOG_WARN;
+    assert_int_equal(cr_client_new(&o, &c), CR_OK);
+    atomic_store(&links_lost, 0);
+    assert_int_equal(cr_lock_new(c, "silent", &mine), CR_OK);
+    waiter_start(&w, mine, slow(60000));
+    assert_true(cr_test_wait_until(has_subscriber, (void *)channel, slow(3000)));
+    assert_int_equal(cr_client_stats_get(c, &st), CR_OK);
+    before = st.reconnects;
+    assert_int_equal(kill(test_redis.pid, SIGSTOP), 0);
+    lost = cr_test_wait_until(a_link_was_lost, NULL, slow(15000));
+    assert_int_equal(kill(test_redis.pid, SIGCONT), 0); /* before asserting */
+    assert_true(lost);
+    assert_true(cr_test_wait_until(has_subscriber, (void *)channel, slow(10000)));
+    assert_int_equal(cr_client_stats_get(c, &st), CR_OK);
+    assert_true(st.reconnects > before);
+    released = cr_test_now_ms();
+    assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(w.acquired_at - released < slow(1000));
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(c);
+    cr_client_free(other);
+}
+
 static void
 test_lock_calls_survive_client_kill_of_command_connections(void **state)
 {
@@ -227,6 +298,7 @@ main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
         T(test_lock_waiting_survives_script_flush),
         T(test_lock_waiting_survives_client_kill_of_the_pubsub_connection),
+        T(test_lock_waiter_reading_a_silent_link_recovers_when_it_is_dropped),
         T(test_lock_calls_survive_client_kill_of_command_connections),
         T(test_lock_waiting_survives_a_redis_restart),
         T(test_lock_killed_holder_frees_the_lock_after_its_lease),
