@@ -23,6 +23,10 @@
 #include "object.h"
 #include "wait.h"
 
+/* A releaser's turn, in unlock round trips (see yield_rtts in lock.h). */
+#define YIELD_RTTS_MIN 4
+#define YIELD_RTTS_MAX 64
+
 /* ------------------------------------------------------------- creation */
 
 /* Frees the names of a handle. */
@@ -76,6 +80,7 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
     atomic_init(&l->yield_turn_us, 0);
     atomic_init(&l->yield_target, 0);
     atomic_init(&l->yield_quiet_us, 0);
+    atomic_init(&l->yield_rtts, YIELD_RTTS_MIN);
     atomic_init(&l->acquired_us, 0);
     cr__client_leave(c);
     *out = l;
@@ -155,6 +160,7 @@ typedef struct attempt_ctx {
     int64_t wait_ms;
     bool uncertain; /* the last attempt's reply was lost */
     int64_t extra;  /* what the kind's acquire left on success */
+    int attempts;   /* acquire calls made */
 } attempt_ctx;
 
 /* Tells whether an attempt whose reply was lost did acquire: the server
@@ -193,6 +199,7 @@ attempt(void *arg, int64_t *hint)
             return CR_OK;
         }
     }
+    a->attempts++;
     rc = a->lock->ops->acquire(a->lock, a->owner, a->lease_ms, a->wait_ms, hint);
     if (rc == CR_EREENTRANT &&
         cr__hold_count(a->lock->client->renewal, a->lock->ops->hold_kind,
@@ -212,8 +219,9 @@ attempt(void *arg, int64_t *hint)
 
 /* A new acquisition that may wait holds back while its handle yields to
  * the waiters its last unlock woke (see yield_to_waiters), up to its wait
- * budget; one that may not wait goes at once. */
-static void
+ * budget; one that may not wait goes at once. Returns true when it waited
+ * a turn for waiters of other clients (it could not count releases). */
+static bool
 yield_first(cr_lock *l, int64_t wait_ms)
 {
     int64_t now = cr__now_us(), until = atomic_load(&l->yield_until_us);
@@ -221,14 +229,34 @@ yield_first(cr_lock *l, int64_t wait_ms)
     uint64_t target = atomic_load(&l->yield_target);
 
     if (until <= now || wait_ms == 0)
-        return;
+        return false;
     if (wait_ms > 0 && until - now > wait_ms * 1000)
         until = now + wait_ms * 1000;
-    if (target == 0 ||
-        !cr__pubsub_await_releases(l->client->pubsub, l->channel, target,
-                                   (until + 999) / 1000,
-                                   (atomic_load(&l->yield_quiet_us) + 999) / 1000))
-        cr__sleep_us(until - now < turn ? until - now : turn);
+    if (target > 0 &&
+        cr__pubsub_await_releases(l->client->pubsub, l->channel, target,
+                                  (until + 999) / 1000,
+                                  (atomic_load(&l->yield_quiet_us) + 999) / 1000))
+        return false;
+    cr__sleep_us(until - now < turn ? until - now : turn);
+    return target > 0;
+}
+
+/* After a turn for waiters of other clients: the lock still free at the
+ * first attempt means the woken waiter had not reached it yet (or had
+ * left): longer turns; taken by then, the turn was long enough: a little
+ * shorter. (Not after a turn for this client's threads: the lock is then
+ * also free when they are all away in turns of their own, and longer
+ * turns would only keep them away.) */
+static void
+tune_turn(cr_lock *l, bool free_at_once)
+{
+    int rtts = atomic_load(&l->yield_rtts);
+
+    if (free_at_once)
+        rtts = rtts * 2 > YIELD_RTTS_MAX ? YIELD_RTTS_MAX : rtts * 2;
+    else if (rtts > YIELD_RTTS_MIN)
+        rtts--;
+    atomic_store(&l->yield_rtts, rtts);
 }
 
 cr_status
@@ -239,13 +267,14 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     attempt_ctx a;
     cr__wait_spec spec;
     char *channel;
+    bool turned;
     cr_status rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = check_wait(wait_ms)) != CR_OK || (rc = check_lease(lease_ms)) != CR_OK)
         goto out;
-    yield_first(l, wait_ms);
+    turned = yield_first(l, wait_ms);
     if (l->ops->acquire_all != NULL) {
         rc = l->ops->acquire_all(l, tid, wait_ms, lease_ms);
         goto out;
@@ -265,6 +294,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     a.wait_ms = wait_ms;
     a.uncertain = false;
     a.extra = 0;
+    a.attempts = 0;
     spec.channel = channel;
     spec.mode = l->ops->wake_mode;
     spec.wait_ms = wait_ms;
@@ -274,6 +304,8 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     spec.attempt = attempt;
     spec.ctx = &a;
     rc = cr__wait(l->client, &spec);
+    if (turned && a.attempts > 0)
+        tune_turn(l, rc == CR_OK && a.attempts == 1);
     if (rc == CR_OK && cr__transport_sync_failed()) {
         int ignored;
 
@@ -610,9 +642,9 @@ cr__lock_acquire_plain(cr_lock *l, const char *owner, int64_t lease_ms,
                                    hint);
 }
 
-/* A turn: four unlock round trips, so that a woken waiter's attempt lands
- * before this handle's next one (no barging), within these bounds. A
- * yield that counts releases lasts at most YIELD_COUNT_MAX_US. */
+/* A turn: yield_rtts unlock round trips, so that a woken waiter's attempt
+ * lands before this handle's next one (no barging), within these bounds.
+ * A yield that counts releases lasts at most YIELD_COUNT_MAX_US. */
 #define YIELD_MIN_US 1000
 #define YIELD_MAX_US 20000
 #define YIELD_COUNT_MAX_US 200000
@@ -651,7 +683,7 @@ unlock_reply(cr_lock *l, cr__reply *r, const char *latch, int *result,
  * it waits until it has read as many releases on the channel after its
  * own, so that a process that keeps taking the lock re-enters behind those
  * that waited, as in a queue. Each of them is given two of this handle's
- * own cycles (its hold and a turn of four unlock round trips), at most
+ * own cycles (its hold and a turn of yield_rtts unlock round trips), at most
  * YIELD_COUNT_MAX_US in all, and the yield ends as soon as no release
  * came for two cycles (they left). Its own release is counted too, unless
  * already read: a release read since the unlock was sent can only be its
@@ -668,7 +700,8 @@ yield_to_waiters(cr_lock *l, int64_t heard, int64_t sent_us)
 
     if (others <= 0 && local <= 0)
         return;
-    turn = 4 * (now - sent_us);
+    turn = (others > 0 ? atomic_load(&l->yield_rtts) : YIELD_RTTS_MIN) *
+           (now - sent_us);
     turn = turn < YIELD_MIN_US ? YIELD_MIN_US : turn > YIELD_MAX_US ? YIELD_MAX_US : turn;
     cycle = turn + now - atomic_load(&l->acquired_us);
     cycle = cycle > YIELD_COUNT_MAX_US ? YIELD_COUNT_MAX_US : cycle;

@@ -70,8 +70,14 @@ struct cr_lock {
      * handle first lets them have their turns (lock.c, yield_first): until
      * the channel's release count reaches yield_target, at the latest
      * until yield_until_us (monotonic) or until no release came for
-     * yield_quiet_us; yield_turn_us when it cannot count. */
+     * yield_quiet_us; yield_turn_us when it cannot count. A turn for
+     * other clients' waiters is yield_rtts unlock round trips: 4, doubled
+     * (up to 64) each time the first attempt after such a turn still found
+     * the lock free (the woken waiter was slower than the turn: a loaded
+     * machine), one less each time it did not; for this client's threads,
+     * always 4. */
     atomic_int_fast64_t yield_until_us;
+    atomic_int yield_rtts;
     atomic_int_fast64_t yield_turn_us;
     atomic_int_fast64_t yield_quiet_us;
     atomic_uint_fast64_t yield_target;
