@@ -3,8 +3,13 @@
  * Scenario 5: count-down latch release fan-out. K waiters (threads sharing
  * one client, or processes with a client each) await one latch; the
  * coordinator closes it with a count of 1, waits until every waiter has
- * called await (and a few milliseconds more, for their subscriptions), then
- * counts it down. The release latency of a waiter is the time from just
+ * called await and is waiting, then counts it down. A waiter is waiting
+ * once it has sent the PING that is its last command before the wait (the
+ * latch's fence, src/wait.c): the coordinator reads the server's PING
+ * count (INFO commandstats; at most WAITING_MAX_NS), then lets SETTLE_NS
+ * more pass. Without that, waiters still making their first attempts
+ * when the count down came returned through them, and on a slow stretch
+ * the last of them late. The release latency of a waiter is the time from just
  * before the count down to the return of its await (CLOCK_MONOTONIC, shared
  * memory); a round's "all released" time is that of its last waiter.
  * Rounds repeat for the run's length; the first WARMUP_ROUNDS are not
@@ -41,6 +46,7 @@
 #define FLOOR_CHANNEL "bench:latch:floor"
 #define MAX_WORKERS 256
 #define SETTLE_NS 5000000 /* after the last await call, before counting down */
+#define WAITING_MAX_NS 200000000 /* for the waiters' PINGs */
 #define WARMUP_ROUNDS 3
 
 typedef struct shared {
@@ -192,6 +198,28 @@ await_count(shared *sh, int *counter, int want)
         bench_die("waiters did not keep up");
 }
 
+/* The server's count of PING calls so far. */
+static long long
+pings(redisContext *c)
+{
+    redisReply *r = bench_cmd(c, "INFO commandstats");
+    const char *at = strstr(r->str, "cmdstat_ping:calls=");
+    long long n = at != NULL ? atoll(at + strlen("cmdstat_ping:calls=")) : 0;
+
+    freeReplyObject(r);
+    return n;
+}
+
+/* Waits until `want` PINGs were counted, at most WAITING_MAX_NS. */
+static void
+await_pings(redisContext *c, long long want)
+{
+    int64_t give_up = bench_now_ns() + WAITING_MAX_NS;
+
+    while (pings(c) < want && bench_now_ns() < give_up)
+        bench_sleep_ns(200000);
+}
+
 /* Hands out round `r` (-1: stop) to every waiter. */
 static void
 start_round(shared *sh, int r)
@@ -232,7 +260,8 @@ main(int argc, char **argv)
     pthread_t tids[MAX_WORKERS];
     cr_client *c = NULL;
     cr_latch *l = NULL;
-    redisContext *pub = NULL;
+    redisContext *pub = NULL, *info;
+    long long base;
     const char *impl;
     int64_t start, end;
     bench_json j;
@@ -278,14 +307,18 @@ main(int argc, char **argv)
             bench_die("cr_latch_new: %s", cr_last_error());
         cr_latch_delete(l, NULL);
     }
+    info = bench_redis(a.url);
     start = bench_now_ns();
     end = start + (int64_t)(a.seconds * 1e9);
     while (bench_now_ns() < end) {
         if (l != NULL && cr_latch_try_set_count(l, 1, 0, NULL) != CR_OK)
             bench_die("try_set_count: %s", cr_last_error());
         rounds++;
+        base = l != NULL ? pings(info) : 0;
         start_round(sh, rounds);
         await_count(sh, &sh->ready, rounds * k);
+        if (l != NULL) /* the floor's waiters send nothing: ready is waiting */
+            await_pings(info, base + k);
         bench_sleep_ns(SETTLE_NS);
         atomic_store(&sh->last_ns, 0);
         atomic_store(&sh->opened_ns, bench_now_ns());
@@ -316,6 +349,7 @@ main(int argc, char **argv)
     cr_client_free(c);
     if (pub != NULL)
         redisFree(pub);
+    redisFree(info);
     bench_samples_sort(&sh->lat);
     bench_samples_sort(&sh->all);
 
