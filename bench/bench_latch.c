@@ -9,9 +9,10 @@
  * count (INFO commandstats; at most WAITING_MAX_NS), then lets SETTLE_NS
  * more pass. Without that, waiters still making their first attempts
  * when the count down came returned through them, and on a slow stretch
- * the last of them late. The release latency of a waiter is the time from just
- * before the count down to the return of its await (CLOCK_MONOTONIC, shared
- * memory); a round's "all released" time is that of its last waiter.
+ * the last of them late. The release latency of a waiter is the time from
+ * just before the count down to the return of its await (CLOCK_MONOTONIC,
+ * shared memory); a round's "all released" time is that of its last
+ * waiter.
  * Rounds repeat for the run's length; the first WARMUP_ROUNDS are not
  * counted (they include every waiter's first connection and SUBSCRIBE).
  *
@@ -45,7 +46,7 @@
 #define LATCH_NAME "bench:latch"
 #define FLOOR_CHANNEL "bench:latch:floor"
 #define MAX_WORKERS 256
-#define SETTLE_NS 5000000 /* after the last await call, before counting down */
+#define SETTLE_NS 5000000 /* once all wait, before counting down */
 #define WAITING_MAX_NS 200000000 /* for the waiters' PINGs */
 #define WARMUP_ROUNDS 3
 
@@ -357,7 +358,8 @@ main(int argc, char **argv)
     bench_json_str(&j, "impl", impl);
     bench_json_str(&j, "mode", procs ? "procs" : "threads");
     bench_json_int(&j, "workers", k);
-    bench_json_int(&j, "rounds", rounds > WARMUP_ROUNDS ? rounds - WARMUP_ROUNDS : 0);
+    bench_json_int(&j, "rounds",
+                   rounds > WARMUP_ROUNDS ? rounds - WARMUP_ROUNDS : 0);
     bench_json_int(&j, "errors", atomic_load(&sh->errors));
     bench_json_num(&j, "release_p50_us", (double)bench_pct(&sh->lat, 50) / 1e3);
     bench_json_num(&j, "release_p99_us", (double)bench_pct(&sh->lat, 99) / 1e3);

@@ -876,8 +876,8 @@ await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv, bool waiter,
     if (l == NULL || l->ctx == NULL || ps->stop)
         return cond_wait_until(cv, &ps->mu, deadline);
     if (l->kick < 0 &&
-        (l->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
-        return cond_wait_until(cv, &ps->mu, deadline); /* the dispatcher reads */
+        (l->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) /* no fd */
+        return cond_wait_until(cv, &ps->mu, deadline); /* dispatcher reads */
     if (!l->reader)
         return read_link(ps, s->link, waiter ? s : NULL, deadline);
     me.cv = cv;
