@@ -322,7 +322,8 @@ cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *s)
 }
 
 cr_status
-cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms)
+cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms,
+             const cr__fence *f, bool *opened)
 {
     int64_t deadline = timeout_ms < 0 ? -1 : cr__now_ms() + timeout_ms;
     cr_status rc = CR_TIMEOUT;
@@ -337,6 +338,9 @@ cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms)
         s->permits--;
         rc = CR_OK;
     }
+    if (f != NULL)
+        *opened = rc == CR_OK && f->link >= 0 && f->link == s->link &&
+                  f->resets == s->resets && s->open_pongs >= f->pongs;
     hand_over(ps, s);
     pthread_mutex_unlock(&ps->mu);
     return rc;
@@ -373,18 +377,6 @@ cr__sub_fence(cr__pubsub *ps, cr__sub *s, cr__fence *f)
         f->link = -1;
     }
     pthread_mutex_unlock(&ps->mu);
-}
-
-bool
-cr__sub_opened_after(cr__pubsub *ps, cr__sub *s, const cr__fence *f)
-{
-    bool yes;
-
-    pthread_mutex_lock(&ps->mu);
-    yes = f->link >= 0 && f->link == s->link && f->resets == s->resets &&
-          s->open_pongs >= f->pongs;
-    pthread_mutex_unlock(&ps->mu);
-    return yes;
 }
 
 int

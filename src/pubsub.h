@@ -56,13 +56,6 @@ cr_status cr__pubsub_subscribe(cr__pubsub *ps, const char *channel,
 /* cr__pubsub_unsubscribe: drop the reference taken by subscribe. */
 void cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *sub);
 
-/* cr__sub_wait: wait up to timeout_ms (-1: no limit) for a wake-up permit
- * and consume it. Returns CR_OK (woken), CR_TIMEOUT, CR_ECLOSED. */
-cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms);
-
-/* cr__sub_confirmed: true while the server confirms the subscription. */
-bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);
-
 /* A fence: a PING on a subscription's link, asked for at some moment, so
  * that a latch's "0" read after its PONG is known to have been published
  * after that moment (a connection delivers in order). */
@@ -76,11 +69,17 @@ typedef struct cr__fence {
  * subscription `sub`, now; does not wait. */
 void cr__sub_fence(cr__pubsub *ps, cr__sub *sub, cr__fence *f);
 
-/* cr__sub_opened_after: true when a latch-mode subscription read a "0"
- * after the PONG of fence `f`, on the same link, without losing the
- * subscription in between: the latch was counted down to zero after the
- * fence was asked for. */
-bool cr__sub_opened_after(cr__pubsub *ps, cr__sub *sub, const cr__fence *f);
+/* cr__sub_wait: wait up to timeout_ms (-1: no limit) for a wake-up permit
+ * and consume it. Returns CR_OK (woken), CR_TIMEOUT, CR_ECLOSED. With a
+ * fence `f` (else NULL), *opened tells on CR_OK whether a latch-mode
+ * subscription read a "0" after the PONG of `f`, on the same link, without
+ * losing the subscription in between: the latch was counted down to zero
+ * after the fence was asked for. */
+cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms,
+                       const cr__fence *f, bool *opened);
+
+/* cr__sub_confirmed: true while the server confirms the subscription. */
+bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);
 
 /* cr__pubsub_waiters: the local waiters of `channel` when this client is
  * subscribed to it (0 while it lingers), -1 when not; *released gets the

@@ -109,6 +109,7 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
         cr__sub_fence(c->pubsub, sub, &fence);
     while (rc == CR_BUSY || rc == CR_EIO) {
         int64_t now = cr__now_ms(), sleep;
+        bool opened = false;
         cr_status woke;
 
         if (rc == CR_EIO) {
@@ -135,11 +136,11 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
             }
             sleep = bound(sleep, deadline - now);
         }
-        woke = cr__sub_wait(c->pubsub, sub, sleep);
+        woke = cr__sub_wait(c->pubsub, sub, sleep,
+                            spec->trust_open ? &fence : NULL, &opened);
         if (woke == CR_ECLOSED)
             rc = CR_ECLOSED;
-        else if (woke == CR_OK && spec->trust_open &&
-                 cr__sub_opened_after(c->pubsub, sub, &fence))
+        else if (opened)
             rc = CR_OK; /* counted down to zero during this wait */
         else
             rc = spec->attempt(spec->ctx, &hint);
