@@ -301,6 +301,11 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     spec.min_sleep_ms = l->ops->min_sleep_ms;
     spec.max_sleep_ms = l->ops->max_sleep_ms;
     spec.trust_open = false;
+    /* Not when it holds the lock already: a reentrant lock() must not wait
+     * behind the threads that wait for this very hold. */
+    spec.in_line = l->ops->in_line &&
+                   cr__hold_count(l->client->renewal, l->ops->hold_kind,
+                                  l->raw, owner, NULL) == 0;
     spec.attempt = attempt;
     spec.ctx = &a;
     rc = cr__wait(l->client, &spec);
@@ -698,8 +703,8 @@ yield_to_waiters(cr_lock *l, int64_t heard, int64_t sent_us)
                                    &read_at);
     int64_t others = heard - (local >= 0 ? 1 : 0);
 
-    if (others <= 0 && local <= 0)
-        return;
+    if (others <= 0 && (local <= 0 || l->ops->in_line))
+        return; /* this client's waiters: its next wait joins their line */
     turn = (others > 0 ? atomic_load(&l->yield_rtts) : YIELD_RTTS_MIN) *
            (now - sent_us);
     turn = turn < YIELD_MIN_US ? YIELD_MIN_US : turn > YIELD_MAX_US ? YIELD_MAX_US : turn;
@@ -808,6 +813,7 @@ static const cr__lock_ops plain_ops = {
     .wake_mode = CR__WAKE_LOCK,
     .min_sleep_ms = 1,
     .max_sleep_ms = -1,
+    .in_line = true,
     .owner = cr__lock_owner_plain,
     .acquire = cr__lock_acquire_plain,
     .unlock = cr__lock_unlock_plain,

@@ -25,6 +25,7 @@ typedef struct cr__lock_ops {
     int64_t min_sleep_ms;      /* floor for ttl hints while waiting */
     int64_t max_sleep_ms;      /* re-try at least this often; -1: no bound */
     bool spin;                 /* wait by backoff, without pub/sub */
+    bool in_line;              /* new waits go behind this client's (wait.h) */
     /* Owner name of thread `tid` (the write lock appends ":write"). */
     void (*owner)(const cr_lock *l, int64_t tid, char *out);
     /* One attempt (see cr__attempt_fn); `wait_ms` is the caller's whole

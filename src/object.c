@@ -175,6 +175,7 @@ cr__object_wait(const void *obj, const char *channel, cr__wake_mode mode,
     spec.min_sleep_ms = 1;
     spec.max_sleep_ms = CR__OBJECT_RECHECK_MS;
     spec.trust_open = mode == CR__WAKE_LATCH;
+    spec.in_line = false;
     spec.attempt = attempt;
     spec.ctx = ctx;
     return cr__wait(((const cr__object *)obj)->client, &spec);

@@ -63,6 +63,15 @@ enum { SENT_NONE, SENT_SUB, SENT_UNSUB };
  * second later while a link is up), which a release does not wake. */
 #define LINGER_MS 250
 
+/* A thread in cr__sub_wait. An entry's waiters queue by ticket (the
+ * order of their first wait) and its permits go to the first: with p
+ * permits, the first p waiters may each take one. */
+typedef struct waiter {
+    uint64_t ticket;
+    pthread_cond_t cv;
+    struct waiter *next;
+} waiter;
+
 /* A thread waiting for a channel's release count to reach `target`. */
 typedef struct yielder {
     uint64_t target;
@@ -89,7 +98,8 @@ struct cr__sub {
     struct yielder *yielders; /* threads in cr__pubsub_await_releases */
     uint64_t open_pongs; /* latch mode: the link's PONGs when "0" came */
     struct cr__sub *next_dirty;
-    pthread_cond_t cv;         /* waiters for permits */
+    waiter *waiting;           /* threads in cr__sub_wait, by ticket */
+    uint64_t tickets;          /* tickets handed out */
     pthread_cond_t confirm_cv; /* waiters for the SUBSCRIBE confirmation */
     UT_hash_handle hh;
 };
@@ -144,7 +154,7 @@ struct cr__pubsub {
     bool closing;
     bool stop;
     bool need_refresh; /* a cluster link saw the topology change */
-    cr__sub *self_sub; /* the entry the reading waiter waits on */
+    const waiter *self; /* the reading waiter (see read_link) */
     int64_t linger_due; /* when the next lingering entry expires; 0: none */
     int64_t round_due;  /* when the dispatcher's poll times out; -1: never */
     sublink links[MAX_LINKS];
@@ -209,7 +219,6 @@ mark_dirty(cr__pubsub *ps, cr__sub *s)
 static void
 free_sub(cr__sub *s)
 {
-    pthread_cond_destroy(&s->cv);
     pthread_cond_destroy(&s->confirm_cv);
     free(s->channel);
     free(s);
@@ -226,16 +235,44 @@ wake_yielders(cr__sub *s, bool all)
             pthread_cond_signal(&y->cv);
 }
 
+/* Wakes the waiters of `s` that may take a permit (the oldest
+ * s->permits), but not `self`, which reads the link and finds its own;
+ * mu held. */
+static void
+wake_permitted(cr__sub *s, const waiter *self)
+{
+    waiter *w;
+    int64_t i = 0;
+
+    for (w = s->waiting; w != NULL && i < s->permits; w = w->next, i++)
+        if (w != self)
+            pthread_cond_signal(&w->cv);
+}
+
+/* Whether waiter `w` of `s` may take a permit: one of the oldest
+ * s->permits; mu held. */
+static bool
+permitted(const cr__sub *s, const waiter *w)
+{
+    const waiter *o;
+    int64_t i = 0;
+
+    for (o = s->waiting; o != NULL && i < s->permits; o = o->next, i++)
+        if (o == w)
+            return true;
+    return false;
+}
+
 /* Gives every local waiter of `s` a permit to retry; mu held. */
 static void
 wake_all(cr__sub *s)
 {
-    s->permits = s->refs;
-    pthread_cond_broadcast(&s->cv);
+    s->permits = s->refs; /* each waiter holds a reference */
+    wake_permitted(s, NULL);
 }
 
 static bool await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv,
-                       bool waiter, int64_t deadline);
+                       const waiter *self, int64_t deadline);
 static void hand_over(cr__pubsub *ps, cr__sub *s);
 static bool ping_link(sublink *l);
 static void kick(sublink *l);
@@ -266,7 +303,6 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
         s->mode = mode;
         s->link = ps->sharded ? -1 : 0;
         s->slot = cr__key_slot(channel, strlen(channel));
-        cond_init_monotonic(&s->cv);
         cond_init_monotonic(&s->confirm_cv);
         HASH_ADD_KEYPTR(hh, ps->subs, s->channel, strlen(s->channel), s);
     }
@@ -323,26 +359,40 @@ cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *s)
 
 cr_status
 cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms,
-             const cr__fence *f, bool *opened)
+             uint64_t *ticket, const cr__fence *f, bool *opened)
 {
     int64_t deadline = timeout_ms < 0 ? -1 : cr__now_ms() + timeout_ms;
     cr_status rc = CR_TIMEOUT;
+    waiter me, **p;
 
+    cond_init_monotonic(&me.cv);
     pthread_mutex_lock(&ps->mu);
-    while (s->permits == 0 && !ps->closing)
-        if (!await_link(ps, s, &s->cv, true, deadline))
+    if (*ticket == 0)
+        *ticket = ++s->tickets;
+    me.ticket = *ticket;
+    for (p = &s->waiting; *p != NULL && (*p)->ticket < me.ticket;
+         p = &(*p)->next)
+        ; /* behind those who came first, as it came back after a try */
+    me.next = *p;
+    *p = &me;
+    while (!permitted(s, &me) && !ps->closing)
+        if (!await_link(ps, s, &me.cv, &me, deadline))
             break;
     if (ps->closing) {
         rc = cr__fail(CR_ECLOSED, "the client is being freed");
-    } else if (s->permits > 0) {
+    } else if (permitted(s, &me)) {
         s->permits--;
         rc = CR_OK;
     }
     if (f != NULL)
         *opened = rc == CR_OK && f->link >= 0 && f->link == s->link &&
                   f->resets == s->resets && s->open_pongs >= f->pongs;
+    for (p = &s->waiting; *p != &me; p = &(*p)->next)
+        ;
+    *p = me.next; /* those behind move up as the permits went down */
     hand_over(ps, s);
     pthread_mutex_unlock(&ps->mu);
+    pthread_cond_destroy(&me.cv);
     return rc;
 }
 
@@ -429,7 +479,7 @@ cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
 
         /* Releases stopped coming: the others are not using the lock. */
         until = (last > start ? last : start) + quiet_ms;
-        if (!await_link(ps, s, &me.cv, false,
+        if (!await_link(ps, s, &me.cv, NULL,
                         until < deadline_ms ? until : deadline_ms))
             break;
     }
@@ -610,7 +660,7 @@ reconcile(cr__pubsub *ps, int *bad)
 static void
 deliver(cr__pubsub *ps, cr__sub *s, const char *payload, size_t len)
 {
-    int64_t n, wake;
+    int64_t n;
 
     if (!cr__parse_i64(payload, len, &n))
         return;
@@ -637,13 +687,9 @@ deliver(cr__pubsub *ps, cr__sub *s, const char *payload, size_t len)
     }
     if (s->permits > s->refs)
         s->permits = s->refs;
-    /* One permit wakes one waiter; more wake all (each takes one). The
-     * waiter reading the link takes its own without a wake-up. */
-    wake = s->permits - (s == ps->self_sub && s->permits > 0 ? 1 : 0);
-    if (wake == 1)
-        pthread_cond_signal(&s->cv);
-    else if (wake > 1)
-        pthread_cond_broadcast(&s->cv);
+    /* The first in line, one per permit, wake; the waiter reading the
+     * link takes its own without a wake-up. */
+    wake_permitted(s, ps->self);
 }
 
 /* Forgets that `s` is subscribed: it must be sent again (on the link of
@@ -802,11 +848,12 @@ kick(sublink *l)
 
 /* The calling thread reads link `i` until input comes, the reader is
  * kicked or the deadline (ms; -1: none) passes, handling what it reads;
- * mu held, released while polling. `self`: the entry it waits on (its
- * permit is not given to a sleeper). Returns false once the deadline
+ * mu held, released while polling. `self`: the calling thread as a
+ * waiter for permits (NULL: it waits for something else), which finds a
+ * permit of its own without a wake-up. Returns false once the deadline
  * passed. */
 static bool
-read_link(cr__pubsub *ps, int i, cr__sub *self, int64_t deadline)
+read_link(cr__pubsub *ps, int i, const waiter *self, int64_t deadline)
 {
     sublink *l = &ps->links[i];
     redisContext *ctx = l->ctx;
@@ -842,10 +889,10 @@ read_link(cr__pubsub *ps, int i, cr__sub *self, int64_t deadline)
         l->dead = NULL;
     } else if (n > 0 && l->ctx == ctx &&
                (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-        ps->self_sub = self;
+        ps->self = self;
         if (!read_replies(ps, l))
             drop_link(ps, i);
-        ps->self_sub = NULL;
+        ps->self = NULL;
         if (ps->dirty != NULL || ps->need_refresh)
             poke(ps); /* what was read asks for the dispatcher's upkeep */
     }
@@ -855,11 +902,11 @@ read_link(cr__pubsub *ps, int i, cr__sub *self, int64_t deadline)
 /* Waits for input on the link of `s` until cv is signalled or the
  * deadline (ms; -1: none) passes; mu held. Reads the link itself when it
  * is connected and nobody else reads it, else sleeps on cv (as a sleeper
- * of the link when someone reads it). `waiter`: the thread waits for a
- * permit of `s`. Returns false once the deadline passed. */
+ * of the link when someone reads it). `self`: as for read_link. Returns
+ * false once the deadline passed. */
 static bool
-await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv, bool waiter,
-           int64_t deadline)
+await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv,
+           const waiter *self, int64_t deadline)
 {
     sublink *l = s->link >= 0 ? &ps->links[s->link] : NULL;
     sleeper me, **p;
@@ -871,7 +918,7 @@ await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv, bool waiter,
         (l->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) /* no fd */
         return cond_wait_until(cv, &ps->mu, deadline); /* dispatcher reads */
     if (!l->reader)
-        return read_link(ps, s->link, waiter ? s : NULL, deadline);
+        return read_link(ps, s->link, self, deadline);
     me.cv = cv;
     me.next = NULL;
     for (p = &l->sleepers; *p != NULL; p = &(*p)->next)
@@ -1166,7 +1213,10 @@ cr__pubsub_close(cr__pubsub *ps)
     pthread_mutex_lock(&ps->mu);
     ps->closing = true;
     HASH_ITER(hh, ps->subs, s, tmp) {
-        pthread_cond_broadcast(&s->cv);
+        waiter *w;
+
+        for (w = s->waiting; w != NULL; w = w->next)
+            pthread_cond_signal(&w->cv);
         pthread_cond_broadcast(&s->confirm_cv);
         wake_yielders(s, true);
     }

@@ -70,13 +70,16 @@ typedef struct cr__fence {
 void cr__sub_fence(cr__pubsub *ps, cr__sub *sub, cr__fence *f);
 
 /* cr__sub_wait: wait up to timeout_ms (-1: no limit) for a wake-up permit
- * and consume it. Returns CR_OK (woken), CR_TIMEOUT, CR_ECLOSED. With a
+ * and consume it. Returns CR_OK (woken), CR_TIMEOUT, CR_ECLOSED. A
+ * caller's *ticket is 0 before its first wait and keeps the place in line
+ * that wait gave it: the waiters of a subscription get its permits in the
+ * order they first waited, however often they wake, try and wait again. With a
  * fence `f` (else NULL), *opened tells on CR_OK whether a latch-mode
  * subscription read a "0" after the PONG of `f`, on the same link, without
  * losing the subscription in between: the latch was counted down to zero
  * after the fence was asked for. */
 cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms,
-                       const cr__fence *f, bool *opened);
+                       uint64_t *ticket, const cr__fence *f, bool *opened);
 
 /* cr__sub_confirmed: true while the server confirms the subscription. */
 bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);

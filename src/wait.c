@@ -10,6 +10,9 @@
 
 /* While the subscription is not confirmed, messages may be missed: poll. */
 #define UNCONFIRMED_POLL_MS 250
+/* A wait that went in line without trying (spec->in_line) tries at the
+ * latest after this long, in case those before it all leave. */
+#define LINE_RECHECK_MS 100
 #define IO_BACKOFF_MIN_MS 20
 #define IO_BACKOFF_MAX_MS 1000
 
@@ -82,11 +85,15 @@ count_wait(cr_client *c, int64_t start)
 cr_status
 cr__wait(cr_client *c, const cr__wait_spec *spec)
 {
-    int64_t start = cr__now_ms(), hint = -1, io_since = 0, backoff = 0;
+    int64_t start = cr__now_ms(), hint = -1, io_since = 0, backoff = 0, read_at;
     int64_t deadline = spec->wait_ms < 0 ? -1 : start + spec->wait_ms;
     cr__sub *sub = NULL;
     cr__fence fence = {-1, 0, 0};
-    cr_status rc = spec->attempt(spec->ctx, &hint);
+    uint64_t ticket = 0, released;
+    bool in_line = spec->in_line && spec->wait_ms != 0 && spec->channel != NULL &&
+                   cr__pubsub_waiters(c->pubsub, spec->channel, &released,
+                                      &read_at) > 0;
+    cr_status rc = in_line ? CR_BUSY : spec->attempt(spec->ctx, &hint);
 
     if (rc == CR_OK)
         CR__STAT_ADD(&c->stats, acquisitions, 1);
@@ -104,7 +111,9 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
                               &sub);
     if (rc == CR_ECLOSED || rc == CR_ENOMEM)
         return rc;
-    rc = spec->attempt(spec->ctx, &hint);
+    if (in_line)
+        hint = LINE_RECHECK_MS;
+    rc = in_line ? CR_BUSY : spec->attempt(spec->ctx, &hint);
     if (spec->trust_open && (rc == CR_BUSY || rc == CR_EIO))
         cr__sub_fence(c->pubsub, sub, &fence);
     while (rc == CR_BUSY || rc == CR_EIO) {
@@ -136,7 +145,7 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
             }
             sleep = bound(sleep, deadline - now);
         }
-        woke = cr__sub_wait(c->pubsub, sub, sleep,
+        woke = cr__sub_wait(c->pubsub, sub, sleep, &ticket,
                             spec->trust_open ? &fence : NULL, &opened);
         if (woke == CR_ECLOSED)
             rc = CR_ECLOSED;

@@ -37,6 +37,11 @@ typedef struct cr__wait_spec {
      * another attempt: the count reached zero during the wait, and a
      * re-armed latch must not hide that. */
     bool trust_open;
+    /* Lock mode: while threads of this client wait on the channel, a new
+     * wait joins their line without trying first, so that a thread coming
+     * back for the lock cannot take it between two of them (its first try
+     * comes with its first wake-up, or after LINE_RECHECK_MS). */
+    bool in_line;
     cr__attempt_fn attempt;
     void *ctx;
 } cr__wait_spec;
