@@ -284,6 +284,20 @@ on_lost(void *userdata, const char *name, int64_t tid)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* True once the lost-lease callback ran (the watchdog marks the hold
+ * lost, then calls it with its mutex released: a moment later). */
+static bool
+lost_called(void *arg)
+{
+    lost_record *r = arg;
+    bool yes;
+
+    pthread_mutex_lock(&r->mu);
+    yes = r->calls > 0;
+    pthread_mutex_unlock(&r->mu);
+    return yes;
+}
+
 static bool
 lock_is_lost(void *arg)
 {
@@ -308,6 +322,7 @@ test_lock_lost_is_reported_when_key_deleted_behind_the_holder(void **state)
     assert_false(lost);
     assert_int_equal(redis_int("DEL stolen"), 1);
     assert_true(cr_test_wait_until(lock_is_lost, l, slow(3000)));
+    assert_true(cr_test_wait_until(lost_called, &rec, slow(3000)));
     pthread_mutex_lock(&rec.mu);
     assert_int_equal(rec.calls, 1);
     assert_string_equal(rec.name, "stolen");
@@ -429,6 +444,31 @@ three_subscribers(void *arg)
     return numsub(arg) >= 3;
 }
 
+/* Commands a client has sent so far. */
+static uint64_t
+commands_of(cr_client *c)
+{
+    cr_client_stats st;
+
+    return cr_client_stats_get(c, &st) == CR_OK ? st.commands : 0;
+}
+
+typedef struct tries {
+    cr_client *client[2];
+    uint64_t before[2]; /* their commands when their waiters started */
+} tries;
+
+/* True once both clients made the two attempts of a wait (before and
+ * after subscribing): a release from now on wakes their waiters. */
+static bool
+both_tried_twice(void *arg)
+{
+    tries *t = arg;
+
+    return commands_of(t->client[0]) >= t->before[0] + 2 &&
+           commands_of(t->client[1]) >= t->before[1] + 2;
+}
+
 /* A process that takes the lock again right after its unlock woke the
  * waiters of two other processes lets both have their turn first, as in a
  * queue: it counts their releases on the channel it still listens to.
@@ -454,6 +494,7 @@ test_lock_releaser_lets_every_woken_process_go_first(void **state)
     assert_int_equal(cr_lock_new(c, "queue", &lc), CR_OK);
     for (round = 0; round < 3; round++) {
         waiter first, hb, hc;
+        tries t = {{b, c}, {0, 0}};
         int64_t again_at;
 
         /* This client waits once, so that it is subscribed afterwards. */
@@ -462,10 +503,15 @@ test_lock_releaser_lets_every_woken_process_go_first(void **state)
         assert_int_equal(cr_lock_lock(la, CR_LEASE_WATCHDOG), CR_OK);
         pthread_join(first.thread, NULL);
         assert_int_equal(first.rc, CR_OK);
-        /* Two other processes wait; then it releases and locks again. */
+        /* Two other processes wait; then it releases and locks again. From
+         * the second round on, their subscriptions linger from the last:
+         * their attempts, not the subscriber count, tell they wait. */
+        t.before[0] = commands_of(b);
+        t.before[1] = commands_of(c);
         waiter_start_holding(&hb, lb, CR_WAIT_FOREVER, 30);
         waiter_start_holding(&hc, lc, CR_WAIT_FOREVER, 30);
         assert_true(cr_test_wait_until(three_subscribers, (void *)channel, 3000));
+        assert_true(cr_test_wait_until(both_tried_twice, &t, 3000));
         /* It holds as long as they will (each is given two such cycles). */
         usleep(40000);
         assert_int_equal(cr_lock_unlock(la), CR_OK);
@@ -1018,7 +1064,7 @@ test_client_stats_count_acquisitions_and_contended_waits(void **state)
     assert_int_equal(cr_lock_new(other, "stats", &theirs), CR_OK);
     assert_int_equal(cr_lock_lock(mine, 200), CR_OK);
     assert_int_equal(cr_lock_unlock(mine), CR_OK);
-    assert_int_equal(cr_lock_lock(theirs, 150), CR_OK);
+    assert_int_equal(cr_lock_lock(theirs, slow(150)), CR_OK);
     assert_int_equal(cr_lock_try_lock(mine, slow(5000), 200), CR_OK);
     assert_int_equal(cr_lock_unlock(mine), CR_OK);
     assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);

@@ -217,7 +217,7 @@ test_spin_lock_and_rlock_of_the_same_name_exclude_each_other(void **state)
     assert_int_equal(cr_lock_lock(spin, CR_LEASE_WATCHDOG), CR_OK);
     assert_int_equal(cr_lock_try_lock(plain, 0, CR_LEASE_WATCHDOG), CR_BUSY);
     assert_int_equal(cr_lock_unlock(spin), CR_OK);
-    assert_int_equal(cr_lock_lock(plain, 400), CR_OK);
+    assert_int_equal(cr_lock_lock(plain, slow(400)), CR_OK);
     start = cr_test_now_ms();
     assert_int_equal(cr_lock_try_lock(spin, 150, CR_LEASE_WATCHDOG), CR_BUSY);
     assert_true(cr_test_now_ms() - start >= 140);

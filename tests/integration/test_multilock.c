@@ -4,7 +4,6 @@
  * all-or-nothing acquisition, majorities with servers stopped, leases and
  * the watchdog on every sub-lock, unlock everywhere, parallel latency.
  */
-#include <pthread.h>
 #include <unistd.h>
 
 #include "lock_common.h"
@@ -235,50 +234,43 @@ test_multilock_watchdog_keeps_every_sub_lock_alive(void **state)
     cr_lock_free(m);
 }
 
-typedef struct stall {
-    cr_test_redis *server;
-    bool slept;
-    pthread_t thread;
-} stall;
-
-static void *
-stall_server(void *arg)
-{
-    stall *s = arg;
-    redisReply *r = cr_test_redis_cmd(s->server, "DEBUG SLEEP 0.3");
-
-    s->slept = r != NULL && r->type == REDIS_REPLY_STATUS;
-    if (r != NULL)
-        freeReplyObject(r);
-    return NULL;
-}
-
 static void
 test_multilock_contacts_servers_in_parallel(void **state)
 {
-    stall st[SERVERS];
+    redisContext *stall[SERVERS];
+    redisReply *r;
     cr_lock *m;
-    int64_t start, took;
-    int i;
+    int64_t sent, start, took;
+    int i, done;
 
     (void)state;
     assert_int_equal(cr_multilock_new(subs, SERVERS, &m), CR_OK);
-    /* Each server is busy for 300 ms: one after another would take 900. */
+    /* Each server is busy for 300 ms: one after another would take 900.
+     * The stalls are written before the lock (the servers, not under
+     * valgrind, read them within the pause below). */
     for (i = 0; i < SERVERS; i++) {
-        st[i].server = &servers[i];
-        assert_int_equal(pthread_create(&st[i].thread, NULL, stall_server, &st[i]), 0);
+        stall[i] = cr_test_redis_connect(&servers[i]);
+        assert_non_null(stall[i]);
+        assert_int_equal(redisAppendCommand(stall[i], "DEBUG SLEEP 0.3"), REDIS_OK);
+        do
+            assert_int_equal(redisBufferWrite(stall[i], &done), REDIS_OK);
+        while (!done);
     }
+    sent = cr_test_now_ms();
     usleep(50000);
     start = cr_test_now_ms();
     assert_int_equal(cr_lock_try_lock(m, 0, 5000), CR_OK);
     took = cr_test_now_ms() - start;
     for (i = 0; i < SERVERS; i++) {
-        pthread_join(st[i].thread, NULL);
-        assert_true(st[i].slept);
+        assert_int_equal(redisGetReply(stall[i], (void **)&r), REDIS_OK);
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        redisFree(stall[i]);
     }
-    /* The servers answered after their stalls: at least one stall long,
-     * and well under the sum of the three. */
-    assert_true(took >= 200);
+    /* The servers answered after their stalls, each begun once its command
+     * was read, after it was written (just before `sent`): what was left of
+     * one stall at least, and well under the sum of the three. */
+    assert_true(took >= 300 - (start - sent) - 20);
     assert_true(took < slow(600));
     assert_int_equal(cr_lock_unlock(m), CR_OK);
     cr_lock_free(m);

@@ -632,6 +632,14 @@ on_lost(void *userdata, const char *name, int64_t tid)
     __atomic_add_fetch(&r->calls, 1, __ATOMIC_SEQ_CST);
 }
 
+/* True once the lost-lease callback ran (just after the hold is marked
+ * lost, outside the watchdog's mutex). */
+static bool
+lost_called(void *arg)
+{
+    return __atomic_load_n(&((lost_record *)arg)->calls, __ATOMIC_SEQ_CST) > 0;
+}
+
 static void
 test_rwlock_lost_read_hold_is_reported(void **state)
 {
@@ -646,6 +654,7 @@ test_rwlock_lost_read_hold_is_reported(void **state)
     assert_int_equal(cr_lock_lock(r, CR_LEASE_WATCHDOG), CR_OK);
     assert_int_equal(redis_int("DEL " NAME), 1);
     assert_true(cr_test_wait_until(lock_is_lost, r, slow(3000)));
+    assert_true(cr_test_wait_until(lost_called, &rec, slow(3000)));
     assert_int_equal(__atomic_load_n(&rec.calls, __ATOMIC_SEQ_CST), 1);
     assert_int_equal(rec.tid, cr_thread_id());
     assert_int_equal(cr_lock_unlock(r), CR_ELOST);
