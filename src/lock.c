@@ -700,7 +700,7 @@ yield_to_waiters(cr_lock *l, int64_t heard, int64_t sent_us)
     uint64_t released = 0;
     int64_t read_at = 0, now = cr__now_us(), turn, cycle, whole;
     int local = cr__pubsub_waiters(l->client->pubsub, l->channel, &released,
-                                   &read_at);
+                                   &read_at, NULL);
     int64_t others = heard - (local >= 0 ? 1 : 0);
 
     if (others <= 0 && (local <= 0 || l->ops->in_line))

@@ -80,6 +80,7 @@ typedef struct yielder {
 } yielder;
 
 struct cr__sub {
+    uint64_t id; /* unique among the client's entries, never reused */
     char *channel;
     cr__wake_mode mode;
     int refs;
@@ -93,6 +94,8 @@ struct cr__sub {
     int link;      /* index in ps->links; -1 until placed */
     unsigned slot; /* the channel's cluster slot */
     unsigned resets;  /* times its subscription was lost (reset_sub) */
+    uint64_t confirms; /* times the server confirmed it */
+    uint64_t messages; /* messages read on it, whatever they said */
     uint64_t released; /* lock mode: "0" and "1" read, lingering or not */
     int64_t released_at_us; /* when the last of them was read (monotonic) */
     struct yielder *yielders; /* threads in cr__pubsub_await_releases */
@@ -157,6 +160,7 @@ struct cr__pubsub {
     const waiter *self; /* the reading waiter (see read_link) */
     int64_t linger_due; /* when the next lingering entry expires; 0: none */
     int64_t round_due;  /* when the dispatcher's poll times out; -1: never */
+    uint64_t sub_ids;   /* ids given to entries so far */
     sublink links[MAX_LINKS];
     int nlinks;
 };
@@ -300,6 +304,7 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
             pthread_mutex_unlock(&ps->mu);
             return CR_ENOMEM;
         }
+        s->id = ++ps->sub_ids;
         s->mode = mode;
         s->link = ps->sharded ? -1 : 0;
         s->slot = cr__key_slot(channel, strlen(channel));
@@ -429,9 +434,21 @@ cr__sub_fence(cr__pubsub *ps, cr__sub *s, cr__fence *f)
     pthread_mutex_unlock(&ps->mu);
 }
 
+bool
+cr__sub_quiet_since(cr__pubsub *ps, cr__sub *s, const cr__sub_mark *m)
+{
+    bool quiet;
+
+    pthread_mutex_lock(&ps->mu);
+    quiet = m->id != 0 && m->id == s->id && s->confirmed &&
+            s->confirms == m->confirms && s->messages == m->messages;
+    pthread_mutex_unlock(&ps->mu);
+    return quiet;
+}
+
 int
 cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *released,
-                   int64_t *released_at_us)
+                   int64_t *released_at_us, cr__sub_mark *mark)
 {
     cr__sub *s;
     int n = -1;
@@ -440,6 +457,8 @@ cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *released,
     HASH_FIND_STR(ps->subs, channel, s);
     *released = 0;
     *released_at_us = 0;
+    if (mark != NULL)
+        memset(mark, 0, sizeof(*mark));
     if (s != NULL && s->last_sent == SENT_SUB && s->confirmed) {
         yielder *y;
 
@@ -447,6 +466,11 @@ cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *released,
             n--; /* they hold a reference but do not wait for the lock */
         *released = s->released;
         *released_at_us = s->released_at_us;
+        if (mark != NULL) {
+            mark->id = s->id;
+            mark->confirms = s->confirms;
+            mark->messages = s->messages;
+        }
     }
     pthread_mutex_unlock(&ps->mu);
     return n;
@@ -662,6 +686,7 @@ deliver(cr__pubsub *ps, cr__sub *s, const char *payload, size_t len)
 {
     int64_t n;
 
+    s->messages++;
     if (!cr__parse_i64(payload, len, &n))
         return;
     switch (s->mode) {
@@ -725,6 +750,7 @@ handle_ack(cr__pubsub *ps, cr__sub *s)
         s->inflight--;
     if (s->inflight == 0 && s->last_sent == SENT_SUB && !s->confirmed) {
         s->confirmed = true;
+        s->confirms++;
         if (s->wake_on_confirm) {
             s->wake_on_confirm = false;
             wake_all(s);

@@ -84,12 +84,28 @@ cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms,
 /* cr__sub_confirmed: true while the server confirms the subscription. */
 bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);
 
+/* What a confirmed subscription had heard at some moment (see
+ * cr__pubsub_waiters), to tell later whether it stayed subscribed and read
+ * nothing since. */
+typedef struct cr__sub_mark {
+    uint64_t id;       /* the subscription's entry; 0: not subscribed then */
+    uint64_t confirms; /* the server's confirmations of it until then */
+    uint64_t messages; /* messages read on it until then */
+} cr__sub_mark;
+
 /* cr__pubsub_waiters: the local waiters of `channel` when this client is
  * subscribed to it (0 while it lingers), -1 when not; *released gets the
  * releases ("0" or "1" in lock mode) read on it so far, *released_at_us
- * when the last one was read (monotonic; 0: none). */
+ * when the last one was read (monotonic; 0: none), and *mark (unless NULL)
+ * the subscription's mark (id 0 when not subscribed). */
 int cr__pubsub_waiters(cr__pubsub *ps, const char *channel,
-                       uint64_t *released, int64_t *released_at_us);
+                       uint64_t *released, int64_t *released_at_us,
+                       cr__sub_mark *mark);
+
+/* cr__sub_quiet_since: true when `sub` is the subscription marked in `m`,
+ * confirmed without a break since and with no message read since: a
+ * message published after the mark was taken is still to come. */
+bool cr__sub_quiet_since(cr__pubsub *ps, cr__sub *sub, const cr__sub_mark *m);
 
 /* cr__pubsub_await_releases: wait until `channel`'s release count reaches
  * `target`, the monotonic clock reaches deadline_ms, or no release has

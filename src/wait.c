@@ -89,16 +89,20 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
     int64_t deadline = spec->wait_ms < 0 ? -1 : start + spec->wait_ms;
     cr__sub *sub = NULL;
     cr__fence fence = {-1, 0, 0};
+    cr__sub_mark mark = {0, 0, 0};
     uint64_t ticket = 0, released;
-    bool in_line = spec->in_line && spec->wait_ms != 0 && spec->channel != NULL &&
-                   cr__pubsub_waiters(c->pubsub, spec->channel, &released,
-                                      &read_at) > 0;
-    cr_status rc = in_line ? CR_BUSY : spec->attempt(spec->ctx, &hint);
+    int local = spec->wait_ms != 0 && spec->channel != NULL
+                    ? cr__pubsub_waiters(c->pubsub, spec->channel, &released,
+                                         &read_at, &mark)
+                    : -1;
+    bool in_line = spec->in_line && local > 0;
+    cr_status rc = in_line ? CR_BUSY : spec->attempt(spec->ctx, &hint), first;
 
     if (rc == CR_OK)
         CR__STAT_ADD(&c->stats, acquisitions, 1);
     if ((rc != CR_BUSY && rc != CR_EIO) || spec->wait_ms == 0)
         return rc;
+    first = rc;
     if (spec->channel == NULL) {
         rc = spin(c, spec, deadline, rc);
         if (rc == CR_OK)
@@ -111,9 +115,17 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
                               &sub);
     if (rc == CR_ECLOSED || rc == CR_ENOMEM)
         return rc;
-    if (in_line)
+    if (in_line) {
         hint = LINE_RECHECK_MS;
-    rc = in_line ? CR_BUSY : spec->attempt(spec->ctx, &hint);
+        rc = CR_BUSY;
+    } else if (first == CR_BUSY && cr__sub_quiet_since(c->pubsub, sub, &mark)) {
+        /* Subscribed since before the try and nothing read since: a
+         * release after the try is still to come as a message, and a try
+         * now would only see what the first saw. */
+        rc = CR_BUSY;
+    } else {
+        rc = spec->attempt(spec->ctx, &hint);
+    }
     if (spec->trust_open && (rc == CR_BUSY || rc == CR_EIO))
         cr__sub_fence(c->pubsub, sub, &fence);
     while (rc == CR_BUSY || rc == CR_EIO) {

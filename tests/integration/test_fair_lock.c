@@ -270,6 +270,62 @@ test_fair_lock_waiter_that_gives_up_leaves_queue_and_later_deadlines_move(void *
     cr_client_free(wc);
 }
 
+/* The server's count of SUBSCRIBE commands so far (INFO commandstats). */
+static long long
+subscribes_seen(void)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
+    const char *p = r != NULL && r->type == REDIS_REPLY_STRING
+                        ? strstr(r->str, "cmdstat_subscribe:calls=")
+                        : NULL;
+    long long n = p != NULL ? atoll(p + strlen("cmdstat_subscribe:calls=")) : 0;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+static void
+test_fair_lock_waiter_still_subscribed_tries_once_before_it_sleeps(void **state)
+{
+    cr_client *wc = client_with(30000, 0);
+    cr_lock *holder, *l;
+    cr_client_stats st0, st1;
+    long long subs;
+    waiter a, b;
+
+    (void)state;
+    assert_int_equal(cr_fair_lock_new(test_client, NAME, &holder), CR_OK);
+    assert_int_equal(cr_fair_lock_new(wc, NAME, &l), CR_OK);
+    /* A first wait subscribes; its subscription lingers after it. */
+    assert_int_equal(cr_lock_lock(holder, CR_LEASE_WATCHDOG), CR_OK);
+    waiter_start(&a, l, -3, slow(5000), true);
+    wait_queue_length(1);
+    assert_int_equal(cr_lock_unlock(holder), CR_OK);
+    pthread_join(a.thread, NULL);
+    assert_int_equal(a.rc, CR_OK);
+    /* The same owner waits again: one failed try, then sleep, then the
+     * try that takes it; no second try once subscribed. */
+    assert_int_equal(cr_lock_lock(holder, CR_LEASE_WATCHDOG), CR_OK);
+    subs = subscribes_seen();
+    assert_int_equal(cr_client_stats_get(wc, &st0), CR_OK);
+    waiter_start(&b, l, -3, slow(5000), false);
+    wait_queue_length(1);
+    assert_int_equal(cr_lock_unlock(holder), CR_OK);
+    pthread_join(b.thread, NULL);
+    assert_int_equal(b.rc, CR_OK);
+    assert_int_equal(cr_client_stats_get(wc, &st1), CR_OK);
+    if (subscribes_seen() == subs)
+        assert_int_equal(st1.commands - st0.commands, 2);
+    else /* too slow (valgrind): the subscription ended before B came */
+        print_message("subscription did not linger; %llu commands\n",
+                      (unsigned long long)(st1.commands - st0.commands));
+    assert_int_equal(cr_lock_unlock_tid(l, -3), CR_OK);
+    cr_lock_free(l);
+    cr_lock_free(holder);
+    cr_client_free(wc);
+}
+
 static void
 test_fair_lock_waiter_leaves_queue_when_its_client_is_freed(void **state)
 {
@@ -814,6 +870,7 @@ main(void)
         T(test_fair_lock_is_reentrant_and_releases_hold_by_hold),
         T(test_fair_lock_waiters_get_it_in_queue_order_across_threads_and_processes),
         T(test_fair_lock_waiter_that_gives_up_leaves_queue_and_later_deadlines_move),
+        T(test_fair_lock_waiter_still_subscribed_tries_once_before_it_sleeps),
         T(test_fair_lock_waiter_leaves_queue_when_its_client_is_freed),
         T(test_fair_lock_dead_head_waiter_delays_others_only_until_its_deadline),
         T(test_fair_lock_mutual_exclusion_across_threads_keeps_counter_exact),
