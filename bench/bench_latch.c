@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Scenario 5: count-down latch release fan-out. K waiters (threads sharing
+ * Scenario 6: count-down latch release fan-out. K waiters (threads sharing
  * one client, or processes with a client each) await one latch; the
  * coordinator closes it with a count of 1, waits until every waiter has
  * called await and is waiting, then counts it down. A waiter is waiting
@@ -354,7 +354,7 @@ main(int argc, char **argv)
     bench_samples_sort(&sh->lat);
     bench_samples_sort(&sh->all);
 
-    bench_json_begin(&j, "s5_latch");
+    bench_json_begin(&j, "s6_latch");
     bench_json_str(&j, "impl", impl);
     bench_json_str(&j, "mode", procs ? "procs" : "threads");
     bench_json_int(&j, "workers", k);

@@ -13,8 +13,14 @@
  *       each) loop on one lock: lock, GET the counter, SET it plus one,
  *       unlock. Reports throughput, the wait inside lock() (p50, p99, max),
  *       the handoff latency (one holder's unlock to the next holder's
- *       acquire, CLOCK_MONOTONIC timestamps in shared memory) and whether
- *       the counter is exact.
+ *       acquire, CLOCK_MONOTONIC timestamps in shared memory), the order of
+ *       grants (the share that passed no worker which had called lock()
+ *       earlier and still waited) and whether the counter is exact.
+ *   ... --permits P   a semaphore (or its floor) of P permits: up to P
+ *       workers inside at once, each doing INCR counter + GET instead.
+ *   ... --read-share R   R % of the cycles take the read lock and only
+ *       GET the counter (rwlock; floor_rw; an exclusive impl takes its one
+ *       lock for both); the rest write as above.
  *
  * Each run prints one JSON line. Timestamps are taken inside the critical
  * section, so they are ordered by the lock itself: the holder writes the
@@ -51,11 +57,19 @@ typedef struct shared {
     atomic_int ready;
     atomic_int go;
     atomic_int stop;
-    atomic_int in_cs;               /* 1 while a worker is inside */
+    atomic_int holders;             /* workers inside */
+    atomic_int readers, writers;    /* inside, with --read-share */
     atomic_uint_fast64_t violations; /* entered while someone was inside */
     atomic_uint_fast64_t cycles;
     atomic_uint_fast64_t commands;  /* credisson clients' command counts */
     atomic_uint_fast64_t messages;
+    atomic_uint_fast64_t writes;    /* with --read-share: write cycles */
+    /* The order of grants: when each worker called lock() (0: it is not
+     * waiting), and per grant the workers it passed that had called
+     * earlier. */
+    _Atomic int64_t waiting_since[MAX_WORKERS];
+    atomic_uint_fast64_t in_order;  /* grants that passed nobody */
+    atomic_uint_fast64_t passed;    /* workers passed, summed */
     /* Written only inside the critical section. */
     int64_t last_release_ns;
     int last_holder;
@@ -65,7 +79,11 @@ typedef struct shared {
      * t + 1, which only that ticket's worker waits on. */
     atomic_uint_fast64_t floor_next;
     sem_t floor_slot[MAX_WORKERS]; /* process-shared */
+    sem_t floor_permits;           /* floor_sem: P permits */
+    pthread_rwlock_t floor_rw;     /* floor_rw: writers preferred */
     bench_samples waits;
+    bench_samples read_waits;      /* with --read-share */
+    bench_samples write_waits;
     bench_samples handoffs;
 } shared;
 
@@ -78,6 +96,8 @@ typedef struct run_cfg {
     bool counter;
     double seconds;
     int64_t lease_ms;
+    int permits;    /* --permits: semaphores only */
+    int read_share; /* --read-share: % of cycles that read */
 } run_cfg;
 
 /* One worker: a thread, or the only thread of a child process. */
@@ -96,7 +116,11 @@ typedef struct worker {
     bool floor_pending;  /* a latch DEL whose reply is still to read */
     naive_lock *naive;
     cr_rwlock *rw;       /* the write lock's owner */
-    cr_semaphore *sem;   /* the one-permit semaphore */
+    cr_lock *read;       /* its read lock (rwlock) */
+    cr_semaphore *sem;   /* the semaphore */
+    char floor_sem_key[32];   /* floor_sem: its private semaphore */
+    char floor_sem_latch[64];
+    unsigned seed;       /* --read-share draws */
 } worker;
 
 /* Reports a credisson failure inside a worker and exits the process. */
@@ -127,6 +151,9 @@ typedef struct impl {
     void (*lock)(worker *w);
     void (*unlock)(worker *w);
     void (*close)(worker *w);
+    /* Shared (read) side for --read-share; NULL: lock and unlock. */
+    void (*lock_shared)(worker *w);
+    void (*unlock_shared)(worker *w);
 } impl;
 
 /* Frees the worker's credisson handles. */
@@ -198,16 +225,15 @@ floor_reply(worker *w)
     return r;
 }
 
+/* The floor's acquire script on its private key (and the reply of the
+ * last cycle's latch DEL). */
 static void
-floor_lock(worker *w)
+floor_lock_cmds(worker *w)
 {
     const char *acq[6] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].sha1,
                           "1", w->floor_key, "30000", w->floor_owner};
     redisReply *r;
 
-    w->floor_ticket = atomic_fetch_add(&w->sh->floor_next, 1);
-    while (sem_wait(&w->sh->floor_slot[w->floor_ticket % (uint64_t)w->cfg->workers]) != 0)
-        ; /* EINTR */
     redisAppendCommandArgv(w->redis, 6, acq, NULL);
     if (w->floor_pending) {
         freeReplyObject(floor_reply(w));
@@ -220,7 +246,18 @@ floor_lock(worker *w)
 }
 
 static void
-floor_unlock(worker *w)
+floor_lock(worker *w)
+{
+    w->floor_ticket = atomic_fetch_add(&w->sh->floor_next, 1);
+    while (sem_wait(&w->sh->floor_slot[w->floor_ticket % (uint64_t)w->cfg->workers]) != 0)
+        ; /* EINTR */
+    floor_lock_cmds(w);
+}
+
+/* The floor's unlock script with a fresh latch; the latch's DEL goes out
+ * now and its reply is read with the next command's. */
+static void
+floor_unlock_cmds(worker *w)
 {
     char latch[96], channel[64];
     const char *unl[11] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_UNLOCK].sha1,
@@ -238,6 +275,12 @@ floor_unlock(worker *w)
     freeReplyObject(r);
     redisAppendCommandArgv(w->redis, 2, del, NULL);
     w->floor_pending = true;
+}
+
+static void
+floor_unlock(worker *w)
+{
+    floor_unlock_cmds(w);
     sem_post(&w->sh->floor_slot[(w->floor_ticket + 1) % (uint64_t)w->cfg->workers]);
 }
 
@@ -331,19 +374,139 @@ semaphore_close(worker *w)
     w->sem = NULL;
 }
 
+/* The read/write lock with --read-share: its read lock for reading
+ * cycles, its write lock for the others. */
+static void
+rwlock_open(worker *w)
+{
+    write_open(w);
+    w->read = cr_rwlock_read_lock(w->rw);
+}
+
+static void
+read_lock(worker *w)
+{
+    check(cr_lock_lock(w->read, CR_LEASE_WATCHDOG), "cr_lock_lock (read)");
+}
+
+static void
+read_unlock(worker *w)
+{
+    check(cr_lock_unlock(w->read), "cr_lock_unlock (read)");
+}
+
+static void
+rwlock_close(worker *w)
+{
+    w->read = NULL;
+    write_close(w);
+}
+
+/* The floor of a semaphore of P permits: a process-shared POSIX semaphore
+ * of P lets workers in at once, and each cycle still makes the Redis
+ * commands of a semaphore cycle by hand, on a private key that always has
+ * its permit: the acquire script (with its fresh latch key) and the
+ * release script. */
+static void
+floor_sem_open(worker *w)
+{
+    cr__script_id ids[2] = {CR__SCRIPT_SEMAPHORE_TRY_ACQUIRE,
+                            CR__SCRIPT_SEMAPHORE_RELEASE};
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        const char *argv[3] = {"SCRIPT", "LOAD", cr__scripts[ids[i]].body};
+
+        freeReplyObject(bench_cmd_argv(w->redis, 3, argv, NULL));
+    }
+    snprintf(w->floor_sem_key, sizeof(w->floor_sem_key), "bench:floorsem:%d", w->id);
+    freeReplyObject(bench_cmd(w->redis, "SET %s 1", w->floor_sem_key));
+}
+
+static void
+floor_sem_lock(worker *w)
+{
+    const char *acq[7] = {"EVALSHA", cr__scripts[CR__SCRIPT_SEMAPHORE_TRY_ACQUIRE].sha1,
+                          "2", w->floor_sem_key, w->floor_sem_latch, "1", "10000"};
+    redisReply *r;
+
+    while (sem_wait(&w->sh->floor_permits) != 0)
+        ; /* EINTR */
+    snprintf(w->floor_sem_latch, sizeof(w->floor_sem_latch),
+             "credisson_semaphore_acquire:{%s}:%llx", w->floor_sem_key,
+             (unsigned long long)++w->floor_seq);
+    r = bench_cmd_argv(w->redis, 7, acq, NULL);
+    if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+        bench_die("floor_sem: the private permit was not there");
+    freeReplyObject(r);
+}
+
+static void
+floor_sem_unlock(worker *w)
+{
+    char channel[64];
+    const char *rel[8] = {"EVALSHA", cr__scripts[CR__SCRIPT_SEMAPHORE_RELEASE].sha1,
+                          "2", w->floor_sem_key, channel, "1", "publish", "0"};
+
+    snprintf(channel, sizeof(channel), "redisson_sc:{%s}", w->floor_sem_key);
+    freeReplyObject(bench_cmd_argv(w->redis, 8, rel, NULL));
+    sem_post(&w->sh->floor_permits);
+}
+
+static void
+floor_sem_close(worker *w)
+{
+    freeReplyObject(bench_cmd(w->redis, "DEL %s", w->floor_sem_key));
+}
+
+/* The floor of the read/write mix: a process-shared rwlock (writers
+ * preferred) hands over at once, and every cycle, reading or writing,
+ * makes the Redis commands of the instant-handoff floor's lock cycle. */
+static void
+floor_rw_lock(worker *w)
+{
+    pthread_rwlock_wrlock(&w->sh->floor_rw);
+    floor_lock_cmds(w);
+}
+
+static void
+floor_rw_unlock(worker *w)
+{
+    floor_unlock_cmds(w);
+    pthread_rwlock_unlock(&w->sh->floor_rw);
+}
+
+static void
+floor_rw_lock_shared(worker *w)
+{
+    pthread_rwlock_rdlock(&w->sh->floor_rw);
+    floor_lock_cmds(w);
+}
+
 /* Every implementation this program knows; `kind` marks the credisson lock
  * kinds other than RLock, which run.sh lists with --list-kinds. A new kind
  * takes one line here and an open function that makes its handle. */
 static const impl impls[] = {
-    {"rlock", false, true, rlock_open, rlock_lock, rlock_unlock, close_handles},
+    {"rlock", false, true, rlock_open, rlock_lock, rlock_unlock, close_handles,
+     NULL, NULL},
     {"rlock_lease", false, true, rlock_open, rlock_lease_lock, rlock_unlock,
-     close_handles},
-    {"floor", false, false, floor_open, floor_lock, floor_unlock, floor_close},
-    {"naive", false, false, naive_open, naive_do_lock, naive_do_unlock, naive_close},
-    {"fair", true, true, fair_open, rlock_lock, rlock_unlock, close_handles},
-    {"write", true, true, write_open, rlock_lock, rlock_unlock, write_close},
-    {"spin", true, true, spin_open, rlock_lock, rlock_unlock, close_handles},
-    {"semaphore", true, true, semaphore_open, sem_lock, sem_unlock, semaphore_close},
+     close_handles, NULL, NULL},
+    {"floor", false, false, floor_open, floor_lock, floor_unlock, floor_close,
+     NULL, NULL},
+    {"naive", false, false, naive_open, naive_do_lock, naive_do_unlock, naive_close,
+     NULL, NULL},
+    {"fair", true, true, fair_open, rlock_lock, rlock_unlock, close_handles, NULL, NULL},
+    {"write", true, true, write_open, rlock_lock, rlock_unlock, write_close, NULL, NULL},
+    {"spin", true, true, spin_open, rlock_lock, rlock_unlock, close_handles, NULL, NULL},
+    {"semaphore", true, true, semaphore_open, sem_lock, sem_unlock, semaphore_close,
+     NULL, NULL},
+    /* Only with --permits or --read-share (scenarios 4 and 5). */
+    {"floor_sem", false, false, floor_sem_open, floor_sem_lock, floor_sem_unlock,
+     floor_sem_close, NULL, NULL},
+    {"rwlock", false, true, rwlock_open, rlock_lock, rlock_unlock, rwlock_close,
+     read_lock, read_unlock},
+    {"floor_rw", false, false, floor_open, floor_rw_lock, floor_rw_unlock, floor_close,
+     floor_rw_lock_shared, floor_rw_unlock},
 };
 
 /* Finds an implementation by name; exits listing them when unknown. */
@@ -389,14 +552,65 @@ bump_counter(redisContext *c)
     freeReplyObject(bench_cmd(c, "SET %s %lld", COUNTER_KEY, v + 1));
 }
 
+/* INCR the counter and GET it: what each of P holders does at once. */
+static void
+incr_counter(redisContext *c)
+{
+    freeReplyObject(bench_cmd(c, "INCR %s", COUNTER_KEY));
+    freeReplyObject(bench_cmd(c, "GET %s", COUNTER_KEY));
+}
+
+/* The order of one grant: counts the workers still waiting that had
+ * called lock() before this one did at `since`. */
+static void
+note_order(shared *sh, const worker *w, int64_t since)
+{
+    uint64_t passed = 0;
+    int i;
+
+    atomic_store(&sh->waiting_since[w->id], 0);
+    for (i = 0; i < w->cfg->workers; i++) {
+        int64_t t = atomic_load(&sh->waiting_since[i]);
+
+        if (t != 0 && t < since)
+            passed++;
+    }
+    if (passed == 0)
+        atomic_fetch_add(&sh->in_order, 1);
+    atomic_fetch_add(&sh->passed, passed);
+}
+
+/* Entering the critical section: counts a violation when it is shared
+ * with more than it may be (one holder; P holders; readers with no
+ * writer). Returns what leave() needs. */
+static atomic_int *
+enter(shared *sh, const run_cfg *cfg, bool reading)
+{
+    if (cfg->read_share > 0) {
+        atomic_int *mine = reading ? &sh->readers : &sh->writers;
+        int n = atomic_fetch_add(mine, 1) + 1;
+
+        if (atomic_load(&sh->writers) > (reading ? 0 : 1) ||
+            (!reading && (n > 1 || atomic_load(&sh->readers) > 0)))
+            atomic_fetch_add(&sh->violations, 1);
+        return mine;
+    }
+    if (atomic_fetch_add(&sh->holders, 1) + 1 > cfg->permits)
+        atomic_fetch_add(&sh->violations, 1);
+    return &sh->holders;
+}
+
 /* The body of every worker: set up, wait for the start, loop until told to
  * stop, tear down. */
 static void
 work(worker *w)
 {
     const impl *im = w->cfg->im;
+    const run_cfg *cfg = w->cfg;
     shared *sh = w->sh;
-    uint64_t cycles = 0;
+    /* One holder at a time: the handovers can be timed. */
+    bool exclusive = cfg->permits == 1 && cfg->read_share == 0;
+    uint64_t cycles = 0, writes = 0;
 
     w->redis = bench_redis(w->cfg->url);
     if (im->uses_client && w->client == NULL) {
@@ -408,13 +622,18 @@ work(worker *w)
     while (!atomic_load(&sh->go))
         bench_sleep_ns(100000);
     while (!atomic_load(&sh->stop)) {
+        bool reading = cfg->read_share > 0 &&
+                       (int)(rand_r(&w->seed) % 100) < cfg->read_share;
+        bool shared_side = reading && im->lock_shared != NULL;
         int64_t t0 = bench_now_ns(), t1;
+        atomic_int *inside;
 
-        im->lock(w);
+        atomic_store(&sh->waiting_since[w->id], t0);
+        (shared_side ? im->lock_shared : im->lock)(w);
         t1 = bench_now_ns();
-        if (atomic_exchange(&sh->in_cs, 1) != 0)
-            atomic_fetch_add(&sh->violations, 1);
-        if (sh->last_holder >= 0) {
+        note_order(sh, w, t0);
+        inside = enter(sh, cfg, shared_side);
+        if (exclusive && sh->last_holder >= 0) {
             if (sh->last_holder != w->id) {
                 sh->handovers++;
                 bench_samples_add(&sh->handoffs, t1 - sh->last_release_ns);
@@ -423,15 +642,25 @@ work(worker *w)
             }
         }
         bench_samples_add(&sh->waits, t1 - t0);
-        if (w->cfg->counter)
+        if (cfg->read_share > 0)
+            bench_samples_add(reading ? &sh->read_waits : &sh->write_waits, t1 - t0);
+        if (reading)
+            freeReplyObject(bench_cmd(w->redis, "GET %s", COUNTER_KEY));
+        else if (cfg->permits > 1)
+            incr_counter(w->redis);
+        else if (cfg->counter)
             bump_counter(w->redis);
-        sh->last_holder = w->id;
-        atomic_store(&sh->in_cs, 0);
-        sh->last_release_ns = bench_now_ns();
-        im->unlock(w);
+        writes += !reading;
+        if (exclusive)
+            sh->last_holder = w->id;
+        atomic_fetch_sub(inside, 1);
+        if (exclusive)
+            sh->last_release_ns = bench_now_ns();
+        (shared_side ? im->unlock_shared : im->unlock)(w);
         cycles++;
     }
     atomic_fetch_add(&sh->cycles, cycles);
+    atomic_fetch_add(&sh->writes, writes);
     im->close(w);
     if (w->own_client) {
         cr_client_stats st;
@@ -474,15 +703,15 @@ wait_ready(shared *sh, int n, bool procs)
 
 /* Deletes the lock, the counter and what the other kinds keep (the fair
  * lock's queue and timeouts, the semaphore) before and after a run, and
- * gives the semaphore its one permit (a Redisson semaphore is a plain
+ * gives the semaphore its `permits` (a Redisson semaphore is a plain
  * counter key). */
 static void
-reset_keys(redisContext *c)
+reset_keys(redisContext *c, int permits)
 {
     freeReplyObject(bench_cmd(c, "DEL %s %s %s redisson_lock_queue:{%s} "
                               "redisson_lock_timeout:{%s}", LOCK_NAME,
                               COUNTER_KEY, SEM_NAME, LOCK_NAME, LOCK_NAME));
-    freeReplyObject(bench_cmd(c, "SET %s 1", SEM_NAME));
+    freeReplyObject(bench_cmd(c, "SET %s %d", SEM_NAME, permits));
 }
 
 /* Reads the counter after a run. */
@@ -506,6 +735,8 @@ run(const run_cfg *cfg)
     pthread_t *tids = calloc((size_t)cfg->workers, sizeof(*tids));
     pid_t *pids = calloc((size_t)cfg->workers, sizeof(*pids));
     cr_client *shared_client = NULL;
+    pthread_rwlockattr_t rwa;
+    uint64_t writes;
     double cpu0, cpu1, elapsed;
     int64_t start, end;
     long long counter;
@@ -517,10 +748,20 @@ run(const run_cfg *cfg)
         bench_die("out of memory");
     for (i = 0; i < cfg->workers; i++)
         sem_init(&sh->floor_slot[i], 1, i == 0 ? 1 : 0);
+    sem_init(&sh->floor_permits, 1, (unsigned)cfg->permits);
+    pthread_rwlockattr_init(&rwa);
+    pthread_rwlockattr_setpshared(&rwa, PTHREAD_PROCESS_SHARED);
+    pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&sh->floor_rw, &rwa);
+    pthread_rwlockattr_destroy(&rwa);
     sh->last_holder = -1;
     bench_samples_init(&sh->waits, MAX_SAMPLES, true);
     bench_samples_init(&sh->handoffs, MAX_SAMPLES, true);
-    reset_keys(rc);
+    if (cfg->read_share > 0) {
+        bench_samples_init(&sh->read_waits, MAX_SAMPLES, true);
+        bench_samples_init(&sh->write_waits, MAX_SAMPLES, true);
+    }
+    reset_keys(rc, cfg->permits);
     if (!cfg->procs && cfg->im->uses_client)
         shared_client = new_client(cfg->url);
     cpu0 = bench_cpu_s();
@@ -529,6 +770,7 @@ run(const run_cfg *cfg)
         ws[i].cfg = cfg;
         ws[i].sh = sh;
         ws[i].client = shared_client;
+        ws[i].seed = 7919u * (unsigned)i + 1;
         if (cfg->procs) {
             fflush(NULL);
             pids[i] = fork();
@@ -571,29 +813,50 @@ run(const run_cfg *cfg)
     }
     elapsed = (double)(end - start) / 1e9;
     cycles = atomic_load(&sh->cycles);
+    writes = atomic_load(&sh->writes);
     counter = read_counter(rc);
-    reset_keys(rc);
+    reset_keys(rc, cfg->permits);
     bench_samples_sort(&sh->waits);
     bench_samples_sort(&sh->handoffs);
 
-    bench_json_begin(&j, strcmp(cfg->scenario, "uncontended") == 0
-                             ? "s1_uncontended" : "s2_contended");
+    bench_json_begin(&j, cfg->read_share > 0 ? "s4_rwlock"
+                         : cfg->permits > 1  ? "s5_semaphore"
+                                             : "s2_contended");
     bench_json_str(&j, "impl", cfg->im->name);
     bench_json_str(&j, "mode", cfg->procs ? "procs" : "threads");
     bench_json_int(&j, "workers", cfg->workers);
+    bench_json_int(&j, "permits", cfg->permits);
+    bench_json_int(&j, "read_share", cfg->read_share);
     bench_json_num(&j, "seconds", elapsed);
     bench_json_int(&j, "cycles", (int64_t)cycles);
     bench_json_num(&j, "rate", (double)cycles / elapsed);
     if (cfg->counter) {
         bench_json_int(&j, "counter", counter);
-        bench_json_bool(&j, "counter_exact", counter == (long long)cycles);
+        bench_json_bool(&j, "counter_exact", counter == (long long)writes);
+    }
+    bench_json_num(&j, "in_order_share",
+                   cycles > 0 ? (double)atomic_load(&sh->in_order) / (double)cycles : 0);
+    bench_json_num(&j, "passed_mean",
+                   cycles > 0 ? (double)atomic_load(&sh->passed) / (double)cycles : 0);
+    if (cfg->read_share > 0) {
+        bench_samples *rw[2] = {&sh->read_waits, &sh->write_waits};
+        const char *names[2][3] = {{"reads", "read_wait_p50_us", "read_wait_p99_us"},
+                                   {"writes", "write_wait_p50_us", "write_wait_p99_us"}};
+        int k;
+
+        for (k = 0; k < 2; k++) {
+            bench_samples_sort(rw[k]);
+            bench_json_int(&j, names[k][0], (int64_t)bench_samples_count(rw[k]));
+            bench_json_num(&j, names[k][1], (double)bench_pct(rw[k], 50) / 1e3);
+            bench_json_num(&j, names[k][2], (double)bench_pct(rw[k], 99) / 1e3);
+        }
     }
     bench_json_int(&j, "violations", (int64_t)atomic_load(&sh->violations));
     bench_json_num(&j, "wait_p50_us", (double)bench_pct(&sh->waits, 50) / 1e3);
     bench_json_num(&j, "wait_p99_us", (double)bench_pct(&sh->waits, 99) / 1e3);
     bench_json_num(&j, "wait_max_us", (double)bench_pct(&sh->waits, 100) / 1e3);
     bench_json_num(&j, "wait_mean_us", bench_mean(&sh->waits) / 1e3);
-    if (cfg->workers > 1) {
+    if (cfg->workers > 1 && cfg->permits == 1 && cfg->read_share == 0) {
         bench_json_int(&j, "handovers", (int64_t)sh->handovers);
         bench_json_num(&j, "handoff_p50_us",
                        (double)bench_pct(&sh->handoffs, 50) / 1e3);
@@ -611,9 +874,9 @@ run(const run_cfg *cfg)
                        cycles > 0 ? (double)atomic_load(&sh->commands) / (double)cycles : 0);
     bench_json_end(&j);
 
-    if (cfg->counter && counter != (long long)cycles)
-        fprintf(stderr, "bench_lock: counter %lld != %llu cycles\n", counter,
-                (unsigned long long)cycles);
+    if (cfg->counter && counter != (long long)writes)
+        fprintf(stderr, "bench_lock: counter %lld != %llu writes\n", counter,
+                (unsigned long long)writes);
     redisFree(rc);
     free(ws);
     free(tids);
@@ -653,7 +916,7 @@ run_uncontended(const run_cfg *cfg)
     w.sh = sh;
     w.redis = bench_redis(cfg->url);
     freeReplyObject(bench_cmd_argv(w.redis, 3, load, NULL));
-    reset_keys(w.redis);
+    reset_keys(w.redis, 1);
     if (im->uses_client) {
         w.client = new_client(cfg->url);
         w.own_client = true;
@@ -695,7 +958,7 @@ run_uncontended(const run_cfg *cfg)
     if (w.own_client)
         cr_client_free(w.client);
     freeReplyObject(bench_cmd(w.redis, "DEL bench:s1:ceiling"));
-    reset_keys(w.redis);
+    reset_keys(w.redis, 1);
     redisFree(w.redis);
     qsort(ratios, (size_t)rounds, sizeof(*ratios), cmp_double);
     bench_samples_sort(&lat);
@@ -743,6 +1006,15 @@ main(int argc, char **argv)
     cfg.scenario = bench_opt(&a, "--scenario", "uncontended");
     cfg.im = find_impl(bench_opt(&a, "--impl", "rlock"));
     cfg.lease_ms = atoll(bench_opt(&a, "--lease-ms", "30000"));
+    cfg.permits = atoi(bench_opt(&a, "--permits", "1"));
+    cfg.read_share = atoi(bench_opt(&a, "--read-share", "0"));
+    if (cfg.permits < 1 || cfg.permits > MAX_WORKERS)
+        bench_die("--permits must be in 1..%d", MAX_WORKERS);
+    if (cfg.read_share < 0 || cfg.read_share > 100)
+        bench_die("--read-share is a percentage");
+    if (cfg.permits > 1 && strcmp(cfg.im->name, "semaphore") != 0 &&
+        strcmp(cfg.im->name, "floor_sem") != 0)
+        bench_die("--permits is for semaphore and floor_sem");
     mode = bench_opt(&a, "--mode", "threads");
     cfg.procs = strcmp(mode, "procs") == 0;
     if (!cfg.procs && strcmp(mode, "threads") != 0)

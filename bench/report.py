@@ -122,34 +122,78 @@ def main():
 
     # ---------------------------------------------------------------- s2
     p("Scenario 2: contended, K workers, lock / GET+SET counter / unlock")
-    p("  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5}".format(
+    p("  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format(
         "impl", "mode", "K", "cycles/s", "/floor", "wait p50", "p99 ms", "max ms",
-        "hand p50", "p99 us", "self", "exact"))
+        "hand p50", "p99 us", "self", "order", "exact"))
     s2 = [x for x in rows if x.get("bench") == "s2_contended"]
     for r in s2:
         fmode = r["mode"] if r["mode"] in ("threads", "procs") else "procs"
         fl = find(rows, "s2_contended", impl="floor", mode=fmode, workers=r["workers"])
         ratio = r["rate"] / fl["rate"] if fl and fl.get("rate") else None
-        p("  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5}".format(
+        p("  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format(
             r["impl"], r["mode"], r["workers"], fmt(r["rate"]), fmt(ratio, 2),
             fmt(ms(r.get("wait_p50_us")), 2), fmt(ms(r.get("wait_p99_us")), 1),
             fmt(ms(r.get("wait_max_us")), 0), fmt(r.get("handoff_p50_us")),
             fmt(r.get("handoff_p99_us")), fmt(r.get("self_share"), 2),
-            fmt(r.get("counter_exact"))))
+            fmt(r.get("in_order_share"), 2), fmt(r.get("counter_exact"))))
     p("  /floor: throughput over the instant-handoff floor (same K and mode; the")
     p("  peers against the processes floor). self: share of acquisitions won by")
     p("  the worker that had just released (barging). wait: time inside lock().")
+    p("  order (scenario 3, the order of grants): share of acquisitions that")
+    p("  passed no worker which had called lock() earlier and still waited.")
     p("")
 
+    # ---------------------------------------------------------------- s4
+    s4 = [x for x in rows if x.get("bench") == "s4_rwlock"]
+    if s4:
+        p("Scenario 4: read/write lock, 8 workers, 90 % of the cycles read (GET)")
+        p("  {:<9} {:<7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5}".format(
+            "impl", "mode", "ops/s", "/floor", "/rlock", "read p50", "p99 ms",
+            "write p50", "p99 ms", "viol", "exact"))
+        for r in s4:
+            fl = find(rows, "s4_rwlock", impl="floor_rw", mode=r["mode"])
+            rl = find(rows, "s4_rwlock", impl="rlock", mode=r["mode"])
+            p("  {:<9} {:<7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5}".format(
+                r["impl"], r["mode"], fmt(r["rate"]),
+                fmt(r["rate"] / fl["rate"] if fl else None, 2),
+                fmt(r["rate"] / rl["rate"] if rl else None, 2),
+                fmt(ms(r.get("read_wait_p50_us")), 2), fmt(ms(r.get("read_wait_p99_us")), 1),
+                fmt(ms(r.get("write_wait_p50_us")), 2), fmt(ms(r.get("write_wait_p99_us")), 1),
+                r.get("violations"), fmt(r.get("counter_exact"))))
+        p("  floor_rw: a local process-shared rwlock (writers preferred) with the")
+        p("  instant-handoff floor's Redis commands per cycle; rlock: RLock taken")
+        p("  for reads too (no sharing). viol: a writer inside with anyone else.")
+        p("")
+
     # ---------------------------------------------------------------- s5
-    s5 = [x for x in rows if x.get("bench") == "s5_latch"]
+    s5 = [x for x in rows if x.get("bench") == "s5_semaphore"]
     if s5:
-        p("Scenario 5: latch release fan-out, K waiters, one count down per round")
+        p("Scenario 5: semaphore of k permits, 4k worker processes, INCR + GET inside")
+        p("  {:<10} {:>3} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format(
+            "impl", "k", "K", "cycles/s", "/floor", "wait p50", "p99 ms", "max ms",
+            "order", "viol", "exact"))
+        for r in s5:
+            fl = find(rows, "s5_semaphore", impl="floor_sem", permits=r["permits"])
+            p("  {:<10} {:>3} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format(
+                r["impl"], r["permits"], r["workers"], fmt(r["rate"]),
+                fmt(r["rate"] / fl["rate"] if fl else None, 2),
+                fmt(ms(r.get("wait_p50_us")), 2), fmt(ms(r.get("wait_p99_us")), 1),
+                fmt(ms(r.get("wait_max_us")), 0), fmt(r.get("in_order_share"), 2),
+                r.get("violations"), fmt(r.get("counter_exact"))))
+        p("  floor_sem: a local process-shared semaphore of k with the Redis commands")
+        p("  of a semaphore cycle by hand (acquire and release scripts). viol: more")
+        p("  than k inside at once.")
+        p("")
+
+    # ---------------------------------------------------------------- s6
+    s6 = [x for x in rows if x.get("bench") == "s6_latch"]
+    if s6:
+        p("Scenario 6: latch release fan-out, K waiters, one count down per round")
         p("  {:<6} {:<7} {:>3} {:>6} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>6}".format(
             "impl", "mode", "K", "rounds", "p50 us", "p99 us", "max us", "RTTs",
             "all p50", "all p99", "all max", "/floor", "errors"))
-        for r in s5:
-            fl = find(rows, "s5_latch", impl="floor", mode=r["mode"],
+        for r in s6:
+            fl = find(rows, "s6_latch", impl="floor", mode=r["mode"],
                       workers=r["workers"])
             ratio = (r["all_p99_us"] / fl["all_p99_us"]
                      if fl and fl.get("all_p99_us") else None)
@@ -252,8 +296,8 @@ def main():
     t.add("K=8 procs: throughput >= 3 x redlock",
           r8["rate"] / nd["rate"] if r8 and nd else None, 3.0, True, "x")
     for mode in ("procs", "threads"):
-        l64 = find(rows, "s5_latch", impl="latch", mode=mode, workers=64)
-        f64 = find(rows, "s5_latch", impl="floor", mode=mode, workers=64)
+        l64 = find(rows, "s6_latch", impl="latch", mode=mode, workers=64)
+        f64 = find(rows, "s6_latch", impl="floor", mode=mode, workers=64)
         t.add("latch, 64 waiting %s: all released within 5 ms p99" % mode,
               l64["all_p99_us"] / 1000.0 if l64 and "all_p99_us" in l64 else None,
               5.0, False, "ms",

@@ -9,7 +9,7 @@
 # minutes; --quick about one.
 #
 #   bench/run.sh [--builddir DIR] [--url URL] [--seconds S] [--quick]
-#                [--only ceiling,s1,s2,s5,s7,s8] [--workers 2,8,32]
+#                [--only ceiling,s1,s2,s4,s5,s6,s7,s8] [--workers 2,8,32]
 #                [--latch-workers 16,64]
 #                [--no-peers] [--pin] [--out FILE]
 #
@@ -19,7 +19,7 @@
 #               bench:* and the lock keys of the scenarios are written there
 #   --seconds   length of each timed run (default 3; --quick: 1)
 #   --workers   K of scenario 2 (workers on one lock)
-#   --latch-workers  K of scenario 5 (waiters on one latch; the issue's
+#   --latch-workers  K of scenario 6 (waiters on one latch; the issue's
 #               N = 16 and 64)
 #   --no-peers  skip python3-redis and redlock (nothing is installed)
 #   --pin       pin redis-server to the last CPU and every client to the
@@ -37,7 +37,7 @@ builddir=$(pwd)
 url=
 seconds=3
 ceil_seconds=2
-only=ceiling,s1,s2,s5,s7,s8
+only=ceiling,s1,s2,s4,s5,s6,s7,s8
 workers="2 8 32"
 latch_workers="16 64"
 peers=1
@@ -226,7 +226,30 @@ if want s2; then
             --scenario contended --impl "$impl" --workers 8 --mode procs
     done
 fi
+if want s4; then
+    # Read/write lock, 90 % of the cycles reading: the rwlock, its floor
+    # (a local rwlock and the floor's commands) and RLock taking its one
+    # lock for both, eight workers.
+    for mode in threads procs; do
+        for impl in floor_rw rwlock rlock; do
+            run "$bin/bench_lock" --url "$url" --seconds "$seconds" \
+                --scenario contended --impl "$impl" --workers 8 --mode "$mode" \
+                --read-share 90
+        done
+    done
+fi
 if want s5; then
+    # Semaphore of k permits, 4k worker processes, next to its floor (a
+    # local semaphore of k and the same Redis commands).
+    for k in 2 8; do
+        for impl in floor_sem semaphore; do
+            run "$bin/bench_lock" --url "$url" --seconds "$seconds" \
+                --scenario contended --impl "$impl" --workers $((4 * k)) \
+                --mode procs --permits "$k"
+        done
+    done
+fi
+if want s6; then
     for k in $latch_workers; do
         for mode in threads procs; do
             for impl in floor latch; do
