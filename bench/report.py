@@ -106,13 +106,14 @@ def main():
 
     # ---------------------------------------------------------------- s1
     p("Scenario 1: uncontended lock/unlock pairs, one thread")
-    p("  {:<16} {:>9} {:>9} {:>9} {:>9} {:>10}".format(
+    row = "  {:<16} {:>9} {:>9} {:>9} {:>9} {:>10}".format
+    p(row(
         "impl", "pairs/s", "ratio", "p50 us", "p99 us", "cpu us/pair"))
     for r in [x for x in rows if x.get("bench") == "s1_uncontended"]:
         ratio = r.get("ratio_median")
         if ratio is None and e1:
             ratio = r["rate"] / (e1 / 2)
-        p("  {:<16} {:>9} {:>9} {:>9} {:>9} {:>10}".format(
+        p(row(
             r["impl"], fmt(r["rate"]), fmt(ratio, 2), fmt(r.get("pair_p50_us")),
             fmt(r.get("pair_p99_us")), fmt(r.get("client_cpu_us_per_cycle"))))
     p("  ratio: to single-connection EVALSHA rate / 2; for credisson and the naive")
@@ -122,7 +123,8 @@ def main():
 
     # ---------------------------------------------------------------- s2
     p("Scenario 2: contended, K workers, lock / GET+SET counter / unlock")
-    p("  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format(
+    row = "  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format
+    p(row(
         "impl", "mode", "K", "cycles/s", "/floor", "wait p50", "p99 ms", "max ms",
         "hand p50", "p99 us", "self", "order", "exact"))
     s2 = [x for x in rows if x.get("bench") == "s2_contended"]
@@ -130,7 +132,7 @@ def main():
         fmode = r["mode"] if r["mode"] in ("threads", "procs") else "procs"
         fl = find(rows, "s2_contended", impl="floor", mode=fmode, workers=r["workers"])
         ratio = r["rate"] / fl["rate"] if fl and fl.get("rate") else None
-        p("  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format(
+        p(row(
             r["impl"], r["mode"], r["workers"], fmt(r["rate"]), fmt(ratio, 2),
             fmt(ms(r.get("wait_p50_us")), 2), fmt(ms(r.get("wait_p99_us")), 1),
             fmt(ms(r.get("wait_max_us")), 0), fmt(r.get("handoff_p50_us")),
@@ -147,13 +149,14 @@ def main():
     s4 = [x for x in rows if x.get("bench") == "s4_rwlock"]
     if s4:
         p("Scenario 4: read/write lock, 8 workers, 90 % of the cycles read (GET)")
-        p("  {:<9} {:<7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5}".format(
+        row = "  {:<9} {:<7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5}".format
+        p(row(
             "impl", "mode", "ops/s", "/floor", "/rlock", "read p50", "p99 ms",
             "write p50", "p99 ms", "viol", "exact"))
         for r in s4:
             fl = find(rows, "s4_rwlock", impl="floor_rw", mode=r["mode"])
             rl = find(rows, "s4_rwlock", impl="rlock", mode=r["mode"])
-            p("  {:<9} {:<7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5}".format(
+            p(row(
                 r["impl"], r["mode"], fmt(r["rate"]),
                 fmt(r["rate"] / fl["rate"] if fl else None, 2),
                 fmt(r["rate"] / rl["rate"] if rl else None, 2),
@@ -169,12 +172,13 @@ def main():
     s5 = [x for x in rows if x.get("bench") == "s5_semaphore"]
     if s5:
         p("Scenario 5: semaphore of k permits, 4k worker processes, INCR + GET inside")
-        p("  {:<10} {:>3} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format(
+        row = "  {:<10} {:>3} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format
+        p(row(
             "impl", "k", "K", "cycles/s", "/floor", "wait p50", "p99 ms", "max ms",
             "order", "viol", "exact"))
         for r in s5:
             fl = find(rows, "s5_semaphore", impl="floor_sem", permits=r["permits"])
-            p("  {:<10} {:>3} {:>4} {:>9} {:>6} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format(
+            p(row(
                 r["impl"], r["permits"], r["workers"], fmt(r["rate"]),
                 fmt(r["rate"] / fl["rate"] if fl else None, 2),
                 fmt(ms(r.get("wait_p50_us")), 2), fmt(ms(r.get("wait_p99_us")), 1),
@@ -189,7 +193,8 @@ def main():
     s6 = [x for x in rows if x.get("bench") == "s6_latch"]
     if s6:
         p("Scenario 6: latch release fan-out, K waiters, one count down per round")
-        p("  {:<6} {:<7} {:>3} {:>6} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>6}".format(
+        row = "  {:<6} {:<7} {:>3} {:>6} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>6}".format
+        p(row(
             "impl", "mode", "K", "rounds", "p50 us", "p99 us", "max us", "RTTs",
             "all p50", "all p99", "all max", "/floor", "errors"))
         for r in s6:
@@ -197,7 +202,7 @@ def main():
                       workers=r["workers"])
             ratio = (r["all_p99_us"] / fl["all_p99_us"]
                      if fl and fl.get("all_p99_us") else None)
-            p("  {:<6} {:<7} {:>3} {:>6} {:>8} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>6}".format(
+            p(row(
                 r.get("impl", "latch"), r["mode"], r["workers"], r["rounds"],
                 fmt(r["release_p50_us"]), fmt(r["release_p99_us"]),
                 fmt(r["release_max_us"]),
@@ -214,12 +219,13 @@ def main():
 
     # ---------------------------------------------------------------- s7
     p("Scenario 7: watchdog at scale (lease-less holds in one client)")
-    p("  {:>7} {:>6} {:>10} {:>8} {:>8} {:>7} {:>6} {:>8} {:>7} {:>8} {:>4} {:>9}".format(
+    row = "  {:>7} {:>6} {:>10} {:>8} {:>8} {:>7} {:>6} {:>8} {:>7} {:>8} {:>4} {:>9}".format
+    p(row(
         "locks", "wd ms", "calls/per", "ideal", "per call", "cycle s", "cpu %",
         "ms/cycle", "B/lock", "B+handle", "lost", "alive"))
     for r in [x for x in rows if x.get("bench") == "s7_watchdog"]:
         rpl = r["renewals_per_lock_per_period"]
-        p("  {:>7} {:>6} {:>10} {:>8} {:>8} {:>7} {:>6} {:>8} {:>7} {:>8} {:>4} {:>9}".format(
+        p(row(
             fmt(r["locks"]), fmt(r["watchdog_ms"]), fmt(r["renewal_calls_per_period"], 1),
             fmt(r["locks"] / 100.0), fmt(r["locks_per_call"], 1),
             fmt(r["period_s"] / rpl if rpl else None, 2), fmt(r["cpu_pct"], 1),
