@@ -405,8 +405,9 @@ rwlock_close(worker *w)
 /* The floor of a semaphore of P permits: a process-shared POSIX semaphore
  * of P lets workers in at once, and each cycle still makes the Redis
  * commands of a semaphore cycle by hand, on a private key that always has
- * its permit: the acquire script (with its fresh latch key) and the
- * release script. */
+ * its permit: the acquire script (with its fresh latch key), the latch's
+ * DEL (sent with the release script, whose reply is read after the DEL's)
+ * and the release script. */
 static void
 floor_sem_open(worker *w)
 {
@@ -428,6 +429,7 @@ floor_sem_lock(worker *w)
 {
     const char *acq[7] = {"EVALSHA", cr__scripts[CR__SCRIPT_SEMAPHORE_TRY_ACQUIRE].sha1,
                           "2", w->floor_sem_key, w->floor_sem_latch, "1", "10000"};
+    const char *del[2] = {"DEL", w->floor_sem_latch};
     redisReply *r;
 
     while (sem_wait(&w->sh->floor_permits) != 0)
@@ -439,6 +441,8 @@ floor_sem_lock(worker *w)
     if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
         bench_die("floor_sem: the private permit was not there");
     freeReplyObject(r);
+    redisAppendCommandArgv(w->redis, 2, del, NULL);
+    w->floor_pending = true;
 }
 
 static void
@@ -449,13 +453,17 @@ floor_sem_unlock(worker *w)
                           "2", w->floor_sem_key, channel, "1", "publish", "0"};
 
     snprintf(channel, sizeof(channel), "redisson_sc:{%s}", w->floor_sem_key);
-    freeReplyObject(bench_cmd_argv(w->redis, 8, rel, NULL));
+    redisAppendCommandArgv(w->redis, 8, rel, NULL);
+    freeReplyObject(floor_reply(w)); /* the latch's DEL */
+    w->floor_pending = false;
+    freeReplyObject(floor_reply(w));
     sem_post(&w->sh->floor_permits);
 }
 
 static void
 floor_sem_close(worker *w)
 {
+    floor_close(w);
     freeReplyObject(bench_cmd(w->redis, "DEL %s", w->floor_sem_key));
 }
 
@@ -561,7 +569,9 @@ incr_counter(redisContext *c)
 }
 
 /* The order of one grant: counts the workers still waiting that had
- * called lock() before this one did at `since`. */
+ * called lock() before this one did at `since`. Where holders overlap
+ * (scenarios 4 and 5), a grant made microseconds after an earlier
+ * caller's, before that one cleared its stamp, counts as passing it. */
 static void
 note_order(shared *sh, const worker *w, int64_t since)
 {

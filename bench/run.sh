@@ -6,7 +6,7 @@
 # ceiling, runs every scenario for a bounded time with credisson and its
 # peers side by side, and prints the table (bench/report.py) followed by one
 # JSON line per scenario and per target. The default run takes about four
-# minutes; --quick about one.
+# to five minutes; --quick about one.
 #
 #   bench/run.sh [--builddir DIR] [--url URL] [--seconds S] [--quick]
 #                [--only ceiling,s1,s2,s4,s5,s6,s7,s8] [--workers 2,8,32]

@@ -2,8 +2,8 @@
 /*
  * Waiting for an object, shared by every kind (protocol section 2): try,
  * subscribe to the object's channel, try again (not when the client was
- * subscribed already before the first try and has read nothing on it
- * since: a lingering subscription), then sleep until a message
+ * subscribed already before the first try, lingering or for other
+ * waiters, and has read nothing on it since), then sleep until a message
  * or the attempt's hint (a ttl) runs out, bounded by the caller's remaining
  * wait; repeat. A message between a failed try and the sleep is kept as a
  * permit, so it is never lost; nothing sleeps unbounded on a message alone
