@@ -2,14 +2,17 @@
 -- KEYS[1] = permits N, KEYS[2] = channel redisson_sc:{N}
 -- ARGV[1] = permits to give back (> 0), ARGV[2] = publish command,
 -- ARGV[3] = 1 to do nothing when N does not exist (releaseIfExists), else 0
--- Returns 0 when N did not exist and ARGV[3] is 1, else 1. The new total is
--- published when it is positive (Redisson publishes it always; a count
--- <= 0 would make Java's listener throw, protocol section 1.4).
+-- Returns 0 when N did not exist and ARGV[3] is 1, else 1 plus the number
+-- of subscribers the publish reached (the releaser lets them go first).
+-- The new total is published when it is positive (Redisson publishes it
+-- always; a count <= 0 would make Java's listener throw, protocol section
+-- 1.4).
 if ARGV[3] == '1' and redis.call('exists', KEYS[1]) == 0 then
     return 0
 end
 local total = redis.call('incrby', KEYS[1], ARGV[1])
+local heard = 0
 if total > 0 then
-    redis.call(ARGV[2], KEYS[2], total)
+    heard = redis.call(ARGV[2], KEYS[2], total)
 end
-return 1
+return 1 + heard

@@ -19,6 +19,15 @@
  * Java never looks at it.
  *
  * Releases and additions are not idempotent and are never resent.
+ *
+ * A handle that releases and acquires again at once would win the race
+ * against the waiters its release woke (they are a message and a round
+ * trip behind), and a busy loop would starve them. So, as RLock's
+ * releaser, its next acquire that may wait first pauses a turn of
+ * TURN_RTTS release round trips (TURN_MIN_US to TURN_MAX_US) when the
+ * release reached a subscriber other than its own client, or this client
+ * has waiting threads. The release script returns how many subscribers
+ * its publish reached.
  */
 #include "config.h"
 
@@ -29,10 +38,14 @@
 #include "object.h"
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
+#define TURN_RTTS 4
+#define TURN_MIN_US 1000
+#define TURN_MAX_US 20000
 
 struct cr_semaphore {
     cr__object o;
     char *channel; /* redisson_sc:{N} */
+    _Atomic int64_t turn_until_us; /* the next acquire pauses until then */
 };
 
 /* The guard of every semaphore call. */
@@ -54,6 +67,7 @@ cr_semaphore_new(cr_client *c, const char *name, cr_semaphore **out)
         rc = cr__object_new(c, name, SEM_MAGIC, sizeof(*s), (void **)&s);
     if (rc != CR_OK)
         return rc;
+    atomic_init(&s->turn_until_us, 0);
     s->channel = cr__prefix_name("redisson_sc", s->o.raw);
     if (s->channel == NULL) {
         cr__object_free(s);
@@ -154,6 +168,14 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
         goto out;
     }
+    if (wait_ms != 0) {
+        int64_t pause = atomic_load(&s->turn_until_us) - cr__now_us();
+
+        if (wait_ms > 0 && pause > wait_ms * 1000)
+            pause = wait_ms * 1000;
+        if (pause > 0)
+            cr__sleep_us(pause);
+    }
     rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
                          &a);
     if (rc == CR_EIO && latch_left_behind(&a))
@@ -183,11 +205,30 @@ cr_semaphore_try_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 
 /* ------------------------------------------------------------ releasing */
 
+/* After a release sent at `sent_us` whose publish reached `heard`
+ * subscribers: the turn this handle's next acquire leaves to them (see the
+ * top of the file). */
+static void
+leave_a_turn(cr_semaphore *s, int64_t heard, int64_t sent_us)
+{
+    uint64_t released = 0;
+    int64_t read_at = 0, now = cr__now_us(), turn;
+    int local = cr__pubsub_waiters(s->o.client->pubsub, s->channel, &released,
+                                   &read_at, NULL);
+
+    if (heard - (local >= 0 ? 1 : 0) <= 0 && local <= 0)
+        return;
+    turn = TURN_RTTS * (now - sent_us);
+    turn = turn < TURN_MIN_US ? TURN_MIN_US : turn > TURN_MAX_US ? TURN_MAX_US : turn;
+    atomic_store(&s->turn_until_us, now + turn);
+}
+
 /* Runs the release script; *done tells whether it released. */
 static cr_status
 release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
 {
     cr__reply *r = NULL;
+    int64_t v = 0, sent;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
@@ -198,10 +239,16 @@ release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
         *done = false;
         goto out;
     }
+    sent = cr__now_us();
     rc = cr__sem_script(s, s->channel, CR__SCRIPT_SEMAPHORE_RELEASE, 0,
                         permits, only_if_exists ? "1" : "0", &r);
     if (rc == CR_OK)
-        rc = cr__reply_bool(r, "semaphore release", done);
+        rc = cr__reply_i64(r, "semaphore release", &v);
+    if (rc == CR_OK) {
+        *done = v > 0;
+        if (v > 1)
+            leave_a_turn(s, v - 1, sent);
+    }
 out:
     cr__object_leave(s);
     return rc;
