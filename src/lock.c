@@ -647,11 +647,8 @@ cr__lock_acquire_plain(cr_lock *l, const char *owner, int64_t lease_ms,
                                    hint);
 }
 
-/* A turn: yield_rtts unlock round trips, so that a woken waiter's attempt
- * lands before this handle's next one (no barging), within these bounds.
- * A yield that counts releases lasts at most YIELD_COUNT_MAX_US. */
-#define YIELD_MIN_US 1000
-#define YIELD_MAX_US 20000
+/* A turn: yield_rtts unlock round trips (cr__turn_us). A yield that
+ * counts releases lasts at most YIELD_COUNT_MAX_US. */
 #define YIELD_COUNT_MAX_US 200000
 
 /* Maps an unlock script's reply (nil, 0, 1, -n for "released, n heard
@@ -705,9 +702,8 @@ yield_to_waiters(cr_lock *l, int64_t heard, int64_t sent_us)
 
     if (others <= 0 && (local <= 0 || l->ops->in_line))
         return; /* this client's waiters: its next wait joins their line */
-    turn = (others > 0 ? atomic_load(&l->yield_rtts) : YIELD_RTTS_MIN) *
-           (now - sent_us);
-    turn = turn < YIELD_MIN_US ? YIELD_MIN_US : turn > YIELD_MAX_US ? YIELD_MAX_US : turn;
+    turn = cr__turn_us(others > 0 ? atomic_load(&l->yield_rtts) : YIELD_RTTS_MIN,
+                       now - sent_us);
     cycle = turn + now - atomic_load(&l->acquired_us);
     cycle = cycle > YIELD_COUNT_MAX_US ? YIELD_COUNT_MAX_US : cycle;
     whole = others > 0 ? 2 * others * cycle : turn;

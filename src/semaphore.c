@@ -24,7 +24,7 @@
  * against the waiters its release woke (they are a message and a round
  * trip behind), and a busy loop would starve them. So, as RLock's
  * releaser, its next acquire that may wait first pauses a turn of
- * TURN_RTTS release round trips (TURN_MIN_US to TURN_MAX_US) when the
+ * TURN_RTTS release round trips (cr__turn_us: 1 to 20 ms) when the
  * release reached a subscriber other than its own client, or this client
  * has waiting threads. The release script returns how many subscribers
  * its publish reached.
@@ -38,9 +38,7 @@
 #include "object.h"
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
-#define TURN_RTTS 4
-#define TURN_MIN_US 1000
-#define TURN_MAX_US 20000
+#define TURN_RTTS 4 /* RLock's shortest turn */
 
 struct cr_semaphore {
     cr__object o;
@@ -212,15 +210,13 @@ static void
 leave_a_turn(cr_semaphore *s, int64_t heard, int64_t sent_us)
 {
     uint64_t released = 0;
-    int64_t read_at = 0, now = cr__now_us(), turn;
+    int64_t read_at = 0, now = cr__now_us();
     int local = cr__pubsub_waiters(s->o.client->pubsub, s->channel, &released,
                                    &read_at, NULL);
 
     if (heard - (local >= 0 ? 1 : 0) <= 0 && local <= 0)
         return;
-    turn = TURN_RTTS * (now - sent_us);
-    turn = turn < TURN_MIN_US ? TURN_MIN_US : turn > TURN_MAX_US ? TURN_MAX_US : turn;
-    atomic_store(&s->turn_until_us, now + turn);
+    atomic_store(&s->turn_until_us, now + cr__turn_us(TURN_RTTS, now - sent_us));
 }
 
 /* Runs the release script; *done tells whether it released. */
