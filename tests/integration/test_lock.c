@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +22,8 @@ typedef struct waiter {
     cr_lock *lock;
     int64_t wait_ms;
     int64_t lease_ms;
-    int64_t hold_ms;     /* how long it keeps the lock before unlocking */
+    int64_t hold_ms;     /* how long it keeps the lock before unlocking;
+                            -1: turn_hold[n] as the n-th in turn */
     cr_status rc;
     int64_t acquired_at; /* monotonic ms, 0 when not */
     int64_t released_at; /* just before its unlock */
@@ -29,6 +31,13 @@ typedef struct waiter {
     bool unlock_after;
     pthread_t thread;
 } waiter;
+
+/* The holds of waiters started by start_waiting_clients, in the order in
+ * which they get the lock (file scope: a failed test leaves its waiters
+ * running). */
+#define TURNS 16
+static int64_t turn_hold[TURNS];
+static atomic_int turns;
 
 /* Thread body: try_lock with the waiter's budget, record when it got it,
  * hold it hold_ms (the work done under the lock) and give it back. */
@@ -41,6 +50,11 @@ waiter_run(void *arg)
     if (w->rc == CR_OK) {
         w->acquired_at = cr_test_now_ms();
         atomic_store(&w->holding, true);
+        if (w->hold_ms < 0) {
+            int n = atomic_fetch_add(&turns, 1);
+
+            w->hold_ms = n < TURNS ? turn_hold[n] : 0;
+        }
         if (w->hold_ms > 0)
             usleep((useconds_t)w->hold_ms * 1000);
         w->released_at = cr_test_now_ms();
@@ -471,6 +485,21 @@ both_tried(void *arg)
            commands_of(t->client[1]) >= t->before[1] + 1;
 }
 
+/* Makes `l` (of test_client) wait once while `other` holds the same lock,
+ * so that test_client stays subscribed to its channel for a while
+ * (LINGER_MS in pubsub.c); returns with `l` held. */
+static void
+take_after_a_wait(cr_lock *l, cr_lock *other)
+{
+    waiter first;
+
+    waiter_start_holding(&first, other, CR_WAIT_FOREVER, 50);
+    assert_true(cr_test_wait_until(is_holding, &first, 3000));
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    pthread_join(first.thread, NULL);
+    assert_int_equal(first.rc, CR_OK);
+}
+
 /* A process that takes the lock again right after its unlock woke the
  * waiters of two other processes lets both have their turn first, as in a
  * queue: it counts their releases on the channel it still listens to.
@@ -495,16 +524,11 @@ test_lock_releaser_lets_every_woken_process_go_first(void **state)
     assert_int_equal(cr_lock_new(b, "queue", &lb), CR_OK);
     assert_int_equal(cr_lock_new(c, "queue", &lc), CR_OK);
     for (round = 0; round < 3; round++) {
-        waiter first, hb, hc;
+        waiter hb, hc;
         tries t = {{b, c}, {0, 0}};
         int64_t again_at;
 
-        /* This client waits once, so that it is subscribed afterwards. */
-        waiter_start_holding(&first, lc, CR_WAIT_FOREVER, 50);
-        assert_true(cr_test_wait_until(is_holding, &first, 3000));
-        assert_int_equal(cr_lock_lock(la, CR_LEASE_WATCHDOG), CR_OK);
-        pthread_join(first.thread, NULL);
-        assert_int_equal(first.rc, CR_OK);
+        take_after_a_wait(la, lc);
         /* Two other processes wait; then it releases and locks again. From
          * the second round on, their subscriptions linger from the last:
          * their attempts, not the subscriber count, tell they wait. */
@@ -532,6 +556,176 @@ test_lock_releaser_lets_every_woken_process_go_first(void **state)
     cr_lock_free(lc);
     cr_client_free(b);
     cr_client_free(c);
+}
+
+/* Voluntary context switches of the calling thread so far. */
+static long
+own_switches(void)
+{
+    struct rusage ru;
+
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : -1;
+}
+
+/* Starts n waiters on locks[0..n-1] (one client each), the i-th of them
+ * to get the lock holding it hold_ms[i], and returns once each is
+ * subscribed and has made its first attempt, so that a release now wakes
+ * them all. */
+static void
+start_waiting_clients(waiter *w, cr_lock **locks, cr_client **clients,
+                      const int64_t *hold_ms, int n, const char *channel)
+{
+    uint64_t before[TURNS];
+    int i;
+
+    assert_true(n <= TURNS);
+    atomic_store(&turns, 0);
+    memcpy(turn_hold, hold_ms, (size_t)n * sizeof(*hold_ms));
+    for (i = 0; i < n; i++) {
+        before[i] = commands_of(clients[i]);
+        waiter_start_holding(&w[i], locks[i], CR_WAIT_FOREVER, -1);
+    }
+    await_subscribers(channel, n + 1);
+    for (i = 0; i < n; i++) {
+        tries t = {{clients[i], clients[i]}, {before[i], before[i]}};
+
+        assert_true(cr_test_wait_until(both_tried, &t, 3000));
+    }
+}
+
+#define HERD 10
+
+/* A releaser that lets the waiters of ten other processes go first does
+ * not wake for each of their releases: it reads the first two one at a
+ * time (the others are taking turns) and is woken once the last has
+ * come (its poll waits for their bytes). Measured as the voluntary
+ * context switches of the thread inside lock(): eleven releases (its own
+ * and ten) and a few round trips without that, well under ten with it.
+ * Needs real speed (as the test above). */
+static void
+test_lock_releaser_is_woken_a_few_times_for_many_releases(void **state)
+{
+    const char *channel = "redisson_lock__channel:{herd}";
+    cr_client *c[HERD];
+    cr_lock *mine, *l[HERD];
+    int64_t hold[HERD], again_at;
+    waiter w[HERD];
+    long switches;
+    int i;
+
+    (void)state;
+    if (slow(1) > 1)
+        skip();
+    assert_int_equal(cr_lock_new(test_client, "herd", &mine), CR_OK);
+    for (i = 0; i < HERD; i++) {
+        assert_non_null(c[i] = new_client(30000));
+        assert_int_equal(cr_lock_new(c[i], "herd", &l[i]), CR_OK);
+        hold[i] = 5; /* the releases come 5 ms apart */
+    }
+    take_after_a_wait(mine, l[0]);
+    start_waiting_clients(w, l, c, hold, HERD, channel);
+    /* Its cycle sets how long it waits for each (two cycles): the
+     * releases must fit. */
+    usleep(20000);
+    assert_int_equal(cr_lock_unlock(mine), CR_OK);
+    switches = own_switches();
+    assert_int_equal(cr_lock_lock(mine, CR_LEASE_WATCHDOG), CR_OK);
+    switches = own_switches() - switches;
+    again_at = cr_test_now_ms();
+    assert_int_equal(cr_lock_unlock(mine), CR_OK);
+    for (i = 0; i < HERD; i++) {
+        pthread_join(w[i].thread, NULL);
+        assert_int_equal(w[i].rc, CR_OK);
+        assert_true(again_at >= w[i].released_at);
+        cr_lock_free(l[i]);
+        cr_client_free(c[i]);
+    }
+    cr_lock_free(mine);
+    assert_true(switches >= 0);
+    assert_true(switches < HERD);
+}
+
+/* cr_test_wait_until condition: two turns are over (the third began). */
+static bool
+two_turns_over(void *arg)
+{
+    (void)arg;
+    return atomic_load(&turns) >= 3;
+}
+
+/* While a releaser's thread reads the link waiting for the bytes of two
+ * more releases, another thread of the same client waits for another lock
+ * (a new subscription on that link, then a sleeper on it): its
+ * confirmation and its release message must wake it at once, not when the
+ * releaser's bytes have come (the third of four waiters holds 300 ms,
+ * longer than a yield may last). The lock's name is long, so that the bytes waited for
+ * are more than those two replies. */
+static void
+test_lock_yield_does_not_delay_other_waits_of_its_client(void **state)
+{
+    const char *name = "deaf-a-lock-whose-name-is-long-enough-that-two-release-"
+                       "messages-make-more-bytes-than-other-replies";
+    char channel[256];
+    cr_client *c[5];
+    cr_lock *mine, *mine_y, *theirs_y, *l[4];
+    int64_t hold[4] = {20, 20, 300, 0}, released_y;
+    waiter w[4], wy, y;
+    uint64_t before;
+    int64_t started;
+    int i;
+
+    (void)state;
+    if (slow(1) > 1)
+        skip();
+    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
+    assert_int_equal(cr_lock_new(test_client, name, &mine), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "heard", &mine_y), CR_OK);
+    for (i = 0; i < 5; i++)
+        assert_non_null(c[i] = new_client(30000));
+    for (i = 0; i < 4; i++)
+        assert_int_equal(cr_lock_new(c[i], name, &l[i]), CR_OK);
+    assert_int_equal(cr_lock_new(c[4], "heard", &theirs_y), CR_OK);
+    assert_int_equal(cr_lock_lock(theirs_y, CR_LEASE_WATCHDOG), CR_OK);
+    take_after_a_wait(mine, l[0]);
+    start_waiting_clients(w, l, c, hold, 4, channel);
+    usleep(30000); /* a yield of 200 ms (its longest), 60 ms per release */
+    assert_int_equal(cr_lock_unlock(mine), CR_OK);
+    waiter_start(&y, mine, CR_WAIT_FOREVER); /* it yields first */
+    /* Two waiters have released (the third holds it now): the yield
+     * waits for two more releases at once. */
+    assert_true(cr_test_wait_until(two_turns_over, NULL, 3000));
+    before = commands_of(test_client);
+    started = cr_test_now_ms();
+    waiter_start(&wy, mine_y, 5000);
+    /* Subscribed, and tried again after the confirmation. */
+    assert_true(cr_test_wait_until(has_subscriber,
+                                   (void *)"redisson_lock__channel:{heard}",
+                                   1000));
+    {
+        tries t = {{test_client, test_client}, {before + 1, before + 1}};
+
+        assert_true(cr_test_wait_until(both_tried, &t, 1000));
+    }
+    assert_true(cr_test_now_ms() - started < 120);
+    released_y = cr_test_now_ms();
+    assert_int_equal(cr_lock_unlock(theirs_y), CR_OK);
+    pthread_join(wy.thread, NULL);
+    assert_int_equal(wy.rc, CR_OK);
+    pthread_join(y.thread, NULL);
+    assert_int_equal(y.rc, CR_OK);
+    /* The releaser was still yielding when the other wait ended. */
+    assert_true(y.acquired_at > wy.acquired_at);
+    assert_true(wy.acquired_at - released_y < 100);
+    for (i = 0; i < 4; i++) {
+        pthread_join(w[i].thread, NULL);
+        assert_int_equal(w[i].rc, CR_OK);
+        cr_lock_free(l[i]);
+    }
+    for (i = 0; i < 5; i++)
+        cr_client_free(c[i]);
+    cr_lock_free(mine);
+    cr_lock_free(mine_y);
+    cr_lock_free(theirs_y);
 }
 
 /* The releaser that takes the lock again at once yields to the waiter its
@@ -1394,6 +1588,8 @@ main(void)
         T(test_lock_waiter_that_read_the_link_hands_it_to_the_next),
         T(test_lock_releaser_yields_to_the_waiter_it_woke),
         T(test_lock_releaser_lets_every_woken_process_go_first),
+        T(test_lock_releaser_is_woken_a_few_times_for_many_releases),
+        T(test_lock_yield_does_not_delay_other_waits_of_its_client),
         T(test_lock_force_unlock_wakes_a_waiter_promptly),
         T(test_lock_try_lock_returns_busy_within_its_wait_budget),
         T(test_lock_mutual_exclusion_across_threads_keeps_counter_exact),
