@@ -47,6 +47,7 @@
 #define LOCK_NAME "bench:lock"
 #define COUNTER_KEY "bench:counter"
 #define SEM_NAME "bench:sem"
+#define PES_NAME "bench:pes"
 #define MAX_WORKERS 256
 #define MAX_SAMPLES (4u << 20)
 
@@ -118,6 +119,8 @@ typedef struct worker {
     cr_rwlock *rw;       /* the write lock's owner */
     cr_lock *read;       /* its read lock (rwlock) */
     cr_semaphore *sem;   /* the semaphore */
+    cr_permit_semaphore *pes; /* the permit-expirable semaphore */
+    char pes_id[CR_PERMIT_ID_LEN + 1]; /* the permit it holds */
     char floor_sem_key[32];   /* floor_sem: its private semaphore */
     char floor_sem_latch[64];
     unsigned seed;       /* --read-share draws */
@@ -374,6 +377,36 @@ semaphore_close(worker *w)
     w->sem = NULL;
 }
 
+/* A permit-expirable semaphore of one permit used as a mutex (set by
+ * reset_keys); permits that never expire. */
+static void
+pes_open(worker *w)
+{
+    check(cr_permit_semaphore_new(w->client, PES_NAME, &w->pes),
+          "cr_permit_semaphore_new");
+}
+
+static void
+pes_lock(worker *w)
+{
+    check(cr_permit_semaphore_acquire(w->pes, CR_LEASE_NONE, w->pes_id),
+          "cr_permit_semaphore_acquire");
+}
+
+static void
+pes_unlock(worker *w)
+{
+    check(cr_permit_semaphore_release(w->pes, w->pes_id),
+          "cr_permit_semaphore_release");
+}
+
+static void
+pes_close(worker *w)
+{
+    cr_permit_semaphore_free(w->pes);
+    w->pes = NULL;
+}
+
 /* The read/write lock with --read-share: its read lock for reading
  * cycles, its write lock for the others. */
 static void
@@ -507,6 +540,8 @@ static const impl impls[] = {
     {"write", true, true, write_open, rlock_lock, rlock_unlock, write_close, NULL, NULL},
     {"spin", true, true, spin_open, rlock_lock, rlock_unlock, close_handles, NULL, NULL},
     {"semaphore", true, true, semaphore_open, sem_lock, sem_unlock, semaphore_close,
+     NULL, NULL},
+    {"permit_semaphore", true, true, pes_open, pes_lock, pes_unlock, pes_close,
      NULL, NULL},
     /* Only with --permits or --read-share (scenarios 4 and 5). */
     {"floor_sem", false, false, floor_sem_open, floor_sem_lock, floor_sem_unlock,
@@ -721,7 +756,9 @@ reset_keys(redisContext *c, int permits)
     freeReplyObject(bench_cmd(c, "DEL %s %s %s redisson_lock_queue:{%s} "
                               "redisson_lock_timeout:{%s}", LOCK_NAME,
                               COUNTER_KEY, SEM_NAME, LOCK_NAME, LOCK_NAME));
+    freeReplyObject(bench_cmd(c, "DEL %s {%s}:timeout", PES_NAME, PES_NAME));
     freeReplyObject(bench_cmd(c, "SET %s %d", SEM_NAME, permits));
+    freeReplyObject(bench_cmd(c, "SET %s %d", PES_NAME, permits));
 }
 
 /* Reads the counter after a run. */

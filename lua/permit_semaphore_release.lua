@@ -7,16 +7,19 @@
 -- Returns 0 when the id is not issued (nothing changes); 1 when it was
 -- released; 2 when it had expired but was not reclaimed yet: the permit
 -- comes back all the same (Redisson replies 0 there, protocol section 14
--- row 14). The new count is published when positive.
+-- row 14). The new count is published when positive; 1 and 2 come with 3
+-- times the number of subscribers that publish reached added (the
+-- releaser lets them go first).
 local expiry = redis.call('zscore', KEYS[3], ARGV[1])
 if redis.call('zrem', KEYS[3], ARGV[1]) ~= 1 then
     return 0
 end
 local total = redis.call('incrby', KEYS[1], ARGV[2])
+local heard = 0
 if total > 0 then
-    redis.call(ARGV[4], KEYS[2], total)
+    heard = redis.call(ARGV[4], KEYS[2], total)
 end
 if tonumber(expiry) <= tonumber(ARGV[3]) then
-    return 2
+    return 2 + 3 * heard
 end
-return 1
+return 1 + 3 * heard

@@ -181,6 +181,37 @@ cr__object_wait(const void *obj, const char *channel, cr__wake_mode mode,
     return cr__wait(((const cr__object *)obj)->client, &spec);
 }
 
+/* ------------------------------------------------ the releaser's turn */
+
+#define TURN_RTTS 4 /* RLock's shortest turn */
+
+void
+cr__turn_leave(cr_client *c, const char *channel, int64_t heard,
+               int64_t sent_us, _Atomic int64_t *until_us)
+{
+    uint64_t released = 0;
+    int64_t read_at = 0, now = cr__now_us();
+    int local = cr__pubsub_waiters(c->pubsub, channel, &released, &read_at,
+                                   NULL);
+
+    if (heard - (local >= 0 ? 1 : 0) <= 0 && local <= 0)
+        return;
+    atomic_store(until_us, now + cr__turn_us(TURN_RTTS, now - sent_us));
+}
+
+void
+cr__turn_take(_Atomic int64_t *until_us, int64_t wait_ms)
+{
+    int64_t pause = atomic_load(until_us) - cr__now_us();
+
+    if (wait_ms == 0)
+        return;
+    if (wait_ms > 0 && pause > wait_ms * 1000)
+        pause = wait_ms * 1000;
+    if (pause > 0)
+        cr__sleep_us(pause);
+}
+
 /* ------------------------------------------------ the semaphores' scripts */
 
 cr_status

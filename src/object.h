@@ -93,6 +93,23 @@ cr_status cr__object_wait(const void *obj, const char *channel,
                           cr__wake_mode mode, int64_t wait_ms,
                           cr__attempt_fn attempt, void *ctx);
 
+/* The releaser's turn of both semaphores. A handle that releases and
+ * acquires again at once would win the race against the waiters its
+ * release woke (they are a message and a round trip behind), and a busy
+ * loop would starve them. So, as RLock's releaser, its next acquire that
+ * may wait first pauses a turn of four release round trips (cr__turn_us:
+ * 1 to 20 ms) when the release reached a subscriber other than its own
+ * client, or this client has waiting threads.
+ *
+ * cr__turn_leave: after a release sent at `sent_us` (monotonic) whose
+ * publish on `channel` reached `heard` subscribers, sets *until_us to when
+ * the turn ends (left alone when nobody else heard it).
+ * cr__turn_take: an acquire that may wait (wait_ms != 0) pauses until
+ * *until_us, within its wait budget. */
+void cr__turn_leave(cr_client *c, const char *channel, int64_t heard,
+                    int64_t sent_us, _Atomic int64_t *until_us);
+void cr__turn_take(_Atomic int64_t *until_us, int64_t wait_ms);
+
 /* The scripts RSemaphore and RPermitExpirableSemaphore share, with KEYS
  * [N, channel] and ARGV [number, publish command, `extra`] (protocol
  * sections 7.2 and 8.2), on an entered handle `obj`, which is a cr__object:

@@ -20,14 +20,9 @@
  *
  * Releases and additions are not idempotent and are never resent.
  *
- * A handle that releases and acquires again at once would win the race
- * against the waiters its release woke (they are a message and a round
- * trip behind), and a busy loop would starve them. So, as RLock's
- * releaser, its next acquire that may wait first pauses a turn of
- * TURN_RTTS release round trips (cr__turn_us: 1 to 20 ms) when the
- * release reached a subscriber other than its own client, or this client
- * has waiting threads. The release script returns how many subscribers
- * its publish reached.
+ * A releaser leaves the waiters its release woke a turn (cr__turn_leave in
+ * object.h); the release script returns how many subscribers its publish
+ * reached.
  */
 #include "config.h"
 
@@ -38,7 +33,6 @@
 #include "object.h"
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
-#define TURN_RTTS 4 /* RLock's shortest turn */
 
 struct cr_semaphore {
     cr__object o;
@@ -166,14 +160,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
         goto out;
     }
-    if (wait_ms != 0) {
-        int64_t pause = atomic_load(&s->turn_until_us) - cr__now_us();
-
-        if (wait_ms > 0 && pause > wait_ms * 1000)
-            pause = wait_ms * 1000;
-        if (pause > 0)
-            cr__sleep_us(pause);
-    }
+    cr__turn_take(&s->turn_until_us, wait_ms);
     rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
                          &a);
     if (rc == CR_EIO && latch_left_behind(&a))
@@ -203,22 +190,6 @@ cr_semaphore_try_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 
 /* ------------------------------------------------------------ releasing */
 
-/* After a release sent at `sent_us` whose publish reached `heard`
- * subscribers: the turn this handle's next acquire leaves to them (see the
- * top of the file). */
-static void
-leave_a_turn(cr_semaphore *s, int64_t heard, int64_t sent_us)
-{
-    uint64_t released = 0;
-    int64_t read_at = 0, now = cr__now_us();
-    int local = cr__pubsub_waiters(s->o.client->pubsub, s->channel, &released,
-                                   &read_at, NULL);
-
-    if (heard - (local >= 0 ? 1 : 0) <= 0 && local <= 0)
-        return;
-    atomic_store(&s->turn_until_us, now + cr__turn_us(TURN_RTTS, now - sent_us));
-}
-
 /* Runs the release script; *done tells whether it released. */
 static cr_status
 release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
@@ -243,7 +214,8 @@ release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
     if (rc == CR_OK) {
         *done = v > 0;
         if (v > 1)
-            leave_a_turn(s, v - 1, sent);
+            cr__turn_leave(s->o.client, s->channel, v - 1, sent,
+                           &s->turn_until_us);
     }
 out:
     cr__object_leave(s);

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lock_common.h"
@@ -116,6 +117,61 @@ read_line(int fd, char *out, size_t size)
     }
     out[n] = '\0';
     return false;
+}
+
+/* Monotonic microseconds, the far waiter's clock. */
+static inline int64_t
+now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A waiter on a semaphore as another process would be (Java, say): it
+ * hears the release on its own subscription to redisson_sc:{key} and,
+ * 300 us later, takes one of the permits counted in `key` with a script of
+ * its own and gives it back with a publish. Works on both semaphores. */
+typedef struct far_waiter {
+    const char *key;      /* the semaphore's name, its count's key */
+    cr_test_listener *li; /* subscribed to its channel */
+    size_t seen;          /* messages before this round */
+    long long got;        /* 1 when it took the permit */
+    int64_t took_us;      /* when its script said so (monotonic) */
+    pthread_t thread;
+} far_waiter;
+
+static inline void *
+far_waiter_run(void *arg)
+{
+    far_waiter *w = arg;
+    redisContext *c = cr_test_redis_connect(&test_redis);
+    redisReply *r;
+    char channel[128];
+
+    if (c == NULL || cr_test_listener_wait(w->li, w->seen + 1, 3000) <= w->seen) {
+        if (c != NULL)
+            redisFree(c);
+        return NULL;
+    }
+    usleep(300);
+    r = redisCommand(c, "EVAL %s 1 %s 1",
+                     "if tonumber(redis.call('get', KEYS[1]) or '0') >= "
+                     "tonumber(ARGV[1]) then redis.call('decrby', KEYS[1], "
+                     "ARGV[1]) return 1 end return 0", w->key);
+    w->got = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    w->took_us = now_us();
+    if (r != NULL)
+        freeReplyObject(r);
+    snprintf(channel, sizeof(channel), "redisson_sc:{%s}", w->key);
+    if (w->got == 1)
+        freeReplyObject(redisCommand(c, "EVAL %s 2 %s %s 1",
+                                     "redis.call('publish', KEYS[2], "
+                                     "redis.call('incrby', KEYS[1], ARGV[1]))",
+                                     w->key, channel));
+    redisFree(c);
+    return NULL;
 }
 
 /* Waits for pid and checks that it exited with 0. */
