@@ -123,7 +123,7 @@ def main():
 
     # ---------------------------------------------------------------- s2
     p("Scenario 2: contended, K workers, lock / GET+SET counter / unlock")
-    row = "  {:<14} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format
+    row = "  {:<16} {:<7} {:>3} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5}".format
     p(row(
         "impl", "mode", "K", "cycles/s", "/floor", "wait p50", "p99 ms", "max ms",
         "hand p50", "p99 us", "self", "order", "exact"))
