@@ -645,6 +645,29 @@ test_lock_releaser_is_woken_a_few_times_for_many_releases(void **state)
     assert_true(switches < HERD);
 }
 
+/* The start of the two tests below: `mine` (of test_client) is taken after
+ * a wait, n other clients wait for it (start_waiting_clients), and once it
+ * is released, waiter y takes it again and so yields to them: 200 ms at
+ * most, each of them given 60 ms (two of the releaser's 30 ms cycles). */
+static void
+begin_yield(cr_lock *mine, cr_lock **l, cr_client **c, const int64_t *hold,
+            int n, const char *channel, waiter *w, waiter *y)
+{
+    take_after_a_wait(mine, l[0]);
+    start_waiting_clients(w, l, c, hold, n, channel);
+    usleep(30000); /* the releaser's hold, the work it does */
+    assert_int_equal(cr_lock_unlock(mine), CR_OK);
+    waiter_start(y, mine, CR_WAIT_FOREVER);
+}
+
+/* cr_test_wait_until condition: a turn is over (the second began). */
+static bool
+first_turn_over(void *arg)
+{
+    (void)arg;
+    return atomic_load(&turns) >= 2;
+}
+
 /* cr_test_wait_until condition: two turns are over (the third began). */
 static bool
 two_turns_over(void *arg)
@@ -686,11 +709,7 @@ test_lock_yield_does_not_delay_other_waits_of_its_client(void **state)
         assert_int_equal(cr_lock_new(c[i], name, &l[i]), CR_OK);
     assert_int_equal(cr_lock_new(c[4], "heard", &theirs_y), CR_OK);
     assert_int_equal(cr_lock_lock(theirs_y, CR_LEASE_WATCHDOG), CR_OK);
-    take_after_a_wait(mine, l[0]);
-    start_waiting_clients(w, l, c, hold, 4, channel);
-    usleep(30000); /* a yield of 200 ms (its longest), 60 ms per release */
-    assert_int_equal(cr_lock_unlock(mine), CR_OK);
-    waiter_start(&y, mine, CR_WAIT_FOREVER); /* it yields first */
+    begin_yield(mine, l, c, hold, 4, channel, w, &y);
     /* Two waiters have released (the third holds it now): the yield
      * waits for two more releases at once. */
     assert_true(cr_test_wait_until(two_turns_over, NULL, 3000));
@@ -726,6 +745,78 @@ test_lock_yield_does_not_delay_other_waits_of_its_client(void **state)
     cr_lock_free(mine);
     cr_lock_free(mine_y);
     cr_lock_free(theirs_y);
+}
+
+/* Another thread of the releaser's client that starts waiting for the same
+ * lock while the releaser polls for the bytes of several more releases
+ * must be woken by each of them (a new sleeper on the link kicks the
+ * reader), not when that poll ends (the yield's 200 ms at most). Watched
+ * as the client's commands: while nothing of it holds a lock, only the
+ * waiting thread's attempts and the releaser's make them, and the releaser
+ * makes none while it yields. */
+static void
+test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock(
+    void **state)
+{
+    const char *name = "deaf-too-a-lock-whose-name-is-long-enough-that-two-"
+                       "release-messages-make-more-bytes-than-one";
+    char channel[256];
+    cr_client *c[5];
+    cr_lock *mine, *mine_too, *l[5];
+    int64_t hold[5] = {20, 20, 30, 300, 0}, seen[64], end, third = 0;
+    uint64_t last;
+    waiter w[5], y, too;
+    int i, n = 0, in_time = 0;
+
+    (void)state;
+    if (slow(1) > 1)
+        skip();
+    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
+    assert_int_equal(cr_lock_new(test_client, name, &mine), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, name, &mine_too), CR_OK);
+    for (i = 0; i < 5; i++) {
+        assert_non_null(c[i] = new_client(30000));
+        assert_int_equal(cr_lock_new(c[i], name, &l[i]), CR_OK);
+    }
+    begin_yield(mine, l, c, hold, 5, channel, w, &y);
+    /* One waiter has released (the second holds it now): the yield waits
+     * for the rest at once; the other thread starts waiting. */
+    assert_true(cr_test_wait_until(first_turn_over, NULL, 3000));
+    waiter_start(&too, mine_too, CR_WAIT_FOREVER);
+    /* Note when its commands come, until 100 ms after the third turn (of
+     * 30 ms, ending about 75 ms into the yield) ended. */
+    last = commands_of(test_client);
+    end = cr_test_now_ms() + 3000;
+    while (cr_test_now_ms() < end) {
+        uint64_t now = commands_of(test_client);
+
+        if (now > last && n < 64)
+            seen[n++] = cr_test_now_ms();
+        last = now;
+        for (i = 0; i < 5 && third == 0; i++)
+            if (w[i].hold_ms == 30 && w[i].released_at != 0)
+                third = w[i].released_at;
+        if (third != 0 && cr_test_now_ms() > third + 100)
+            break;
+        usleep(200);
+    }
+    assert_true(third != 0);
+    for (i = 0; i < n; i++)
+        if (seen[i] >= third && seen[i] < third + 80)
+            in_time++;
+    assert_true(in_time > 0);
+    pthread_join(y.thread, NULL);
+    pthread_join(too.thread, NULL);
+    assert_int_equal(y.rc, CR_OK);
+    assert_int_equal(too.rc, CR_OK);
+    for (i = 0; i < 5; i++) {
+        pthread_join(w[i].thread, NULL);
+        assert_int_equal(w[i].rc, CR_OK);
+        cr_lock_free(l[i]);
+        cr_client_free(c[i]);
+    }
+    cr_lock_free(mine);
+    cr_lock_free(mine_too);
 }
 
 /* The releaser that takes the lock again at once yields to the waiter its
@@ -1590,6 +1681,7 @@ main(void)
         T(test_lock_releaser_lets_every_woken_process_go_first),
         T(test_lock_releaser_is_woken_a_few_times_for_many_releases),
         T(test_lock_yield_does_not_delay_other_waits_of_its_client),
+        T(test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock),
         T(test_lock_force_unlock_wakes_a_waiter_promptly),
         T(test_lock_try_lock_returns_busy_within_its_wait_budget),
         T(test_lock_mutual_exclusion_across_threads_keeps_counter_exact),
