@@ -11,9 +11,9 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common.h" /* cr__now_us */
 #include "lock_common.h"
 #include "sync_block.h"
 
@@ -119,16 +119,6 @@ read_line(int fd, char *out, size_t size)
     return false;
 }
 
-/* Monotonic microseconds, the far waiter's clock. */
-static inline int64_t
-now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* A waiter on a semaphore as another process would be (Java, say): it
  * hears the release on its own subscription to redisson_sc:{key} and,
  * 300 us later, takes one of the permits counted in `key` with a script of
@@ -161,7 +151,7 @@ far_waiter_run(void *arg)
                      "tonumber(ARGV[1]) then redis.call('decrby', KEYS[1], "
                      "ARGV[1]) return 1 end return 0", w->key);
     w->got = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    w->took_us = now_us();
+    w->took_us = cr__now_us();
     if (r != NULL)
         freeReplyObject(r);
     snprintf(channel, sizeof(channel), "redisson_sc:{%s}", w->key);
@@ -172,6 +162,44 @@ far_waiter_run(void *arg)
                                      w->key, channel));
     redisFree(c);
     return NULL;
+}
+
+/* Forty rounds in which handle `h` takes the one permit of semaphore
+ * `key` (take: wait budget in ms), a far waiter starts listening, and `h`
+ * gives the permit back (give), takes it again at once (within 5 s) and
+ * gives it back. Returns in how many rounds the far waiter had the permit
+ * before `h` had it again. */
+static inline int
+far_waiter_rounds(const char *key, void *h, void (*take)(void *, int64_t),
+                  void (*give)(void *))
+{
+    char channel[128];
+    const char *ch = channel;
+    far_waiter w;
+    int64_t again_us;
+    int round, waiter_first = 0;
+
+    snprintf(channel, sizeof(channel), "redisson_sc:{%s}", key);
+    memset(&w, 0, sizeof(w));
+    w.key = key;
+    w.li = cr_test_listener_start(&test_redis, &ch, 1);
+    assert_non_null(w.li);
+    for (round = 0; round < 40; round++) {
+        take(h, CR_WAIT_FOREVER);
+        w.seen = cr_test_listener_count(w.li);
+        w.got = 0;
+        assert_int_equal(pthread_create(&w.thread, NULL, far_waiter_run, &w), 0);
+        give(h);
+        take(h, 5000);
+        again_us = cr__now_us();
+        give(h);
+        pthread_join(w.thread, NULL);
+        assert_true(w.got == 0 || w.got == 1);
+        if (w.got == 1 && w.took_us < again_us)
+            waiter_first++;
+    }
+    cr_test_listener_stop(w.li);
+    return waiter_first;
 }
 
 /* Waits for pid and checks that it exited with 0. */

@@ -253,41 +253,31 @@ test_semaphore_release_wakes_a_waiter_of_another_client_promptly(void **state)
  * 300 us after the message. Without the turn the releaser is a round trip
  * ahead and wins. Under valgrind a thread wakes too slowly for that, so
  * the test needs real speed and is skipped when CR_TEST_SLOW is set. */
+/* far_waiter_rounds' steps on a cr_semaphore: one permit. */
+static void
+take_one(void *h, int64_t wait_ms)
+{
+    assert_int_equal(cr_semaphore_try_acquire(h, 1, wait_ms), CR_OK);
+}
+
+static void
+give_one(void *h)
+{
+    assert_int_equal(cr_semaphore_release(h, 1), CR_OK);
+}
+
 static void
 test_semaphore_releaser_lets_the_waiter_it_woke_go_first(void **state)
 {
-    const char *channel = "redisson_sc:{ysem}";
     cr_semaphore *theirs;
-    far_waiter w;
-    int64_t again_us;
-    int round, waiter_first = 0;
 
     (void)state;
     if (slow(1) > 1)
         skip();
     assert_int_equal(cr_semaphore_new(test_client, "ysem", &theirs), CR_OK);
     assert_int_equal(cr_semaphore_try_set_permits(theirs, 1, 0, NULL), CR_OK);
-    memset(&w, 0, sizeof(w));
-    w.key = "ysem";
-    w.li = cr_test_listener_start(&test_redis, &channel, 1);
-    assert_non_null(w.li);
-    for (round = 0; round < 40; round++) {
-        assert_int_equal(cr_semaphore_acquire(theirs, 1), CR_OK);
-        w.seen = cr_test_listener_count(w.li);
-        w.got = 0;
-        assert_int_equal(pthread_create(&w.thread, NULL, far_waiter_run, &w), 0);
-        assert_int_equal(cr_semaphore_release(theirs, 1), CR_OK);
-        assert_int_equal(cr_semaphore_try_acquire(theirs, 1, 5000), CR_OK);
-        again_us = now_us();
-        assert_int_equal(cr_semaphore_release(theirs, 1), CR_OK);
-        pthread_join(w.thread, NULL);
-        assert_true(w.got == 0 || w.got == 1);
-        if (w.got == 1 && w.took_us < again_us)
-            waiter_first++;
-    }
-    assert_true(waiter_first >= 30);
+    assert_true(far_waiter_rounds("ysem", theirs, take_one, give_one) >= 30);
     assert_int_equal(available(theirs), 1);
-    cr_test_listener_stop(w.li);
     cr_semaphore_free(theirs);
 }
 
