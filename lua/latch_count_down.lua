@@ -1,13 +1,18 @@
 -- RCountDownLatch countDown (protocol section 9).
 -- KEYS[1] = count N, KEYS[2] = channel redisson_countdownlatch__channel__{N},
 -- KEYS[3] = expiry marker {N}:credisson_latch_expiry
--- ARGV[1] = publish command
+-- ARGV[1] = publish command, ARGV[2] = grace in ms: how much longer than N
+-- the marker lives
 -- Returns the new count (N and the marker are deleted when it is <= 0, and 0,
--- "reached zero", is published when it is 0); -1 when N is absent but its
--- marker is there (the latch expired); -2 when both are absent. An absent N
--- stays absent, as with Redisson's script (which creates -1 and deletes it).
+-- "reached zero", is published when it is 0); -1 when N is absent and its
+-- marker within the grace (N went at its deadline: the latch expired); -2
+-- when N is absent otherwise (never set, or opened before its deadline by a
+-- client that does not know the marker, as latch_await.lua tells them). An
+-- absent N stays absent, as with Redisson's script (which creates -1 and
+-- deletes it).
 if redis.call('exists', KEYS[1]) == 0 then
-    if redis.call('exists', KEYS[3]) == 1 then
+    local left = redis.call('pttl', KEYS[3])
+    if left >= 0 and left <= tonumber(ARGV[2]) then
         return -1
     end
     return -2

@@ -92,14 +92,17 @@ cr_latch_name(const cr_latch *l)
 /* ----------------------------------------------------------- operations */
 
 /* Runs script `id` with KEYS [N, channel, marker] and ARGV [the publish
- * command], the shape of count_down and delete; flags as cr__script_run. */
+ * command, the expiry grace], the shape of count_down and delete; flags as
+ * cr__script_run. */
 static cr_status
 run_publishing(cr_latch *l, cr__script_id id, unsigned flags, cr__reply **r)
 {
-    const char *args[4] = {l->o.raw, l->channel, l->marker,
-                           l->o.client->publish_cmd};
+    char grace[24];
+    const char *args[5] = {l->o.raw, l->channel, l->marker,
+                           l->o.client->publish_cmd, grace};
 
-    return cr__script_run(l->o.client, id, flags, 3, 1, args, NULL, r);
+    cr__fmt_i64(grace, CR_LATCH_EXPIRY_GRACE_MS);
+    return cr__script_run(l->o.client, id, flags, 3, 2, args, NULL, r);
 }
 
 cr_status
