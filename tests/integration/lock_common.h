@@ -9,6 +9,7 @@
 #ifndef CR_TEST_LOCK_COMMON_H
 #define CR_TEST_LOCK_COMMON_H
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -166,6 +167,73 @@ await_subscribers(const char *channel, long long count)
     subs_wanted w = {channel, count};
 
     assert_true(cr_test_wait_until(has_subscribers, &w, slow(5000)));
+}
+
+/* True for the 36-character lowercase textual form of a version 4 UUID. */
+static inline bool
+is_uuid_v4(const char *s)
+{
+    size_t i;
+
+    if (strlen(s) != 36)
+        return false;
+    for (i = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (s[i] != '-')
+                return false;
+        } else if (!isxdigit((unsigned char)s[i]) ||
+                   isupper((unsigned char)s[i])) {
+            return false;
+        }
+    }
+    return s[14] == '4' && strchr("89ab", s[19]) != NULL;
+}
+
+/* The server's count of SUBSCRIBE commands so far (INFO commandstats). */
+static inline long long
+subscribes_seen(void)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
+    const char *p = r != NULL && r->type == REDIS_REPLY_STRING
+                        ? strstr(r->str, "cmdstat_subscribe:calls=")
+                        : NULL;
+    long long n = p != NULL ? atoll(p + strlen("cmdstat_subscribe:calls=")) : 0;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* Commands a client has sent so far. */
+static inline uint64_t
+commands_of(cr_client *c)
+{
+    cr_client_stats st;
+
+    return cr_client_stats_get(c, &st) == CR_OK ? st.commands : 0;
+}
+
+typedef struct commands_wanted {
+    cr_client *client;
+    uint64_t count;
+} commands_wanted;
+
+static inline bool
+has_sent_commands(void *arg)
+{
+    const commands_wanted *w = arg;
+
+    return commands_of(w->client) >= w->count;
+}
+
+/* Waits until client `c` has sent `count` commands in all (its waiters
+ * made their first tries, say); fails the test otherwise. */
+static inline void
+await_commands(cr_client *c, uint64_t count)
+{
+    commands_wanted w = {c, count};
+
+    assert_true(cr_test_wait_until(has_sent_commands, &w, slow(5000)));
 }
 
 /* Number of keys matching `pattern`; -1 on error. */

@@ -134,6 +134,7 @@ test_latch_last_count_down_wakes_every_waiting_thread(void **state)
 {
     cr_client *other = new_client(30000);
     cr_latch *l = latch("threads", 2, 0), *theirs = NULL;
+    uint64_t before = commands_of(test_client);
     waiter w[4];
     int64_t opened;
     int i;
@@ -143,6 +144,8 @@ test_latch_last_count_down_wakes_every_waiting_thread(void **state)
     assert_int_equal(cr_latch_new(other, "threads", &theirs), CR_OK);
     for (i = 0; i < 4; i++)
         waiter_start(&w[i], l, CR_WAIT_FOREVER);
+    /* Each has found it closed: all four wait when it opens. */
+    await_commands(test_client, before + 4);
     await_subscribers("redisson_countdownlatch__channel__{threads}", 1);
     assert_int_equal(cr_latch_count_down(theirs), CR_OK);
     assert_int_equal(cr_latch_count_down(theirs), CR_OK);

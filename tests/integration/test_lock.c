@@ -353,6 +353,7 @@ test_lock_lost_is_reported_when_key_deleted_behind_the_holder(void **state)
 static void
 test_lock_delete_resets_the_lease_to_the_watchdog_timeout(void **state)
 {
+    long long ttl;
     cr_lock *l;
     bool deleted = false;
 
@@ -365,7 +366,8 @@ test_lock_delete_resets_the_lease_to_the_watchdog_timeout(void **state)
     /* As Redisson's delete(): the next lease-less hold uses the watchdog
      * timeout (300 ms here), not the 10 s of the explicit lease before. */
     assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
-    assert_true(redis_int("PTTL deleted") <= 300);
+    ttl = redis_int("PTTL deleted");
+    assert_true(ttl > 0 && ttl <= 300);
     assert_int_equal(cr_lock_unlock(l), CR_OK);
     cr_lock_free(l);
 }
@@ -456,15 +458,6 @@ static bool
 three_subscribers(void *arg)
 {
     return numsub(arg) >= 3;
-}
-
-/* Commands a client has sent so far. */
-static uint64_t
-commands_of(cr_client *c)
-{
-    cr_client_stats st;
-
-    return cr_client_stats_get(c, &st) == CR_OK ? st.commands : 0;
 }
 
 typedef struct tries {
@@ -1369,7 +1362,7 @@ static void
 test_client_id_is_a_uuid_and_version_is_reported(void **state)
 {
     (void)state;
-    assert_int_equal(strlen(cr_client_id(test_client)), 36);
+    assert_true(is_uuid_v4(cr_client_id(test_client)));
     assert_string_equal(cr_version_str(), CR_VERSION_STR);
     assert_int_equal(cr_version_num(), CR_VERSION_NUM);
     assert_string_equal(cr_client_id(NULL), "");

@@ -155,6 +155,66 @@ a_link_was_lost(void *arg)
     return atomic_load(&links_lost) > 0;
 }
 
+/* A client whose lost subscriber links are counted in links_lost (reset
+ * here), with a 1 s command timeout. */
+static cr_client *
+link_watching_client(void)
+{
+    cr_client_options o;
+    cr_client *c = NULL;
+
+    memset(&o, 0, sizeof(o));
+    o.url = test_redis.url;
+    o.command_timeout_ms = 1000;
+    o.reconnect_window_ms = slow(30000);
+    o.log_fn = count_links_lost;
+    o.log_level = CR_LOG_WARN;
+    assert_int_equal(cr_client_new(&o, &c), CR_OK);
+    atomic_store(&links_lost, 0);
+    return c;
+}
+
+static bool
+lock_is_lost(void *arg)
+{
+    bool lost = false;
+
+    return cr_lock_is_lost(arg, &lost) == CR_OK && lost;
+}
+
+static void
+test_lock_waiting_survives_a_redis_restart(void **state)
+{
+    cr_lock *theirs, *mine;
+    cr_client *other = hold_elsewhere("restart", &theirs);
+    cr_client *c = link_watching_client();
+    waiter w;
+    int64_t restarted;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(c, "restart", &mine), CR_OK);
+    waiter_start(&w, mine, CR_WAIT_FOREVER);
+    assert_true(cr_test_wait_until(has_subscriber, "redisson_lock__channel:{restart}",
+                                   slow(3000)));
+    cr_test_redis_stop(&test_redis);
+    /* The waiter's client has seen the server gone. */
+    assert_true(cr_test_wait_until(a_link_was_lost, NULL, slow(5000)));
+    assert_int_equal(cr_test_redis_restart(&test_redis), 0);
+    restarted = cr_test_now_ms();
+    /* Without persistence the restarted server has no lock: the waiter must
+     * notice through its resubscription, not wait for the 30 s lease. */
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(w.acquired_at - restarted < slow(5000));
+    /* The old holder's watchdog finds its hold gone and says so. */
+    assert_true(cr_test_wait_until(lock_is_lost, theirs, slow(15000)));
+    assert_int_equal(cr_lock_unlock(theirs), CR_ELOST);
+    cr_lock_free(mine);
+    cr_lock_free(theirs);
+    cr_client_free(c);
+    cr_client_free(other);
+}
+
 /* A waiter reads its subscriber link itself. When the server stops
  * answering (SIGSTOP: the socket stays open, nothing comes), the
  * dispatcher finds the link dead by its PING (after 5 s of silence and the
@@ -166,8 +226,7 @@ test_lock_waiter_reading_a_silent_link_recovers_when_it_is_dropped(void **state)
 {
     const char *channel = "redisson_lock__channel:{silent}";
     cr_lock *theirs, *mine;
-    cr_client *other = hold_elsewhere("silent", &theirs), *c = NULL;
-    cr_client_options o;
+    cr_client *other = hold_elsewhere("silent", &theirs), *c;
     cr_client_stats st;
     reconnect_watch rw = {NULL, 0};
     waiter w;
@@ -175,14 +234,7 @@ test_lock_waiter_reading_a_silent_link_recovers_when_it_is_dropped(void **state)
     bool lost;
 
     (void)state;
-    memset(&o, 0, sizeof(o));
-    o.url = test_redis.url;
-    o.command_timeout_ms = 1000;
-    o.reconnect_window_ms = slow(30000);
-    o.log_fn = count_links_lost;
-    o.log_level = CR_LOG_WARN;
-    assert_int_equal(cr_client_new(&o, &c), CR_OK);
-    atomic_store(&links_lost, 0);
+    c = link_watching_client();
     assert_int_equal(cr_lock_new(c, "silent", &mine), CR_OK);
     waiter_start(&w, mine, slow(60000));
     assert_true(cr_test_wait_until(has_subscriber, (void *)channel, slow(3000)));
@@ -232,44 +284,6 @@ test_lock_calls_survive_client_kill_of_command_connections(void **state)
     assert_int_equal(cr_lock_unlock(l), CR_OK);
     assert_int_equal(redis_int("EXISTS cmdkill"), 0);
     cr_lock_free(l);
-}
-
-static bool
-lock_is_lost(void *arg)
-{
-    bool lost = false;
-
-    return cr_lock_is_lost(arg, &lost) == CR_OK && lost;
-}
-
-static void
-test_lock_waiting_survives_a_redis_restart(void **state)
-{
-    cr_lock *theirs, *mine;
-    cr_client *other = hold_elsewhere("restart", &theirs);
-    waiter w;
-    int64_t restarted;
-
-    (void)state;
-    assert_int_equal(cr_lock_new(test_client, "restart", &mine), CR_OK);
-    waiter_start(&w, mine, CR_WAIT_FOREVER);
-    assert_true(cr_test_wait_until(has_subscriber, "redisson_lock__channel:{restart}",
-                                   slow(3000)));
-    cr_test_redis_stop(&test_redis);
-    usleep(300000); /* let both clients see the server gone */
-    assert_int_equal(cr_test_redis_restart(&test_redis), 0);
-    restarted = cr_test_now_ms();
-    /* Without persistence the restarted server has no lock: the waiter must
-     * notice through its resubscription, not wait for the 30 s lease. */
-    pthread_join(w.thread, NULL);
-    assert_int_equal(w.rc, CR_OK);
-    assert_true(w.acquired_at - restarted < slow(5000));
-    /* The old holder's watchdog finds its hold gone and says so. */
-    assert_true(cr_test_wait_until(lock_is_lost, theirs, slow(15000)));
-    assert_int_equal(cr_lock_unlock(theirs), CR_ELOST);
-    cr_lock_free(mine);
-    cr_lock_free(theirs);
-    cr_client_free(other);
 }
 
 static void
