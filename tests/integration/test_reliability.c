@@ -701,8 +701,9 @@ debug_sleep(void *arg)
 static void
 test_reliability_server_stalls_longer_than_the_command_timeout(void **state)
 {
-    const int64_t timeout_ms = 300;
-    cr_client *c = fault_client(&test_redis, 3000, timeout_ms);
+    /* Leases outlast the stalls below, which outlast many timeouts. */
+    const int64_t timeout_ms = 300, watchdog_ms = 10000;
+    cr_client *c = fault_client(&test_redis, watchdog_ms, timeout_ms);
     timed_call t;
     pthread_t sleeper;
     cr_lock *l;
@@ -711,19 +712,21 @@ test_reliability_server_stalls_longer_than_the_command_timeout(void **state)
     (void)state;
     assert_non_null(c);
     assert_int_equal(cr_lock_new(c, "stall-single", &l), CR_OK);
-    run_start(&r, &test_redis, "stall", 3000, timeout_ms);
+    run_start(&r, &test_redis, "stall", watchdog_ms, timeout_ms);
     run_for(500);
-    /* CLIENT PAUSE holds every client's commands for 1 s, more than three
-     * command timeouts. */
-    server_cmd(&test_redis, "CLIENT PAUSE 1000 ALL");
+    /* CLIENT PAUSE holds every client's commands for 3 s, ten command
+     * timeouts; it is in effect once its reply came. */
+    server_cmd(&test_redis, "CLIENT PAUSE 3000 ALL");
     t.lock = l;
     timed_is_locked(&t);
     fprintf(stderr, "stall: is_locked during CLIENT PAUSE: %s after %lld ms\n",
             cr_strerror(t.rc), (long long)t.took_ms);
-    assert_true(t.rc == CR_OK || t.rc == CR_EIO);
-    /* A first try, one retry on a new connection: about two timeouts. */
-    assert_true(t.took_ms < slow(3 * timeout_ms + 1000));
-    run_for(1500);
+    /* A first try, one retry on a new connection: about two timeouts, and
+     * an error, where a client that waited for the answer would take the
+     * whole pause. */
+    assert_int_equal(t.rc, CR_EIO);
+    assert_true(t.took_ms >= timeout_ms && t.took_ms < 2500);
+    run_for(3000);
     /* DEBUG SLEEP blocks the whole server for 1 s; the call starts once
      * the sleep has surely begun. */
     assert_int_equal(pthread_create(&sleeper, NULL, debug_sleep, NULL), 0);

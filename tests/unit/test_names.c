@@ -180,14 +180,39 @@ test_request_ids_of_a_forked_child_differ_from_its_parents(void **state)
     close(fds[1]);
 }
 
+#define ID_THREADS 8
+
+/* A thread's id, read twice: the second must be the first. */
+static void *
+read_thread_id(void *arg)
+{
+    int64_t *id = arg;
+
+    *id = cr_thread_id();
+    if (cr_thread_id() != *id)
+        *id = -1;
+    return NULL;
+}
+
 static void
 test_thread_ids_are_distinct_per_thread_and_stable(void **state)
 {
-    int64_t a = cr_thread_id();
+    int64_t ids[ID_THREADS + 1];
+    pthread_t t[ID_THREADS];
+    int i, j;
 
     (void)state;
-    assert_true(a > 0);
-    assert_int_equal(cr_thread_id(), a);
+    for (i = 0; i < ID_THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, read_thread_id, &ids[i]), 0);
+    ids[ID_THREADS] = cr_thread_id();
+    for (i = 0; i < ID_THREADS; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    assert_int_equal(cr_thread_id(), ids[ID_THREADS]);
+    for (i = 0; i <= ID_THREADS; i++) {
+        assert_true(ids[i] > 0);
+        for (j = 0; j < i; j++)
+            assert_true(ids[i] != ids[j]);
+    }
 }
 
 static void
