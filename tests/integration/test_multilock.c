@@ -4,6 +4,12 @@
  * all-or-nothing acquisition, majorities with servers stopped, leases and
  * the watchdog on every sub-lock, unlock everywhere, parallel latency.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "lock_common.h"
@@ -20,14 +26,13 @@ three_up(void **state)
     int i;
 
     (void)state;
-    /* DEBUG SLEEP stalls a server in the parallelism test. */
-    i = cr_test_redis_start(&test_redis, "--enable-debug-command yes");
+    i = cr_test_redis_start(&test_redis, NULL);
     if (i == CR_TEST_SKIP)
         exit(CR_TEST_SKIP);
     if (i != 0)
         return -1;
     for (i = 1; i < SERVERS; i++)
-        if (cr_test_redis_start(&servers[i], "--enable-debug-command yes") != 0)
+        if (cr_test_redis_start(&servers[i], NULL) != 0)
             return -1;
     return 0;
 }
@@ -234,46 +239,185 @@ test_multilock_watchdog_keeps_every_sub_lock_alive(void **state)
     cr_lock_free(m);
 }
 
+/* A relay between one client and one server that holds what the client
+ * sends for `delay_ms` before passing it on: a server that answers late,
+ * counted from each request's arrival (a server-side stall such as DEBUG
+ * SLEEP is counted from when it began, so serial calls would not add up).
+ * Replies pass at once. */
+#define RELAY_PAIRS 8
+
+typedef struct relay {
+    int listen_fd, port, upstream_port;
+    int fds[RELAY_PAIRS][2]; /* client side, server side; -1: unused */
+    atomic_int delay_ms;
+    atomic_bool stop;
+    pthread_t thread;
+} relay;
+
+/* Copies what is readable on `from` to `to`; false on EOF or error. */
+static bool
+pass_on(int from, int to, int delay_ms)
+{
+    char buf[16384];
+    ssize_t n = read(from, buf, sizeof(buf)), off = 0;
+
+    if (n <= 0)
+        return false;
+    if (delay_ms > 0)
+        usleep((useconds_t)delay_ms * 1000); /* the late server itself */
+    while (off < n) {
+        ssize_t w = write(to, buf + off, (size_t)(n - off));
+
+        if (w <= 0)
+            return false;
+        off += w;
+    }
+    return true;
+}
+
+static void *
+relay_run(void *arg)
+{
+    relay *r = arg;
+
+    while (!atomic_load(&r->stop)) {
+        struct pollfd pfd[1 + 2 * RELAY_PAIRS];
+        int where[1 + 2 * RELAY_PAIRS], i, n = 1;
+
+        pfd[0].fd = r->listen_fd;
+        pfd[0].events = POLLIN;
+        for (i = 0; i < RELAY_PAIRS; i++)
+            if (r->fds[i][0] >= 0) {
+                pfd[n] = (struct pollfd){r->fds[i][0], POLLIN, 0};
+                where[n++] = 2 * i;
+                pfd[n] = (struct pollfd){r->fds[i][1], POLLIN, 0};
+                where[n++] = 2 * i + 1;
+            }
+        if (poll(pfd, (nfds_t)n, 50) <= 0)
+            continue;
+        for (i = 1; i < n; i++) {
+            int pair = where[i] / 2, side = where[i] % 2;
+
+            if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) ||
+                r->fds[pair][0] < 0)
+                continue;
+            if (!pass_on(r->fds[pair][side], r->fds[pair][!side],
+                         side == 0 ? atomic_load(&r->delay_ms) : 0)) {
+                close(r->fds[pair][0]);
+                close(r->fds[pair][1]);
+                r->fds[pair][0] = r->fds[pair][1] = -1;
+            }
+        }
+        if (pfd[0].revents & POLLIN) {
+            struct sockaddr_in a = {.sin_family = AF_INET};
+            int c = accept(r->listen_fd, NULL, NULL), u;
+
+            if (c < 0)
+                continue;
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            a.sin_port = htons((uint16_t)r->upstream_port);
+            u = socket(AF_INET, SOCK_STREAM, 0);
+            for (i = 0; i < RELAY_PAIRS && r->fds[i][0] >= 0; i++)
+                ;
+            if (u < 0 || i == RELAY_PAIRS ||
+                connect(u, (struct sockaddr *)&a, sizeof(a)) != 0) {
+                close(c);
+                if (u >= 0)
+                    close(u);
+                continue;
+            }
+            r->fds[i][0] = c;
+            r->fds[i][1] = u;
+        }
+    }
+    return NULL;
+}
+
+/* Starts a relay to server `srv` on a free loopback port; 0 or -1. */
+static int
+relay_start(relay *r, const cr_test_redis *srv)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t len = sizeof(a);
+    int i;
+
+    memset(r, 0, sizeof(*r));
+    for (i = 0; i < RELAY_PAIRS; i++)
+        r->fds[i][0] = r->fds[i][1] = -1;
+    atomic_init(&r->delay_ms, 0);
+    atomic_init(&r->stop, false);
+    r->upstream_port = srv->port;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if ((r->listen_fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        bind(r->listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+        listen(r->listen_fd, RELAY_PAIRS) != 0 ||
+        getsockname(r->listen_fd, (struct sockaddr *)&a, &len) != 0)
+        return -1;
+    r->port = ntohs(a.sin_port);
+    return pthread_create(&r->thread, NULL, relay_run, r) == 0 ? 0 : -1;
+}
+
+static void
+relay_stop(relay *r)
+{
+    int i;
+
+    atomic_store(&r->stop, true);
+    pthread_join(r->thread, NULL);
+    for (i = 0; i < RELAY_PAIRS; i++)
+        if (r->fds[i][0] >= 0) {
+            close(r->fds[i][0]);
+            close(r->fds[i][1]);
+        }
+    close(r->listen_fd);
+}
+
 static void
 test_multilock_contacts_servers_in_parallel(void **state)
 {
-    redisContext *stall[SERVERS];
-    redisReply *r;
-    cr_lock *m;
-    int64_t sent, start, took;
-    int i, done;
+    const int delay_ms = 300;
+    relay relays[SERVERS];
+    cr_client *c[SERVERS];
+    cr_lock *via[SERVERS], *m;
+    int64_t start, took;
+    int i;
 
     (void)state;
-    assert_int_equal(cr_multilock_new(subs, SERVERS, &m), CR_OK);
-    /* Each server is busy for 300 ms: one after another would take 900.
-     * The stalls are written before the lock (the servers, not under
-     * valgrind, read them within the pause below). */
     for (i = 0; i < SERVERS; i++) {
-        stall[i] = cr_test_redis_connect(&servers[i]);
-        assert_non_null(stall[i]);
-        assert_int_equal(redisAppendCommand(stall[i], "DEBUG SLEEP 0.3"), REDIS_OK);
-        do
-            assert_int_equal(redisBufferWrite(stall[i], &done), REDIS_OK);
-        while (!done);
+        cr_client_options o;
+        char url[64];
+
+        assert_int_equal(relay_start(&relays[i], &servers[i]), 0);
+        snprintf(url, sizeof(url), "redis://127.0.0.1:%d", relays[i].port);
+        memset(&o, 0, sizeof(o));
+        o.url = url;
+        o.command_timeout_ms = slow(5000);
+        assert_int_equal(cr_client_new(&o, &c[i]), CR_OK);
+        assert_int_equal(cr_lock_new(c[i], "m", &via[i]), CR_OK);
     }
-    sent = cr_test_now_ms();
-    usleep(50000);
+    assert_int_equal(cr_multilock_new(via, SERVERS, &m), CR_OK);
+    /* Every server answers 300 ms after each request: one after another
+     * the acquisition would take 900. */
+    for (i = 0; i < SERVERS; i++)
+        atomic_store(&relays[i].delay_ms, delay_ms);
     start = cr_test_now_ms();
     assert_int_equal(cr_lock_try_lock(m, 0, 5000), CR_OK);
     took = cr_test_now_ms() - start;
-    for (i = 0; i < SERVERS; i++) {
-        assert_int_equal(redisGetReply(stall[i], (void **)&r), REDIS_OK);
-        assert_int_equal(r->type, REDIS_REPLY_STATUS);
-        freeReplyObject(r);
-        redisFree(stall[i]);
-    }
-    /* The servers answered after their stalls, each begun once its command
-     * was read, after it was written (just before `sent`): what was left of
-     * one stall at least, and well under the sum of the three. */
-    assert_true(took >= 300 - (start - sent) - 20);
-    assert_true(took < slow(600));
+    for (i = 0; i < SERVERS; i++)
+        atomic_store(&relays[i].delay_ms, 0);
+    for (i = 0; i < SERVERS; i++)
+        assert_int_equal(exists_on(i), 1);
+    assert_true(took >= delay_ms);
+    assert_true(took < slow(2 * delay_ms));
     assert_int_equal(cr_lock_unlock(m), CR_OK);
+    for (i = 0; i < SERVERS; i++)
+        assert_int_equal(exists_on(i), 0);
     cr_lock_free(m);
+    for (i = 0; i < SERVERS; i++) {
+        cr_lock_free(via[i]);
+        cr_client_free(c[i]);
+        relay_stop(&relays[i]);
+    }
 }
 
 static void
