@@ -10,8 +10,9 @@
  * block or call back into the library in a way that waits on Redis.
  *
  * Signals: a connection the server closed never raises SIGPIPE in the
- * application; the library blocks it around its own writes and leaves the
- * application's SIGPIPE disposition alone.
+ * application; the library sends with send(2) and MSG_NOSIGNAL, so such a
+ * write fails with EPIPE instead, and the application's SIGPIPE disposition
+ * and signal mask are left alone.
  */
 #ifndef CREDISSON_CLIENT_H
 #define CREDISSON_CLIENT_H
