@@ -91,11 +91,11 @@ test_wait_zero_exits_75_when_held() {
 }
 
 test_waiter_runs_once_holder_is_done() {
-    cli_exec lock turn -- sleep 1 &
+    cli_exec lock turn -- sh -c 'sleep 1; touch holder-done' &
     local holder=$!
     wait_until 5000 key_exists turn || fail "holder never locked"
-    run_cli lock turn --wait 60s -v -- sh -c 'echo ran'
-    expect_eq "$rc" 0 "exit status"
+    run_cli lock turn --wait 60s -v -- sh -c 'test -e holder-done && echo ran'
+    expect_eq "$rc" 0 "exit status (after the holder's command)"
     expect_eq "$out" ran "stdout"
     # Not a terminal: --verbose shows nothing.
     expect_eq "$err" "" "stderr"
@@ -123,10 +123,12 @@ test_verbose_shows_holder_on_a_terminal() {
 }
 
 test_lease_is_not_renewed() {
-    run_cli lock leased --lease 5s -- sh -c 'redis-cli -p "$1" pttl leased' \
-        sh "$PORT"
+    # After a second: about 4000 left of the 5 s lease; a renewal by the
+    # watchdog would have set it to at most 300, one by the lease to ~5000.
+    run_cli lock leased --lease 5s --watchdog 300ms -- sh -c \
+        'sleep 1; redis-cli -p "$1" pttl leased' sh "$PORT"
     expect_eq "$rc" 0 "exit status"
-    [ "$out" -gt 0 ] && [ "$out" -le 5000 ] || fail "pttl $out not in 1..5000"
+    [ "$out" -gt 300 ] && [ "$out" -le 4100 ] || fail "pttl $out not in 301..4100"
 }
 
 test_lease_running_out_under_command_exits_76() {

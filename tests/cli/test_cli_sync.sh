@@ -120,10 +120,15 @@ test_latch_opens_for_waiters_in_other_processes() {
     cli latch gate count-down
     expect_eq "$(cli latch gate count)" 1 "count"
     msleep "$(slow 200)"
-    [ -e open1 ] && fail "a waiter went through a closed latch"
+    for i in 1 2 3; do
+        [ -e "open$i" ] && fail "a waiter went through a closed latch"
+    done
     cli latch gate count-down
     for i in $pids; do
         wait "$i" || fail "a waiter failed"
+    done
+    for i in 1 2 3; do
+        [ -e "open$i" ] || fail "waiter $i did not go through the open latch"
     done
     expect_eq "$(cli latch gate count)" 0 "count once open"
 }
