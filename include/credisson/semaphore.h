@@ -202,14 +202,16 @@ CR_EXPORT cr_status cr_permit_semaphore_try_release(cr_permit_semaphore *sem,
 /* cr_permit_semaphore_update_lease_time: make the permit `id` expire
  * lease_ms from now (or never with CR_LEASE_NONE) (Redisson
  * updateLeaseTime). *updated (may be NULL) is false when the permit is not
- * out any more (released, or expired: expired permits are reclaimed first). */
+ * out any more (released, or expired: expired permits are reclaimed first).
+ * A malformed id or lease is CR_EINVAL. */
 CR_EXPORT cr_status cr_permit_semaphore_update_lease_time(
     cr_permit_semaphore *sem, const char *id, int64_t lease_ms,
     bool *updated);
 
 /* cr_permit_semaphore_get_lease_time: the ms left of the permit's lease in
  * *remaining_ms, or CR_LEASE_NONE (-1) when it never expires (Redisson
- * getLeaseTime). Returns CR_ENOTOWNER when the permit is not out. */
+ * getLeaseTime). Returns CR_ENOTOWNER when the permit is not out, CR_EINVAL
+ * for a malformed id. */
 CR_EXPORT cr_status cr_permit_semaphore_get_lease_time(
     cr_permit_semaphore *sem, const char *id, int64_t *remaining_ms);
 

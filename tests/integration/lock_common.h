@@ -204,6 +204,15 @@ subscribes_seen(void)
     return n;
 }
 
+/* cr_test_wait_until condition: `arg` (a cr_lock) is marked lost. */
+static inline bool
+lock_is_lost(void *arg)
+{
+    bool lost = false;
+
+    return cr_lock_is_lost(arg, &lost) == CR_OK && lost;
+}
+
 /* Commands a client has sent so far. */
 static inline uint64_t
 commands_of(cr_client *c)

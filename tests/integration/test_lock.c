@@ -312,14 +312,6 @@ lost_called(void *arg)
     return yes;
 }
 
-static bool
-lock_is_lost(void *arg)
-{
-    bool lost = false;
-
-    return cr_lock_is_lost(arg, &lost) == CR_OK && lost;
-}
-
 static void
 test_lock_lost_is_reported_when_key_deleted_behind_the_holder(void **state)
 {

@@ -174,14 +174,6 @@ link_watching_client(void)
     return c;
 }
 
-static bool
-lock_is_lost(void *arg)
-{
-    bool lost = false;
-
-    return cr_lock_is_lost(arg, &lost) == CR_OK && lost;
-}
-
 static void
 test_lock_waiting_survives_a_redis_restart(void **state)
 {

@@ -640,14 +640,6 @@ test_wire_watchdog_renews_with_pexpire_to_watchdog_timeout(void **state)
     cr_client_free(c);
 }
 
-static bool
-lock_is_lost(void *arg)
-{
-    bool lost = false;
-
-    return cr_lock_is_lost(arg, &lost) == CR_OK && lost;
-}
-
 static void
 test_wire_watchdog_and_unlock_leave_a_lock_taken_by_another_owner_alone(void **state)
 {

@@ -65,6 +65,7 @@ static const struct {
     {"fenced", cr_fenced_lock_new},
     {"spin", cr_spin_lock_new},
     {"nonreentrant", cr_non_reentrant_lock_new},
+    {"nonreentrant-fair", cr_non_reentrant_fair_lock_new},
 };
 #define NCTORS (sizeof(lock_ctors) / sizeof(lock_ctors[0]))
 
@@ -408,6 +409,69 @@ test_misuse_out_of_range_permits_and_counts_are_refused(void **state)
 }
 
 static void
+test_misuse_permit_lease_calls_refuse_malformed_ids_and_leases(void **state)
+{
+    static const char *const bad_ids[] = {
+        "",
+        "abc",
+        "0123456789abcdef0123456789abcde",   /* 31 digits */
+        "0123456789abcdef0123456789abcdef0", /* 33 digits */
+        "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
+        "0123456789abcdef0123456789abcdeg",
+        "0123456789abcdef 123456789abcdef",
+        "0x23456789abcdef0123456789abcdef",
+    };
+    char id[CR_PERMIT_ID_LEN + 1], cut[CR_PERMIT_ID_LEN + 1];
+    cr_permit_semaphore *ps;
+    int64_t left = 7;
+    bool updated = true;
+    size_t i;
+
+    (void)state;
+    assert_int_equal(cr_permit_semaphore_new(test_client, "leases-p", &ps),
+                     CR_OK);
+    EXPECT(cr_permit_semaphore_update_lease_time(ps, NULL, 1000, &updated),
+           CR_EINVAL);
+    EXPECT(cr_permit_semaphore_get_lease_time(ps, NULL, &left), CR_EINVAL);
+    for (i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
+        EXPECT(cr_permit_semaphore_update_lease_time(ps, bad_ids[i], 1000,
+                                                     &updated),
+               CR_EINVAL);
+        EXPECT(cr_permit_semaphore_update_lease_time(ps, bad_ids[i],
+                                                     CR_LEASE_NONE, NULL),
+               CR_EINVAL);
+        EXPECT(cr_permit_semaphore_get_lease_time(ps, bad_ids[i], &left),
+               CR_EINVAL);
+    }
+    /* Refused before anything was sent: the semaphore is still not there. */
+    assert_int_equal(count_keys("*"), 0);
+    /* With a permit out: a malformed form of its id is refused as such,
+     * not looked up, and no bad lease replaces the one it has. */
+    assert_int_equal(cr_permit_semaphore_try_set_permits(ps, 1, NULL), CR_OK);
+    assert_int_equal(cr_permit_semaphore_acquire(ps, 60000, id), CR_OK);
+    memcpy(cut, id, sizeof(cut));
+    cut[CR_PERMIT_ID_LEN - 1] = '\0';
+    EXPECT(cr_permit_semaphore_update_lease_time(ps, cut, 1000, &updated),
+           CR_EINVAL);
+    EXPECT(cr_permit_semaphore_get_lease_time(ps, cut, &left), CR_EINVAL);
+    for (i = 0; i < NBAD_DURATIONS; i++)
+        EXPECT(cr_permit_semaphore_update_lease_time(ps, id, bad_durations[i],
+                                                     &updated),
+               CR_EINVAL);
+    EXPECT(cr_permit_semaphore_update_lease_time(ps, id, 0, &updated),
+           CR_EINVAL);
+    /* Out-parameters stay untouched on failure. */
+    assert_true(updated);
+    assert_int_equal(left, 7);
+    EXPECT(cr_permit_semaphore_get_lease_time(ps, id, &left), CR_OK);
+    assert_true(left > 1000 && left <= 60000);
+    EXPECT(cr_permit_semaphore_release(ps, id), CR_OK);
+    EXPECT(cr_permit_semaphore_delete(ps, NULL), CR_OK);
+    assert_int_equal(count_keys("*"), 0);
+    cr_permit_semaphore_free(ps);
+}
+
+static void
 test_misuse_bad_multilock_sets_are_refused(void **state)
 {
     cr_lock *locks[65], *m = NULL, *other;
@@ -428,13 +492,24 @@ test_misuse_bad_multilock_sets_are_refused(void **state)
     EXPECT(cr_multilock_new(locks, 65, &m), CR_EINVAL);
     EXPECT(cr_multilock_new(locks, SIZE_MAX, &m), CR_EINVAL);
     EXPECT(cr_multilock_new(locks, 2, NULL), CR_EINVAL);
+    EXPECT(cr_redlock_new(NULL, 1, &m), CR_EINVAL);
     EXPECT(cr_redlock_new(locks, 0, &m), CR_EINVAL);
+    EXPECT(cr_redlock_new(locks, 65, &m), CR_EINVAL);
+    EXPECT(cr_redlock_new(locks, 3, NULL), CR_EINVAL);
     other = locks[1];
     locks[1] = locks[0];
     EXPECT(cr_multilock_new(locks, 2, &m), CR_EINVAL); /* the same twice */
+    EXPECT(cr_redlock_new(locks, 3, &m), CR_EINVAL);
     locks[1] = NULL;
     EXPECT(cr_multilock_new(locks, 2, &m), CR_EINVAL);
+    EXPECT(cr_redlock_new(locks, 3, &m), CR_EINVAL);
     locks[1] = other;
+    /* A NULL first sub-lock, the one a multilock takes its client from. */
+    other = locks[0];
+    locks[0] = NULL;
+    EXPECT(cr_multilock_new(locks, 3, &m), CR_EINVAL);
+    EXPECT(cr_redlock_new(locks, 3, &m), CR_EINVAL);
+    locks[0] = other;
     assert_null(m);
     /* A multilock answers the calls it has no meaning for clearly. */
     assert_int_equal(cr_multilock_new(locks, 64, &m), CR_OK);
@@ -492,6 +567,155 @@ test_misuse_double_unlock_and_unlock_of_a_never_locked_lock(void **state)
 }
 
 static void
+test_misuse_fencing_calls_on_other_kinds_are_refused(void **state)
+{
+    cr_lock *subs[2], *sides[3];
+    cr_rwlock *rw;
+    int64_t token = 7;
+    bool locked = true;
+    size_t k;
+
+    (void)state;
+    for (k = 0; k < NCTORS; k++) {
+        cr_lock *l;
+
+        if (strcmp(lock_ctors[k].kind, "fenced") == 0)
+            continue;
+        assert_int_equal(lock_ctors[k].make(test_client, "unfenced", &l), CR_OK);
+        EXPECT(cr_fenced_lock_try_lock_and_get_token(l, 0, CR_LEASE_WATCHDOG,
+                                                     &token),
+               CR_EINVAL);
+        EXPECT(cr_fenced_lock_try_lock_and_get_token(l, 0, 10000, &token),
+               CR_EINVAL);
+        EXPECT(cr_fenced_lock_lock_and_get_token(l, CR_LEASE_WATCHDOG, &token),
+               CR_EINVAL);
+        EXPECT(cr_fenced_lock_lock_and_get_token(l, 10000, &token), CR_EINVAL);
+        /* Nothing was taken on the way. */
+        EXPECT(cr_lock_is_locked(l, &locked), CR_OK);
+        assert_false(locked);
+        locked = true;
+        EXPECT(cr_lock_is_held_by_current_thread(l, &locked), CR_OK);
+        assert_false(locked);
+        locked = true;
+        cr_lock_free(l);
+    }
+    /* The sides of a rwlock and a multilock are not fenced either. */
+    assert_int_equal(cr_rwlock_new(test_client, "unfenced-rw", &rw), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "unfenced-a", &subs[0]), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "unfenced-b", &subs[1]), CR_OK);
+    sides[0] = cr_rwlock_read_lock(rw);
+    sides[1] = cr_rwlock_write_lock(rw);
+    assert_int_equal(cr_multilock_new(subs, 2, &sides[2]), CR_OK);
+    for (k = 0; k < 3; k++) {
+        EXPECT(cr_fenced_lock_try_lock_and_get_token(sides[k], 0,
+                                                     CR_LEASE_WATCHDOG, &token),
+               CR_EINVAL);
+        EXPECT(cr_fenced_lock_lock_and_get_token(sides[k], 10000, &token),
+               CR_EINVAL);
+        EXPECT(cr_fenced_lock_get_token(sides[k], &token), CR_EINVAL);
+    }
+    EXPECT(cr_lock_unlock(sides[2]), CR_ENOTOWNER);
+    assert_int_equal(token, 7);
+    assert_int_equal(count_keys("*"), 0);
+    cr_lock_free(sides[2]);
+    cr_lock_free(subs[1]);
+    cr_lock_free(subs[0]);
+    cr_rwlock_free(rw);
+}
+
+static void
+test_misuse_strerror_of_unknown_codes_is_a_text(void **state)
+{
+    static const int codes[] = {-1000, -1, (int)CR_ENOTSUP + 1, 1000,
+                                INT_MIN, INT_MAX};
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        const char *text = cr_strerror((cr_status)codes[i]);
+
+        assert_non_null(text);
+        assert_true(text[0] != '\0');
+        /* An unknown code is never called a success. */
+        assert_string_not_equal(text, cr_strerror(CR_OK));
+    }
+}
+
+/* Calls of a lost-lease callback. */
+typedef struct lost_calls {
+    pthread_mutex_t mu;
+    int calls;
+} lost_calls;
+
+static void
+count_lost(void *userdata, const char *name, int64_t thread_id)
+{
+    lost_calls *lc = userdata;
+
+    (void)name;
+    (void)thread_id;
+    pthread_mutex_lock(&lc->mu);
+    lc->calls++;
+    pthread_mutex_unlock(&lc->mu);
+}
+
+/* The number of calls so far. */
+static int
+calls_of(lost_calls *lc)
+{
+    int n;
+
+    pthread_mutex_lock(&lc->mu);
+    n = lc->calls;
+    pthread_mutex_unlock(&lc->mu);
+    return n;
+}
+
+/* cr_test_wait_until condition: the lost_calls (arg) has seen a call. */
+static bool
+was_called(void *arg)
+{
+    return calls_of(arg) > 0;
+}
+
+static void
+test_misuse_a_cleared_lost_callback_is_not_called(void **state)
+{
+    lost_calls cleared = {PTHREAD_MUTEX_INITIALIZER, 0};
+    lost_calls witness = {PTHREAD_MUTEX_INITIALIZER, 0};
+    cr_lock *l, *w;
+    bool lost = true;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "cleared", &l), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "witness", &w), CR_OK);
+    EXPECT(cr_lock_set_lost_callback(l, count_lost, &cleared), CR_OK);
+    EXPECT(cr_lock_set_lost_callback(l, NULL, NULL), CR_OK);
+    EXPECT(cr_lock_set_lost_callback(w, count_lost, &witness), CR_OK);
+    EXPECT(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    EXPECT(cr_lock_lock(w, CR_LEASE_WATCHDOG), CR_OK);
+    EXPECT(cr_lock_is_lost(l, &lost), CR_OK);
+    assert_false(lost);
+    /* The hold is deleted behind its holder; the watchdog (300 ms) finds
+     * it gone. */
+    assert_int_equal(redis_int("DEL cleared"), 1);
+    assert_true(cr_test_wait_until(lock_is_lost, l, slow(3000)));
+    /* The witness is found lost in the same watchdog round or a later
+     * one: its callback runs after any the first loss queued. */
+    assert_int_equal(redis_int("DEL witness"), 1);
+    assert_true(cr_test_wait_until(was_called, &witness, slow(3000)));
+    assert_int_equal(calls_of(&witness), 1);
+    assert_int_equal(calls_of(&cleared), 0);
+    EXPECT(cr_lock_is_lost(l, &lost), CR_OK);
+    assert_true(lost);
+    EXPECT(cr_lock_unlock(l), CR_ELOST);
+    EXPECT(cr_lock_unlock(w), CR_ELOST);
+    assert_int_equal(count_keys("*"), 0);
+    cr_lock_free(w);
+    cr_lock_free(l);
+}
+
+static void
 test_misuse_bad_client_options_and_urls_are_refused(void **state)
 {
     static const char *const urls[] = {
@@ -538,6 +762,13 @@ test_misuse_bad_client_options_and_urls_are_refused(void **state)
     BAD_OPTION(fair_lock_wait_timeout_ms, -1);
     BAD_OPTION(subscription_timeout_ms, -1);
     BAD_OPTION(reconnect_window_ms, -1);
+    BAD_OPTION(replica_sync_timeout_ms, -1);
+    BAD_OPTION(replica_sync_timeout_ms, INT64_MIN);
+    BAD_OPTION(replica_sync_timeout_ms, 3600001);
+    BAD_OPTION(replica_sync_timeout_ms, INT64_MAX);
+    BAD_OPTION(sharded_pubsub, (cr_sharded_pubsub)-1);
+    BAD_OPTION(sharded_pubsub, (cr_sharded_pubsub)(CR_SHARDED_OFF + 1));
+    BAD_OPTION(sharded_pubsub, (cr_sharded_pubsub)INT_MAX);
 #undef BAD_OPTION
     assert_null(c);
 }
@@ -1067,8 +1298,12 @@ main(void)
         T(test_misuse_enormous_and_braced_names_work_for_every_kind),
         T(test_misuse_out_of_range_durations_are_refused),
         T(test_misuse_out_of_range_permits_and_counts_are_refused),
+        T(test_misuse_permit_lease_calls_refuse_malformed_ids_and_leases),
         T(test_misuse_bad_multilock_sets_are_refused),
         T(test_misuse_double_unlock_and_unlock_of_a_never_locked_lock),
+        T(test_misuse_fencing_calls_on_other_kinds_are_refused),
+        T(test_misuse_strerror_of_unknown_codes_is_a_text),
+        T(test_misuse_a_cleared_lost_callback_is_not_called),
         T(test_misuse_bad_client_options_and_urls_are_refused),
         T(test_misuse_key_of_another_type_gives_eserver_with_wrongtype),
         T(test_misuse_acl_user_without_eval_or_publish_gets_eserver),

@@ -38,15 +38,6 @@ key_gone(void *arg)
     return redis_int("EXISTS %s", (const char *)arg) == 0;
 }
 
-/* cr_test_wait_until condition: `arg` (a cr_lock) is marked lost. */
-static bool
-lock_is_lost(void *arg)
-{
-    bool lost = false;
-
-    return cr_lock_is_lost(arg, &lost) == CR_OK && lost;
-}
-
 /* What renewals_reached waits for: `client` has sent at least `at_least`
  * renewals. */
 typedef struct renewals {
