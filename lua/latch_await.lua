@@ -11,7 +11,13 @@
 local value = redis.call('get', KEYS[1])
 if value ~= false then
     if tonumber(value) > 0 then
-        return {tonumber(value), redis.call('pttl', KEYS[1])}
+        local ttl = redis.call('pttl', KEYS[1])
+        if ttl == -1 then
+            -- Set again by a client that knows no marker (Java): any marker
+            -- is an earlier latch's, and must not make this one expired.
+            redis.call('del', KEYS[2])
+        end
+        return {tonumber(value), ttl}
     end
     return {0, -1}
 end

@@ -3,8 +3,9 @@
 -- KEYS[3] = expiry marker {N}:credisson_latch_expiry
 -- ARGV[1] = publish command, ARGV[2] = grace in ms: how much longer than N
 -- the marker lives
--- Returns the new count (N and the marker are deleted when it is <= 0, and 0,
--- "reached zero", is published when it is 0); -1 when N is absent and its
+-- Returns the new count, 0 for one below (N and the marker are deleted when
+-- it is <= 0, and 0, "reached zero", is published when it is 0); -1 when N
+-- is absent and its
 -- marker within the grace (N went at its deadline: the latch expired); -2
 -- when N is absent otherwise (never set, or opened before its deadline by a
 -- client that does not know the marker, as latch_await.lua tells them). An
@@ -17,11 +18,19 @@ if redis.call('exists', KEYS[1]) == 0 then
     end
     return -2
 end
+-- N without a time to live is not the latch a marker was written for (a
+-- Java client set the name again): that marker is stale.
+if redis.call('pttl', KEYS[1]) == -1 then
+    redis.call('del', KEYS[3])
+end
 local count = redis.call('decr', KEYS[1])
 if count <= 0 then
     redis.call('del', KEYS[1], KEYS[3])
 end
 if count == 0 then
     redis.call(ARGV[1], KEYS[2], 0)
+end
+if count < 0 then
+    return 0 -- a latch set to 0 (Java's trySetCount(0)) was already open
 end
 return count

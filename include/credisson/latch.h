@@ -24,9 +24,13 @@
  * has it (the same key, no TTL unless one was asked for, the same channel
  * and messages); to Java an expired latch reads as count 0 (open), and a
  * Java waiter blocked in await() is not woken by the expiry.
- * Limits: a waiter that first looks more than the grace after the expiry
- * sees "open"; one that first looks after the deadline at a latch that a
- * Java countDown had opened shortly before it sees "expired".
+ * A C look at a latch key without a TTL (set again under the name by a
+ * Java client) deletes a marker left by an earlier latch. Limits: a waiter
+ * that first looks more than the grace after the expiry sees "open"; one
+ * that first looks after the deadline at a latch that a Java countDown had
+ * opened shortly before it, or within the grace after an expiry at a latch
+ * a Java client set again and opened before any C client looked, sees
+ * "expired".
  *
  * Waiting: a waiter looks at the count, subscribes, looks again, then sleeps
  * until a 0 message, the latch's expiry or a second passes, and looks

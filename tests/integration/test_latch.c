@@ -374,6 +374,58 @@ test_latch_with_expiry_opened_by_java_is_open_not_expired(void **state)
     cr_latch_free(l);
 }
 
+/* cr_test_wait_until condition: key `arg` is gone. */
+static bool
+key_gone(void *arg)
+{
+    return redis_int("EXISTS %s", (const char *)arg) == 0;
+}
+
+static void
+test_latch_name_set_again_by_java_after_an_expiry_is_not_expired(void **state)
+{
+    cr_latch *l = latch("reused", 1, 200);
+
+    (void)state;
+    assert_true(cr_test_wait_until(key_gone, "reused", slow(3000)));
+    assert_int_equal(cr_latch_await(l, 0), CR_EEXPIRED);
+    /* Java's trySetCount(2) under the same name, the old marker still
+     * there: a C look at the closed latch finds the marker stale... */
+    assert_true(redis_ok("SET reused 2"));
+    assert_int_equal(redis_int("EXISTS {reused}:credisson_latch_expiry"), 1);
+    assert_int_equal(cr_latch_await(l, 0), CR_TIMEOUT);
+    assert_int_equal(redis_int("EXISTS {reused}:credisson_latch_expiry"), 0);
+    /* ...so that once Java opens it, it is open, not expired. */
+    assert_int_equal(redis_int("DEL reused"), 1);
+    assert_int_equal(cr_latch_await(l, 0), CR_OK);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    /* The same when a C count down is the first to see it. */
+    cr_latch_free(l);
+    l = latch("reused", 1, 200);
+    assert_true(cr_test_wait_until(key_gone, "reused", slow(3000)));
+    assert_true(redis_ok("SET reused 2"));
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(redis_int("EXISTS {reused}:credisson_latch_expiry"), 0);
+    assert_int_equal(redis_int("DEL reused"), 1);
+    assert_int_equal(cr_latch_await(l, 0), CR_OK);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_set_to_zero_by_java_counts_down_as_open(void **state)
+{
+    cr_latch *l = latch("zero", 0, 0);
+
+    (void)state;
+    /* Java's trySetCount(0) leaves "0": open, and a count down is one more
+     * on an open latch. */
+    assert_true(redis_ok("SET zero 0"));
+    assert_int_equal(cr_latch_await(l, 0), CR_OK);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(redis_int("EXISTS zero"), 0);
+    cr_latch_free(l);
+}
+
 static void
 test_latch_set_without_expiry_forgets_an_earlier_expiry(void **state)
 {
@@ -485,6 +537,8 @@ main(void)
         T(test_latch_expiry_is_reported_to_waiters_as_eexpired),
         T(test_latch_with_expiry_counted_down_to_zero_is_open_not_expired),
         T(test_latch_with_expiry_opened_by_java_is_open_not_expired),
+        T(test_latch_name_set_again_by_java_after_an_expiry_is_not_expired),
+        T(test_latch_set_to_zero_by_java_counts_down_as_open),
         T(test_latch_set_without_expiry_forgets_an_earlier_expiry),
         T(test_latch_wire_keys_and_publishes_match_redisson),
         T(test_latch_bad_arguments_are_refused_with_einval),
