@@ -67,6 +67,8 @@
 /* Ids up to this size are built on the stack for a lookup. */
 #define ID_STACK 256
 
+#define WD_FROM_MAX ((1u << 26) - 1)
+
 typedef struct hold {
     UT_hash_handle hh;
     cr__timer timer;
@@ -83,6 +85,10 @@ typedef struct hold {
     unsigned releasing : 1; /* an unlock is under way: answers are stale */
     unsigned queued : 1;    /* in the due list of the round under way */
     unsigned dead : 1;      /* removed while queued: freed after the round */
+    /* The lowest of the count's levels taken without a lease (unlocks undo
+     * the last first); 0: none. Deeper levels are stored as WD_FROM_MAX,
+     * which only renews longer. */
+    unsigned wd_from : 26;
     char id[];              /* id bytes, NUL, then aux and NUL if any */
 } hold;
 
@@ -308,6 +314,8 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
         h->fn = fn;
         h->userdata = userdata;
     }
+    if (watchdog && h->wd_from == 0)
+        h->wd_from = h->count < WD_FROM_MAX ? (unsigned)h->count : WD_FROM_MAX;
     if (watchdog && !h->watchdog) {
         h->watchdog = 1;
         r->renewing++;
@@ -349,11 +357,20 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
     h = find_hold(r, kind, key, owner);
     if (h != NULL && (all || --h->count <= 0)) {
         remove_hold(r, h);
-    } else if (h != NULL && h->releasing) {
-        /* Holds remain: renew them again from now. */
+    } else if (h != NULL) {
+        if (h->count < h->wd_from) {
+            /* The levels left were all taken with a lease: they expire
+             * by it, as in Redisson. */
+            if (cr__timer_is_scheduled(&h->timer))
+                cr__wheel_cancel(r->wheel, &h->timer);
+            if (h->watchdog && !h->lost)
+                r->renewing--;
+            h->watchdog = 0;
+            h->wd_from = 0;
+        }
+        if (h->releasing && h->watchdog && !h->lost)
+            schedule(r, h, next_renewal(r, cr__now_ms())); /* from now */
         h->releasing = 0;
-        if (h->watchdog && !h->lost)
-            schedule(r, h, next_renewal(r, cr__now_ms()));
     }
     pthread_mutex_unlock(&r->mu);
 }

@@ -37,7 +37,9 @@ cr_status cr__renewal_new(cr_client *c, cr__renewal **out);
 void cr__renewal_free(cr__renewal *r);
 
 /* cr__hold_add: count one more hold of `owner` on `key`. With `watchdog`
- * the hold is renewed until its count drops to 0. `aux` is the read lock's
+ * the hold is renewed until its count drops below this level (unlocks undo
+ * the last hold first): holds taken with a lease and left after the last
+ * watchdog hold went are not renewed. `aux` is the read lock's
  * key prefix (NULL otherwise). `fn`/`userdata` are called if the watchdog
  * finds the hold gone; `tid` is passed to them. */
 cr_status cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,

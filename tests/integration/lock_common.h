@@ -204,6 +204,13 @@ subscribes_seen(void)
     return n;
 }
 
+/* cr_test_wait_until condition: key `arg` is gone. */
+static inline bool
+key_gone(void *arg)
+{
+    return redis_int("EXISTS %s", (const char *)arg) == 0;
+}
+
 /* cr_test_wait_until condition: `arg` (a cr_lock) is marked lost. */
 static inline bool
 lock_is_lost(void *arg)

@@ -374,13 +374,6 @@ test_latch_with_expiry_opened_by_java_is_open_not_expired(void **state)
     cr_latch_free(l);
 }
 
-/* cr_test_wait_until condition: key `arg` is gone. */
-static bool
-key_gone(void *arg)
-{
-    return redis_int("EXISTS %s", (const char *)arg) == 0;
-}
-
 static void
 test_latch_name_set_again_by_java_after_an_expiry_is_not_expired(void **state)
 {

@@ -279,6 +279,69 @@ test_lock_watchdog_stops_renewing_after_unlock(void **state)
     cr_lock_free(l);
 }
 
+/* Renewal calls the test client has made so far. */
+static uint64_t
+renewal_calls(void)
+{
+    cr_client_stats st;
+
+    return cr_client_stats_get(test_client, &st) == CR_OK ? st.renewal_calls : 0;
+}
+
+static bool
+renewed_three_more_times(void *arg)
+{
+    return renewal_calls() >= *(uint64_t *)arg + 3;
+}
+
+static void
+test_lock_lease_hold_left_by_a_watchdog_reentry_expires_by_its_lease(void **state)
+{
+    cr_lock *l;
+    int64_t released;
+    long long ttl;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "leased-outer", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, 1000), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    /* The inner, watchdog hold goes: the outer one had a 1 s lease, and
+     * nothing renews it any more (Redisson stops renewing there too). */
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    released = cr_test_now_ms();
+    ttl = redis_int("PTTL leased-outer");
+    assert_true(ttl > 300 && ttl <= 1000);
+    assert_true(cr_test_wait_until(key_gone, "leased-outer", slow(3000)));
+    assert_true(cr_test_now_ms() - released >= 1000 - 300);
+    assert_int_equal(cr_lock_unlock(l), CR_ELOST);
+    cr_lock_free(l);
+}
+
+static void
+test_lock_watchdog_hold_under_a_lease_reentry_keeps_being_renewed(void **state)
+{
+    uint64_t calls;
+    bool lost = true;
+    cr_lock *l;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "watched-outer", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_lock(l, 400), CR_OK);
+    /* The inner, leased hold goes; the outer one was taken without a lease
+     * and stays renewed (Redisson would stop, and let it expire by the
+     * 400 ms its unlock sets). */
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    calls = renewal_calls();
+    assert_true(cr_test_wait_until(renewed_three_more_times, &calls, slow(3000)));
+    assert_true(redis_int("PTTL watched-outer") > 0);
+    assert_int_equal(cr_lock_is_lost(l, &lost), CR_OK);
+    assert_false(lost);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(redis_int("EXISTS watched-outer"), 0);
+    cr_lock_free(l);
+}
+
 typedef struct lost_record {
     pthread_mutex_t mu;
     int calls;
@@ -1658,6 +1721,8 @@ main(void)
         T(test_lock_explicit_lease_expiry_frees_the_lock_and_unlock_reports_lost),
         T(test_lock_watchdog_keeps_lock_alive_for_several_timeouts),
         T(test_lock_watchdog_stops_renewing_after_unlock),
+        T(test_lock_lease_hold_left_by_a_watchdog_reentry_expires_by_its_lease),
+        T(test_lock_watchdog_hold_under_a_lease_reentry_keeps_being_renewed),
         T(test_lock_lost_is_reported_when_key_deleted_behind_the_holder),
         T(test_lock_delete_resets_the_lease_to_the_watchdog_timeout),
         T(test_lock_unlock_wakes_a_waiter_of_another_client_promptly),

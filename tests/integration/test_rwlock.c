@@ -31,13 +31,6 @@ mode_of(char *out, size_t size)
     redis_str(out, size, "HGET " NAME " %s", "mode");
 }
 
-/* cr_test_wait_until condition: the key `arg` does not exist. */
-static bool
-key_gone(void *arg)
-{
-    return redis_int("EXISTS %s", (const char *)arg) == 0;
-}
-
 /* What renewals_reached waits for: `client` has sent at least `at_least`
  * renewals. */
 typedef struct renewals {
