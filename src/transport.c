@@ -647,12 +647,18 @@ wait_replicas(pool *p, conn *c)
 
     cr__fmt_i64(replicas, c->replicas);
     cr__fmt_i64(timeout, p->cfg->sync_timeout_ms);
-    if ((r = cr__conn_call(c->ctx, 3, argv)) == NULL) {
+    /* WAIT itself may take the sync timeout: read its answer for that long
+     * on top of a command's time, then back to the command timeout. */
+    if (redisSetTimeout(c->ctx, ms_to_tv(p->cfg->sync_timeout_ms +
+                                         p->cfg->command_timeout_ms)) != REDIS_OK ||
+        (r = cr__conn_call(c->ctx, 3, argv)) == NULL) {
         cr_status rc = cr__conn_io_error(c->ctx, "WAIT");
 
         drop_conn(p, c);
         return rc;
     }
+    if (redisSetTimeout(c->ctx, ms_to_tv(p->cfg->command_timeout_ms)) != REDIS_OK)
+        drop_conn(p, c); /* the next command opens one with the right timeout */
     sync_failed = r->type != REDIS_REPLY_INTEGER || r->integer == 0;
     freeReplyObject(r);
     return CR_OK;

@@ -701,6 +701,45 @@ test_cluster_replica_sync_undoes_unacknowledged_acquisitions(void **state)
     cr_client_free(c);
 }
 
+/* A sync timeout longer than the command timeout: the WAIT is given its
+ * whole time, and the grant undone, rather than cut by the command timeout
+ * (a broken link, whose acquisition would then count as taken). */
+static void
+test_cluster_replica_sync_longer_than_the_command_timeout(void **state)
+{
+    const int64_t sync_ms = slow(1500);
+    cr_client_options o;
+    cr_client *c = NULL;
+    char name[64];
+    cr_lock *l;
+    int64_t start, took;
+    int m[3], replica;
+    cr_status rc;
+
+    (void)state;
+    masters(m);
+    replica = replica_of(m[0]);
+    assert_true(replica >= 0);
+    name_on(name, sizeof(name), "longsync", m[0]);
+    memset(&o, 0, sizeof(o));
+    o.url = cl.url;
+    o.replica_sync_timeout_ms = sync_ms;
+    o.command_timeout_ms = slow(500);
+    assert_int_equal(cr_client_new(&o, &c), CR_OK);
+    assert_int_equal(cr_lock_new(c, name, &l), CR_OK);
+    assert_int_equal(kill(cl.nodes[replica].pid, SIGSTOP), 0);
+    start = cr_test_now_ms();
+    rc = cr_lock_try_lock(l, 0, 10000);
+    took = cr_test_now_ms() - start;
+    assert_int_equal(kill(cl.nodes[replica].pid, SIGCONT), 0); /* first */
+    assert_int_equal(rc, CR_EIO);
+    assert_non_null(strstr(cr_last_error(), "no replica acknowledged"));
+    assert_true(took >= sync_ms);
+    assert_int_equal(AT_KEY(name, "EXISTS %s", name), 0);
+    cr_lock_free(l);
+    cr_client_free(c);
+}
+
 /* ------------------------------------------------------------ failover */
 
 #define WORKERS 4
@@ -841,6 +880,7 @@ main(void)
         cmocka_unit_test(test_cluster_slot_migration_keeps_locks_working),
         cmocka_unit_test(test_cluster_cli_runs_a_command_under_a_lock_and_inspects_it),
         cmocka_unit_test(test_cluster_replica_sync_undoes_unacknowledged_acquisitions),
+        cmocka_unit_test(test_cluster_replica_sync_longer_than_the_command_timeout),
         cmocka_unit_test(test_cluster_master_failover_waiters_proceed_counter_exact),
     };
 
