@@ -338,8 +338,14 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     c->fair_wait_timeout_ms = or_default(opts->fair_lock_wait_timeout_ms, 300000);
     c->subscription_timeout_ms = or_default(opts->subscription_timeout_ms, 7500);
     c->reconnect_window_ms = or_default(opts->reconnect_window_ms, 30000);
-    /* Long enough to cover an unlock's own retry: two command timeouts. */
-    c->latch_timeout_ms = 2 * c->command_timeout_ms + 1000;
+    /* An unlock's latch outlives every send of its script (transport.c):
+     * two on a connection, each with a connect, the command and a replica
+     * WAIT, on every master a cluster's redirections may lead to. */
+    c->latch_timeout_ms =
+        2 * (c->connect_timeout_ms + c->command_timeout_ms +
+             opts->replica_sync_timeout_ms) *
+            (c->url.is_cluster ? CR__MAX_REDIRECTS + 1 : 1) +
+        1000;
     c->publish_cmd = "publish";
     c->log.fn = opts->log_fn;
     c->log.userdata = opts->log_userdata;

@@ -45,9 +45,8 @@ struct cr__sentinel {
 /* How often a connection with the replica-sync check counts replicas. */
 #define REPLICAS_RECOUNT_MS 1000
 
-/* Cluster: redirections followed per command, the slot map re-read at
- * least this often, and never more often than the second figure. */
-#define MAX_REDIRECTS 5
+/* Cluster: the slot map re-read at least this often, and never more often
+ * than the second figure. */
 #define REFRESH_PERIOD_MS 10000
 #define REFRESH_MIN_GAP_MS 100
 
@@ -878,7 +877,7 @@ cluster_command(cr__transport *t, unsigned flags, int argc, const char **argv,
             int was = node;
 
             if (refresh(t, false) != CR_OK || !(flags & CR__CMD_RETRY) ||
-                ++redirects > MAX_REDIRECTS ||
+                ++redirects > CR__MAX_REDIRECTS ||
                 cr__slot_map_node(t->map, slot) == was)
                 return rc;
             continue;
@@ -887,7 +886,7 @@ cluster_command(cr__transport *t, unsigned flags, int argc, const char **argv,
             return rc;
         if (cr__parse_redirect((*out)->str, &ask, &moved_slot, host,
                                sizeof(host), &port)) {
-            if (++redirects > MAX_REDIRECTS)
+            if (++redirects > CR__MAX_REDIRECTS)
                 return CR_OK; /* the caller reports the error reply */
             CR__STAT_ADD(t->cfg.stats, redirects, 1);
             node = cr__slot_map_intern(t->map, host, port);

@@ -69,6 +69,10 @@ cr_status cr__transport_new(const cr__conn_config *cfg, int pool_size,
 void cr__transport_free(cr__transport *t);
 
 /* Flags for cr__transport_command. */
+/* Cluster: redirections (MOVED, ASK, a slot that moved after a broken
+ * link) followed per command. */
+#define CR__MAX_REDIRECTS 5
+
 #define CR__CMD_RETRY 1u    /* safe to send once more after a broken link */
 #define CR__CMD_RESERVED 2u /* use the watchdog's reserved connection */
 #define CR__CMD_SYNC 4u     /* follow with WAIT for the replicas (if on) */
