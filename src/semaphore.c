@@ -152,9 +152,10 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     memset(&a, 0, sizeof(a));
     a.sem = s;
     cr__fmt_i64(a.permits, permits);
-    /* The latch must outlive every retry of the call. */
-    cr__fmt_i64(a.latch_ms,
-                c->reconnect_window_ms + 2 * c->command_timeout_ms + 1000);
+    /* The latch must outlive every retry of the call: the waiting loop's
+     * retries for the reconnect window, and the transport's resends of the
+     * last one (the unlock latch's lifetime). */
+    cr__fmt_i64(a.latch_ms, c->reconnect_window_ms + c->latch_timeout_ms);
     a.latch = cr__request_key("credisson_semaphore_acquire", s->o.raw);
     if (a.latch == NULL) {
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
