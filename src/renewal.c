@@ -238,12 +238,17 @@ next_renewal(const cr__renewal *r, int64_t now)
     return at > now ? at : now + 1;
 }
 
-/* Schedules the renewal of `h` at `at`; r->mu held. */
+/* Schedules the renewal of `h` at `at`; r->mu held. A thread that is
+ * ticking sees the timer at its next tick, long before it is due; only an
+ * idle one (nothing else scheduled) needs waking, or the timer would never
+ * fire: a futex call and a context switch otherwise. */
 static void
 schedule(cr__renewal *r, hold *h, int64_t at)
 {
     h->due_ms = at;
     cr__wheel_schedule(r->wheel, &h->timer, at);
+    if (r->idle)
+        pthread_cond_signal(&r->cv);
 }
 
 /* Removes an entry: frees it, or only unlinks it while the round under
@@ -320,11 +325,6 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
         h->watchdog = 1;
         r->renewing++;
         schedule(r, h, next_renewal(r, cr__now_ms()));
-        /* A thread that is ticking sees the timer at its next tick, long
-         * before it is due; only an idle one needs waking (a futex call
-         * and a context switch per acquisition otherwise). */
-        if (r->idle)
-            pthread_cond_signal(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
     return CR_OK;

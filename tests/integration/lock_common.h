@@ -97,6 +97,27 @@ client_down(void **state)
     return 0;
 }
 
+/* Runs a plain command; true unless it failed or Redis answered an error. */
+static inline bool
+redis_ok(const char *fmt, ...)
+{
+    redisContext *c = cr_test_redis_connect(&test_redis);
+    redisReply *r = NULL;
+    bool ok;
+    va_list ap;
+
+    if (c == NULL)
+        return false;
+    va_start(ap, fmt);
+    r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
+    return ok;
+}
+
 /* Integer value of a plain command's reply, given in hiredis's format
  * (%s is one argument); -999 when there is none. */
 static inline long long

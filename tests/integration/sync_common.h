@@ -34,27 +34,6 @@ assert_messages(cr_test_listener *li, const char *channel,
     assert_int_equal(got, n);
 }
 
-/* Runs a plain command; true unless it failed or Redis answered an error. */
-static inline bool
-redis_ok(const char *fmt, ...)
-{
-    redisContext *c = cr_test_redis_connect(&test_redis);
-    redisReply *r = NULL;
-    bool ok;
-    va_list ap;
-
-    if (c == NULL)
-        return false;
-    va_start(ap, fmt);
-    r = redisvCommand(c, fmt, ap);
-    va_end(ap);
-    ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-    if (r != NULL)
-        freeReplyObject(r);
-    redisFree(c);
-    return ok;
-}
-
 /* The string or status reply of a plain command into out (size bytes, ""
  * otherwise); returns the reply's length or -1. */
 static inline long

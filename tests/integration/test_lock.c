@@ -295,6 +295,31 @@ renewed_three_more_times(void *arg)
 }
 
 static void
+test_lock_hold_left_by_a_slow_reentrant_unlock_stays_renewed(void **state)
+{
+    uint64_t calls;
+    bool lost = true;
+    cr_lock *l;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "slow-unlock", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    /* The unlock takes 200 ms (writes paused): the client's only renewal is
+     * off meanwhile, and its watchdog thread goes idle. Once the unlock is
+     * answered, the hold left must be renewed again, not left to expire. */
+    assert_true(redis_ok("CLIENT PAUSE 200 WRITE"));
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    calls = renewal_calls();
+    assert_true(cr_test_wait_until(renewed_three_more_times, &calls, slow(3000)));
+    assert_true(redis_int("PTTL slow-unlock") > 0);
+    assert_int_equal(cr_lock_is_lost(l, &lost), CR_OK);
+    assert_false(lost);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    cr_lock_free(l);
+}
+
+static void
 test_lock_lease_hold_left_by_a_watchdog_reentry_expires_by_its_lease(void **state)
 {
     cr_lock *l;
@@ -1721,6 +1746,7 @@ main(void)
         T(test_lock_explicit_lease_expiry_frees_the_lock_and_unlock_reports_lost),
         T(test_lock_watchdog_keeps_lock_alive_for_several_timeouts),
         T(test_lock_watchdog_stops_renewing_after_unlock),
+        T(test_lock_hold_left_by_a_slow_reentrant_unlock_stays_renewed),
         T(test_lock_lease_hold_left_by_a_watchdog_reentry_expires_by_its_lease),
         T(test_lock_watchdog_hold_under_a_lease_reentry_keeps_being_renewed),
         T(test_lock_lost_is_reported_when_key_deleted_behind_the_holder),
