@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +321,8 @@ ask_sentinel(const cr__conn_config *cfg, const char *host, int port,
     redisReply *r = NULL;
     bool ok = false;
 
+    if (c != NULL && !c->err)
+        (void)fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
     if (c != NULL && !c->err &&
         redisSetTimeout(c, ms_to_tv(cfg->command_timeout_ms)) == REDIS_OK)
         r = cr__conn_call(c, 3, argv);
@@ -441,6 +444,9 @@ cr__conn_open(const cr__conn_config *cfg, const char *node, int node_port,
         return rc;
     }
     limit_reader(c->reader);
+    /* Not inherited by programs the application runs (hiredis has no flag
+     * for it; a fork in another thread just now would still get it). */
+    (void)fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
     if (redisSetTimeout(c, ms_to_tv(cfg->command_timeout_ms)) != REDIS_OK) {
         redisFree(c);
         return cr__fail(CR_EIO, "cannot set the command timeout");

@@ -5,6 +5,8 @@
  * arguments, and the client's life cycle; and the watchdog's batch planner
  * (src/renewal.h), which needs no server.
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
@@ -1219,6 +1221,54 @@ test_lock_mutual_exclusion_across_processes_keeps_counter_exact(void **state)
 
 /* ------------------------------------------------------------------ fork */
 
+/* Sockets open in this process that a program it runs would inherit (no
+ * close-on-exec). */
+static int
+sockets_passed_on_exec(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        char path[64], target[64];
+        ssize_t len;
+        int fd = atoi(e->d_name);
+
+        if (e->d_name[0] == '.' || fd == dirfd(d))
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        len = readlink(path, target, sizeof(target) - 1);
+        if (len > 0 && strncmp(target, "socket:", 7) == 0 &&
+            !(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void
+test_lock_client_sockets_are_not_passed_to_programs_run(void **state)
+{
+    int before = sockets_passed_on_exec();
+    cr_client *c = new_client(300);
+    cr_lock *held, *l;
+
+    (void)state;
+    assert_non_null(c);
+    assert_int_equal(cr_lock_new(test_client, "cloexec", &held), CR_OK);
+    assert_int_equal(cr_lock_new(c, "cloexec", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(held, CR_LEASE_WATCHDOG), CR_OK);
+    /* A wait opens the pub/sub link too. */
+    assert_int_equal(cr_lock_try_lock(l, 100, CR_LEASE_WATCHDOG), CR_BUSY);
+    assert_int_equal(sockets_passed_on_exec(), before);
+    assert_int_equal(cr_lock_unlock(held), CR_OK);
+    cr_lock_free(l);
+    cr_lock_free(held);
+    cr_client_free(c);
+}
+
 static void
 test_lock_fork_child_can_neither_release_nor_use_parent_client(void **state)
 {
@@ -1764,6 +1814,7 @@ main(void)
         T(test_lock_mutual_exclusion_across_processes_keeps_counter_exact),
         T(test_lock_threads_of_one_client_wait_in_line),
         T(test_lock_handoffs_between_clients_never_stall),
+        T(test_lock_client_sockets_are_not_passed_to_programs_run),
         T(test_lock_fork_child_can_neither_release_nor_use_parent_client),
         T(test_lock_bad_arguments_are_refused_with_einval),
         T(test_lock_names_with_braces_and_huge_names_work),
