@@ -261,10 +261,15 @@ static int choose_url(cr__cli *cli)
     cr__url u;
     cr_status rc;
 
+    if (url != NULL && *url == '\0') {
+        /* Most likely --url "$VAR" with VAR unset: not a quiet localhost. */
+        cr__cli_error(cli, "invalid URL: --url is empty");
+        return CR__CLI_EXIT_USAGE;
+    }
     if (url == NULL)
         url = getenv("CREDISSON_URL");
     if (url != NULL && *url == '\0')
-        url = NULL;
+        url = NULL; /* an empty CREDISSON_URL is as good as unset */
     cli->url = url;
     if (url == NULL) {
         snprintf(cli->url_shown, sizeof(cli->url_shown),

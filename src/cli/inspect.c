@@ -880,7 +880,9 @@ static void print_json(const cr__cli *cli, const state *st)
             printf(",\"count\":%lld", (long long)h->count);
             if (st->mode != NULL) {
                 printf(",\"mode\":\"%s\"", h->writer ? "write" : "read");
-                if (!h->writer)
+                if (!h->writer && h->ttl_ms == -2)
+                    fputs(",\"ttl_ms\":null", stdout); /* its keys are gone */
+                else if (!h->writer)
                     printf(",\"ttl_ms\":%lld", (long long)h->ttl_ms);
             }
             fputc('}', stdout);

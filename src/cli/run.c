@@ -59,6 +59,10 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 /* The signal mask the tool started with, given back to the command. */
 static sigset_t start_mask;
 
+/* Whether the tool started with SIGCHLD ignored (its children would then
+ * be reaped unseen); the command gets that disposition back. */
+static bool chld_ignored;
+
 /* The descriptors that were open when the tool started: the command
  * inherits those, and none of the tool's own (Redis sockets, pipes). */
 static unsigned char inherited[FD_TRACKED / 8];
@@ -159,6 +163,8 @@ int cr__cli_signals_start(cr__cli *cli)
     size_t i;
 
     each_open_fd(mark_inherited);
+    /* Inherited SIG_IGN would reap the command before waitpid saw it. */
+    chld_ignored = signal(SIGCHLD, SIG_DFL) == SIG_IGN;
     sigemptyset(&set);
     for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
         sigaddset(&set, forwarded[i]);
@@ -307,9 +313,27 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx), void *ctx,
 
 /* -------------------------------------------------------------- the child */
 
-/* Builds the command's environment: this process's, with each NAME=VALUE
- * of `extra` replacing any variable of the same name. Returns a malloc'd
- * array (the strings are borrowed) or NULL when out of memory. */
+/* The variables a run gives its command. An outer run's (a credisson
+ * inside a credisson) are not passed on: they describe another hold. */
+static const char *const own_vars[] = {
+    "CREDISSON_LOCK_NAME=", "CREDISSON_LOCK_OWNER=", "CREDISSON_FENCING_TOKEN=",
+    "CREDISSON_SEMAPHORE_NAME=", "CREDISSON_PERMIT_ID="};
+
+/* Whether environment entry `var` is one of own_vars. */
+static bool is_own_var(const char *var)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(own_vars) / sizeof(own_vars[0]); i++)
+        if (strncmp(var, own_vars[i], strlen(own_vars[i])) == 0)
+            return true;
+    return false;
+}
+
+/* Builds the command's environment: this process's without any of
+ * own_vars, with each NAME=VALUE of `extra` replacing any variable of the
+ * same name. Returns a malloc'd array (the strings are borrowed) or NULL
+ * when out of memory. */
 static char **build_env(char **extra)
 {
     size_t n = 0, k = 0, i, j;
@@ -323,7 +347,7 @@ static char **build_env(char **extra)
     if (env == NULL)
         return NULL;
     for (i = 0, n = 0; environ[i] != NULL; i++) {
-        bool replaced = false;
+        bool replaced = is_own_var(environ[i]);
 
         for (j = 0; j < k && !replaced; j++) {
             size_t len = strcspn(extra[j], "=") + 1;
@@ -378,8 +402,8 @@ static int find_program(const char *file, char *out, size_t len)
 
 /* Starts the command: fork, then in the child restore the signal mask,
  * ask for SIGTERM when the tool dies, and exec. Returns the child's pid,
- * or -1 with *err the errno of what failed (exec failures included, read
- * back through a close-on-exec pipe). */
+ * or -1 with *err the errno of the exec that failed (read back through a
+ * close-on-exec pipe), or -2 with *err that of the pipe or the fork. */
 static pid_t start_child(const char *path, char **argv, char **env, int *err)
 {
     pid_t parent = getpid(), pid;
@@ -388,7 +412,7 @@ static pid_t start_child(const char *path, char **argv, char **env, int *err)
 
     if (pipe2(pfd, O_CLOEXEC) != 0) {
         *err = errno;
-        return -1;
+        return -2;
     }
     each_open_fd(close_on_exec_if_own);
     pid = fork();
@@ -396,9 +420,11 @@ static pid_t start_child(const char *path, char **argv, char **env, int *err)
         *err = errno;
         close(pfd[0]);
         close(pfd[1]);
-        return -1;
+        return -2;
     }
     if (pid == 0) {
+        if (chld_ignored)
+            signal(SIGCHLD, SIG_IGN);
         sigprocmask(SIG_SETMASK, &start_mask, NULL);
 #ifdef __linux__
         prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -469,11 +495,13 @@ int cr__cli_run(cr__cli *cli, char **extra_env, const cr__cli_hold *hold)
     cr__cli_printable(a->cmd[0], cmd_shown, sizeof(cmd_shown));
     err = find_program(a->cmd[0], path, sizeof(path));
     env = err == 0 ? build_env(extra_env) : NULL;
-    if (err == 0 && env == NULL)
-        err = ENOMEM;
     memset(&c, 0, sizeof(c));
-    if (err == 0)
+    if (err == 0 && env == NULL) {
+        err = ENOMEM;
+        c.pid = -2; /* the system's failure, not the command's */
+    } else if (err == 0) {
         c.pid = start_child(path, a->cmd, env, &err);
+    }
     free(env);
     if (err != 0) {
         rc = hold->release(hold->ctx);
@@ -481,6 +509,8 @@ int cr__cli_run(cr__cli *cli, char **extra_env, const cr__cli_hold *hold)
             cr__cli_fail(cli, rc, "cannot release the %s on '%s'",
                          hold->what, cli->name_shown);
         cr__cli_error(cli, "cannot run '%s': %s", cmd_shown, strerror(err));
+        if (c.pid == -2)
+            return CR__CLI_EXIT_OSERR;
         return err == ENOENT ? CR__CLI_EXIT_NOT_FOUND
                              : CR__CLI_EXIT_CANNOT_RUN;
     }
@@ -492,6 +522,8 @@ int cr__cli_run(cr__cli *cli, char **extra_env, const cr__cli_hold *hold)
 
         if (kill_at >= 0 && kill_at - now < timeout)
             timeout = kill_at - now;
+        if (timeout > INT_MAX)
+            timeout = INT_MAX; /* a check more than 24 days away */
         if (poll(p, 2, timeout < 0 ? 0 : (int)timeout) < 0 && errno != EINTR)
             break;
         if (p[0].revents & POLLIN)

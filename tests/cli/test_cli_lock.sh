@@ -266,6 +266,33 @@ test_fenced_lock_gives_increasing_tokens() {
     return 0
 }
 
+test_caller_ignoring_sigchld_does_not_hang_the_run() {
+    # Daemons often run children with SIGCHLD ignored, which exec keeps:
+    # the command would then be reaped before the tool could see it end.
+    timeout -k 5 "$(($(slow 20000) / 1000))" perl -e \
+        '$SIG{CHLD} = "IGNORE"; exec @ARGV or exit 99' \
+        "$CLI_BIN" lock chld -- sh -c 'exit 3'
+    expect_eq "$?" 3 "exit status (124 or 137: the run hung)"
+    key_exists chld && fail "lock left behind"
+    return 0
+}
+
+test_nested_run_does_not_pass_on_the_outer_holds_variables() {
+    run_cli lock --fenced outer -- "$CLI_BIN" lock inner -- sh -c \
+        'echo "${CREDISSON_FENCING_TOKEN-none} $CREDISSON_LOCK_NAME"'
+    expect_eq "$rc" 0 "exit status"
+    expect_eq "$out" "none inner" "the inner command's variables"
+}
+
+test_command_gets_no_descriptor_of_the_tool() {
+    # What the caller has open, and nothing more: no Redis socket, no pipe.
+    local expected
+    expected=$(echo $(sh -c 'ls /proc/$$/fd'))
+    run_cli lock fds -- sh -c 'ls /proc/$$/fd'
+    expect_eq "$rc" 0 "exit status"
+    expect_eq "$(echo $out)" "$expected" "open descriptors"
+}
+
 redis_up
 run_test test_concurrent_runs_serialize
 run_test test_exit_status_of_command_is_passed_through
@@ -285,4 +312,7 @@ run_test test_killed_credisson_stops_its_command
 run_test test_interrupted_wait_exits_130_and_leaves_fair_queue
 run_test test_readers_share_and_writer_waits
 run_test test_fenced_lock_gives_increasing_tokens
+run_test test_caller_ignoring_sigchld_does_not_hang_the_run
+run_test test_nested_run_does_not_pass_on_the_outer_holds_variables
+run_test test_command_gets_no_descriptor_of_the_tool
 finish

@@ -83,6 +83,12 @@ test_invalid_url_exits_64_without_password() {
     expect_not_contains "$err" "s3cr3t" "stderr"
 }
 
+test_empty_url_option_exits_64() {
+    # --url "$UNSET_VARIABLE" must not quietly mean the local server.
+    CREDISSON_URL="redis://127.0.0.1:1" run_cli --url "" latch l count
+    expect_usage_error 64 "--url is empty"
+}
+
 test_help_shows_usage_and_exit_codes() {
     local form
     for form in "--help" "help" "-h"; do
@@ -128,6 +134,7 @@ run_test test_control_characters_are_not_echoed
 run_test test_unreachable_server_exits_69_with_password_hidden
 run_test test_url_from_environment_is_used
 run_test test_invalid_url_exits_64_without_password
+run_test test_empty_url_option_exits_64
 run_test test_help_shows_usage_and_exit_codes
 run_test test_version_shows_versions
 run_test test_man_page_is_clean
