@@ -122,6 +122,9 @@ struct cr__renewal {
     size_t captext;
     lost_call *lost;   /* holds found gone in this round */
     size_t nlost, caplost;
+    /* Signalled when nlost goes back to 0: every lost callback queued in a
+     * round has returned (see wait_lost_calls). */
+    pthread_cond_t calls_done;
 };
 
 /* The entry whose key a due entry points at. */
@@ -251,6 +254,24 @@ schedule(cr__renewal *r, hold *h, int64_t at)
         pthread_cond_signal(&r->cv);
 }
 
+/* Before the entry of a lost hold with a callback goes (its userdata may be
+ * freed once its release returns): waits until the callbacks queued in the
+ * round under way have run, unless called from one of them; r->mu held.
+ * Returns whether it waited (r->mu was released meanwhile). */
+static bool
+wait_lost_calls(cr__renewal *r, const hold *h)
+{
+    bool waited = false;
+
+    if (!h->lost || h->fn == NULL || pthread_equal(pthread_self(), r->thread))
+        return false;
+    while (r->nlost > 0) {
+        pthread_cond_wait(&r->calls_done, &r->mu);
+        waited = true;
+    }
+    return waited;
+}
+
 /* Removes an entry: frees it, or only unlinks it while the round under
  * way still points at it; r->mu held. */
 static void
@@ -356,7 +377,11 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
     pthread_mutex_lock(&r->mu);
     h = find_hold(r, kind, key, owner);
     if (h != NULL && (all || --h->count <= 0)) {
-        remove_hold(r, h);
+        if (wait_lost_calls(r, h) &&
+            (find_hold(r, kind, key, owner) != h || !h->lost))
+            h = NULL; /* replaced by a new hold during the wait */
+        if (h != NULL)
+            remove_hold(r, h);
     } else if (h != NULL) {
         if (h->count < h->wd_from) {
             /* The levels left were all taken with a lease: they expire
@@ -397,6 +422,10 @@ cr__hold_drop_key(cr__renewal *r, cr__hold_kind kind, const char *key)
     hold *h, *tmp;
 
     pthread_mutex_lock(&r->mu);
+    HASH_ITER(hh, r->holds, h, tmp)
+        if ((cr__hold_kind)(h->order >> 16) == kind &&
+            strcmp(hold_key(h), key) == 0 && wait_lost_calls(r, h))
+            break; /* waited: the table may have changed; look again */
     HASH_ITER(hh, r->holds, h, tmp)
         if ((cr__hold_kind)(h->order >> 16) == kind &&
             strcmp(hold_key(h), key) == 0)
@@ -732,8 +761,9 @@ renew_due(cr__renewal *r)
         r->lost[i].fn(r->lost[i].userdata, r->lost[i].key, r->lost[i].tid);
         free(r->lost[i].key);
     }
-    r->nlost = 0;
     pthread_mutex_lock(&r->mu);
+    r->nlost = 0;
+    pthread_cond_broadcast(&r->calls_done);
 }
 
 /* Frees the buffers kept from round to round (nothing is renewed now:
@@ -823,10 +853,12 @@ cr__renewal_new(cr_client *c, cr__renewal **out)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&r->cv, &attr);
     pthread_condattr_destroy(&attr);
+    pthread_cond_init(&r->calls_done, NULL);
     if (pthread_create(&r->thread, NULL, watchdog, r) != 0) {
         cr__wheel_free(r->wheel);
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cv);
+        pthread_cond_destroy(&r->calls_done);
         free(r);
         return cr__fail(CR_ENOMEM, "cannot start the watchdog thread");
     }
@@ -852,5 +884,6 @@ cr__renewal_free(cr__renewal *r)
     drop_buffers(r);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->calls_done);
     free(r);
 }

@@ -152,7 +152,9 @@ CR_EXPORT cr_status cr_lock_is_lost_tid(cr_lock *lock, int64_t thread_id,
  * the callback they were taken with; NULL stops giving one to new holds).
  * The callback runs on the watchdog thread, must not block, and may run after
  * cr_lock_free while the hold lasts: `userdata` must stay valid until the
- * hold is released or the client freed. */
+ * hold is released or the client freed. A callback already due when the
+ * hold is released runs before that release (cr_lock_unlock, force unlock,
+ * delete) returns, so nothing calls it with `userdata` afterwards. */
 CR_EXPORT cr_status cr_lock_set_lost_callback(cr_lock *lock,
                                               cr_lock_lost_fn fn,
                                               void *userdata);

@@ -432,6 +432,45 @@ test_lock_lost_is_reported_when_key_deleted_behind_the_holder(void **state)
     cr_lock_free(l);
 }
 
+/* A lost callback that takes 300 ms, then says it returned. */
+static void
+slow_lost_callback(void *userdata, const char *name, int64_t tid)
+{
+    atomic_int *state = userdata;
+
+    (void)name;
+    (void)tid;
+    atomic_store(state, 1);
+    usleep(300000); /* the work of a slow callback */
+    atomic_store(state, 2);
+}
+
+static bool
+callback_running(void *arg)
+{
+    return atomic_load((atomic_int *)arg) >= 1;
+}
+
+static void
+test_lock_unlock_returns_after_a_due_lost_callback_returned(void **state)
+{
+    atomic_int cb = 0;
+    cr_lock *l;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "lost-slowly", &l), CR_OK);
+    assert_int_equal(cr_lock_set_lost_callback(l, slow_lost_callback, &cb),
+                     CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(redis_int("DEL lost-slowly"), 1);
+    assert_true(cr_test_wait_until(callback_running, &cb, slow(3000)));
+    /* Its userdata (cb) may go once the unlock returns: the callback must
+     * be over by then. */
+    assert_int_equal(cr_lock_unlock(l), CR_ELOST);
+    assert_int_equal(atomic_load(&cb), 2);
+    cr_lock_free(l);
+}
+
 static void
 test_lock_delete_resets_the_lease_to_the_watchdog_timeout(void **state)
 {
@@ -1800,6 +1839,7 @@ main(void)
         T(test_lock_lease_hold_left_by_a_watchdog_reentry_expires_by_its_lease),
         T(test_lock_watchdog_hold_under_a_lease_reentry_keeps_being_renewed),
         T(test_lock_lost_is_reported_when_key_deleted_behind_the_holder),
+        T(test_lock_unlock_returns_after_a_due_lost_callback_returned),
         T(test_lock_delete_resets_the_lease_to_the_watchdog_timeout),
         T(test_lock_unlock_wakes_a_waiter_of_another_client_promptly),
         T(test_lock_waiter_that_read_the_link_hands_it_to_the_next),
