@@ -794,6 +794,12 @@ handle_reply(cr__pubsub *ps, sublink *l, const redisReply *r)
         ps->need_refresh = true;
         return false;
     }
+    if (r->type == REDIS_REPLY_STATUS && strcasecmp(r->str, "pong") == 0) {
+        /* A link subscribed to nothing answers PING as any connection. */
+        l->ping_sent_ms = 0;
+        l->pongs++;
+        return true;
+    }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_STRING)
         return true;
