@@ -267,6 +267,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     attempt_ctx a;
     cr__wait_spec spec;
     char *channel;
+    int64_t yield_start;
     bool turned;
     cr_status rc = cr__lock_enter(l);
 
@@ -274,6 +275,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
         return rc;
     if ((rc = check_wait(wait_ms)) != CR_OK || (rc = check_lease(lease_ms)) != CR_OK)
         goto out;
+    yield_start = cr__now_ms();
     turned = yield_first(l, wait_ms);
     if (l->ops->acquire_all != NULL) {
         rc = l->ops->acquire_all(l, tid, wait_ms, lease_ms);
@@ -297,7 +299,13 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     a.attempts = 0;
     spec.channel = channel;
     spec.mode = l->ops->wake_mode;
+    /* The turn let to others came out of the wait budget (at least one
+     * attempt is still made). */
     spec.wait_ms = wait_ms;
+    if (wait_ms > 0)
+        spec.wait_ms = wait_ms > cr__now_ms() - yield_start
+                           ? wait_ms - (cr__now_ms() - yield_start)
+                           : 0;
     spec.min_sleep_ms = l->ops->min_sleep_ms;
     spec.max_sleep_ms = l->ops->max_sleep_ms;
     spec.trust_open = false;
