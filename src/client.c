@@ -266,7 +266,9 @@ check_options(const cr_client_options *o)
     if (o->connect_timeout_ms > 3600000 || o->command_timeout_ms > 3600000 ||
         o->pool_size > 1024 || o->lock_watchdog_batch_size > 10000 ||
         o->lock_watchdog_timeout_ms > 86400000LL * 365 ||
-        o->fair_lock_wait_timeout_ms > 86400000LL * 365)
+        o->fair_lock_wait_timeout_ms > 86400000LL * 365 ||
+        o->subscription_timeout_ms > 86400000LL * 365 ||
+        o->reconnect_window_ms > 86400000LL * 365)
         return cr__fail(CR_EINVAL, "option value out of range");
     if ((int)o->sharded_pubsub < CR_SHARDED_AUTO ||
         (int)o->sharded_pubsub > CR_SHARDED_OFF)

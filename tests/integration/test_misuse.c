@@ -762,6 +762,8 @@ test_misuse_bad_client_options_and_urls_are_refused(void **state)
     BAD_OPTION(fair_lock_wait_timeout_ms, -1);
     BAD_OPTION(subscription_timeout_ms, -1);
     BAD_OPTION(reconnect_window_ms, -1);
+    BAD_OPTION(subscription_timeout_ms, INT64_MAX);
+    BAD_OPTION(reconnect_window_ms, INT64_MAX);
     BAD_OPTION(replica_sync_timeout_ms, -1);
     BAD_OPTION(replica_sync_timeout_ms, INT64_MIN);
     BAD_OPTION(replica_sync_timeout_ms, 3600001);
