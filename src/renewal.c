@@ -272,15 +272,25 @@ wait_lost_calls(cr__renewal *r, const hold *h)
     return waited;
 }
 
-/* Removes an entry: frees it, or only unlinks it while the round under
- * way still points at it; r->mu held. */
+/* Takes `h` off the watchdog: its timer and its place in the count of
+ * renewed holds; r->mu held. */
 static void
-remove_hold(cr__renewal *r, hold *h)
+stop_renewal(cr__renewal *r, hold *h)
 {
     if (cr__timer_is_scheduled(&h->timer))
         cr__wheel_cancel(r->wheel, &h->timer);
     if (h->watchdog && !h->lost)
         r->renewing--;
+    h->watchdog = 0;
+    h->wd_from = 0;
+}
+
+/* Removes an entry: frees it, or only unlinks it while the round under
+ * way still points at it; r->mu held. */
+static void
+remove_hold(cr__renewal *r, hold *h)
+{
+    stop_renewal(r, h);
     HASH_DEL(r->holds, h);
     if (h->queued)
         h->dead = true;
@@ -383,16 +393,9 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
         if (h != NULL)
             remove_hold(r, h);
     } else if (h != NULL) {
-        if (h->count < h->wd_from) {
-            /* The levels left were all taken with a lease: they expire
-             * by it, as in Redisson. */
-            if (cr__timer_is_scheduled(&h->timer))
-                cr__wheel_cancel(r->wheel, &h->timer);
-            if (h->watchdog && !h->lost)
-                r->renewing--;
-            h->watchdog = 0;
-            h->wd_from = 0;
-        }
+        if (h->count < h->wd_from)
+            stop_renewal(r, h); /* the levels left were all taken with a
+                                 * lease: they expire by it, as in Redisson */
         if (h->releasing && h->watchdog && !h->lost)
             schedule(r, h, next_renewal(r, cr__now_ms())); /* from now */
         h->releasing = 0;
