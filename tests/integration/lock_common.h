@@ -10,6 +10,7 @@
 #define CR_TEST_LOCK_COMMON_H
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -223,6 +224,81 @@ subscribes_seen(void)
     if (r != NULL)
         freeReplyObject(r);
     return n;
+}
+
+/* What renewals_reached waits for: `client` has sent at least `at_least`
+ * renewals. */
+typedef struct renewals {
+    cr_client *client;
+    uint64_t at_least;
+} renewals;
+
+/* cr_test_wait_until condition on a `renewals`. */
+static inline bool
+renewals_reached(void *arg)
+{
+    renewals *r = arg;
+    cr_client_stats st;
+
+    return cr_client_stats_get(r->client, &st) == CR_OK &&
+           st.renewals_sent >= r->at_least;
+}
+
+/* Waits until client `c` has sent `more` renewals beyond those it sent so
+ * far; fails the test otherwise. */
+static inline void
+await_more_renewals(cr_client *c, uint64_t more)
+{
+    cr_client_stats st;
+    renewals want = {c, 0};
+
+    assert_int_equal(cr_client_stats_get(c, &st), CR_OK);
+    want.at_least = st.renewals_sent + more;
+    assert_true(cr_test_wait_until(renewals_reached, &want, slow(3000)));
+}
+
+/* Records the calls of a lost-lease callback (on_lost). */
+typedef struct lost_record {
+    pthread_mutex_t mu;
+    int calls;
+    int64_t tid;
+    char name[64];
+} lost_record;
+
+#define LOST_RECORD_INIT {PTHREAD_MUTEX_INITIALIZER, 0, 0, ""}
+
+/* Lost-lease callback: counts the call and keeps its arguments. */
+static inline void
+on_lost(void *userdata, const char *name, int64_t tid)
+{
+    lost_record *r = userdata;
+
+    pthread_mutex_lock(&r->mu);
+    r->calls++;
+    r->tid = tid;
+    snprintf(r->name, sizeof(r->name), "%s", name);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The calls of `r` so far. */
+static inline int
+lost_calls(lost_record *r)
+{
+    int n;
+
+    pthread_mutex_lock(&r->mu);
+    n = r->calls;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+/* cr_test_wait_until condition: the callback recording into `arg` ran (the
+ * watchdog marks the hold lost, then calls it with its mutex released: a
+ * moment later). */
+static inline bool
+lost_called(void *arg)
+{
+    return lost_calls(arg) > 0;
 }
 
 /* cr_test_wait_until condition: key `arg` is gone. */

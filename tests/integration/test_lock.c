@@ -281,25 +281,9 @@ test_lock_watchdog_stops_renewing_after_unlock(void **state)
     cr_lock_free(l);
 }
 
-/* Renewal calls the test client has made so far. */
-static uint64_t
-renewal_calls(void)
-{
-    cr_client_stats st;
-
-    return cr_client_stats_get(test_client, &st) == CR_OK ? st.renewal_calls : 0;
-}
-
-static bool
-renewed_three_more_times(void *arg)
-{
-    return renewal_calls() >= *(uint64_t *)arg + 3;
-}
-
 static void
 test_lock_hold_left_by_a_slow_reentrant_unlock_stays_renewed(void **state)
 {
-    uint64_t calls;
     bool lost = true;
     cr_lock *l;
 
@@ -312,8 +296,7 @@ test_lock_hold_left_by_a_slow_reentrant_unlock_stays_renewed(void **state)
      * answered, the hold left must be renewed again, not left to expire. */
     assert_true(redis_ok("CLIENT PAUSE 200 WRITE"));
     assert_int_equal(cr_lock_unlock(l), CR_OK);
-    calls = renewal_calls();
-    assert_true(cr_test_wait_until(renewed_three_more_times, &calls, slow(3000)));
+    await_more_renewals(test_client, 3);
     assert_true(redis_int("PTTL slow-unlock") > 0);
     assert_int_equal(cr_lock_is_lost(l, &lost), CR_OK);
     assert_false(lost);
@@ -347,7 +330,6 @@ test_lock_lease_hold_left_by_a_watchdog_reentry_expires_by_its_lease(void **stat
 static void
 test_lock_watchdog_hold_under_a_lease_reentry_keeps_being_renewed(void **state)
 {
-    uint64_t calls;
     bool lost = true;
     cr_lock *l;
 
@@ -359,8 +341,7 @@ test_lock_watchdog_hold_under_a_lease_reentry_keeps_being_renewed(void **state)
      * and stays renewed (Redisson would stop, and let it expire by the
      * 400 ms its unlock sets). */
     assert_int_equal(cr_lock_unlock(l), CR_OK);
-    calls = renewal_calls();
-    assert_true(cr_test_wait_until(renewed_three_more_times, &calls, slow(3000)));
+    await_more_renewals(test_client, 3);
     assert_true(redis_int("PTTL watched-outer") > 0);
     assert_int_equal(cr_lock_is_lost(l, &lost), CR_OK);
     assert_false(lost);
@@ -369,43 +350,10 @@ test_lock_watchdog_hold_under_a_lease_reentry_keeps_being_renewed(void **state)
     cr_lock_free(l);
 }
 
-typedef struct lost_record {
-    pthread_mutex_t mu;
-    int calls;
-    int64_t tid;
-    char name[64];
-} lost_record;
-
-static void
-on_lost(void *userdata, const char *name, int64_t tid)
-{
-    lost_record *r = userdata;
-
-    pthread_mutex_lock(&r->mu);
-    r->calls++;
-    r->tid = tid;
-    snprintf(r->name, sizeof(r->name), "%s", name);
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* True once the lost-lease callback ran (the watchdog marks the hold
- * lost, then calls it with its mutex released: a moment later). */
-static bool
-lost_called(void *arg)
-{
-    lost_record *r = arg;
-    bool yes;
-
-    pthread_mutex_lock(&r->mu);
-    yes = r->calls > 0;
-    pthread_mutex_unlock(&r->mu);
-    return yes;
-}
-
 static void
 test_lock_lost_is_reported_when_key_deleted_behind_the_holder(void **state)
 {
-    lost_record rec = {PTHREAD_MUTEX_INITIALIZER, 0, 0, ""};
+    lost_record rec = LOST_RECORD_INIT;
     cr_client_stats st;
     cr_lock *l;
     bool lost = true;

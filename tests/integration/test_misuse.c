@@ -641,57 +641,20 @@ test_misuse_strerror_of_unknown_codes_is_a_text(void **state)
     }
 }
 
-/* Calls of a lost-lease callback. */
-typedef struct lost_calls {
-    pthread_mutex_t mu;
-    int calls;
-} lost_calls;
-
-static void
-count_lost(void *userdata, const char *name, int64_t thread_id)
-{
-    lost_calls *lc = userdata;
-
-    (void)name;
-    (void)thread_id;
-    pthread_mutex_lock(&lc->mu);
-    lc->calls++;
-    pthread_mutex_unlock(&lc->mu);
-}
-
-/* The number of calls so far. */
-static int
-calls_of(lost_calls *lc)
-{
-    int n;
-
-    pthread_mutex_lock(&lc->mu);
-    n = lc->calls;
-    pthread_mutex_unlock(&lc->mu);
-    return n;
-}
-
-/* cr_test_wait_until condition: the lost_calls (arg) has seen a call. */
-static bool
-was_called(void *arg)
-{
-    return calls_of(arg) > 0;
-}
-
 static void
 test_misuse_a_cleared_lost_callback_is_not_called(void **state)
 {
-    lost_calls cleared = {PTHREAD_MUTEX_INITIALIZER, 0};
-    lost_calls witness = {PTHREAD_MUTEX_INITIALIZER, 0};
+    lost_record cleared = LOST_RECORD_INIT;
+    lost_record witness = LOST_RECORD_INIT;
     cr_lock *l, *w;
     bool lost = true;
 
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "cleared", &l), CR_OK);
     assert_int_equal(cr_lock_new(test_client, "witness", &w), CR_OK);
-    EXPECT(cr_lock_set_lost_callback(l, count_lost, &cleared), CR_OK);
+    EXPECT(cr_lock_set_lost_callback(l, on_lost, &cleared), CR_OK);
     EXPECT(cr_lock_set_lost_callback(l, NULL, NULL), CR_OK);
-    EXPECT(cr_lock_set_lost_callback(w, count_lost, &witness), CR_OK);
+    EXPECT(cr_lock_set_lost_callback(w, on_lost, &witness), CR_OK);
     EXPECT(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
     EXPECT(cr_lock_lock(w, CR_LEASE_WATCHDOG), CR_OK);
     EXPECT(cr_lock_is_lost(l, &lost), CR_OK);
@@ -703,9 +666,9 @@ test_misuse_a_cleared_lost_callback_is_not_called(void **state)
     /* The witness is found lost in the same watchdog round or a later
      * one: its callback runs after any the first loss queued. */
     assert_int_equal(redis_int("DEL witness"), 1);
-    assert_true(cr_test_wait_until(was_called, &witness, slow(3000)));
-    assert_int_equal(calls_of(&witness), 1);
-    assert_int_equal(calls_of(&cleared), 0);
+    assert_true(cr_test_wait_until(lost_called, &witness, slow(3000)));
+    assert_int_equal(lost_calls(&witness), 1);
+    assert_int_equal(lost_calls(&cleared), 0);
     EXPECT(cr_lock_is_lost(l, &lost), CR_OK);
     assert_true(lost);
     EXPECT(cr_lock_unlock(l), CR_ELOST);

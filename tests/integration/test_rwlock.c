@@ -31,24 +31,6 @@ mode_of(char *out, size_t size)
     redis_str(out, size, "HGET " NAME " %s", "mode");
 }
 
-/* What renewals_reached waits for: `client` has sent at least `at_least`
- * renewals. */
-typedef struct renewals {
-    cr_client *client;
-    uint64_t at_least;
-} renewals;
-
-/* cr_test_wait_until condition on a `renewals`. */
-static bool
-renewals_reached(void *arg)
-{
-    renewals *r = arg;
-    cr_client_stats st;
-
-    return cr_client_stats_get(r->client, &st) == CR_OK &&
-           st.renewals_sent >= r->at_least;
-}
-
 /* A thread that asks for one side of the lock with a wait and keeps it
  * until told to let go (unless `unlock_after`). */
 typedef struct waiter {
@@ -599,35 +581,10 @@ test_rwlock_write_renewal_survives_a_read_unlock_of_the_same_thread(void **state
     cr_rwlock_free(rw);
 }
 
-/* Records lost-lease callbacks. */
-typedef struct lost_record {
-    int calls;
-    int64_t tid;
-} lost_record;
-
-/* Lost-lease callback: counts the call. */
-static void
-on_lost(void *userdata, const char *name, int64_t tid)
-{
-    lost_record *r = userdata;
-
-    (void)name;
-    __atomic_store_n(&r->tid, tid, __ATOMIC_SEQ_CST);
-    __atomic_add_fetch(&r->calls, 1, __ATOMIC_SEQ_CST);
-}
-
-/* True once the lost-lease callback ran (just after the hold is marked
- * lost, outside the watchdog's mutex). */
-static bool
-lost_called(void *arg)
-{
-    return __atomic_load_n(&((lost_record *)arg)->calls, __ATOMIC_SEQ_CST) > 0;
-}
-
 static void
 test_rwlock_lost_read_hold_is_reported(void **state)
 {
-    lost_record rec = {0, 0};
+    lost_record rec = LOST_RECORD_INIT;
     cr_rwlock *rw;
     cr_lock *r;
 
@@ -639,7 +596,7 @@ test_rwlock_lost_read_hold_is_reported(void **state)
     assert_int_equal(redis_int("DEL " NAME), 1);
     assert_true(cr_test_wait_until(lock_is_lost, r, slow(3000)));
     assert_true(cr_test_wait_until(lost_called, &rec, slow(3000)));
-    assert_int_equal(__atomic_load_n(&rec.calls, __ATOMIC_SEQ_CST), 1);
+    assert_int_equal(lost_calls(&rec), 1);
     assert_int_equal(rec.tid, cr_thread_id());
     assert_int_equal(cr_lock_unlock(r), CR_ELOST);
     assert_int_equal(cr_lock_unlock(r), CR_ENOTOWNER);
@@ -907,8 +864,6 @@ test_rwlock_wire_names_with_braces_use_the_name_as_key_prefix(void **state)
 {
     const char *channels[1] = {"redisson_rwlock:app{7}rw"};
     cr_test_listener *li;
-    cr_client_stats st;
-    renewals s;
     cr_rwlock *rw;
     char mine[96], key[160];
     size_t n;
@@ -923,10 +878,7 @@ test_rwlock_wire_names_with_braces_use_the_name_as_key_prefix(void **state)
     assert_int_equal(redis_int("EXISTS %s", key), 1);
     /* Renewals reach the key under this prefix too: it outlives its
      * 300 ms lease. */
-    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
-    s.client = test_client;
-    s.at_least = st.renewals_sent + 4;
-    assert_true(cr_test_wait_until(renewals_reached, &s, slow(3000)));
+    await_more_renewals(test_client, 4);
     assert_true(redis_int("PTTL %s", key) > 0);
     assert_int_equal(cr_lock_unlock(cr_rwlock_read_lock(rw)), CR_OK);
     assert_int_equal(count_keys("*"), 0);
