@@ -5,18 +5,28 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
+#include "credisson/lock.h"
 #include "credisson/version.h"
 #include "renewal.h"
 #include "slot.h"
+#include "topology.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 
 /* ---------------------------------------------------------------- guard */
+
+/* Public calls nest (one calls another): the outermost starts the call
+ * deadline and the innermost leave does not end it. */
+static _Thread_local int call_depth;
+static _Thread_local int64_t call_start;
 
 cr_status
 cr__client_enter(cr_client *c)
@@ -33,12 +43,19 @@ cr__client_enter(cr_client *c)
         cr__client_leave(c);
         return cr__fail(CR_ECLOSED, "the client is being freed");
     }
+    if (call_depth++ == 0) {
+        call_start = cr__now_ms();
+        cr__call_deadline_set(call_start + c->command_timeout_ms +
+                              c->conn_cfg.sync_timeout_ms);
+    }
     return CR_OK;
 }
 
 void
 cr__client_leave(cr_client *c)
 {
+    if (--call_depth == 0)
+        cr__call_deadline_set(-1);
     if (atomic_fetch_sub(&c->active, 1) == 1 && atomic_load(&c->closing)) {
         pthread_mutex_lock(&c->mu);
         pthread_cond_broadcast(&c->idle);
@@ -46,13 +63,25 @@ cr__client_leave(cr_client *c)
     }
 }
 
+void
+cr__call_wait(cr_client *c, int64_t wait_ms)
+{
+    if (call_depth != 1)
+        return; /* an inner call keeps the outer call's bound */
+    cr__call_deadline_set(wait_ms < 0 ? -1
+                                      : call_start + wait_ms +
+                                            c->command_timeout_ms +
+                                            c->conn_cfg.sync_timeout_ms);
+}
+
 /* -------------------------------------------------------------- scripts */
 
-/* Turns an error reply into CR_ESERVER with its text; frees it. */
+/* Turns an error reply into its status (CR_ESERVER, or CR_ENOPERM,
+ * CR_EAUTH... by cr__reply_status) with its text; frees it. */
 static cr_status
 server_error(cr__reply *r)
 {
-    cr_status rc = cr__fail(CR_ESERVER, "%s", r->str);
+    cr_status rc = cr__fail(cr__reply_status(r->str), "%s", r->str);
 
     cr__reply_free(r);
     return rc;
@@ -301,6 +330,138 @@ choose_pubsub(cr_client *c, cr_sharded_pubsub opt)
     return CR_OK;
 }
 
+/* A copy of `s`, or NULL for NULL; *rc becomes CR_ENOMEM when out of
+ * memory. */
+static char *
+dup_opt(const char *s, cr_status *rc)
+{
+    char *d;
+
+    if (s == NULL)
+        return NULL;
+    if ((d = strdup(s)) == NULL)
+        *rc = CR_ENOMEM;
+    return d;
+}
+
+/* Overwrites and frees a string that held a secret. */
+static void
+free_secret(char *s)
+{
+    if (s == NULL)
+        return;
+    explicit_bzero(s, strlen(s));
+    free(s);
+}
+
+/* Checks a client name: printable ASCII without spaces (Redis's rule for
+ * CLIENT SETNAME), at most 255 bytes. */
+static cr_status
+check_client_name(const char *name)
+{
+    const char *p;
+
+    if (strlen(name) > 255)
+        return cr__fail(CR_EINVAL, "client_name is longer than 255 bytes");
+    for (p = name; *p != '\0'; p++)
+        if (*p < '!' || *p > '~')
+            return cr__fail(CR_EINVAL, "client_name may hold printable ASCII "
+                            "only, without spaces");
+    return CR_OK;
+}
+
+/* The default client name: "credisson/<id>/<host>/<pid>", the host cut
+ * short and made of characters Redis accepts in a name ('/' made '_'). */
+static char *
+default_client_name(const char *id)
+{
+    char host[65] = "";
+    size_t i;
+
+    (void)gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    for (i = 0; host[i] != '\0'; i++)
+        if (host[i] < '!' || host[i] > '~' || host[i] == '/')
+            host[i] = '_';
+    return cr__strdup_printf("credisson/%s/%s/%ld", id,
+                             host[0] != '\0' ? host : "unknown",
+                             (long)getpid());
+}
+
+/* Sets up what every connection needs (conn_cfg and what it points at)
+ * from the options. */
+static cr_status
+configure_connections(cr_client *c, const cr_client_options *o)
+{
+    cr_status rc = CR_OK;
+
+    c->user = dup_opt(o->username != NULL ? o->username : c->url.user, &rc);
+    c->password = dup_opt(o->password != NULL ? o->password : c->url.password,
+                          &rc);
+    c->sentinel_user = dup_opt(o->sentinel_username, &rc);
+    c->sentinel_password = dup_opt(o->sentinel_password, &rc);
+    c->tls_name = dup_opt(o->tls_server_name, &rc);
+    if (o->client_name != NULL && (rc = check_client_name(o->client_name)) != CR_OK)
+        return rc;
+    if (o->client_name == NULL)
+        c->client_name = default_client_name(c->id);
+    else if (o->client_name[0] != '\0')
+        c->client_name = strdup(o->client_name);
+    if ((o->client_name == NULL || o->client_name[0] != '\0') &&
+        c->client_name == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK)
+        return rc;
+    if (!c->url.tls && (o->tls_ca_file != NULL || o->tls_ca_dir != NULL ||
+                        o->tls_cert_file != NULL || o->tls_key_file != NULL ||
+                        o->tls_server_name != NULL || o->tls_insecure))
+        return cr__fail(CR_EINVAL, "TLS options were given with a URL that is "
+                        "not rediss://, rediss-sentinel:// or rediss-cluster://");
+    if (c->url.tls) {
+        cr__tls_settings t = {o->tls_ca_file, o->tls_ca_dir, o->tls_cert_file,
+                              o->tls_key_file, o->tls_insecure};
+
+        if ((rc = cr__tls_new(&t, &c->tls)) != CR_OK)
+            return rc;
+        if (o->tls_insecure)
+            cr__log(&c->log, CR_LOG_WARN, "TLS peer verification is OFF "
+                    "(tls_insecure): the server is not authenticated");
+    }
+    if ((rc = cr__breakers_new(&c->breakers)) != CR_OK)
+        return rc;
+    c->abort_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->abort_fd < 0)
+        return cr__fail(CR_EIO, "eventfd: %s", strerror(errno));
+    c->conn_cfg.url = &c->url;
+    c->conn_cfg.user = c->user;
+    c->conn_cfg.password = c->password;
+    c->conn_cfg.sentinel_user = c->sentinel_user;
+    c->conn_cfg.sentinel_password = c->sentinel_password;
+    c->conn_cfg.client_name = c->client_name;
+    c->conn_cfg.tls = c->tls;
+    c->conn_cfg.tls_name = c->tls_name;
+    c->conn_cfg.sync_timeout_ms = o->replica_sync_timeout_ms;
+    c->conn_cfg.connect_timeout_ms = c->connect_timeout_ms;
+    c->conn_cfg.command_timeout_ms = c->command_timeout_ms;
+    c->conn_cfg.stats = &c->stats;
+    c->conn_cfg.log = &c->log;
+    c->conn_cfg.breakers = c->breakers;
+    c->conn_cfg.abort_fd = c->abort_fd;
+    return CR_OK;
+}
+
+/* Topology listeners: after the master moved. */
+static void
+on_switch(void *userdata, unsigned generation)
+{
+    cr_client *c = userdata;
+
+    (void)generation;
+    cr__transport_master_moved(c->transport);
+    cr__pubsub_master_moved(c->pubsub);
+    cr__renewal_master_moved(c->renewal);
+}
+
 cr_status
 cr_client_new(const cr_client_options *opts, cr_client **out)
 {
@@ -308,6 +469,7 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     cr_client *c;
     char err[256];
     cr_status rc;
+    int64_t setup_ms;
 
     cr__clear_error();
     if (out == NULL)
@@ -325,6 +487,7 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return CR_ENOMEM;
+    c->abort_fd = -1;
     rc = cr__url_parse(opts->url != NULL ? opts->url : DEFAULT_URL, &c->url,
                        err, sizeof(err));
     if (rc != CR_OK) {
@@ -353,31 +516,45 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     c->log.userdata = opts->log_userdata;
     c->log.level = opts->log_level;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->idle, NULL);
-    c->conn_cfg.url = &c->url;
-    if (c->url.is_sentinel && cr__sentinel_new(&c->conn_cfg.sentinel) != CR_OK)
-        rc = CR_ENOMEM;
-    c->conn_cfg.sync_timeout_ms = opts->replica_sync_timeout_ms;
-    c->conn_cfg.connect_timeout_ms = c->connect_timeout_ms;
-    c->conn_cfg.command_timeout_ms = c->command_timeout_ms;
-    c->conn_cfg.stats = &c->stats;
-    c->conn_cfg.log = &c->log;
+    {
+        pthread_condattr_t attr;
+
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->idle, &attr);
+        pthread_condattr_destroy(&attr);
+    }
     if (opts->name_prefix != NULL && opts->name_prefix[0] != '\0' &&
         (c->name_prefix = strdup(opts->name_prefix)) == NULL)
         rc = CR_ENOMEM;
     if (rc == CR_OK)
         rc = cr__uuid_v4(c->id);
     if (rc == CR_OK)
+        rc = configure_connections(c, opts);
+    /* Set-up: a connect and a command per server asked. */
+    setup_ms = (c->connect_timeout_ms + c->command_timeout_ms) *
+               (c->url.nhosts > 1 ? (int64_t)c->url.nhosts : 1);
+    if (rc == CR_OK && c->url.is_sentinel) {
+        rc = cr__topology_new(&c->conn_cfg, cr__now_ms() + setup_ms,
+                              &c->topology);
+        c->conn_cfg.topology = c->topology;
+    }
+    if (rc == CR_OK) {
+        cr__call_deadline_set(cr__now_ms() + setup_ms);
         rc = cr__transport_new(&c->conn_cfg, (int)or_default(opts->pool_size, 4),
                                &c->transport);
-    if (rc == CR_OK && c->url.is_cluster)
-        rc = choose_pubsub(c, opts->sharded_pubsub);
+        if (rc == CR_OK && c->url.is_cluster)
+            rc = choose_pubsub(c, opts->sharded_pubsub);
+        cr__call_deadline_set(-1);
+    }
     if (rc == CR_OK)
         rc = cr__pubsub_new(&c->conn_cfg, c->transport,
                             strcmp(c->publish_cmd, "spublish") == 0,
                             &c->pubsub);
     if (rc == CR_OK)
         rc = cr__renewal_new(c, &c->renewal);
+    if (rc == CR_OK && c->topology != NULL)
+        cr__topology_listen(c->topology, on_switch, c);
     if (rc != CR_OK) {
         char keep[512];
 
@@ -394,6 +571,26 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
 void
 cr_client_free(cr_client *c)
 {
+    if (c != NULL && c->magic == CR__CLIENT_MAGIC)
+        cr_client_free_within(c, c->command_timeout_ms);
+}
+
+/* Wakes every wait on a socket, of every thread of `c`. */
+static void
+abort_io(cr_client *c)
+{
+    uint64_t one = 1;
+
+    if (c->abort_fd >= 0 && write(c->abort_fd, &one, sizeof(one)) < 0)
+        cr__log(&c->log, CR_LOG_WARN, "cannot wake the client's waits");
+}
+
+void
+cr_client_free_within(cr_client *c, int64_t grace_ms)
+{
+    struct timespec until;
+    int64_t deadline;
+
     if (c == NULL || c->magic != CR__CLIENT_MAGIC)
         return;
     if (c->fork_gen != cr__fork_generation()) {
@@ -404,16 +601,38 @@ cr_client_free(cr_client *c)
         return;
     }
     atomic_store(&c->closing, true);
+    /* Waiting calls wake and leave, tidying up on the way (a fair-lock
+     * waiter leaves the queue) within the grace; then every wait on a
+     * socket, of every thread, ends. */
     if (c->pubsub != NULL)
         cr__pubsub_close(c->pubsub);
+    deadline = cr__now_ms() + (grace_ms > 0 ? grace_ms : 0);
+    until.tv_sec = deadline / 1000;
+    until.tv_nsec = (deadline % 1000) * 1000000;
+    pthread_mutex_lock(&c->mu);
+    while (atomic_load(&c->active) > 0 &&
+           pthread_cond_timedwait(&c->idle, &c->mu, &until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&c->mu);
+    abort_io(c);
     pthread_mutex_lock(&c->mu);
     while (atomic_load(&c->active) > 0)
         pthread_cond_wait(&c->idle, &c->mu);
     pthread_mutex_unlock(&c->mu);
+    cr__topology_free(c->topology);
     cr__renewal_free(c->renewal);
     cr__pubsub_free(c->pubsub);
     cr__transport_free(c->transport);
-    cr__sentinel_free(c->conn_cfg.sentinel);
+    cr__breakers_free(c->breakers);
+    cr__tls_free(c->tls);
+    if (c->abort_fd >= 0)
+        close(c->abort_fd);
+    free_secret(c->password);
+    free_secret(c->sentinel_password);
+    free(c->user);
+    free(c->sentinel_user);
+    free(c->client_name);
+    free(c->tls_name);
     cr__url_clear(&c->url);
     free(c->name_prefix);
     pthread_mutex_destroy(&c->mu);
@@ -448,6 +667,7 @@ cr_client_stats_get(cr_client *c, cr_client_stats *out)
     COPY(messages);
     COPY(redirects);
     COPY(topology_refreshes);
+    COPY(failovers);
 #undef COPY
     return CR_OK;
 }

@@ -40,6 +40,13 @@ struct cr_client {
     cr__logger log;
     cr__stats stats;
     cr__conn_config conn_cfg;
+    /* What conn_cfg points at: copies of the options' strings. */
+    char *user, *password, *sentinel_user, *sentinel_password;
+    char *client_name, *tls_name;
+    int abort_fd;             /* an eventfd written once at free */
+    cr__breakers *breakers;
+    cr__tls *tls;
+    cr__topology *topology;
     cr__transport *transport;
     cr__pubsub *pubsub;
     cr__renewal *renewal;
@@ -52,9 +59,16 @@ struct cr_client {
 /* cr__client_enter: the guard at the top of every public call on `c`:
  * CR_EINVAL for NULL or a freed client (when detectable), CR_EFORKED in the
  * child of a fork, CR_ECLOSED while it is being freed. On CR_OK the call
- * must end with cr__client_leave. */
+ * must end with cr__client_leave. The outermost enter of a thread starts
+ * its call deadline: now + the command timeout (see cr__call_wait). */
 cr_status cr__client_enter(cr_client *c);
 void cr__client_leave(cr_client *c);
+
+/* cr__call_wait: the call under way on this thread waits up to wait_ms
+ * (CR_WAIT_FOREVER: without limit): its deadline becomes its start +
+ * wait_ms + one command timeout (+ the replica-sync timeout when that is
+ * on), the bound credisson(3) promises. */
+void cr__call_wait(cr_client *c, int64_t wait_ms);
 
 /* cr__script_run: run script `id` with nkeys keys then nargs arguments (args
  * and lens hold nkeys + nargs entries; lens may be NULL for C strings) by

@@ -16,6 +16,7 @@
 #include "common.h"
 
 static _Thread_local char last_error[512];
+static _Thread_local int64_t call_deadline = -1;
 
 const char *
 cr_strerror(cr_status rc)
@@ -37,6 +38,10 @@ cr_strerror(cr_status rc)
     case CR_EREENTRANT: return "the non-reentrant lock is already held by this owner";
     case CR_EEXPIRED: return "the object expired while being waited on";
     case CR_ENOTSUP: return "operation not supported by this kind of object";
+    case CR_EAUTH: return "authentication failed: wrong or missing credentials";
+    case CR_ENOPERM: return "permission denied: the ACL user may not run a command";
+    case CR_ECONFIG: return "the server does not fit the configuration";
+    case CR_ETLS: return "TLS failed";
     }
     return "unknown status";
 }
@@ -92,6 +97,29 @@ int64_t
 cr__now_ms(void)
 {
     return clock_ms(CLOCK_MONOTONIC);
+}
+
+int64_t
+cr__call_deadline(void)
+{
+    return call_deadline;
+}
+
+int64_t
+cr__call_deadline_set(int64_t deadline)
+{
+    int64_t old = call_deadline;
+
+    call_deadline = deadline;
+    return old;
+}
+
+int64_t
+cr__deadline_in(int64_t ms)
+{
+    int64_t d = cr__now_ms() + ms;
+
+    return call_deadline >= 0 && call_deadline < d ? call_deadline : d;
 }
 
 int64_t

@@ -31,6 +31,7 @@ typedef struct cr__stats {
     atomic_uint_fast64_t messages;
     atomic_uint_fast64_t redirects;
     atomic_uint_fast64_t topology_refreshes;
+    atomic_uint_fast64_t failovers;
 } cr__stats;
 
 #define CR__STAT_ADD(stats, field, n)                                         \
@@ -55,6 +56,18 @@ void cr__clear_error(void);
 /* Milliseconds on the monotonic clock, and since the epoch (wall clock). */
 int64_t cr__now_ms(void);
 int64_t cr__wall_ms(void);
+
+/* The calling thread's call deadline (monotonic ms; -1: none). A public
+ * call that waits sets it to its start + its wait + one command timeout
+ * (cr__call_begin in client.h), so every wait inside the call, down to a
+ * socket's, ends by it: the bound of credisson(3). Internal threads have
+ * none; their commands are bounded one by one. */
+int64_t cr__call_deadline(void);
+/* Sets it; returns the one it replaces. */
+int64_t cr__call_deadline_set(int64_t deadline);
+
+/* cr__deadline_in: min(now + ms, the call deadline). */
+int64_t cr__deadline_in(int64_t ms);
 
 /* Microseconds on the monotonic clock. */
 int64_t cr__now_us(void);

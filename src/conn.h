@@ -1,41 +1,134 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the transport layer (transport.c and pubsub.c), the only files
- * that include <hiredis.h>: opening an authenticated connection and turning
- * hiredis replies into cr__reply.
+ * One Redis connection, the library's only way to a server: plain TCP, a
+ * Unix socket or TLS, on a non-blocking socket whose every wait is bounded
+ * by an absolute deadline (a server that drips bytes cannot stretch it) and
+ * ended at once when the client closes (its abort descriptor). Opening
+ * connects, does the TLS handshake and sends AUTH, CLIENT SETNAME, SELECT
+ * and, for a master found through Sentinel, ROLE, all within one deadline.
+ * Command pools, pub/sub links, sentinel queries and renewals all use it.
+ *
+ * What cannot be mended by trying again fails at once with its own status:
+ * a server that does not speak the Redis protocol (CR_ECONFIG, with what it
+ * answered), refused credentials (CR_EAUTH), a refused command (CR_ENOPERM),
+ * a replica where a master was expected, protected mode (CR_ECONFIG), TLS
+ * verification (CR_ETLS). An outage (refused, reset, closed, silent) is
+ * CR_EIO. Connection attempts to one address are paced by its breaker: at
+ * most 10 a second across the whole client, and after failures an
+ * exponential backoff with jitter (100 ms doubling to 2 s).
+ *
+ * Thread safety: a connection is used by one thread at a time; the
+ * breakers may be shared.
  */
 #ifndef CR_CONN_H
 #define CR_CONN_H
 
-#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#include "transport.h"
+#include "common.h"
+#include "resp.h"
+#include "tls.h"
+#include "url.h"
 
-/* cr__conn_open: connect as `cfg` says (TCP or unix socket), or to cluster
- * node host:port when host is not NULL; set the command timeout, AUTH when
- * the URL has a password and SELECT a non-zero db.
- * On failure *out is NULL and the reason is in cr_last_error(): CR_EIO for
- * an unreachable server, CR_ESERVER when AUTH or SELECT was refused. */
+typedef struct cr__conn cr__conn;
+typedef struct cr__breakers cr__breakers;
+typedef struct cr__topology cr__topology;
+
+/* What every connection of a client needs: where, who to be, how long to
+ * wait. Borrowed by the transport, pub/sub and topology for the client's
+ * life. */
+typedef struct cr__conn_config {
+    const cr__url *url;
+    const char *user, *password;                   /* data nodes' AUTH */
+    const char *sentinel_user, *sentinel_password; /* sentinels' AUTH */
+    const char *client_name;  /* CLIENT SETNAME on every connection; NULL: none */
+    cr__tls *tls;             /* NULL: plain */
+    const char *tls_name;     /* name verified; NULL: the host connected to */
+    int64_t sync_timeout_ms;  /* replica-sync check (WAIT); 0: off */
+    int64_t connect_timeout_ms;
+    int64_t command_timeout_ms;
+    cr__stats *stats;
+    const cr__logger *log;
+    cr__breakers *breakers;
+    int abort_fd;             /* readable once the client is being freed */
+    cr__topology *topology;   /* Sentinel following; NULL otherwise */
+} cr__conn_config;
+
+/* What the far end is expected to be. */
+typedef enum cr__peer {
+    CR__PEER_DATA = 0, /* a Redis server (the URL's, a cluster node) */
+    CR__PEER_MASTER,   /* a master found through Sentinel: ROLE checked */
+    CR__PEER_SENTINEL  /* a sentinel: its own credentials */
+} cr__peer;
+
+/* cr__conn_open: connect to host:port (host NULL: the URL's unix socket)
+ * and set the connection up, all before `deadline` (monotonic ms), paced
+ * by the address's breaker. Statuses as in the header comment; the reason
+ * names the address (never a password). Ownership: cr__conn_free. */
 cr_status cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
-                        redisContext **out);
+                        cr__peer peer, int64_t deadline, cr__conn **out);
+void cr__conn_free(cr__conn *c);
 
-/* cr__conn_flush: write what `c` has queued with send(2) and MSG_NOSIGNAL,
- * so that a connection the server closed fails with EPIPE instead of
- * raising SIGPIPE (hiredis writes with write(2)). Every write of the
- * library goes through it; hiredis then only reads. REDIS_OK, or REDIS_ERR
- * with c->err and c->errstr set. */
-int cr__conn_flush(redisContext *c);
+/* cr__conn_append: queue a command (no I/O). CR_ENOMEM. */
+cr_status cr__conn_append(cr__conn *c, int argc, const char *const *argv,
+                          const size_t *lens);
 
-/* cr__conn_call: redisCommandArgv written by cr__conn_flush; NULL when the
- * link failed (c->err says why). Ownership: freeReplyObject(). */
-redisReply *cr__conn_call(redisContext *c, int argc, const char **argv);
+/* cr__conn_flush: write everything queued before `deadline`. */
+cr_status cr__conn_flush(cr__conn *c, int64_t deadline);
 
-/* cr__reply_convert: a deep copy of a hiredis reply, or NULL when out of
- * memory. */
-cr__reply *cr__reply_convert(const redisReply *r);
+/* cr__conn_recv: the next reply, waiting until `deadline`. An error reply
+ * is CR_OK with a CR__REPLY_ERROR reply. CR_EIO (timeout, end of stream,
+ * reset), CR_ECONFIG (not RESP), CR_ECLOSED (client closing).
+ * Ownership: *out needs cr__reply_free(). */
+cr_status cr__conn_recv(cr__conn *c, int64_t deadline, cr__reply **out);
 
-/* cr__conn_io_error: record the context's error as this thread's detail and
- * return CR_EIO. */
-cr_status cr__conn_io_error(const redisContext *c, const char *what);
+/* cr__conn_call: append, flush and receive one reply before `deadline`. */
+cr_status cr__conn_call(cr__conn *c, int argc, const char *const *argv,
+                        const size_t *lens, int64_t deadline,
+                        cr__reply **out);
+
+/* cr__conn_poll_reply: without waiting, a reply already received or
+ * readable now: CR_OK with *out (NULL when none is complete yet), or the
+ * failure of the link. Reads the socket at most once. */
+cr_status cr__conn_poll_reply(cr__conn *c, cr__reply **out);
+
+/* cr__conn_buffered: whether bytes wait in the connection (read from the
+ * socket, or decrypted by TLS) that poll() on its descriptor cannot see. */
+bool cr__conn_buffered(const cr__conn *c);
+
+/* cr__conn_unread: bytes received and not yet parsed into replies (a
+ * reply half read), TLS's decrypted ones included. */
+size_t cr__conn_unread(const cr__conn *c);
+
+int cr__conn_fd(const cr__conn *c);
+
+/* cr__conn_peer: "host:port" or the socket path, for messages. */
+const char *cr__conn_peer(const cr__conn *c);
+
+/* cr__wait_fd: wait until fd is ready for `events` (POLLIN/POLLOUT), the
+ * deadline (monotonic ms; -1: none) passes or abort_fd (-1: none) becomes
+ * readable. 1 ready, 0 timed out, -1 aborted. */
+int cr__wait_fd(int fd, short events, int abort_fd, int64_t deadline);
+
+/* cr__reply_status: the status an error reply stands for: CR_EAUTH
+ * (NOAUTH, WRONGPASS), CR_ENOPERM (NOPERM), CR_ECONFIG (DENIED,
+ * MISCONF), CR_EIO (LOADING, MASTERDOWN, BUSY: passing states), otherwise
+ * CR_ESERVER. Every rule of what an error means lives here. */
+cr_status cr__reply_status(const char *err);
+
+/* cr__status_is_final: whether no retry can mend `rc` (authentication,
+ * permission, configuration, TLS): waits end at once on it. */
+bool cr__status_is_final(cr_status rc);
+
+/* ------------------------------------------------------------ breakers */
+
+cr_status cr__breakers_new(cr__breakers **out);
+void cr__breakers_free(cr__breakers *b);
+
+/* cr__breaker_attempts: the connection attempts made to `addr` so far
+ * (for tests). */
+uint64_t cr__breaker_attempts(cr__breakers *b, const char *addr);
 
 #endif

@@ -16,6 +16,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,12 +270,13 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     char *channel;
     int64_t yield_start;
     bool turned;
-    cr_status rc = cr__lock_enter(l);
+    cr_status sync, rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = check_wait(wait_ms)) != CR_OK || (rc = check_lease(lease_ms)) != CR_OK)
         goto out;
+    cr__call_wait(l->client, wait_ms);
     yield_start = cr__now_ms();
     turned = yield_first(l, wait_ms);
     if (l->ops->acquire_all != NULL) {
@@ -319,14 +321,17 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     rc = cr__wait(l->client, &spec);
     if (turned && a.attempts > 0)
         tune_turn(l, rc == CR_OK && a.attempts == 1);
-    if (rc == CR_OK && cr__transport_sync_failed()) {
+    if (rc == CR_OK && (sync = cr__transport_sync_status()) != CR_OK) {
+        char why[256];
         int ignored;
 
         /* Redisson's checkLockSyncedSlaves: a grant no replica has seen
-         * could vanish in a failover; undo it and say so. */
+         * could vanish in a failover; undo it and say so (a server that
+         * refuses WAIT too: the check cannot work there). */
+        snprintf(why, sizeof(why), "%s", cr_last_error());
         l->ops->unlock(l, owner, a.lease_ms, &ignored);
-        rc = cr__fail(CR_EIO, "%s %s: no replica acknowledged the acquisition "
-                      "within the sync timeout; undone", l->ops->kind, l->name);
+        rc = cr__fail(sync, "%s %s: %s; the acquisition was undone",
+                      l->ops->kind, l->name, why);
     }
     if (rc == CR_EIO && a.uncertain) {
         bool acquired = false;

@@ -39,6 +39,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -47,11 +48,14 @@
 
 #include <uthash.h>
 
-#include "conn.h"
 #include "pubsub.h"
 #include "slot.h"
+#include "topology.h"
 
 enum { SENT_NONE, SENT_SUB, SENT_UNSUB };
+
+/* What a link waits for an answer to, in the order sent. */
+enum { ASK_SUB, ASK_UNSUB, ASK_PING };
 
 #define PING_AFTER_MS 5000
 #define BACKOFF_MIN_MS 50
@@ -90,6 +94,8 @@ struct cr__sub {
     int inflight;
     bool confirmed;
     bool wake_on_confirm; /* resubscribed after a drop: wake to retry */
+    cr_status refused; /* the server refused it (an ACL): waits end so */
+    char refused_why[200];
     int64_t idle_since; /* lingering since (no waiter left); 0: in use */
     bool dirty;
     int link;      /* index in ps->links; -1 until placed */
@@ -114,9 +120,15 @@ typedef struct sleeper {
     struct sleeper *next;
 } sleeper;
 
+/* A command sent on a link and not yet answered. */
+typedef struct asked {
+    int what;     /* ASK_* */
+    uint64_t sub; /* the entry's id for ASK_SUB and ASK_UNSUB */
+} asked;
+
 /* One subscriber connection, used under mu only. */
 typedef struct sublink {
-    redisContext *ctx;
+    cr__conn *ctx;
     /* The reading waiter: whether one polls reader_ctx (the ctx when it
      * took the link), the sleepers it hands over to (in arrival order), an
      * eventfd that wakes it (-1 until first needed), a dropped ctx left
@@ -124,10 +136,10 @@ typedef struct sublink {
      * the socket. */
     bool reader;
     bool lowat; /* the reader polls with SO_RCVLOWAT raised */
-    redisContext *reader_ctx;
+    cr__conn *reader_ctx;
     sleeper *sleepers;
     int kick;
-    redisContext *dead;
+    cr__conn *dead;
     bool polled;
     int node;      /* cluster node number; -1: the URL's server */
     char host[256];
@@ -140,10 +152,16 @@ typedef struct sublink {
      * asked for could not be sent at once (the dispatcher then sends it). */
     uint64_t pings, pongs;
     bool fence_wanted;
+    bool ping_refused;    /* told once that the ACL refuses PING */
     int64_t retry_at;     /* next connection attempt */
     int64_t backoff;
     bool connected_once;
-    unsigned sgen; /* Sentinel generation of ctx */
+    unsigned gen; /* topology generation of ctx */
+    /* Commands sent and not answered yet, oldest first: an error reply is
+     * the answer to the oldest (a SUBSCRIBE refused by an ACL ends the
+     * waits on its channel with that status). */
+    asked *asked;
+    size_t nasked, capasked;
 } sublink;
 
 struct cr__pubsub {
@@ -281,7 +299,7 @@ static bool await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv,
                        const waiter *self, uint64_t releases,
                        int64_t deadline);
 static void hand_over(cr__pubsub *ps, cr__sub *s);
-static bool ping_link(sublink *l);
+static bool ping_link(cr__pubsub *ps, sublink *l);
 static void kick(sublink *l);
 
 /* ------------------------------------------------------- the public side */
@@ -321,14 +339,16 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
             poke(ps);
         }
     }
-    while (!s->confirmed && !ps->closing)
+    while (!s->confirmed && !ps->closing && s->refused == CR_OK)
         if (!cond_wait_until(&s->confirm_cv, &ps->mu, deadline))
             break;
     if (ps->closing)
         rc = cr__fail(CR_ECLOSED, "the client is being freed");
+    else if (s->refused != CR_OK)
+        rc = cr__fail(s->refused, "%s", s->refused_why);
     else if (!s->confirmed)
         rc = cr__fail(CR_TIMEOUT, "SUBSCRIBE %s not confirmed in time", channel);
-    if (rc == CR_ECLOSED) {
+    if (rc != CR_OK && rc != CR_TIMEOUT) {
         s->refs--;
         mark_dirty(ps, s);
         poke(ps);
@@ -383,11 +403,13 @@ cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms,
         ; /* behind those who came first, as it came back after a try */
     me.next = *p;
     *p = &me;
-    while (!permitted(s, &me) && !ps->closing)
+    while (!permitted(s, &me) && !ps->closing && s->refused == CR_OK)
         if (!await_link(ps, s, &me.cv, &me, 1, deadline))
             break;
     if (ps->closing) {
         rc = cr__fail(CR_ECLOSED, "the client is being freed");
+    } else if (s->refused != CR_OK) {
+        rc = cr__fail(s->refused, "%s", s->refused_why);
     } else if (permitted(s, &me)) {
         s->permits--;
         rc = CR_OK;
@@ -427,7 +449,7 @@ cr__sub_fence(cr__pubsub *ps, cr__sub *s, cr__fence *f)
         sublink *l = &ps->links[s->link];
 
         f->pongs = l->pings + 1;
-        if (l->ctx == NULL || !ping_link(l)) {
+        if (l->ctx == NULL || !ping_link(ps, l)) {
             l->fence_wanted = true; /* the dispatcher finds out why */
             poke(ps);
         }
@@ -531,6 +553,12 @@ cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
     return true;
 }
 
+void
+cr__pubsub_master_moved(cr__pubsub *ps)
+{
+    poke(ps); /* the dispatcher drops the links to the old master */
+}
+
 unsigned
 cr__pubsub_channel_count(cr__pubsub *ps)
 {
@@ -547,27 +575,62 @@ cr__pubsub_channel_count(cr__pubsub *ps)
 
 /* ------------------------------------------------- the dispatcher thread */
 
-/* Queues one (S)SUBSCRIBE or (S)UNSUBSCRIBE in the link's output buffer. */
+/* Remembers that link `l` waits for the answer to a command; false when
+ * out of memory. */
 static bool
-append_cmd(cr__pubsub *ps, sublink *l, bool subscribe, const char *channel)
+expect(sublink *l, int what, uint64_t sub)
+{
+    if (l->nasked == l->capasked) {
+        size_t cap = l->capasked ? l->capasked * 2 : 16;
+        asked *grown = realloc(l->asked, cap * sizeof(*grown));
+
+        if (grown == NULL)
+            return false;
+        l->asked = grown;
+        l->capasked = cap;
+    }
+    l->asked[l->nasked].what = what;
+    l->asked[l->nasked++].sub = sub;
+    return true;
+}
+
+/* Takes the oldest unanswered command off link `l` when it is `what` on
+ * entry `sub` (0: any entry), and tells whether it was. */
+static bool
+answered(sublink *l, int what, uint64_t sub)
+{
+    if (l->nasked == 0 || l->asked[0].what != what ||
+        (sub != 0 && l->asked[0].sub != sub))
+        return false;
+    memmove(l->asked, l->asked + 1, --l->nasked * sizeof(*l->asked));
+    return true;
+}
+
+/* Queues one (S)SUBSCRIBE or (S)UNSUBSCRIBE of `s` in the link's output
+ * buffer. */
+static bool
+append_cmd(cr__pubsub *ps, sublink *l, bool subscribe, const cr__sub *s)
 {
     const char *argv[2] = {
         ps->sharded ? (subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE")
                     : (subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE"),
-        channel};
+        s->channel};
 
-    return redisAppendCommandArgv(l->ctx, 2, argv, NULL) == REDIS_OK;
+    return expect(l, subscribe ? ASK_SUB : ASK_UNSUB, s->id) &&
+           cr__conn_append(l->ctx, 2, argv, NULL) == CR_OK;
 }
 
 /* Writes out what a link has queued; false when the link failed. A
  * reader that polls for several messages at once is kicked, as the reply
- * is for someone else. */
+ * is for someone else. mu held: the write is bounded by the command
+ * timeout. */
 static bool
-flush_link(sublink *l)
+flush_link(cr__pubsub *ps, sublink *l)
 {
     if (l->lowat)
         kick(l);
-    return cr__conn_flush(l->ctx) == REDIS_OK;
+    return cr__conn_flush(l->ctx, cr__now_ms() + ps->cfg.command_timeout_ms) ==
+           CR_OK;
 }
 
 /* Whether some wanted channel sits on link `i`. mu held. */
@@ -602,8 +665,8 @@ link_for_node(cr__pubsub *ps, int node, const char *host, int port)
             ;
         if (i == ps->nlinks)
             return -1;
-        if (ps->links[i].ctx != NULL)
-            redisFree(ps->links[i].ctx);
+        cr__conn_free(ps->links[i].ctx);
+        free(ps->links[i].asked);
     }
     kick = ps->links[i].kick;
     memset(&ps->links[i], 0, sizeof(ps->links[i]));
@@ -671,15 +734,15 @@ reconcile(cr__pubsub *ps, int *bad)
         s->dirty = false;
         s->next_dirty = NULL;
         if (l != NULL && l->ctx != NULL && s->refs > 0 &&
-            s->last_sent != SENT_SUB) {
-            if (!append_cmd(ps, l, true, s->channel))
+            s->last_sent != SENT_SUB && s->refused == CR_OK) {
+            if (!append_cmd(ps, l, true, s))
                 return requeue(ps, s, next, bad);
             s->last_sent = SENT_SUB;
             s->inflight++;
             queued[s->link] = true;
         } else if (l != NULL && l->ctx != NULL && s->refs == 0 &&
                    s->last_sent == SENT_SUB) {
-            if (!append_cmd(ps, l, false, s->channel))
+            if (!append_cmd(ps, l, false, s))
                 return requeue(ps, s, next, bad);
             s->last_sent = SENT_UNSUB;
             s->confirmed = false;
@@ -691,7 +754,7 @@ reconcile(cr__pubsub *ps, int *bad)
         }
     }
     for (i = 0; i < ps->nlinks; i++)
-        if (queued[i] && !flush_link(&ps->links[i])) {
+        if (queued[i] && !flush_link(ps, &ps->links[i])) {
             *bad = i;
             return false;
         }
@@ -779,39 +842,100 @@ handle_ack(cr__pubsub *ps, cr__sub *s)
         mark_dirty(ps, s); /* free it on the next reconcile */
 }
 
-/* Handles one reply on link `l`; mu held. Returns false when the link must
- * be dropped (a cluster node refused a subscription: MOVED, CLUSTERDOWN). */
-static bool
-handle_reply(cr__pubsub *ps, sublink *l, const redisReply *r)
+/* Ends the waits on `s` with `rc`: the server refused its subscription
+ * (an ACL without the channel, or a user without SUBSCRIBE). mu held. */
+static void
+refuse_sub(cr__pubsub *ps, cr__sub *s, cr_status rc, const char *why)
 {
-    const redisReply *kind, *ch;
+    cr__log(ps->cfg.log, CR_LOG_ERROR, "subscription to %s refused: %s",
+            s->channel, why);
+    s->refused = rc;
+    snprintf(s->refused_why, sizeof(s->refused_why), "%s", cr_last_error());
+    s->last_sent = SENT_NONE;
+    s->inflight = 0;
+    s->confirmed = false;
+    wake_all(s);
+    pthread_cond_broadcast(&s->confirm_cv);
+    mark_dirty(ps, s); /* freed once its waiters have gone */
+}
+
+/* Handles an error reply on link `l`: the answer to its oldest command.
+ * Returns false when the link must be dropped (a cluster node that does
+ * not serve the channel: MOVED, CLUSTERDOWN). mu held. */
+static bool
+handle_error(cr__pubsub *ps, sublink *l, const cr__reply *r)
+{
+    cr_status why = cr__reply_status(r->str);
+    cr__sub *s, *tmp;
+    uint64_t id;
+
+    if (l->nasked > 0 && l->asked[0].what == ASK_PING) {
+        /* A user without PING: the answer still shows the link alive. */
+        answered(l, ASK_PING, 0);
+        l->ping_sent_ms = 0;
+        l->pongs++;
+        if (!l->ping_refused)
+            cr__log(ps->cfg.log, CR_LOG_WARN, "pub/sub PING refused (%s); "
+                    "its error answer keeps the link checked", r->str);
+        l->ping_refused = true;
+        return true;
+    }
+    if (l->nasked == 0) {
+        cr__log(ps->cfg.log, CR_LOG_WARN, "subscriber link: %s", r->str);
+        return !ps->cluster;
+    }
+    id = l->asked[0].sub;
+    answered(l, l->asked[0].what, 0);
+    HASH_ITER(hh, ps->subs, s, tmp)
+        if (s->id == id)
+            break;
+    if (s != NULL && why == CR_ESERVER && !ps->cluster)
+        why = CR_ECONFIG; /* a proxy without pub/sub, say */
+    if (s != NULL && why != CR_ESERVER && why != CR_EIO) {
+        if (s->inflight > 0)
+            s->inflight--;
+        refuse_sub(ps, s, cr__fail(why, "SUBSCRIBE %s refused: %s",
+                                   s->channel, r->str), r->str);
+        return true;
+    }
+    cr__log(ps->cfg.log, CR_LOG_INFO, "subscriber link: %s", r->str);
+    if (ps->cluster)
+        ps->need_refresh = true;
+    return false;
+}
+
+/* Handles one reply on link `l`; mu held. Returns false when the link must
+ * be dropped. */
+static bool
+handle_reply(cr__pubsub *ps, sublink *l, const cr__reply *r)
+{
+    const cr__reply *kind, *ch;
     const char *k;
     cr__sub *s;
 
     l->last_rx_ms = cr__now_ms();
-    if (r->type == REDIS_REPLY_ERROR && ps->cluster) {
-        cr__log(ps->cfg.log, CR_LOG_INFO, "subscriber link: %s", r->str);
-        ps->need_refresh = true;
-        return false;
-    }
-    if (r->type == REDIS_REPLY_STATUS && strcasecmp(r->str, "pong") == 0) {
+    if (r->type == CR__REPLY_ERROR)
+        return handle_error(ps, l, r);
+    if (r->type == CR__REPLY_STATUS && strcasecmp(r->str, "pong") == 0) {
         /* A link subscribed to nothing answers PING as any connection. */
+        answered(l, ASK_PING, 0);
         l->ping_sent_ms = 0;
         l->pongs++;
         return true;
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING)
+    if (r->type != CR__REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->type != CR__REPLY_STRING)
         return true;
     kind = r->element[0];
     k = kind->str;
     if (strcasecmp(k, "pong") == 0) {
+        answered(l, ASK_PING, 0);
         l->ping_sent_ms = 0;
         l->pongs++;
         return true;
     }
     ch = r->element[1];
-    if (ch->type != REDIS_REPLY_STRING)
+    if (ch->type != CR__REPLY_STRING)
         return true;
     HASH_FIND(hh, ps->subs, ch->str, ch->len, s);
     if (s == NULL)
@@ -820,39 +944,43 @@ handle_reply(cr__pubsub *ps, sublink *l, const redisReply *r)
         strcasecmp(k, "sunsubscribe") == 0)
         k++; /* sharded: the same as message, subscribe, unsubscribe */
     if (strcasecmp(k, "message") == 0 && r->elements == 3 &&
-        r->element[2]->type == REDIS_REPLY_STRING) {
+        r->element[2]->type == CR__REPLY_STRING) {
         CR__STAT_ADD(ps->cfg.stats, messages, 1);
         deliver(ps, s, r->element[2]->str, r->element[2]->len);
         if (s->mode == CR__WAKE_LATCH && r->element[2]->len == 1 &&
             r->element[2]->str[0] == '0')
             s->open_pongs = l->pongs;
-    } else if (strcasecmp(k, "subscribe") == 0 ||
-               strcasecmp(k, "unsubscribe") == 0) {
+    } else if (strcasecmp(k, "subscribe") == 0) {
+        answered(l, ASK_SUB, s->id);
+        handle_ack(ps, s);
+    } else if (strcasecmp(k, "unsubscribe") == 0) {
+        /* Unasked (a sharded channel's slot moved) when not expected. */
+        answered(l, ASK_UNSUB, s->id);
         handle_ack(ps, s);
     }
     return true;
 }
 
-/* Closes link `i` after a failure: every channel on it is subscribed again
- * and its waiters retry. mu held. */
+/* Closes link `i` after a failure (`why`): every channel on it is
+ * subscribed again and its waiters retry. mu held. */
 static void
-drop_link(cr__pubsub *ps, int i)
+drop_link(cr__pubsub *ps, int i, const char *why)
 {
     sublink *l = &ps->links[i];
     cr__sub *s, *tmp;
 
     if (l->ctx != NULL) {
-        cr__log(ps->cfg.log, CR_LOG_WARN, "pub/sub connection lost: %s",
-                l->ctx->errstr[0] ? l->ctx->errstr : "no answer");
+        cr__log(ps->cfg.log, CR_LOG_WARN, "pub/sub connection lost: %s", why);
         if (l->reader && l->reader_ctx == l->ctx) {
             l->dead = l->ctx; /* its reader polls the socket: it frees it */
             kick(l);
         } else {
-            redisFree(l->ctx);
+            cr__conn_free(l->ctx);
         }
         l->ctx = NULL;
     }
     l->ping_sent_ms = 0;
+    l->nasked = 0;
     if (ps->cluster)
         ps->need_refresh = true;
     HASH_ITER(hh, ps->subs, s, tmp)
@@ -865,20 +993,16 @@ drop_link(cr__pubsub *ps, int i)
 static bool
 read_replies(cr__pubsub *ps, sublink *l)
 {
-    void *r;
-
-    if (redisBufferRead(l->ctx) != REDIS_OK)
-        return false;
     for (;;) {
+        cr__reply *r = NULL;
         bool ok;
 
-        r = NULL;
-        if (redisGetReplyFromReader(l->ctx, &r) != REDIS_OK)
+        if (cr__conn_poll_reply(l->ctx, &r) != CR_OK)
             return false;
         if (r == NULL)
             return true;
         ok = handle_reply(ps, l, r);
-        freeReplyObject(r);
+        cr__reply_free(r);
         if (!ok)
             return false;
     }
@@ -908,7 +1032,8 @@ read_link(cr__pubsub *ps, int i, const waiter *self, int lowat,
           int64_t deadline)
 {
     sublink *l = &ps->links[i];
-    redisContext *ctx = l->ctx;
+    cr__conn *ctx = l->ctx;
+    int fd = cr__conn_fd(ctx);
     struct pollfd pfd[2];
     int64_t now = cr__now_ms(), timeout = -1;
     uint64_t drained;
@@ -923,12 +1048,22 @@ read_link(cr__pubsub *ps, int i, const waiter *self, int lowat,
     l->reader_ctx = ctx;
     if (l->polled)
         poke(ps); /* take the socket out of the dispatcher's poll */
-    pfd[0].fd = ctx->fd;
+    pfd[0].fd = fd;
     pfd[0].events = POLLIN;
+    pfd[0].revents = 0;
     pfd[1].fd = l->kick;
     pfd[1].events = POLLIN;
+    pfd[1].revents = 0;
+    if (cr__conn_buffered(ctx)) {
+        /* Read already (TLS decrypted more than it handed out): the
+         * socket may have nothing more to say. */
+        l->reader = false;
+        pfd[0].revents = POLLIN;
+        n = 1;
+        goto ready;
+    }
     /* Unix sockets ignore it in poll(): a wake-up per message, as before. */
-    l->lowat = lowat > 1 && setsockopt(ctx->fd, SOL_SOCKET, SO_RCVLOWAT,
+    l->lowat = lowat > 1 && setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT,
                                        &lowat, sizeof(lowat)) == 0;
     pthread_mutex_unlock(&ps->mu);
     n = poll(pfd, 2, (int)timeout);
@@ -937,7 +1072,7 @@ read_link(cr__pubsub *ps, int i, const waiter *self, int lowat,
         int one = 1;
 
         /* Before anyone else polls the socket. */
-        (void)setsockopt(ctx->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
         l->lowat = false;
     }
     l->reader = false;
@@ -946,14 +1081,15 @@ read_link(cr__pubsub *ps, int i, const waiter *self, int lowat,
 
         (void)ignored; /* nonblocking; a kick may be read by a later reader */
     }
+ready:
     if (l->dead != NULL) {
-        redisFree(l->dead); /* dropped while this thread polled it */
+        cr__conn_free(l->dead); /* dropped while this thread polled it */
         l->dead = NULL;
     } else if (n > 0 && l->ctx == ctx &&
                (pfd[0].revents & (POLLIN | POLLHUP | POLLERR))) {
         ps->self = self;
         if (!read_replies(ps, l))
-            drop_link(ps, i);
+            drop_link(ps, i, cr_last_error());
         ps->self = NULL;
         if (ps->dirty != NULL || ps->need_refresh)
             poke(ps); /* what was read asks for the dispatcher's upkeep */
@@ -988,7 +1124,7 @@ reader_lowat(cr__pubsub *ps, const cr__sub *s, uint64_t releases)
     uint64_t bytes;
 
     if (releases < 2 || l->sleepers != NULL || l->ping_sent_ms != 0 ||
-        l->fence_wanted || l->ctx->reader->pos < l->ctx->reader->len)
+        l->fence_wanted || cr__conn_unread(l->ctx) > 0)
         return 1;
     HASH_ITER(hh, ps->subs, o, tmp)
         if (o != s && o->link == s->link && o->refs > 0)
@@ -1047,12 +1183,13 @@ hand_over(cr__pubsub *ps, cr__sub *s)
 /* Sends a PING on connected link `l`; false when the link failed. Any
  * PING is a fence for the waiters that asked for one before it. mu held. */
 static bool
-ping_link(sublink *l)
+ping_link(cr__pubsub *ps, sublink *l)
 {
     const char *argv[1] = {"PING"};
 
-    if (redisAppendCommandArgv(l->ctx, 1, argv, NULL) != REDIS_OK ||
-        !flush_link(l))
+    if (!expect(l, ASK_PING, 0) ||
+        cr__conn_append(l->ctx, 1, argv, NULL) != CR_OK ||
+        !flush_link(ps, l))
         return false;
     l->pings++;
     if (l->ping_sent_ms == 0)
@@ -1071,23 +1208,22 @@ check_liveness(cr__pubsub *ps, sublink *l)
     if (l->fence_wanted ||
         (l->ping_sent_ms == 0 && now - l->last_rx_ms >= PING_AFTER_MS)) {
         l->fence_wanted = false;
-        if (!ping_link(l))
+        if (!ping_link(ps, l))
             return false;
     }
     return l->ping_sent_ms == 0 ||
            now - l->ping_sent_ms <= ps->cfg.command_timeout_ms;
 }
 
-/* Whether `fd` has input (or an error) now. The dispatcher's poll may be
- * stale: a reading waiter may have taken the input meanwhile, and a read
- * on the blocking socket would then wait, holding mu, for the command
- * timeout. mu held. */
+/* Whether link connection `c` has input (or an error) now. The
+ * dispatcher's poll may be stale: a reading waiter may have taken the
+ * input meanwhile. mu held. */
 static bool
-still_readable(int fd)
+still_readable(cr__conn *c)
 {
-    struct pollfd p = {fd, POLLIN, 0};
+    struct pollfd p = {cr__conn_fd(c), POLLIN, 0};
 
-    return poll(&p, 1, 0) > 0;
+    return cr__conn_buffered(c) || poll(&p, 1, 0) > 0;
 }
 
 /* Drains the wake-up pipe. */
@@ -1107,20 +1243,44 @@ static void
 connect_link(cr__pubsub *ps, int i)
 {
     sublink *l = &ps->links[i];
-    redisContext *c = NULL;
+    const cr__url *u = ps->cfg.url;
+    cr__conn *c = NULL;
     char host[256];
     int port = l->port;
+    unsigned gen = 0;
+    cr__peer peer = CR__PEER_DATA;
+    cr_status rc = CR_EIO;
     cr__sub *s, *tmp;
 
     snprintf(host, sizeof(host), "%s", l->host);
     pthread_mutex_unlock(&ps->mu);
     if (ps->cluster && !ps->sharded &&
         cr__transport_node_addr(ps->transport, -1, host, sizeof(host),
-                                &port) < 0)
+                                &port) < 0) {
         host[0] = '\0';
+    } else if (ps->cfg.topology != NULL) {
+        cr__topology_master(ps->cfg.topology, host, sizeof(host), &port, &gen);
+        peer = CR__PEER_MASTER;
+    } else if (!ps->cluster && !u->is_unix) {
+        snprintf(host, sizeof(host), "%s", u->host);
+        port = u->port;
+    }
     if (!ps->cluster || host[0] != '\0')
-        cr__conn_open(&ps->cfg, ps->cluster ? host : NULL, port, &c);
+        rc = cr__conn_open(&ps->cfg, u->is_unix && !ps->cluster ? NULL : host,
+                           port, peer, cr__now_ms() + ps->cfg.command_timeout_ms,
+                           &c);
     pthread_mutex_lock(&ps->mu);
+    if (c == NULL && cr__status_is_final(rc)) {
+        char why[512];
+
+        /* No retry mends it: the waits on this link end with it. */
+        snprintf(why, sizeof(why), "%s", cr_last_error());
+        HASH_ITER(hh, ps->subs, s, tmp)
+            if (s->link == i && s->refs > 0 && s->refused == CR_OK)
+                refuse_sub(ps, s, cr__fail(rc, "%s", why), why);
+    } else if (c == NULL && rc == CR_EIO && ps->cfg.topology != NULL) {
+        cr__topology_hint(ps->cfg.topology);
+    }
     if (c == NULL) {
         if (ps->cluster)
             ps->need_refresh = true;
@@ -1137,7 +1297,7 @@ connect_link(cr__pubsub *ps, int i)
         if (s->link == i)
             mark_dirty(ps, s);
     l->ctx = c;
-    l->sgen = cr__sentinel_generation(ps->cfg.sentinel);
+    l->gen = gen;
     l->last_rx_ms = cr__now_ms();
     l->backoff = BACKOFF_MIN_MS;
     if (l->connected_once)
@@ -1195,14 +1355,15 @@ upkeep(cr__pubsub *ps, struct pollfd *pfd, int *which, int *nfds)
 
         if (l->ctx == NULL && l->retry_at <= now && link_wanted(ps, i))
             connect_link(ps, i);
-        /* After a failover found by any connection, follow the master. */
-        if (l->ctx != NULL && l->sgen != cr__sentinel_generation(ps->cfg.sentinel))
-            drop_link(ps, i);
+        /* After the master moved, follow it. */
+        if (l->ctx != NULL &&
+            l->gen != cr__topology_generation(ps->cfg.topology))
+            drop_link(ps, i, "the master moved");
         if (l->ctx != NULL && !check_liveness(ps, l))
-            drop_link(ps, i);
+            drop_link(ps, i, "no answer to PING");
     }
     while (!reconcile(ps, &bad))
-        drop_link(ps, bad);
+        drop_link(ps, bad, cr_last_error());
     pfd[0].fd = ps->pipe_fd[0];
     pfd[0].events = POLLIN;
     *nfds = 1;
@@ -1211,11 +1372,12 @@ upkeep(cr__pubsub *ps, struct pollfd *pfd, int *which, int *nfds)
         sublink *l = &ps->links[i];
 
         if (l->ctx != NULL && !l->reader) {
-            pfd[*nfds].fd = l->ctx->fd;
+            pfd[*nfds].fd = cr__conn_fd(l->ctx);
             pfd[*nfds].events = POLLIN;
             which[(*nfds)++] = i;
             l->polled = true;
-            wait_ms = 1000;
+            /* Bytes read already (TLS) do not wake poll(): read them now. */
+            wait_ms = cr__conn_buffered(l->ctx) ? 0 : 1000;
         } else if (l->ctx != NULL) {
             wait_ms = 1000; /* a waiter reads it; keep checking liveness */
         } else if (link_wanted(ps, i)) {
@@ -1256,10 +1418,12 @@ dispatcher(void *arg)
         for (i = 1; i < nfds; i++) {
             sublink *l = &ps->links[which[i]];
 
-            if (l->ctx != NULL && l->ctx->fd == pfd[i].fd && !l->reader &&
-                (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) &&
-                still_readable(l->ctx->fd) && !read_replies(ps, l))
-                drop_link(ps, which[i]);
+            if (l->ctx != NULL && cr__conn_fd(l->ctx) == pfd[i].fd &&
+                !l->reader &&
+                ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) ||
+                 cr__conn_buffered(l->ctx)) &&
+                still_readable(l->ctx) && !read_replies(ps, l))
+                drop_link(ps, which[i], cr_last_error());
         }
     }
     pthread_mutex_unlock(&ps->mu);
@@ -1342,10 +1506,9 @@ cr__pubsub_free(cr__pubsub *ps)
     poke(ps);
     pthread_join(ps->thread, NULL);
     for (i = 0; i < MAX_LINKS; i++) {
-        if (ps->links[i].ctx != NULL)
-            redisFree(ps->links[i].ctx);
-        if (ps->links[i].dead != NULL)
-            redisFree(ps->links[i].dead);
+        cr__conn_free(ps->links[i].ctx);
+        cr__conn_free(ps->links[i].dead);
+        free(ps->links[i].asked);
         if (ps->links[i].kick >= 0)
             close(ps->links[i].kick);
     }

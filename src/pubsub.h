@@ -47,7 +47,9 @@ void cr__pubsub_free(cr__pubsub *ps);
  * wait up to timeout_ms (-1: no limit) for the server to confirm it.
  * Returns CR_OK when confirmed; CR_TIMEOUT when not confirmed in time (the
  * reference is still taken: the caller should poll instead of relying on
- * messages, see cr__sub_confirmed); CR_ECLOSED, CR_ENOMEM (no reference).
+ * messages, see cr__sub_confirmed); CR_ECLOSED, CR_ENOMEM, or the status
+ * of a refusal (CR_ENOPERM for an ACL without the command or the channel,
+ * CR_EAUTH...; no reference).
  * Every *out must be given back with cr__pubsub_unsubscribe. */
 cr_status cr__pubsub_subscribe(cr__pubsub *ps, const char *channel,
                                cr__wake_mode mode, int64_t timeout_ms,
@@ -70,7 +72,8 @@ typedef struct cr__fence {
 void cr__sub_fence(cr__pubsub *ps, cr__sub *sub, cr__fence *f);
 
 /* cr__sub_wait: wait up to timeout_ms (-1: no limit) for a wake-up permit
- * and consume it. Returns CR_OK (woken), CR_TIMEOUT, CR_ECLOSED. A
+ * and consume it. Returns CR_OK (woken), CR_TIMEOUT, CR_ECLOSED, or the
+ * status of a refused subscription (see cr__pubsub_subscribe). A
  * caller's *ticket is 0 before its first wait and keeps the place in line
  * that wait gave it: the waiters of a subscription get its permits in the
  * order they first waited, however often they wake, try and wait again. With a
@@ -114,6 +117,10 @@ bool cr__sub_quiet_since(cr__pubsub *ps, cr__sub *sub, const cr__sub_mark *m);
 bool cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
                                uint64_t target, int64_t deadline_ms,
                                int64_t quiet_ms);
+
+/* cr__pubsub_master_moved: a topology listener: the links to the old
+ * master are dropped now and their channels subscribed on the new one. */
+void cr__pubsub_master_moved(cr__pubsub *ps);
 
 /* cr__pubsub_channel_count: the number of channels subscribed (for
  * tests: 0 once every waiter has left). */

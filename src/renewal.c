@@ -702,9 +702,9 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
                                     : CR__SCRIPT_LOCK_RENEW,
                             CR__CMD_RESERVED | CR__CMD_RETRY | CR__CMD_SYNC,
                             nkeys, nargs, r->args, NULL, &reply);
-        if (rc == CR_OK && cr__transport_sync_failed())
-            cr__log(&c->log, CR_LOG_WARN, "watchdog renewal of %zu leases: "
-                    "no replica acknowledged it within the sync timeout", n);
+        if (rc == CR_OK && cr__transport_sync_status() != CR_OK)
+            cr__log(&c->log, CR_LOG_WARN, "watchdog renewal of %zu leases: %s",
+                    n, cr_last_error());
         CR__STAT_ADD(&c->stats, renewal_calls, 1);
         CR__STAT_ADD(&c->stats, renewals_sent, n);
         if (rc == CR_OK &&
@@ -889,4 +889,10 @@ cr__renewal_free(cr__renewal *r)
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->calls_done);
     free(r);
+}
+
+void
+cr__renewal_master_moved(cr__renewal *r)
+{
+    (void)r;
 }

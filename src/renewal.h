@@ -36,6 +36,10 @@ cr_status cr__renewal_new(cr_client *c, cr__renewal **out);
 /* cr__renewal_free: stop the thread and forget every hold. */
 void cr__renewal_free(cr__renewal *r);
 
+/* cr__renewal_master_moved: a topology listener: every hold is checked on
+ * the new master, and each one not there is reported lost. */
+void cr__renewal_master_moved(cr__renewal *r);
+
 /* cr__hold_add: count one more hold of `owner` on `key`. With `watchdog`
  * the hold is renewed until its count drops below this level (unlocks undo
  * the last hold first): holds taken with a lease and left after the last

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The command transport: a pool of blocking hiredis connections. A caller
- * takes a free connection, sends one command, reads its reply and gives the
+ * The command transport: pools of connections (conn.h). A caller takes a
+ * free connection, sends one command, reads its reply and gives the
  * connection back, so no connection is ever used by two threads at once.
  *
- * A connection that fails (I/O error, timeout, EOF) is closed at once, and
- * the pool's epoch is bumped: the other idle connections were likely cut by
- * the same event (a server restart), so each is reopened before its next
- * use instead of failing one more caller. Opening sends AUTH and SELECT.
+ * A connection that fails (I/O error, timeout, end of stream) is closed at
+ * once, and the pool's epoch is bumped: the other idle connections were
+ * likely cut by the same event (a server restart), so each is reopened
+ * before its next use instead of failing one more caller. With Sentinel a
+ * connection also carries the topology's generation: one opened before the
+ * master moved is never used again, and a reply read on it is not trusted.
  *
  * In a Redis Cluster there is one such pool per master, made on first use,
  * and each command goes to the master of its routing key's slot (the
@@ -16,32 +18,25 @@
  * multi-key script on a slot being migrated) and CLUSTERDOWN are retried
  * with a short backoff; a broken link or CLUSTERDOWN re-reads the map.
  *
+ * Every wait ends by the command's deadline: min(now + command timeout,
+ * the caller's call deadline); a resend happens only before it.
+ *
  * Lock order: the pool mutex is never held while talking to Redis; the
  * refresh mutex may be held while a pool connection is taken.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-
-#include <hiredis/sds.h>
+#include <time.h>
 
 #include "cluster.h"
-#include "conn.h"
 #include "slot.h"
+#include "topology.h"
 #include "transport.h"
-
-struct cr__sentinel {
-    pthread_mutex_t mu;
-    char host[256]; /* the master last found */
-    int port;
-    size_t first;   /* the sentinel that answered last: asked first */
-    atomic_uint generation;
-};
 
 /* How often a connection with the replica-sync check counts replicas. */
 #define REPLICAS_RECOUNT_MS 1000
@@ -52,10 +47,10 @@ struct cr__sentinel {
 #define REFRESH_MIN_GAP_MS 100
 
 typedef struct conn {
-    redisContext *ctx;
+    cr__conn *ctx;
     unsigned discard; /* sent replies nobody waits for, to drop first */
     uint64_t epoch;   /* pool epoch when ctx was opened */
-    unsigned sgen;    /* Sentinel generation when ctx was opened */
+    unsigned gen;     /* topology generation when ctx was opened */
     long long replicas; /* replicas of the server (sync on) */
     int64_t replicas_at; /* when they were last counted */
     bool opened;      /* has been open before: the next open is a reconnect */
@@ -89,405 +84,19 @@ struct cr__transport {
     atomic_bool refresh_due;
 };
 
-/* ---------------------------------------------------------------- replies */
-
-void
-cr__reply_free(cr__reply *r)
-{
-    size_t i;
-
-    if (r == NULL)
-        return;
-    for (i = 0; i < r->elements; i++)
-        cr__reply_free(r->element[i]);
-    free(r->element);
-    free(r->str);
-    free(r);
-}
-
-/* Copies len bytes of s into r->str with a terminating NUL. */
-static bool
-copy_str(cr__reply *r, const char *s, size_t len)
-{
-    r->str = malloc(len + 1);
-    if (r->str == NULL)
-        return false;
-    if (len > 0)
-        memcpy(r->str, s, len);
-    r->str[len] = '\0';
-    r->len = len;
-    return true;
-}
-
-cr__reply *
-cr__reply_convert(const redisReply *r)
-{
-    cr__reply *out = calloc(1, sizeof(*out));
-    size_t i;
-
-    if (out == NULL)
-        return NULL;
-    switch (r->type) {
-    case REDIS_REPLY_INTEGER:
-        out->type = CR__REPLY_INTEGER;
-        out->integer = r->integer;
-        return out;
-    case REDIS_REPLY_NIL:
-        out->type = CR__REPLY_NIL;
-        return out;
-    case REDIS_REPLY_STATUS:
-        out->type = CR__REPLY_STATUS;
-        break;
-    case REDIS_REPLY_ERROR:
-        out->type = CR__REPLY_ERROR;
-        break;
-    case REDIS_REPLY_ARRAY:
-        out->type = CR__REPLY_ARRAY;
-        if (r->elements == 0)
-            return out;
-        out->element = calloc(r->elements, sizeof(*out->element));
-        if (out->element == NULL)
-            goto oom;
-        out->elements = r->elements;
-        for (i = 0; i < r->elements; i++) {
-            out->element[i] = cr__reply_convert(r->element[i]);
-            if (out->element[i] == NULL)
-                goto oom;
-        }
-        return out;
-    default:
-        /* Bulk strings, and any RESP3 type a newer hiredis may report. */
-        out->type = CR__REPLY_STRING;
-        break;
-    }
-    if (!copy_str(out, r->str != NULL ? r->str : "", r->str != NULL ? r->len : 0))
-        goto oom;
-    return out;
-oom:
-    cr__reply_free(out);
-    return NULL;
-}
-
-/* Caps the size of the arrays a reader accepts, so that a hostile or broken
- * server cannot make it allocate gigabytes from one header (*322222222).
- * hiredis 1.x has the setting; 0.14 has none (see doc/safety.md). */
-static void
-limit_reader(redisReader *rd)
-{
-#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
-    rd->maxelements = 1 << 20;
-#else
-    (void)rd;
-#endif
-}
-
-cr_status
-cr__reply_from_buffer(const char *buf, size_t len, cr__reply **out)
-{
-    redisReader *rd = redisReaderCreate();
-    void *raw = NULL;
-    cr_status rc;
-
-    if (rd == NULL)
-        return CR_ENOMEM;
-    limit_reader(rd);
-    if (redisReaderFeed(rd, buf, len) != REDIS_OK ||
-        redisReaderGetReply(rd, &raw) != REDIS_OK) {
-        rc = cr__fail(CR_ESCRIPT, "not a RESP reply: %s", rd->errstr);
-    } else if (raw == NULL) {
-        rc = CR_BUSY;
-    } else {
-        *out = cr__reply_convert(raw);
-        rc = *out != NULL ? CR_OK : CR_ENOMEM;
-    }
-    if (raw != NULL)
-        freeReplyObject(raw);
-    redisReaderFree(rd);
-    return rc;
-}
-
-/* ------------------------------------------------------------- connecting */
-
-int
-cr__conn_flush(redisContext *c)
-{
-    size_t len = sdslen(c->obuf), done = 0;
-
-    while (done < len) {
-        ssize_t n = send(c->fd, c->obuf + done, len - done, MSG_NOSIGNAL);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int err = errno;
-
-            c->err = REDIS_ERR_IO;
-            snprintf(c->errstr, sizeof(c->errstr), "%s", strerror(err));
-            errno = err;
-            return REDIS_ERR;
-        }
-        done += (size_t)n;
-    }
-    sdsclear(c->obuf);
-    return REDIS_OK;
-}
-
-redisReply *
-cr__conn_call(redisContext *c, int argc, const char **argv)
-{
-    void *r = NULL;
-
-    if (redisAppendCommandArgv(c, argc, argv, NULL) != REDIS_OK ||
-        cr__conn_flush(c) != REDIS_OK || redisGetReply(c, &r) != REDIS_OK)
-        return NULL;
-    return r;
-}
-
-cr_status
-cr__conn_io_error(const redisContext *c, const char *what)
-{
-    if (c != NULL && c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return cr__fail(CR_EIO, "%s: timed out", what);
-    return cr__fail(CR_EIO, "%s: %s", what,
-                    c != NULL && c->errstr[0] ? c->errstr : "connection error");
-}
-
-/* Converts milliseconds to a timeval. */
-static struct timeval
-ms_to_tv(int64_t ms)
-{
-    struct timeval tv;
-
-    tv.tv_sec = (time_t)(ms / 1000);
-    tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
-    return tv;
-}
-
-/* Runs a setup command (AUTH, SELECT) on a new connection; CR_ESERVER with
- * the server's text when refused, CR_EIO when the link fails. */
-static cr_status
-setup_command(redisContext *c, int argc, const char **argv, const char *what)
-{
-    redisReply *r = cr__conn_call(c, argc, argv);
-    cr_status rc = CR_OK;
-
-    if (r == NULL)
-        return cr__conn_io_error(c, what);
-    if (r->type == REDIS_REPLY_ERROR)
-        rc = cr__fail(CR_ESERVER, "%s refused: %s", what, r->str);
-    freeReplyObject(r);
-    return rc;
-}
-
-/* ------------------------------------------------------------ sentinel */
-
-cr_status
-cr__sentinel_new(cr__sentinel **out)
-{
-    cr__sentinel *s = calloc(1, sizeof(*s));
-
-    if (s == NULL)
-        return CR_ENOMEM;
-    pthread_mutex_init(&s->mu, NULL);
-    atomic_init(&s->generation, 1);
-    *out = s;
-    return CR_OK;
-}
-
-void
-cr__sentinel_free(cr__sentinel *s)
-{
-    if (s == NULL)
-        return;
-    pthread_mutex_destroy(&s->mu);
-    free(s);
-}
-
-unsigned
-cr__sentinel_generation(const cr__sentinel *s)
-{
-    return s != NULL ? atomic_load(&((cr__sentinel *)s)->generation) : 0;
-}
-
-/* Asks one sentinel where the master is; false when it cannot say. */
-static bool
-ask_sentinel(const cr__conn_config *cfg, const char *host, int port,
-             char *master, size_t len, int *master_port)
-{
-    redisContext *c = redisConnectWithTimeout(host, port,
-                                              ms_to_tv(cfg->connect_timeout_ms));
-    const char *argv[3] = {"SENTINEL", "get-master-addr-by-name",
-                           cfg->url->master_name};
-    redisReply *r = NULL;
-    bool ok = false;
-
-    if (c != NULL && !c->err)
-        (void)fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
-    if (c != NULL && !c->err &&
-        redisSetTimeout(c, ms_to_tv(cfg->command_timeout_ms)) == REDIS_OK)
-        r = cr__conn_call(c, 3, argv);
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[0]->type == REDIS_REPLY_STRING &&
-        r->element[1]->type == REDIS_REPLY_STRING && r->element[0]->len < len) {
-        snprintf(master, len, "%s", r->element[0]->str);
-        *master_port = atoi(r->element[1]->str);
-        ok = *master_port > 0;
-    }
-    if (r != NULL)
-        freeReplyObject(r);
-    if (c != NULL)
-        redisFree(c);
-    return ok;
-}
-
-/* Finds the master through the sentinels, the last one that answered
- * first; records a change of address as a new generation. */
-static cr_status
-find_master(const cr__conn_config *cfg, char *host, size_t len, int *port)
-{
-    cr__sentinel *s = cfg->sentinel;
-    const cr__url *u = cfg->url;
-    size_t i, first;
-
-    pthread_mutex_lock(&s->mu);
-    first = s->first;
-    pthread_mutex_unlock(&s->mu);
-    for (i = 0; i < u->nhosts; i++) {
-        size_t k = (first + i) % u->nhosts;
-
-        if (!ask_sentinel(cfg, u->hosts[k], u->ports[k], host,
-                          len, port))
-            continue;
-        pthread_mutex_lock(&s->mu);
-        s->first = k;
-        if (strcmp(s->host, host) != 0 || s->port != *port) {
-            if (s->port != 0)
-                cr__log(cfg->log, CR_LOG_WARN, "master %s moved to %s:%d",
-                        u->master_name, host, *port);
-            snprintf(s->host, sizeof(s->host), "%s", host);
-            s->port = *port;
-            atomic_fetch_add(&s->generation, 1);
-        }
-        pthread_mutex_unlock(&s->mu);
-        return CR_OK;
-    }
-    return cr__fail(CR_EIO, "no sentinel knows master %s", u->master_name);
-}
-
-/* Tells whether the server behind `c` is a master (ROLE), so that a
- * sentinel's stale answer during a failover is not trusted. */
-static const char *role_argv[1] = {"ROLE"};
-
-static bool
-is_master(redisContext *c)
-{
-    redisReply *r = cr__conn_call(c, 1, role_argv);
-    bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-              r->element[0]->type == REDIS_REPLY_STRING &&
-              strcmp(r->element[0]->str, "master") == 0;
-
-    if (r != NULL)
-        freeReplyObject(r);
-    return ok;
-}
-
-/* Counts the replicas connected to the server behind `c` (ROLE). */
-static long long
-count_replicas(redisContext *c)
-{
-    redisReply *r = cr__conn_call(c, 1, role_argv);
-    long long n = 0;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
-        r->element[2]->type == REDIS_REPLY_ARRAY)
-        n = (long long)r->element[2]->elements;
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
-/* ------------------------------------------------------------ opening */
-
-cr_status
-cr__conn_open(const cr__conn_config *cfg, const char *node, int node_port,
-              redisContext **out)
-{
-    const cr__url *u = cfg->url;
-    struct timeval tv = ms_to_tv(cfg->connect_timeout_ms);
-    char host[256];
-    int port = u->port;
-    redisContext *c;
-    cr_status rc;
-
-    *out = NULL;
-    if (node != NULL) {
-        snprintf(host, sizeof(host), "%s", node);
-        port = node_port;
-    } else if (u->is_sentinel) {
-        rc = find_master(cfg, host, sizeof(host), &port);
-        if (rc != CR_OK)
-            return rc;
-    } else if (!u->is_unix) {
-        snprintf(host, sizeof(host), "%s", u->host);
-    }
-    if (u->is_unix && node == NULL)
-        c = redisConnectUnixWithTimeout(u->path, tv);
-    else
-        c = redisConnectWithTimeout(host, port, tv);
-    if (c == NULL)
-        return cr__fail(CR_ENOMEM, "cannot allocate a connection");
-    if (c->err) {
-        rc = cr__fail(CR_EIO, "cannot connect to %s:%d: %s",
-                      u->is_unix && node == NULL ? u->path : host, port,
-                      c->errstr);
-        redisFree(c);
-        return rc;
-    }
-    limit_reader(c->reader);
-    /* Not inherited by programs the application runs (hiredis has no flag
-     * for it; a fork in another thread just now would still get it). */
-    (void)fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
-    if (redisSetTimeout(c, ms_to_tv(cfg->command_timeout_ms)) != REDIS_OK) {
-        redisFree(c);
-        return cr__fail(CR_EIO, "cannot set the command timeout");
-    }
-    if (!u->is_unix || node != NULL)
-        redisEnableKeepAlive(c);
-    if (u->password != NULL) {
-        const char *argv[3] = {"AUTH", u->user, u->password};
-
-        if (u->user != NULL)
-            rc = setup_command(c, 3, argv, "AUTH");
-        else {
-            argv[1] = u->password;
-            rc = setup_command(c, 2, argv, "AUTH");
-        }
-        if (rc != CR_OK) {
-            redisFree(c);
-            return rc;
-        }
-    }
-    if (u->is_sentinel && !is_master(c)) {
-        redisFree(c);
-        return cr__fail(CR_EIO, "%s:%d is not (yet) the master of %s", host,
-                        port, u->master_name);
-    }
-    if (u->db != 0) {
-        char db[24];
-        const char *argv[2] = {"SELECT", db};
-
-        cr__fmt_i64(db, u->db);
-        rc = setup_command(c, 2, argv, "SELECT");
-        if (rc != CR_OK) {
-            redisFree(c);
-            return rc;
-        }
-    }
-    *out = c;
-    return CR_OK;
-}
-
 /* ------------------------------------------------------------------- pool */
+
+/* Initialises a condition variable that times out on the monotonic clock. */
+static void
+cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
 
 /* Makes a pool of `size` connections (none open yet) for the server at
  * host:port, or the URL's server when host is NULL. */
@@ -510,7 +119,7 @@ pool_new(const cr__conn_config *cfg, int size, const char *host, int port)
     p->port = port;
     p->nconns = size;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
+    cond_init_monotonic(&p->cv);
     pthread_mutex_init(&p->reserved_mu, NULL);
     atomic_init(&p->epoch, 1);
     for (i = size - 1; i >= 0; i--) {
@@ -528,10 +137,8 @@ pool_free(pool *p)
     if (p == NULL)
         return;
     for (i = 0; i < p->nconns; i++)
-        if (p->conns[i].ctx != NULL)
-            redisFree(p->conns[i].ctx);
-    if (p->reserved.ctx != NULL)
-        redisFree(p->reserved.ctx);
+        cr__conn_free(p->conns[i].ctx);
+    cr__conn_free(p->reserved.ctx);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->reserved_mu);
@@ -540,19 +147,29 @@ pool_free(pool *p)
 }
 
 /* Takes a connection for the calling thread: the reserved one, or the next
- * free one of the pool (waiting for one to come back when all are busy). */
+ * free one of the pool, waiting until `deadline` for one to come back when
+ * all are busy. NULL (with the reason recorded) when none came in time. */
 static conn *
-take_conn(pool *p, unsigned flags)
+take_conn(pool *p, unsigned flags, int64_t deadline)
 {
+    struct timespec ts;
     conn *c;
 
     if (flags & CR__CMD_RESERVED) {
         pthread_mutex_lock(&p->reserved_mu);
         return &p->reserved;
     }
+    ts.tv_sec = deadline / 1000;
+    ts.tv_nsec = (deadline % 1000) * 1000000;
     pthread_mutex_lock(&p->mu);
     while (p->free_list == NULL)
-        pthread_cond_wait(&p->cv, &p->mu);
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) == ETIMEDOUT &&
+            p->free_list == NULL) {
+            pthread_mutex_unlock(&p->mu);
+            cr__fail(CR_EIO, "no free connection in time (all %d busy)",
+                     p->nconns);
+            return NULL;
+        }
     c = p->free_list;
     p->free_list = c->next_free;
     pthread_mutex_unlock(&p->mu);
@@ -579,155 +196,241 @@ give_conn(pool *p, conn *c)
 static void
 drop_conn(pool *p, conn *c)
 {
-    redisFree(c->ctx);
+    cr__conn_free(c->ctx);
     c->ctx = NULL;
     c->discard = 0;
     atomic_fetch_add(&p->epoch, 1);
 }
 
-/* Makes sure `c` has a live, current connection with no pending replies. */
+/* Makes sure `c` has a live, current connection, opening one before
+ * `deadline` when needed: to the pool's cluster node, to the master the
+ * topology knows, or to the URL's server. */
 static cr_status
-ready_conn(pool *p, conn *c)
+ready_conn(pool *p, conn *c, int64_t deadline)
 {
     uint64_t epoch = atomic_load(&p->epoch);
+    cr__topology *topo = p->cfg->topology;
+    const cr__url *u = p->cfg->url;
+    char host[256];
+    int port = p->port;
+    unsigned gen = 0;
+    cr__peer peer = CR__PEER_DATA;
     cr_status rc;
 
     if (c->ctx != NULL &&
-        (c->epoch != epoch || c->sgen != cr__sentinel_generation(p->cfg->sentinel))) {
-        redisFree(c->ctx);
+        (c->epoch != epoch || c->gen != cr__topology_generation(topo))) {
+        cr__conn_free(c->ctx);
         c->ctx = NULL;
         c->discard = 0;
     }
-    if (c->ctx == NULL) {
-        rc = cr__conn_open(p->cfg, p->host[0] ? p->host : NULL, p->port,
-                           &c->ctx);
-        if (rc != CR_OK)
-            return rc;
-        c->epoch = epoch;
-        c->sgen = cr__sentinel_generation(p->cfg->sentinel);
-        c->replicas_at = 0;
-        if (c->opened)
-            CR__STAT_ADD(p->cfg->stats, reconnects, 1);
-        c->opened = true;
+    if (c->ctx != NULL)
+        return CR_OK;
+    if (p->host[0] != '\0') {
+        snprintf(host, sizeof(host), "%s", p->host);
+    } else if (topo != NULL) {
+        cr__topology_master(topo, host, sizeof(host), &port, &gen);
+        peer = CR__PEER_MASTER;
+    } else if (!u->is_unix) {
+        snprintf(host, sizeof(host), "%s", u->host);
+        port = u->port;
     }
+    rc = cr__conn_open(p->cfg, u->is_unix && p->host[0] == '\0' ? NULL : host,
+                       port, peer, deadline, &c->ctx);
+    if (rc != CR_OK) {
+        if (topo != NULL && rc == CR_EIO)
+            cr__topology_hint(topo); /* the master may have moved */
+        return rc;
+    }
+    c->epoch = epoch;
+    c->gen = gen;
+    c->replicas_at = 0;
+    if (c->opened)
+        CR__STAT_ADD(p->cfg->stats, reconnects, 1);
+    c->opened = true;
     return CR_OK;
+}
+
+/* Closes the idle connections of `p` opened under an older generation. */
+static void
+close_stale(pool *p)
+{
+    unsigned gen = cr__topology_generation(p->cfg->topology);
+    conn *c;
+
+    pthread_mutex_lock(&p->mu);
+    for (c = p->free_list; c != NULL; c = c->next_free)
+        if (c->ctx != NULL && c->gen != gen) {
+            cr__conn_free(c->ctx);
+            c->ctx = NULL;
+            c->discard = 0;
+        }
+    pthread_mutex_unlock(&p->mu);
 }
 
 /* Reads and drops `n` replies nobody waits for: latch DELs, whose replies
  * come before that of anything sent after them (so a new command is
  * written first and these are read while it travels), and ASKING's. */
 static cr_status
-drop_replies(pool *p, conn *c, unsigned n)
+drop_replies(pool *p, conn *c, unsigned n, int64_t deadline)
 {
     while (n-- > 0) {
-        void *r = NULL;
+        cr__reply *r = NULL;
+        cr_status rc = cr__conn_recv(c->ctx, deadline, &r);
 
-        if (redisGetReply(c->ctx, &r) != REDIS_OK) {
-            cr_status rc = cr__conn_io_error(c->ctx, "reading a deferred reply");
-
+        if (rc != CR_OK) {
             drop_conn(p, c);
             return rc;
         }
-        freeReplyObject(r);
+        cr__reply_free(r);
     }
     return CR_OK;
 }
 
-static _Thread_local bool sync_failed;
+static _Thread_local cr_status sync_status;
 
-bool
-cr__transport_sync_failed(void)
+cr_status
+cr__transport_sync_status(void)
 {
-    return sync_failed;
+    return sync_status;
 }
 
-/* After a command on `c`: WAIT until the replicas acknowledge it, and note
- * in sync_failed when none did. Returns CR_EIO when the link broke. */
+/* Counts the replicas of the server behind `c` with ROLE, before a
+ * command that is to be followed by WAIT. A refused ROLE is reported, not
+ * read as "no replicas": the check would silently be off. */
+static cr_status
+count_replicas(pool *p, conn *c, int64_t deadline)
+{
+    const char *argv[1] = {"ROLE"};
+    cr__reply *r = NULL;
+    cr_status rc = cr__conn_call(c->ctx, 1, argv, NULL, deadline, &r);
+
+    if (rc != CR_OK) {
+        drop_conn(p, c);
+        return rc;
+    }
+    if (r->type == CR__REPLY_ERROR) {
+        rc = cr__reply_status(r->str);
+        rc = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc, "replica sync is on "
+                      "but %s refused ROLE, which counts the replicas to WAIT "
+                      "for: %s", cr__conn_peer(c->ctx), r->str);
+        cr__log(p->cfg->log, CR_LOG_ERROR, "%s", cr_last_error());
+    } else if (r->type == CR__REPLY_ARRAY && r->elements >= 3 &&
+               r->element[2]->type == CR__REPLY_ARRAY) {
+        c->replicas = (long long)r->element[2]->elements;
+        c->replicas_at = cr__now_ms();
+    } else {
+        c->replicas = 0; /* a replica's ROLE: READONLY follows the command */
+        c->replicas_at = cr__now_ms();
+    }
+    cr__reply_free(r);
+    return rc;
+}
+
+/* After a command on `c`: WAIT until the replicas acknowledge it; the
+ * outcome goes to sync_status. Returns CR_EIO when the link broke. */
 static cr_status
 wait_replicas(pool *p, conn *c)
 {
     char replicas[24], timeout[24];
     const char *argv[3] = {"WAIT", replicas, timeout};
-    redisReply *r;
+    cr__reply *r = NULL;
+    int64_t deadline = cr__now_ms() + p->cfg->sync_timeout_ms +
+                       p->cfg->command_timeout_ms;
+    cr_status rc;
 
     cr__fmt_i64(replicas, c->replicas);
     cr__fmt_i64(timeout, p->cfg->sync_timeout_ms);
-    /* WAIT itself may take the sync timeout: read its answer for that long
-     * on top of a command's time, then back to the command timeout. */
-    if (redisSetTimeout(c->ctx, ms_to_tv(p->cfg->sync_timeout_ms +
-                                         p->cfg->command_timeout_ms)) != REDIS_OK ||
-        (r = cr__conn_call(c->ctx, 3, argv)) == NULL) {
-        cr_status rc = cr__conn_io_error(c->ctx, "WAIT");
-
+    /* WAIT itself may take the sync timeout: read its answer for that
+     * long on top of a command's time. */
+    rc = cr__conn_call(c->ctx, 3, argv, NULL, deadline, &r);
+    if (rc != CR_OK) {
         drop_conn(p, c);
         return rc;
     }
-    if (redisSetTimeout(c->ctx, ms_to_tv(p->cfg->command_timeout_ms)) != REDIS_OK)
-        drop_conn(p, c); /* the next command opens one with the right timeout */
-    sync_failed = r->type != REDIS_REPLY_INTEGER || r->integer == 0;
-    freeReplyObject(r);
+    if (r->type == CR__REPLY_ERROR) {
+        rc = cr__reply_status(r->str);
+        sync_status = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc,
+                               "replica sync is on but %s refused WAIT: %s",
+                               cr__conn_peer(c->ctx), r->str);
+        cr__log(p->cfg->log, CR_LOG_ERROR, "%s", cr_last_error());
+    } else if (r->type != CR__REPLY_INTEGER || r->integer == 0) {
+        sync_status = cr__fail(CR_EIO, "no replica acknowledged within the "
+                               "sync timeout (master %s)",
+                               cr__conn_peer(c->ctx));
+    }
+    cr__reply_free(r);
     return CR_OK;
 }
 
+/* Whether a reply is READONLY: the server is (now) a replica. */
+static bool
+is_readonly(const cr__reply *r)
+{
+    return r->type == CR__REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0;
+}
+
 /* Sends one command on `c` (after ASKING when `asking`) and reads its
- * reply. *not_run is set when the command certainly did not run (the
- * server refused it as a replica). */
+ * reply before `deadline`. *not_run is set when the command certainly did
+ * not run (the server refused it as a replica, or is loading), *readonly
+ * for the former. */
 static cr_status
 run_on(pool *p, conn *c, int argc, const char **argv, const size_t *argvlen,
-       cr__reply **out, bool *not_run, bool sync, bool asking)
+       cr__reply **out, bool *not_run, bool *readonly, bool sync, bool asking,
+       int64_t deadline)
 {
     static const char *asking_argv[1] = {"ASKING"};
-    void *raw = NULL;
-    redisReply *r;
+    cr__topology *topo = p->cfg->topology;
     unsigned deferred;
-    cr_status rc = ready_conn(p, c);
+    cr_status rc = ready_conn(p, c, deadline);
 
     if (rc != CR_OK)
         return rc;
-    CR__STAT_ADD(p->cfg->stats, commands, 1);
-    if ((asking &&
-         redisAppendCommandArgv(c->ctx, 1, asking_argv, NULL) != REDIS_OK) ||
-        redisAppendCommandArgv(c->ctx, argc, argv, argvlen) != REDIS_OK)
-        return cr__fail(CR_ENOMEM, "cannot format %s", argv[0]);
-    deferred = c->discard + (asking ? 1 : 0);
-    c->discard = 0;
-    if (cr__conn_flush(c->ctx) != REDIS_OK) {
-        rc = cr__conn_io_error(c->ctx, argv[0]);
-        drop_conn(p, c);
-        return rc;
-    }
-    if ((rc = drop_replies(p, c, deferred)) != CR_OK)
-        return rc;
-    if (redisGetReply(c->ctx, &raw) != REDIS_OK || raw == NULL) {
-        rc = cr__conn_io_error(c->ctx, argv[0]);
-        drop_conn(p, c);
-        return rc;
-    }
-    r = raw;
-    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "READONLY", 8) == 0) {
-        /* A failover turned this master into a replica: nothing ran. */
-        rc = cr__fail(CR_EIO, "%s: %s", argv[0], r->str);
-        freeReplyObject(r);
-        drop_conn(p, c);
+    if (sync && cr__now_ms() - c->replicas_at > REPLICAS_RECOUNT_MS &&
+        (rc = count_replicas(p, c, deadline)) != CR_OK) {
         *not_run = true;
         return rc;
     }
-    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LOADING", 7) == 0) {
-        /* A restarted server still reading its data back: nothing ran,
-         * and it will answer soon, so this is a transient failure that
-         * waiting calls retry (not a server error). The link is fine. */
-        rc = cr__fail(CR_EIO, "%s: %s", argv[0], r->str);
-        freeReplyObject(r);
+    CR__STAT_ADD(p->cfg->stats, commands, 1);
+    if ((asking && cr__conn_append(c->ctx, 1, asking_argv, NULL) != CR_OK) ||
+        cr__conn_append(c->ctx, argc, argv, argvlen) != CR_OK)
+        return CR_ENOMEM;
+    deferred = c->discard + (asking ? 1 : 0);
+    c->discard = 0;
+    if ((rc = cr__conn_flush(c->ctx, deadline)) != CR_OK ||
+        (rc = drop_replies(p, c, deferred, deadline)) != CR_OK ||
+        (rc = cr__conn_recv(c->ctx, deadline, out)) != CR_OK) {
+        if (c->ctx != NULL)
+            drop_conn(p, c);
         return rc;
     }
-    *out = cr__reply_convert(r);
-    freeReplyObject(r);
-    if (*out == NULL)
-        return CR_ENOMEM;
-    if (sync && cr__now_ms() - c->replicas_at > REPLICAS_RECOUNT_MS) {
-        /* Replicas come and go: count them again now and then. */
-        c->replicas = count_replicas(c->ctx);
-        c->replicas_at = cr__now_ms();
+    if (topo != NULL && c->gen != cr__topology_generation(topo)) {
+        /* Read on the old master after a switch: what it says does not
+         * hold on the new one. */
+        rc = cr__fail(CR_EIO, "%s: the master moved while it ran; the old "
+                      "master's answer is not used", argv[0]);
+        cr__reply_free(*out);
+        *out = NULL;
+        drop_conn(p, c);
+        return rc;
+    }
+    if (is_readonly(*out)) {
+        /* A failover turned this master into a replica: nothing ran. */
+        rc = cr__fail(CR_EIO, "%s on %s: %s", argv[0], cr__conn_peer(c->ctx),
+                      (*out)->str);
+        cr__reply_free(*out);
+        *out = NULL;
+        drop_conn(p, c);
+        *not_run = *readonly = true;
+        return rc;
+    }
+    if ((*out)->type == CR__REPLY_ERROR &&
+        cr__reply_status((*out)->str) == CR_EIO) {
+        /* LOADING, MASTERDOWN...: nothing ran, the link is fine, and it
+         * will pass: a transient failure that waiting calls retry. */
+        rc = cr__fail(CR_EIO, "%s: %s", argv[0], (*out)->str);
+        cr__reply_free(*out);
+        *out = NULL;
+        return rc;
     }
     if (sync && c->replicas > 0 && (*out)->type != CR__REPLY_ERROR &&
         (rc = wait_replicas(p, c)) != CR_OK) {
@@ -737,23 +440,66 @@ run_on(pool *p, conn *c, int argc, const char **argv, const size_t *argvlen,
     return rc;
 }
 
+/* After READONLY on a plain URL (a name that may now lead to the new
+ * primary, or a URL that points at a replica): a fresh connection's ROLE
+ * tells which. CR_OK when it is a master now; CR_ECONFIG when a replica. */
+static cr_status
+check_still_replica(pool *p, conn *c, int64_t deadline)
+{
+    const char *argv[1] = {"ROLE"};
+    cr__reply *r = NULL;
+    cr_status rc = ready_conn(p, c, deadline);
+
+    if (rc == CR_OK)
+        rc = cr__conn_call(c->ctx, 1, argv, NULL, deadline, &r);
+    if (rc != CR_OK) {
+        if (c->ctx != NULL)
+            drop_conn(p, c);
+        return rc;
+    }
+    if (r->type == CR__REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == CR__REPLY_STRING &&
+        strcmp(r->element[0]->str, "master") != 0)
+        rc = cr__fail(CR_ECONFIG, "the server at %s is a replica (READONLY): "
+                      "point the URL at the master, or use redis-sentinel:// "
+                      "to follow it", cr__conn_peer(c->ctx));
+    cr__reply_free(r);
+    return rc;
+}
+
 /* Runs one command on pool `p`, once more after a broken link when that is
- * safe (`flags` has CR__CMD_RETRY, or the command did not run). */
+ * safe (`flags` has CR__CMD_RETRY, or the command did not run) and time
+ * remains. */
 static cr_status
 pool_command(pool *p, unsigned flags, int argc, const char **argv,
              const size_t *argvlen, cr__reply **out, bool asking)
 {
-    conn *c = take_conn(p, flags);
-    bool not_run = false;
+    int64_t deadline = cr__deadline_in(p->cfg->command_timeout_ms);
+    conn *c = take_conn(p, flags, deadline);
+    bool not_run = false, readonly = false;
     bool sync = (flags & CR__CMD_SYNC) && p->cfg->sync_timeout_ms > 0;
     cr_status rc;
 
-    sync_failed = false;
-    rc = run_on(p, c, argc, argv, argvlen, out, &not_run, sync, asking);
-    if (rc == CR_EIO && ((flags & CR__CMD_RETRY) || not_run)) {
+    if (c == NULL)
+        return CR_EIO;
+    sync_status = CR_OK;
+    rc = run_on(p, c, argc, argv, argvlen, out, &not_run, &readonly, sync,
+                asking, deadline);
+    if (readonly && p->cfg->topology != NULL) {
+        cr__topology_hint(p->cfg->topology);
+    } else if (readonly && p->host[0] == '\0') {
+        cr_status role = check_still_replica(p, c, deadline);
+
+        if (role != CR_OK)
+            rc = role;
+        not_run = role == CR_OK;
+    }
+    if (rc == CR_EIO && ((flags & CR__CMD_RETRY) || not_run) &&
+        cr__now_ms() < deadline) {
         cr__log(p->cfg->log, CR_LOG_WARN, "%s failed (%s), retrying once",
                 argv[0], cr_last_error());
-        rc = run_on(p, c, argc, argv, argvlen, out, &not_run, sync, asking);
+        rc = run_on(p, c, argc, argv, argvlen, out, &not_run, &readonly, sync,
+                    asking, deadline);
     }
     give_conn(p, c);
     return rc;
@@ -852,7 +598,7 @@ cluster_command(cr__transport *t, unsigned flags, int argc, const char **argv,
     int k = cr__routing_key(argc, argv, argvlen);
     unsigned slot = k < 0 ? 0 : cr__key_slot(argv[k], argvlen != NULL ?
                                              argvlen[k] : strlen(argv[k]));
-    int64_t deadline = cr__now_ms() + t->cfg.command_timeout_ms;
+    int64_t deadline = cr__deadline_in(t->cfg.command_timeout_ms);
     int64_t backoff = 5;
     int redirects = 0, node = -1;
     bool asking = false;
@@ -1002,7 +748,9 @@ cr__transport_new(const cr__conn_config *cfg, int pool_size,
         /* Open one connection now to report an unreachable server. */
         conn *c = &t->single->conns[0];
 
-        rc = ready_conn(t->single, c);
+        rc = ready_conn(t->single, c,
+                        cr__deadline_in(cfg->connect_timeout_ms +
+                                        cfg->command_timeout_ms));
     }
     if (rc != CR_OK) {
         cr__transport_free(t);
@@ -1042,6 +790,7 @@ void
 cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
                            const size_t *argvlen)
 {
+    int64_t deadline = cr__deadline_in(t->cfg.command_timeout_ms);
     pool *p = t->single;
     conn *c;
 
@@ -1055,13 +804,21 @@ cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
         if ((p = node_pool(t, cr__slot_map_node(t->map, slot))) == NULL)
             return;
     }
-    c = take_conn(p, 0);
-    if (ready_conn(p, c) == CR_OK &&
-        redisAppendCommandArgv(c->ctx, argc, argv, argvlen) == REDIS_OK) {
+    if ((c = take_conn(p, 0, deadline)) == NULL)
+        return;
+    if (ready_conn(p, c, deadline) == CR_OK &&
+        cr__conn_append(c->ctx, argc, argv, argvlen) == CR_OK) {
         c->discard++;
         CR__STAT_ADD(p->cfg->stats, commands, 1);
-        if (cr__conn_flush(c->ctx) != REDIS_OK)
+        if (cr__conn_flush(c->ctx, deadline) != CR_OK)
             drop_conn(p, c);
     }
     give_conn(p, c);
+}
+
+void
+cr__transport_master_moved(cr__transport *t)
+{
+    if (t->single != NULL)
+        close_stale(t->single);
 }

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The transport: a pool of Redis connections for commands, one connection
- * reserved for the watchdog thread, reconnection, AUTH and SELECT on every
- * (re)connect, routing by slot in a Redis Cluster (a pool per master), and the library's own reply type so that hiredis types never
- * leave the transport layer (transport.c and pubsub.c).
+ * The transport: a pool of Redis connections (conn.h) for commands, one
+ * connection reserved for the watchdog thread, reconnection, routing by
+ * slot in a Redis Cluster (a pool per master), the master found through
+ * Sentinel (topology.h), and the replica-sync check.
+ *
+ * Bounds: a command's every wait (a free connection, a reconnection, the
+ * reply, its one resend) ends by min(now + command timeout, the calling
+ * thread's call deadline, see cr__call_deadline in common.h).
  *
  * Thread safety: every function may be called from any thread; each
  * connection is used by one thread at a time.
@@ -16,54 +20,16 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "conn.h"
+#include "resp.h"
 #include "url.h"
-
-typedef enum cr__reply_type {
-    CR__REPLY_NIL = 0,
-    CR__REPLY_INTEGER,
-    CR__REPLY_STRING, /* bulk string */
-    CR__REPLY_STATUS,
-    CR__REPLY_ERROR,
-    CR__REPLY_ARRAY
-} cr__reply_type;
-
-typedef struct cr__reply {
-    cr__reply_type type;
-    long long integer;
-    char *str; /* NUL-terminated copy for STRING, STATUS and ERROR */
-    size_t len;
-    size_t elements;
-    struct cr__reply **element;
-} cr__reply;
-
-void cr__reply_free(cr__reply *r);
-
-/* With Sentinel: where the master was last found. Every connection opened
- * asks the sentinels for the master first; when the answer changes (a
- * failover), the generation goes up and connections opened before are
- * opened again, the pub/sub one included. */
-typedef struct cr__sentinel cr__sentinel;
-
-cr_status cr__sentinel_new(cr__sentinel **out);
-void cr__sentinel_free(cr__sentinel *s);
-unsigned cr__sentinel_generation(const cr__sentinel *s);
-
-/* What a connection needs: where, how long to wait, who to be. */
-typedef struct cr__conn_config {
-    const cr__url *url; /* borrowed for the transport's life */
-    cr__sentinel *sentinel; /* NULL unless url->is_sentinel */
-    int64_t sync_timeout_ms; /* replica-sync check (WAIT); 0: off */
-    int64_t connect_timeout_ms;
-    int64_t command_timeout_ms;
-    cr__stats *stats;   /* counters to bump (reconnects, commands) */
-    const cr__logger *log;
-} cr__conn_config;
 
 typedef struct cr__transport cr__transport;
 
 /* cr__transport_new: a pool of `pool_size` connections plus one reserved.
  * One connection is opened at once to report an unreachable or refusing
- * server; the others open on first use. */
+ * server; the others open on first use. With Sentinel, cfg->topology says
+ * where the master is. */
 cr_status cr__transport_new(const cr__conn_config *cfg, int pool_size,
                             cr__transport **out);
 void cr__transport_free(cr__transport *t);
@@ -80,16 +46,26 @@ void cr__transport_free(cr__transport *t);
 /* cr__transport_command: send one command and wait for its reply. An error
  * reply from Redis is CR_OK with a CR__REPLY_ERROR reply. CR_EIO when the
  * link broke or timed out (the detail is in cr_last_error()); with
- * CR__CMD_RETRY the command is sent once more on a fresh connection first.
+ * CR__CMD_RETRY the command is sent once more on a fresh connection first,
+ * time allowing. READONLY (a demoted master) means nothing ran: with
+ * Sentinel the master is looked for again and the command sent once more;
+ * with a plain URL the server is asked once more after a reconnection,
+ * and CR_ECONFIG when it still says it is a replica. A reply read on a
+ * connection to a master that Sentinel has since replaced is not used
+ * (CR_EIO). The final statuses of conn.h end it at once.
  * Ownership: *out needs cr__reply_free(). */
 cr_status cr__transport_command(cr__transport *t, unsigned flags, int argc,
                                 const char **argv, const size_t *argvlen,
                                 cr__reply **out);
 
-/* cr__transport_sync_failed: true when this thread's last CR__CMD_SYNC
- * command ran but no replica acknowledged it within the sync timeout
- * (Redisson's "None of slaves were synced"). */
-bool cr__transport_sync_failed(void);
+/* cr__transport_sync_status: for this thread's last CR__CMD_SYNC command
+ * that ran: CR_OK when the replicas acknowledged it (or there are none),
+ * CR_EIO when none did within the sync timeout (Redisson's "None of slaves
+ * were synced"), or the status of a refused WAIT (CR_ENOPERM, CR_ECONFIG
+ * for a proxy that does not know it), with the reason in cr_last_error()
+ * when not CR_OK. A refused ROLE (counting the replicas) fails the command
+ * itself, before it runs. */
+cr_status cr__transport_sync_status(void);
 
 /* cr__transport_send_noreply: send a command whose reply nobody waits for
  * (the unlock latch's DEL); its reply is read and dropped after the
@@ -108,10 +84,8 @@ int cr__transport_node_addr(cr__transport *t, int64_t slot, char *host,
  * was read just now); after a pub/sub link to a node broke, for example. */
 void cr__transport_refresh(cr__transport *t);
 
-/* cr__reply_from_buffer: decode RESP bytes (one reply) with the same code
- * that decodes the server's replies; for the fuzzer and tests. CR_OK with
- * *out set, CR_BUSY when the bytes end before the reply does, CR_ESCRIPT when
- * they are not RESP. */
-cr_status cr__reply_from_buffer(const char *buf, size_t len, cr__reply **out);
+/* cr__transport_master_moved: tell the transport that the master moved
+ * (a topology listener): idle connections opened before are closed now. */
+void cr__transport_master_moved(cr__transport *t);
 
 #endif

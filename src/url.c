@@ -562,6 +562,7 @@ static cr_status parse_unix(const char *rest, cr__url *u, char *err,
 
 cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen)
 {
+    char plain[32];
     const char *sep;
     size_t len, i, scheme_len;
     cr_status rc;
@@ -587,8 +588,17 @@ cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen)
     sep = strstr(s, "://");
     if (sep == NULL)
         return fail(err, errlen,
-                    "URL has no scheme (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
+                    "URL has no scheme (expected redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)");
     scheme_len = (size_t)(sep - s);
+    /* "rediss..." is the TLS form of each TCP scheme: read as "redis...". */
+    if (scheme_len >= 6 && scheme_len < sizeof(plain) &&
+        strncasecmp(s, "rediss", 6) == 0 && (scheme_len == 6 || s[6] == '-')) {
+        out->tls = true;
+        snprintf(plain, sizeof(plain), "redis%.*s", (int)(scheme_len - 6),
+                 s + 6);
+        s = plain;
+        scheme_len--;
+    }
     if (scheme_len == 5 && strncasecmp(s, "redis", 5) == 0)
         rc = parse_tcp(sep + 3, out, err, errlen);
     else if (scheme_len == 4 && strncasecmp(s, "unix", 4) == 0)
@@ -601,17 +611,13 @@ cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen)
         out->is_cluster = true;
         rc = parse_tcp(sep + 3, out, err, errlen);
     }
-    else if (scheme_len == 6 && strncasecmp(s, "rediss", 6) == 0)
-        rc = fail(err, errlen,
-                  "rediss:// (TLS) is not supported; use redis:// or "
-                  "unix://");
     else if (may_quote_scheme(s, scheme_len, sep + 3))
         rc = fail(err, errlen,
-                  "unknown scheme '%.*s' (expected redis://, unix://, redis-sentinel:// or redis-cluster://)",
+                  "unknown scheme '%.*s' (expected redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)",
                   (int)scheme_len, s);
     else
         rc = fail(err, errlen,
-                  "malformed scheme (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
+                  "malformed scheme (expected redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, redis-cluster:// or rediss-cluster://)");
     if (rc != CR_OK)
         cr__url_clear(out);
     return rc;
@@ -714,9 +720,10 @@ void cr__url_redacted(const cr__url *u, char *buf, size_t buflen)
     buf[0] = '\0';
     if (u == NULL)
         return;
-    put_str(&k, u->is_unix ? "unix://"
-                : u->is_sentinel ? "redis-sentinel://"
-                : u->is_cluster ? "redis-cluster://" : "redis://");
+    put_str(&k, u->is_unix ? "unix://" : u->tls ? "rediss" : "redis");
+    if (!u->is_unix)
+        put_str(&k, u->is_sentinel ? "-sentinel://"
+                    : u->is_cluster ? "-cluster://" : "://");
     if (u->user != NULL)
         put_encoded(&k, u->user);
     if (u->password != NULL)

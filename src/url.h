@@ -8,9 +8,10 @@
  *                                                  (Sentinel, port 26379 default)
  *   redis-cluster://[[user]:password@]host[:port][,host[:port]...][?sharded=M]
  *                                 (Cluster seed nodes; M is auto, on or off)
+ *   rediss://, rediss-sentinel://, rediss-cluster://: the same over TLS
  * User and password are percent-decoded; with Sentinel they are the master's
- * (sentinels are asked without AUTH). A query string may carry db=N too.
- * rediss:// (TLS) is refused with a message saying so.
+ * (sentinels get their own from the client options, else these). A query
+ * string may carry db=N too.
  */
 #ifndef CR_URL_H
 #define CR_URL_H
@@ -23,6 +24,7 @@
 enum { CR__SHARDED_AUTO = 0, CR__SHARDED_ON, CR__SHARDED_OFF };
 
 typedef struct cr__url {
+    bool tls;       /* rediss...:// */
     bool is_unix;
     char *host;     /* NULL for unix:// */
     int port;       /* 0 for unix:// */

@@ -85,6 +85,7 @@ count_wait(cr_client *c, int64_t start)
 cr_status
 cr__wait(cr_client *c, const cr__wait_spec *spec)
 {
+    cr__call_wait(c, spec->wait_ms);
     int64_t start = cr__now_ms(), hint = -1, io_since = 0, backoff = 0, read_at;
     int64_t deadline = spec->wait_ms < 0 ? -1 : start + spec->wait_ms;
     cr__sub *sub = NULL;

@@ -59,6 +59,8 @@ typedef struct cr_client_options {
      * (sentinel port 26379 by default), or for Redis Cluster
      * redis-cluster://[user:password@]host[:port][,host[:port]...]
      * [?sharded=auto|on|off] (seed nodes; any reachable one will do).
+     * rediss://, rediss-sentinel:// and rediss-cluster:// are the same over
+     * TLS, for every connection (sentinels and cluster nodes too).
      * NULL: redis://127.0.0.1:6379. */
     const char *url;
     int64_t connect_timeout_ms;       /* 0: 3000 */
@@ -93,6 +95,35 @@ typedef struct cr_client_options {
     cr_log_fn log_fn;
     void *log_userdata;
     cr_log_level log_level;           /* least severe level passed to log_fn */
+    /* Credentials, instead of the URL's (which then needs none): a password
+     * kept out of URLs and command lines. NULL: the URL's. */
+    const char *username;
+    const char *password;
+    /* Sentinels' own credentials (Redisson's sentinelUsername and
+     * sentinelPassword). NULL: the master's are sent, and a sentinel
+     * without a password may refuse them harmlessly. */
+    const char *sentinel_username;
+    const char *sentinel_password;
+    /* CLIENT SETNAME on every connection (Redisson's clientName). NULL:
+     * "credisson/<client id>/<host>/<pid>", which `credisson inspect`
+     * reads to show who holds a lock; "": no name. Printable ASCII without
+     * spaces. */
+    const char *client_name;
+    /* TLS (the rediss schemes). The server's certificate is verified
+     * against tls_ca_file or tls_ca_dir (NULL both: the system's CAs) and
+     * must name tls_server_name when set (also sent as SNI), otherwise the
+     * host connected to: the URL's, or for nodes found through Sentinel or
+     * the cluster map, the address they announce, which the certificate
+     * must then carry as an IP or DNS name. tls_cert_file and tls_key_file
+     * (PEM; the key may sit in the certificate file) make it mutual TLS.
+     * tls_insecure turns verification OFF: anyone on the path can then
+     * read and change the traffic, passwords included; for tests only. */
+    const char *tls_ca_file;
+    const char *tls_ca_dir;
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    const char *tls_server_name;
+    bool tls_insecure;
 } cr_client_options;
 
 /* Counters since the client was created, cheap enough to stay on. */
@@ -111,24 +142,40 @@ typedef struct cr_client_stats {
     uint64_t messages;           /* pub/sub messages received */
     uint64_t redirects;          /* cluster MOVED and ASK replies followed */
     uint64_t topology_refreshes; /* cluster slot maps read (CLUSTER SLOTS) */
+    uint64_t failovers;          /* Sentinel master switches followed */
 } cr_client_stats;
 
 /* cr_client_new: connect to Redis as `opts` says (NULL: all defaults) and
  * start the client's threads. Only the first command connection is opened
  * here, so a server that is down is reported at once as CR_EIO.
  * Ownership: *out needs to be freed with cr_client_free().
- * Returns CR_OK, CR_EINVAL (bad URL or option), CR_EIO, CR_ESERVER (AUTH or
- * SELECT refused), CR_ENOMEM. */
+ * Returns CR_OK, CR_EINVAL (bad URL or option), CR_EIO (unreachable: refused,
+ * closed, silent, no sentinel knows the master), CR_EAUTH (credentials
+ * refused or missing), CR_ENOPERM (the ACL user may not run a command the
+ * set-up needs, such as ROLE under Sentinel), CR_ECONFIG (the server does
+ * not speak the Redis protocol, is in protected mode, or SELECT failed),
+ * CR_ETLS (a certificate, key or CA file that cannot be loaded, a
+ * certificate that does not verify or name the host), CR_ENOMEM. */
 CR_EXPORT cr_status cr_client_new(const cr_client_options *opts,
                                   cr_client **out);
 
 /* cr_client_free: stop the client's threads and close its connections. Leases
  * still held are no longer renewed (they expire by their TTL). Threads blocked
- * in a wait on this client return CR_ECLOSED; this call waits for them to
- * leave. Object handles must be freed before. NULL does nothing. Never call
- * it from a callback. In the child of a fork() it only marks the handle dead: nothing
- * is sent, no thread is joined and the parent's memory is left alone. */
+ * in a wait on this client return CR_ECLOSED: they are woken, and may tidy
+ * up on their way out (a fair-lock waiter leaves the queue) for up to one
+ * command timeout; then every command still under way, of any thread, is
+ * cut off (CR_ECLOSED), whatever the server does. This call waits for them
+ * to leave: it returns within about one command timeout. Object handles
+ * must be freed before. NULL does nothing. Never call it from a callback.
+ * In the child of a fork() it only marks the handle dead: nothing is sent,
+ * no thread is joined and the parent's memory is left alone. */
 CR_EXPORT void cr_client_free(cr_client *client);
+
+/* cr_client_free_within: cr_client_free with `grace_ms` instead of one
+ * command timeout for the tidying up (0: cut everything off at once; an
+ * acquisition in flight then may stand on the server until its lease
+ * ends). For a program that must end quickly, on a signal say. */
+CR_EXPORT void cr_client_free_within(cr_client *client, int64_t grace_ms);
 
 /* cr_client_id: the client's UUID (36 lowercase characters), Redisson's
  * RedissonClient.getId(). Borrowed; valid until cr_client_free. */

@@ -682,7 +682,7 @@ static void
 test_misuse_bad_client_options_and_urls_are_refused(void **state)
 {
     static const char *const urls[] = {
-        "", "http://127.0.0.1", "rediss://127.0.0.1:6379",
+        "", "http://127.0.0.1", "rediss-unix:///tmp/x.sock",
         "redis://127.0.0.1:0", "redis://127.0.0.1:65536",
         "redis://127.0.0.1:-1", "redis://[::1", "redis://host:port",
         "redis://127.0.0.1/notadb", "redis://127.0.0.1/99999999999",
@@ -734,6 +734,11 @@ test_misuse_bad_client_options_and_urls_are_refused(void **state)
     BAD_OPTION(sharded_pubsub, (cr_sharded_pubsub)-1);
     BAD_OPTION(sharded_pubsub, (cr_sharded_pubsub)(CR_SHARDED_OFF + 1));
     BAD_OPTION(sharded_pubsub, (cr_sharded_pubsub)INT_MAX);
+    BAD_OPTION(client_name, "two words");
+    BAD_OPTION(client_name, "new\nline");
+    /* TLS settings with a URL that does not ask for TLS. */
+    BAD_OPTION(tls_ca_file, "/etc/ssl/certs/ca-certificates.crt");
+    BAD_OPTION(tls_insecure, true);
 #undef BAD_OPTION
     assert_null(c);
 }
@@ -825,7 +830,7 @@ client_as(const char *user, const char *pw, cr_client **out)
 }
 
 static void
-test_misuse_acl_user_without_eval_or_publish_gets_eserver(void **state)
+test_misuse_acl_user_without_eval_or_publish_gets_enoperm(void **state)
 {
     cr_client *noeval = NULL, *nopub = NULL;
     cr_lock *l;
@@ -838,17 +843,17 @@ test_misuse_acl_user_without_eval_or_publish_gets_eserver(void **state)
     assert_int_equal(client_as("nopub", "pw-nopub", &nopub), CR_OK);
     /* Without EVAL nothing that runs a script works; plain queries do. */
     assert_int_equal(cr_lock_new(noeval, "acl", &l), CR_OK);
-    EXPECT(cr_lock_try_lock(l, slow(2000), CR_LEASE_WATCHDOG), CR_ESERVER);
+    EXPECT(cr_lock_try_lock(l, slow(2000), CR_LEASE_WATCHDOG), CR_ENOPERM);
     assert_non_null(strstr(cr_last_error(), "NOPERM"));
-    EXPECT(cr_lock_unlock(l), CR_ESERVER);
+    EXPECT(cr_lock_unlock(l), CR_ENOPERM);
     EXPECT(cr_lock_get_hold_count(l, &n), CR_OK);
     cr_lock_free(l);
     /* Without PUBLISH the lock is taken, but the unlock script fails at its
      * PUBLISH, after its DEL: Redis does not roll a script back, so the
-     * lock is gone, the caller hears CR_ESERVER and no waiter is woken. */
+     * lock is gone, the caller hears CR_ENOPERM and no waiter is woken. */
     assert_int_equal(cr_lock_new(nopub, "acl", &l), CR_OK);
     EXPECT(cr_lock_try_lock(l, 0, 5000), CR_OK);
-    EXPECT(cr_lock_unlock(l), CR_ESERVER);
+    EXPECT(cr_lock_unlock(l), CR_ENOPERM);
     /* Redis 7.0 words a refusal inside a script differently. */
     assert_true(strstr(cr_last_error(), "NOPERM") != NULL ||
                 strstr(cr_last_error(), "can't run this command") != NULL);
@@ -867,6 +872,7 @@ typedef enum fake_mode {
     FAKE_SILENT,   /* accepts and never answers */
     FAKE_WRONG,    /* a valid reply of the wrong kind to everything */
     FAKE_CLOSE,    /* accepts and closes the connection at once */
+    FAKE_ONCE,     /* answers a connection's first input "+OK", then closes */
 } fake_mode;
 
 typedef struct fake_server {
@@ -884,6 +890,7 @@ fake_run(void *arg)
 {
     fake_server *f = arg;
     struct pollfd fds[65];
+    bool answered[65] = {false};
     nfds_t n = 1, i;
 
     fds[0].fd = f->listen_fd;
@@ -900,6 +907,7 @@ fake_run(void *arg)
                 fds[n].fd = c;
                 fds[n].events = POLLIN;
                 fds[n].revents = 0;
+                answered[n] = false;
                 n++;
             }
         }
@@ -910,11 +918,19 @@ fake_run(void *arg)
             if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
             got = read(fds[i].fd, buf, sizeof(buf));
-            if (got <= 0) {
+            if (got <= 0 || (f->mode == FAKE_ONCE && answered[i])) {
                 close(fds[i].fd);
+                answered[i] = answered[n - 1];
                 fds[i] = fds[--n];
                 i--;
                 continue;
+            }
+            if (f->mode == FAKE_ONCE) {
+                static const char ok[] = "+OK\r\n";
+
+                answered[i] = true;
+                if (write(fds[i].fd, ok, sizeof(ok) - 1) < 0)
+                    continue;
             }
             if (f->mode == FAKE_GARBAGE) {
                 static const char junk[] = "HTTP/1.1 400 Bad Request\r\n\x01\xff";
@@ -923,9 +939,13 @@ fake_run(void *arg)
                     continue;
             } else if (f->mode == FAKE_WRONG) {
                 static const char ok[] = "+OK\r\n";
+                ssize_t k;
 
-                if (write(fds[i].fd, ok, sizeof(ok) - 1) < 0)
-                    continue;
+                /* One answer per command (each starts a line with '*'). */
+                for (k = 0; k < got; k++)
+                    if (buf[k] == '*' && (k == 0 || buf[k - 1] == '\n') &&
+                        write(fds[i].fd, ok, sizeof(ok) - 1) < 0)
+                        break;
             }
         }
     }
@@ -1004,24 +1024,27 @@ test_misuse_a_server_that_is_not_redis_fails_cleanly_without_hanging(void **stat
         bool b;
 
         fake_start(&f, modes[i]);
-        /* With a password, AUTH is the first thing sent. */
+        /* The set-up (AUTH, CLIENT SETNAME) tells a server that does not
+         * speak RESP at once (CR_ECONFIG), a silent one by its timeout. */
         start = cr_test_now_ms();
-        rc = fake_client(&f, "fake-pw", timeout_ms, &c);
+        rc = fake_client(&f, modes[i] == FAKE_SILENT ? NULL : "fake-pw",
+                         timeout_ms, &c);
         took = cr_test_now_ms() - start;
-        fprintf(stderr, "%s: client with AUTH: %s (%s) in %lld ms\n",
+        fprintf(stderr, "%s: client: %s (%s) in %lld ms\n",
                 mode_names[i], cr_strerror(rc), cr_last_error(),
                 (long long)took);
-        if (modes[i] == FAKE_WRONG) {
-            /* "+OK" is a fine answer to AUTH. */
-            assert_int_equal(rc, CR_OK);
-            cr_client_free(c);
-        } else {
-            assert_true(rc == CR_EIO || rc == CR_ESERVER);
+        assert_true(took < slow(2 * timeout_ms + 1000));
+        if (modes[i] != FAKE_WRONG) {
+            assert_int_equal(rc, modes[i] == FAKE_GARBAGE ? CR_ECONFIG : CR_EIO);
             assert_true(cr_last_error()[0] != '\0');
+            if (modes[i] == FAKE_GARBAGE)
+                assert_non_null(strstr(cr_last_error(), "HTTP/1.1 400"));
+            fake_stop(&f);
+            continue;
         }
-        assert_true(took < slow(3 * timeout_ms + 1000));
-        /* Without one, the client starts; every call then fails. */
-        assert_int_equal(fake_client(&f, NULL, timeout_ms, &c), CR_OK);
+        /* "+OK" is a fine answer to AUTH and CLIENT SETNAME; every call
+         * then fails on its replies. */
+        assert_int_equal(rc, CR_OK);
         assert_int_equal(cr_lock_new(c, "fake", &l), CR_OK);
         assert_int_equal(cr_semaphore_new(c, "fake", &s), CR_OK);
         start = cr_test_now_ms();
@@ -1072,7 +1095,7 @@ test_misuse_connections_closed_by_the_server_do_not_raise_sigpipe(void **state)
      * than the socket buffers is still being written when the peer's
      * reset comes back, and the write fails with EPIPE. */
     signal(SIGPIPE, SIG_DFL);
-    fake_start(&f, FAKE_CLOSE);
+    fake_start(&f, FAKE_ONCE);
     assert_int_equal(fake_client(&f, NULL, 300, &c), CR_OK);
     assert_int_equal(cr_lock_new(c, name, &l), CR_OK);
     for (i = 0; i < 3; i++) {
@@ -1152,7 +1175,7 @@ test_security_auth_works_and_credentials_are_never_printed(void **state)
     static const char *const bad_urls[] = {
         "redis://:S3cret-Pw-a81f@127.0.0.1:notaport",
         "redis://user:S3cret-Pw-a81f@[::1:6379",
-        "rediss://:S3cret-Pw-a81f@127.0.0.1:6379",
+        "rediss://:S3cret-Pw-a81f@127.0.0.1:99999",
         "redis://:S3cret-Pw-a81f@127.0.0.1:6379/x",
         "redis://:S3cret-Pw-a81f@bad host:1",
         "redis://:S3cret-Pw-a81f%zz@127.0.0.1:1",
@@ -1194,19 +1217,15 @@ test_security_auth_works_and_credentials_are_never_printed(void **state)
     /* Wrong passwords are refused at cr_client_new, with the server's
      * words and without the password. */
     snprintf(url, sizeof(url), "redis://:Wr0ng-Pw-77c2@127.0.0.1:%d", port);
-    EXPECT(logged_client(url, &c), CR_ESERVER);
+    EXPECT(logged_client(url, &c), CR_EAUTH);
     snprintf(url, sizeof(url), "redis://locker:Wr0ng-Pw-77c2@127.0.0.1:%d", port);
-    EXPECT(logged_client(url, &c), CR_ESERVER);
+    EXPECT(logged_client(url, &c), CR_EAUTH);
     snprintf(url, sizeof(url), "redis://nobody:Acl-Pw-e5d0@127.0.0.1:%d", port);
-    EXPECT(logged_client(url, &c), CR_ESERVER);
-    /* No password at all: the client starts; commands get NOAUTH. */
+    EXPECT(logged_client(url, &c), CR_EAUTH);
+    /* No password at all: refused at once too (NOAUTH at the set-up). */
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
-    assert_int_equal(logged_client(url, &c), CR_OK);
-    assert_int_equal(cr_lock_new(c, "secured", &l), CR_OK);
-    EXPECT(cr_lock_try_lock(l, 0, CR_LEASE_WATCHDOG), CR_ESERVER);
+    EXPECT(logged_client(url, &c), CR_EAUTH);
     assert_non_null(strstr(cr_last_error(), "NOAUTH"));
-    cr_lock_free(l);
-    cr_client_free(c);
     /* Malformed URLs carrying a password. */
     for (i = 0; i < sizeof(bad_urls) / sizeof(bad_urls[0]); i++)
         EXPECT(logged_client(bad_urls[i], &c), CR_EINVAL);
@@ -1216,7 +1235,7 @@ test_security_auth_works_and_credentials_are_never_printed(void **state)
     EXPECT(logged_client(url, &c), CR_EIO);
     fake_start(&f, FAKE_GARBAGE);
     snprintf(url, sizeof(url), "redis://u:S3cret-Pw-a81f@127.0.0.1:%d", f.port);
-    EXPECT(logged_client(url, &c), CR_EIO);
+    EXPECT(logged_client(url, &c), CR_ECONFIG);
     fake_stop(&f);
     /* A client whose server goes away logs its reconnection attempts. */
     assert_int_equal(cr_test_redis_restart(&secured), 0);
@@ -1269,7 +1288,7 @@ main(void)
         T(test_misuse_a_cleared_lost_callback_is_not_called),
         T(test_misuse_bad_client_options_and_urls_are_refused),
         T(test_misuse_key_of_another_type_gives_eserver_with_wrongtype),
-        T(test_misuse_acl_user_without_eval_or_publish_gets_eserver),
+        T(test_misuse_acl_user_without_eval_or_publish_gets_enoperm),
         T(test_misuse_a_server_that_is_not_redis_fails_cleanly_without_hanging),
         T(test_misuse_connections_closed_by_the_server_do_not_raise_sigpipe),
         T(test_security_auth_works_and_credentials_are_never_printed),

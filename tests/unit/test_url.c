@@ -377,11 +377,33 @@ static void test_url_refuses_unknown_scheme(void **state)
     expect_invalid("://localhost", "malformed scheme");
 }
 
-static void test_url_refuses_tls_scheme(void **state)
+static void test_url_reads_tls_schemes(void **state)
 {
+    static const char *const urls[] = {
+        "rediss://u:pw@localhost:6380/2", "rediss-sentinel://s1,s2:26380/m",
+        "rediss-cluster://n1:7000,n2:7001", "REDISS://localhost"};
+    static const char *const shown[] = {
+        "rediss://u:***@localhost:6380/2",
+        "rediss-sentinel://s1:26379,s2:26380/m",
+        "rediss-cluster://n1:7000,n2:7001", "rediss://localhost:6379"};
+    char err[ERR_LEN], red[256];
+    cr__url u;
+    size_t i;
+
     (void)state;
-    expect_invalid("rediss://localhost:6380", "TLS");
-    expect_invalid("rediss://localhost:6380", "not supported");
+    for (i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+        assert_int_equal(cr__url_parse(urls[i], &u, err, sizeof(err)), CR_OK);
+        assert_true(u.tls);
+        cr__url_redacted(&u, red, sizeof(red));
+        assert_string_equal(red, shown[i]);
+        cr__url_clear(&u);
+    }
+    assert_int_equal(cr__url_parse("redis://localhost", &u, err, sizeof(err)),
+                     CR_OK);
+    assert_false(u.tls);
+    cr__url_clear(&u);
+    expect_invalid("redissx://localhost", "unknown scheme");
+    expect_invalid("rediss-unix:///tmp/x", "unknown scheme");
 }
 
 static void test_url_parses_sentinel_addresses_and_master_name(void **state)
@@ -586,7 +608,7 @@ static void test_url_error_never_contains_password(void **state)
         "redis://u:TopSecret99@host#TopSecret99",
         "TopSecret99://u:TopSecret99@host",
         "u:TopSecret99@host",
-        "rediss://u:TopSecret99@host",
+        "rediss://u:TopSecret99@host:99999",
         "unix://u:TopSecret99@tmp/sock",
         "unix://u:TopSecret99/tmp/sock",
         "unix://u:TopSecret99@/tmp/sock?db=x",
@@ -767,7 +789,7 @@ int main(void)
         cmocka_unit_test(test_url_refuses_empty),
         cmocka_unit_test(test_url_refuses_missing_scheme),
         cmocka_unit_test(test_url_refuses_unknown_scheme),
-        cmocka_unit_test(test_url_refuses_tls_scheme),
+        cmocka_unit_test(test_url_reads_tls_schemes),
         cmocka_unit_test(test_url_parses_sentinel_addresses_and_master_name),
         cmocka_unit_test(test_url_refuses_sentinel_without_master_or_hosts),
         cmocka_unit_test(test_url_parses_cluster_seed_nodes),
