@@ -74,6 +74,95 @@ cr__call_wait(cr_client *c, int64_t wait_ms)
                                             c->conn_cfg.sync_timeout_ms);
 }
 
+/* ------------------------------------------------------------ background */
+
+typedef struct cr__job {
+    void (*run)(void *arg);
+    void (*done)(void *arg, bool ran);
+    void *arg;
+    struct cr__job *next;
+} cr__job;
+
+/* The background thread: runs the queued jobs in order until stopped. */
+static void *
+background(void *arg)
+{
+    cr_client *c = arg;
+
+    pthread_mutex_lock(&c->jobs_mu);
+    for (;;) {
+        cr__job *j;
+
+        while (c->jobs == NULL && !c->jobs_stop)
+            pthread_cond_wait(&c->jobs_cv, &c->jobs_mu);
+        if (c->jobs_stop)
+            break;
+        j = c->jobs;
+        c->jobs = j->next;
+        if (c->jobs == NULL)
+            c->jobs_tail = &c->jobs;
+        pthread_mutex_unlock(&c->jobs_mu);
+        cr__call_deadline_set(cr__now_ms() + 2 * c->command_timeout_ms +
+                              c->conn_cfg.sync_timeout_ms);
+        j->run(j->arg);
+        cr__call_deadline_set(-1);
+        j->done(j->arg, true);
+        free(j);
+        pthread_mutex_lock(&c->jobs_mu);
+    }
+    pthread_mutex_unlock(&c->jobs_mu);
+    return NULL;
+}
+
+cr_status
+cr__background(cr_client *c, void (*run)(void *arg),
+               void (*done)(void *arg, bool ran), void *arg)
+{
+    cr__job *j = calloc(1, sizeof(*j));
+
+    if (j == NULL) {
+        done(arg, false);
+        return CR_ENOMEM;
+    }
+    j->run = run;
+    j->done = done;
+    j->arg = arg;
+    pthread_mutex_lock(&c->jobs_mu);
+    if (c->jobs_stop || (!c->jobs_started &&
+                         pthread_create(&c->jobs_thread, NULL, background, c) != 0)) {
+        pthread_mutex_unlock(&c->jobs_mu);
+        free(j);
+        done(arg, false);
+        return cr__fail(CR_ENOMEM, "cannot start the background thread");
+    }
+    c->jobs_started = true;
+    *c->jobs_tail = j;
+    c->jobs_tail = &j->next;
+    pthread_cond_signal(&c->jobs_cv);
+    pthread_mutex_unlock(&c->jobs_mu);
+    return CR_OK;
+}
+
+/* Stops the background thread (its I/O was aborted already) and drops the
+ * jobs it did not get to. */
+static void
+stop_background(cr_client *c)
+{
+    cr__job *j;
+
+    pthread_mutex_lock(&c->jobs_mu);
+    c->jobs_stop = true;
+    pthread_cond_signal(&c->jobs_cv);
+    pthread_mutex_unlock(&c->jobs_mu);
+    if (c->jobs_started)
+        pthread_join(c->jobs_thread, NULL);
+    while ((j = c->jobs) != NULL) {
+        c->jobs = j->next;
+        j->done(j->arg, false);
+        free(j);
+    }
+}
+
 /* -------------------------------------------------------------- scripts */
 
 /* Turns an error reply into its status (CR_ESERVER, or CR_ENOPERM,
@@ -516,6 +605,9 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     c->log.userdata = opts->log_userdata;
     c->log.level = opts->log_level;
     pthread_mutex_init(&c->mu, NULL);
+    pthread_mutex_init(&c->jobs_mu, NULL);
+    pthread_cond_init(&c->jobs_cv, NULL);
+    c->jobs_tail = &c->jobs;
     {
         pthread_condattr_t attr;
 
@@ -619,6 +711,7 @@ cr_client_free_within(cr_client *c, int64_t grace_ms)
     while (atomic_load(&c->active) > 0)
         pthread_cond_wait(&c->idle, &c->mu);
     pthread_mutex_unlock(&c->mu);
+    stop_background(c);
     cr__topology_free(c->topology);
     cr__renewal_free(c->renewal);
     cr__pubsub_free(c->pubsub);
@@ -637,6 +730,8 @@ cr_client_free_within(cr_client *c, int64_t grace_ms)
     free(c->name_prefix);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->idle);
+    pthread_mutex_destroy(&c->jobs_mu);
+    pthread_cond_destroy(&c->jobs_cv);
     c->magic = 0;
     free(c);
 }

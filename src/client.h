@@ -47,6 +47,13 @@ struct cr_client {
     cr__breakers *breakers;
     cr__tls *tls;
     cr__topology *topology;
+    /* Background work (cr__background): a queue and its thread, started
+     * on first use. */
+    pthread_mutex_t jobs_mu;
+    pthread_cond_t jobs_cv;
+    struct cr__job *jobs, **jobs_tail;
+    bool jobs_started, jobs_stop;
+    pthread_t jobs_thread;
     cr__transport *transport;
     cr__pubsub *pubsub;
     cr__renewal *renewal;
@@ -69,6 +76,16 @@ void cr__client_leave(cr_client *c);
  * wait_ms + one command timeout (+ the replica-sync timeout when that is
  * on), the bound credisson(3) promises. */
 void cr__call_wait(cr_client *c, int64_t wait_ms);
+
+/* cr__background: run `run(arg)` on the client's background thread, with
+ * a deadline of two command timeouts, then `done(arg, true)`: what a call
+ * that had to return (its bound came) leaves to finish, such as giving
+ * back an acquisition whose answer came too late (as Redisson's lockAsync
+ * does). When the client is freed first, `done(arg, false)` runs instead
+ * (the server's expiries then clean up). CR_ENOMEM when it cannot be
+ * queued; `done(arg, false)` has then run. */
+cr_status cr__background(cr_client *c, void (*run)(void *arg),
+                         void (*done)(void *arg, bool ran), void *arg);
 
 /* cr__script_run: run script `id` with nkeys keys then nargs arguments (args
  * and lens hold nkeys + nargs entries; lens may be NULL for C strings) by

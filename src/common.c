@@ -17,6 +17,7 @@
 
 static _Thread_local char last_error[512];
 static _Thread_local int64_t call_deadline = -1;
+static _Thread_local int64_t call_patience = -1;
 
 const char *
 cr_strerror(cr_status rc)
@@ -111,6 +112,21 @@ cr__call_deadline_set(int64_t deadline)
     int64_t old = call_deadline;
 
     call_deadline = deadline;
+    return old;
+}
+
+int64_t
+cr__call_patience(void)
+{
+    return call_patience;
+}
+
+int64_t
+cr__call_patience_set(int64_t until)
+{
+    int64_t old = call_patience;
+
+    call_patience = until;
     return old;
 }
 

@@ -69,6 +69,13 @@ int64_t cr__call_deadline_set(int64_t deadline);
 /* cr__deadline_in: min(now + ms, the call deadline). */
 int64_t cr__deadline_in(int64_t ms);
 
+/* The calling thread's patience for a connection slot (conn.c's
+ * breakers), monotonic ms; -1: the call deadline's. A waiting loop sets it
+ * to the end of its wait, so its retries do not sleep past it: they come
+ * back later by themselves. Sets it; returns the one it replaces. */
+int64_t cr__call_patience(void);
+int64_t cr__call_patience_set(int64_t until);
+
 /* Microseconds on the monotonic clock. */
 int64_t cr__now_us(void);
 

@@ -201,15 +201,15 @@ cr__breaker_attempts(cr__breakers *b, const char *addr)
     return n;
 }
 
-/* Takes the next attempt slot of `addr`, sleeping until it comes when that
- * is soon (at most EMISSION_MS). CR_EIO without an attempt when the slot
- * comes later, or after `deadline` (the last failure named): the caller's
- * own retries (wait.c) back off meanwhile. CR_ECLOSED when aborted. */
+/* Takes the next attempt slot of `addr`, sleeping until it comes. CR_EIO
+ * without an attempt when it comes after `deadline` or the thread's
+ * patience (a waiting loop's retries come back by themselves), the last
+ * failure named. CR_ECLOSED when aborted. */
 static cr_status
 breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
               int abort_fd)
 {
-    int64_t now = cr__now_ms(), at;
+    int64_t now = cr__now_ms(), at, patience;
     char why[200];
     breaker *k;
 
@@ -225,7 +225,10 @@ breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
         at = now;
     if (at < k->blocked_until)
         at = k->blocked_until;
-    if ((deadline >= 0 && at > deadline) || at - now > EMISSION_MS) {
+    patience = cr__call_patience();
+    if (patience < 0 || (deadline >= 0 && deadline < patience))
+        patience = deadline;
+    if (patience >= 0 && at > patience) {
         snprintf(why, sizeof(why), "%s", k->why);
         pthread_mutex_unlock(&b->mu);
         return cr__fail(CR_EIO, "%s: not tried again yet (%u failures in a "

@@ -125,10 +125,10 @@ fair_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
 
 /* A waiter stopped waiting without the lock: take it out of the queue and
  * move the deadlines of those behind it by the wait it enqueued with. A
- * try without a wait never enqueued. A failure is only logged: the entry
- * then leaves the queue when its deadline passes. The caller's error detail
- * is kept. */
-static void
+ * try without a wait never enqueued. A failure is logged and returned (the
+ * caller tries again in the background; failing that, the entry leaves the
+ * queue when its deadline passes). The caller's error detail is kept. */
+static cr_status
 fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
 {
     fair_keys *k = l->impl;
@@ -138,7 +138,7 @@ fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
     cr_status rc;
 
     if (wait_ms == 0)
-        return;
+        return CR_OK;
     snprintf(keep, sizeof(keep), "%s", cr_last_error());
     cr__fmt_i64(wait, enqueue_wait(l, wait_ms));
     rc = cr__script_run(l->client, CR__SCRIPT_FAIR_LOCK_GIVE_UP, CR__CMD_RETRY,
@@ -147,11 +147,11 @@ fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
         cr__reply_free(r);
     } else {
         cr__log(&l->client->log, CR_LOG_WARN,
-                "fair lock %s: %s could not leave the wait queue (%s: %s); "
-                "it stays there until its deadline", l->name, owner,
-                cr_strerror(rc), cr_last_error());
+                "fair lock %s: %s could not leave the wait queue yet (%s: %s)",
+                l->name, owner, cr_strerror(rc), cr_last_error());
     }
     cr__fail(CR_OK, "%s", keep);
+    return rc;
 }
 
 /* Unlock: RLock's replies, plus 2 when the lock was not held at all (the

@@ -83,6 +83,7 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
     atomic_init(&l->yield_quiet_us, 0);
     atomic_init(&l->yield_rtts, YIELD_RTTS_MIN);
     atomic_init(&l->acquired_us, 0);
+    atomic_init(&l->bg_pending, 0);
     cr__client_leave(c);
     *out = l;
     return CR_OK;
@@ -101,6 +102,10 @@ cr__lock_destroy(cr_lock *l)
 {
     if (l == NULL || l->magic != CR__LOCK_MAGIC)
         return;
+    /* A give-back under way uses the handle: it ends within two command
+     * timeouts, or at once when the client is freed. */
+    while (atomic_load(&l->bg_pending) > 0)
+        cr__sleep_ms(1);
     if (l->ops->free_impl != NULL)
         l->ops->free_impl(l);
     l->magic = 0;
@@ -162,6 +167,8 @@ typedef struct attempt_ctx {
     bool uncertain; /* the last attempt's reply was lost */
     int64_t extra;  /* what the kind's acquire left on success */
     int attempts;   /* acquire calls made */
+    int64_t sent_ms; /* when the last acquire was sent (its lease starts
+                      * no earlier on the server) */
 } attempt_ctx;
 
 /* Tells whether an attempt whose reply was lost did acquire: the server
@@ -201,6 +208,7 @@ attempt(void *arg, int64_t *hint)
         }
     }
     a->attempts++;
+    a->sent_ms = cr__now_ms();
     rc = a->lock->ops->acquire(a->lock, a->owner, a->lease_ms, a->wait_ms, hint);
     if (rc == CR_EREENTRANT &&
         cr__hold_count(a->lock->client->renewal, a->lock->ops->hold_kind,
@@ -211,8 +219,8 @@ attempt(void *arg, int64_t *hint)
         a->extra = 0;
         return CR_OK;
     }
-    if (rc == CR_EIO)
-        a->uncertain = true;
+    if (rc == CR_EIO && cr__transport_sent())
+        a->uncertain = true; /* it may have run: its reply was lost */
     else if (rc == CR_OK)
         a->extra = *hint;
     return rc;
@@ -260,6 +268,78 @@ tune_turn(cr_lock *l, bool free_at_once)
     atomic_store(&l->yield_rtts, rtts);
 }
 
+/* What an acquisition that had to return leaves to the background:
+ * leaving a fair lock's queue, undoing a grant no replica saw, finding out
+ * whether an attempt whose reply was lost was granted (and giving it back
+ * if so). */
+typedef struct give_back {
+    cr_lock *lock;
+    char owner[CR__OWNER_MAX];
+    int64_t lease_ms, wait_ms;
+    bool give_up, undo, resolve;
+} give_back;
+
+/* The background job of a give_back. */
+static void
+give_back_run(void *arg)
+{
+    give_back *g = arg;
+    cr_lock *l = g->lock;
+    int64_t server = 0, local;
+    int ignored;
+
+    if (g->give_up && l->ops->give_up(l, g->owner, g->wait_ms) != CR_OK)
+        cr__log(&l->client->log, CR_LOG_WARN, "fair lock %s: %s stays in its "
+                "queue until its deadline", l->name, g->owner);
+    if (g->resolve && l->ops->hold_count(l, g->owner, &server) == CR_OK) {
+        local = cr__hold_count(l->client->renewal, l->ops->hold_kind, l->raw,
+                               g->owner, NULL);
+        g->undo = server > local; /* granted after its caller gave up */
+    }
+    if (g->undo) {
+        cr_status rc = l->ops->unlock(l, g->owner, g->lease_ms, &ignored);
+
+        cr__log(&l->client->log, rc == CR_OK ? CR_LOG_INFO : CR_LOG_WARN,
+                "%s %s: an acquisition of %s its caller was told it did not "
+                "get was given back: %s", l->ops->kind, l->name, g->owner,
+                rc == CR_OK ? "done" : cr_last_error());
+    }
+}
+
+/* Frees a give_back; the handle may go. */
+static void
+give_back_done(void *arg, bool ran)
+{
+    give_back *g = arg;
+
+    (void)ran;
+    atomic_fetch_sub(&g->lock->bg_pending, 1);
+    free(g);
+}
+
+/* Leaves `what` to the background for `owner`'s acquisition of `l`. */
+static void
+leave_to_background(cr_lock *l, const char *owner, int64_t lease_ms,
+                    int64_t wait_ms, bool give_up, bool undo, bool resolve)
+{
+    give_back *g = calloc(1, sizeof(*g));
+    char keep[512];
+
+    if (g == NULL)
+        return;
+    snprintf(keep, sizeof(keep), "%s", cr_last_error());
+    g->lock = l;
+    snprintf(g->owner, sizeof(g->owner), "%s", owner);
+    g->lease_ms = lease_ms;
+    g->wait_ms = wait_ms;
+    g->give_up = give_up;
+    g->undo = undo;
+    g->resolve = resolve;
+    atomic_fetch_add(&l->bg_pending, 1);
+    cr__background(l->client, give_back_run, give_back_done, g);
+    cr__fail(CR_OK, "%s", keep); /* the caller's detail stays */
+}
+
 cr_status
 cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
                  int64_t *extra)
@@ -269,7 +349,8 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     cr__wait_spec spec;
     char *channel;
     int64_t yield_start;
-    bool turned;
+    bool turned, give_up_later = false, undo_later = false;
+    bool resolve_later = false;
     cr_status sync, rc = cr__lock_enter(l);
 
     if (rc != CR_OK)
@@ -299,6 +380,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     a.uncertain = false;
     a.extra = 0;
     a.attempts = 0;
+    a.sent_ms = cr__now_ms();
     spec.channel = channel;
     spec.mode = l->ops->wake_mode;
     /* The turn let to others came out of the wait budget (at least one
@@ -329,23 +411,30 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
          * could vanish in a failover; undo it and say so (a server that
          * refuses WAIT too: the check cannot work there). */
         snprintf(why, sizeof(why), "%s", cr_last_error());
-        l->ops->unlock(l, owner, a.lease_ms, &ignored);
+        if (l->ops->unlock(l, owner, a.lease_ms, &ignored) != CR_OK)
+            undo_later = true;
         rc = cr__fail(sync, "%s %s: %s; the acquisition was undone",
                       l->ops->kind, l->name, why);
     }
-    if (rc == CR_EIO && a.uncertain) {
+    if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
         bool acquired = false;
+        int64_t patience = cr__call_patience_set(cr__now_ms());
 
-        if (resolve_lost_reply(&a, &acquired) == CR_OK && acquired) {
+        /* One look if a connection is at hand; else in the background. */
+        if (resolve_lost_reply(&a, &acquired) != CR_OK) {
+            resolve_later = true;
+        } else if (acquired) {
             CR__STAT_ADD(&l->client->stats, acquisitions, 1);
             a.extra = 0;
             rc = CR_OK;
         }
+        cr__call_patience_set(patience);
     }
     free(channel);
     if (rc == CR_OK) {
         rc = cr__hold_add(l->client->renewal, l->ops->hold_kind, l->raw, owner,
                           l->aux, tid, lease_ms == CR_LEASE_WATCHDOG,
+                          cr__lease_valid_until(a.sent_ms, a.lease_ms),
                           l->lost_fn, l->lost_userdata);
         if (rc != CR_OK) {
             int ignored;
@@ -359,9 +448,14 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
             if (extra != NULL)
                 *extra = a.extra;
         }
-    } else if (l->ops->give_up != NULL) {
-        l->ops->give_up(l, owner, wait_ms);
+    } else if (l->ops->give_up != NULL &&
+               l->ops->give_up(l, owner, wait_ms) != CR_OK) {
+        give_up_later = true;
     }
+    if (rc != CR_OK && rc != CR_ECLOSED &&
+        (give_up_later || undo_later || resolve_later))
+        leave_to_background(l, owner, a.lease_ms, wait_ms, give_up_later,
+                            undo_later, resolve_later);
 out:
     cr__client_leave(l->client);
     return rc;
@@ -399,7 +493,7 @@ release(cr_lock *l, int64_t tid)
 {
     char owner[CR__OWNER_MAX];
     cr__renewal *r;
-    int64_t local;
+    int64_t local, lease, sent;
     int result = 0;
     bool lost = false;
     cr_status rc = cr__lock_enter(l);
@@ -415,20 +509,32 @@ release(cr_lock *l, int64_t tid)
     l->ops->owner(l, tid, owner);
     local = cr__hold_count(r, l->ops->hold_kind, l->raw, owner, &lost);
     cr__hold_releasing(r, l->ops->hold_kind, l->raw, owner);
-    rc = l->ops->unlock(l, owner, atomic_load(&l->lease_ms), &result);
+    lease = atomic_load(&l->lease_ms);
+    sent = cr__now_ms();
+    rc = l->ops->unlock(l, owner, lease, &result);
     if (rc == CR_OK) {
-        cr__hold_release(r, l->ops->hold_kind, l->raw, owner, result == 1);
+        cr__hold_release(r, l->ops->hold_kind, l->raw, owner, result == 1,
+                         cr__lease_valid_until(sent, lease));
     } else if (rc == CR_ENOTOWNER && local > 0) {
         if (!lost)
             CR__STAT_ADD(&l->client->stats, leases_lost, 1);
-        cr__hold_release(r, l->ops->hold_kind, l->raw, owner, true);
+        cr__hold_release(r, l->ops->hold_kind, l->raw, owner, true, -1);
         rc = cr__fail(CR_ELOST, "%s %s: the hold of %s had expired or was "
                       "removed before this unlock", l->ops->kind, l->name, owner);
     } else {
         /* As Redisson: a failed unlock still takes one renewal count, so a
          * lock whose unlock cannot reach Redis expires instead of being
          * renewed forever. */
-        cr__hold_release(r, l->ops->hold_kind, l->raw, owner, false);
+        cr__hold_release(r, l->ops->hold_kind, l->raw, owner, false, -1);
+        if (lost && local > 0) {
+            char why[256];
+
+            /* What the holder must hear first: it had lost the lock. */
+            snprintf(why, sizeof(why), "%s", cr_last_error());
+            rc = cr__fail(CR_ELOST, "%s %s: the hold of %s had been lost, and "
+                          "the unlock failed too: %s", l->ops->kind, l->name,
+                          owner, why);
+        }
     }
     if (rc != CR_OK || result == 1)
         atomic_store(&l->lease_ms, l->client->watchdog_timeout_ms);
@@ -591,6 +697,40 @@ cr_lock_is_lost_tid(cr_lock *l, int64_t tid, bool *lost)
     }
     cr__client_leave(l->client);
     return rc;
+}
+
+cr_status
+cr_lock_lease_left_tid(cr_lock *l, int64_t tid, int64_t *left_ms)
+{
+    char owner[CR__OWNER_MAX];
+    int64_t left;
+    cr_status rc = cr__lock_enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if (left_ms == NULL) {
+        rc = cr__fail(CR_EINVAL, "left_ms is NULL");
+    } else if (l->ops->acquire_all != NULL) {
+        rc = cr__fail(CR_ENOTSUP, "a %s has no single lease; see "
+                      "cr_multilock_get_validity", l->ops->kind);
+    } else {
+        l->ops->owner(l, tid, owner);
+        left = cr__hold_left(l->client->renewal, l->ops->hold_kind, l->raw,
+                             owner);
+        if (left < 0)
+            rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by %s through this "
+                          "client", l->ops->kind, l->name, owner);
+        else
+            *left_ms = left;
+    }
+    cr__client_leave(l->client);
+    return rc;
+}
+
+cr_status
+cr_lock_lease_left(cr_lock *l, int64_t *left_ms)
+{
+    return cr_lock_lease_left_tid(l, cr_thread_id(), left_ms);
 }
 
 cr_status

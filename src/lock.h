@@ -44,8 +44,10 @@ typedef struct cr__lock_ops {
     cr_status (*hold_count)(cr_lock *l, const char *owner, int64_t *count);
     /* The channel a waiter subscribes to, malloc'd (unused when spin). */
     char *(*channel)(cr_lock *l, const char *owner);
-    /* Called when a waiter stops waiting without the lock; NULL: none. */
-    void (*give_up)(cr_lock *l, const char *owner, int64_t wait_ms);
+    /* Called when a waiter stops waiting without the lock; NULL: none.
+     * CR_OK, or the failure (the caller then tries again in the
+     * background). */
+    cr_status (*give_up)(cr_lock *l, const char *owner, int64_t wait_ms);
     /* Frees l->impl; NULL: nothing to free. */
     void (*free_impl)(cr_lock *l);
     /* Kinds made of other locks (MultiLock, RedLock) replace the whole
@@ -83,6 +85,8 @@ struct cr_lock {
     atomic_int_fast64_t yield_quiet_us;
     atomic_uint_fast64_t yield_target;
     atomic_int_fast64_t acquired_us; /* when it last took the lock */
+    atomic_int bg_pending; /* background give-backs not finished: freeing
+                            * the handle waits for them (lock.c) */
     bool owned;    /* freed by the object that made it (a read/write lock's
                     * sides): cr_lock_free leaves it alone */
 };

@@ -40,6 +40,16 @@
  * again a second later. Each batch is independent; one failing batch does
  * not stop the others (unlike Redisson, section 4.1 of the protocol).
  *
+ * The lease clock. Every hold, leased or renewed, has a local deadline
+ * (valid_until): the moment its last successful acquire or renewal was
+ * sent plus its lease, less CR__LEASE_MARGIN for clocks that run at
+ * different rates. A second thread, which never talks to Redis, keeps
+ * these deadlines on a wheel of its own: a hold whose deadline comes is
+ * lost (its callback runs, cr_lock_is_lost says so) before the server can
+ * let anyone else in, however long the watchdog thread is held up in a
+ * renewal. The same thread runs every lost callback, whoever found the
+ * loss (the watchdog, the lease clock, the check after a failover).
+ *
  * Lock order: r->mu only. Lost callbacks run with it released.
  */
 #include "config.h"
@@ -59,6 +69,10 @@
 #define WHEEL_BUCKETS 512
 #define RETRY_AFTER_ERROR_MS 1000
 
+/* The lease clock's tick: a hold's loss is reported at most this long
+ * before its local deadline (its timer is set a tick early). */
+#define CLOCK_TICK_MS 10
+
 /* The kind byte at the start of an id: '0' + kind for a full owner,
  * 'a' + kind when the client id and its colon were left out. */
 #define KIND_FULL '0'
@@ -72,6 +86,8 @@
 typedef struct hold {
     UT_hash_handle hh;
     cr__timer timer;
+    cr__timer expiry;         /* on the lease clock, at valid_until */
+    int64_t valid_until;      /* local deadline (monotonic ms) */
     cr_lock_lost_fn fn;
     void *userdata;
     int64_t tid;
@@ -120,10 +136,16 @@ struct cr__renewal {
     size_t capargs;
     char *text;        /* full owners and reader counts of one call */
     size_t captext;
-    lost_call *lost;   /* holds found gone in this round */
-    size_t nlost, caplost;
-    /* Signalled when nlost goes back to 0: every lost callback queued in a
-     * round has returned (see wait_lost_calls). */
+    /* The lease clock: its wheel and thread, and the lost callbacks
+     * queued for it (nlost) and running now (ncalling). */
+    cr__wheel *clock;
+    pthread_t clock_thread;
+    pthread_cond_t clock_cv;
+    bool clock_idle;
+    lost_call *lost;
+    size_t nlost, caplost, ncalling;
+    /* Signalled when no lost callback is queued or running any more (see
+     * wait_lost_calls). */
     pthread_cond_t calls_done;
 };
 
@@ -241,6 +263,15 @@ next_renewal(const cr__renewal *r, int64_t now)
     return at > now ? at : now + 1;
 }
 
+/* How long after a failed renewal it is tried again: a second, or half a
+ * period for short watchdog timeouts, so that a few tries fit in a lease. */
+static int64_t
+retry_after(const cr__renewal *r)
+{
+    return r->period_ms / 2 < RETRY_AFTER_ERROR_MS ? r->period_ms / 2 + 1
+                                                   : RETRY_AFTER_ERROR_MS;
+}
+
 /* Schedules the renewal of `h` at `at`; r->mu held. A thread that is
  * ticking sees the timer at its next tick, long before it is due; only an
  * idle one (nothing else scheduled) needs waking, or the timer would never
@@ -263,13 +294,25 @@ wait_lost_calls(cr__renewal *r, const hold *h)
 {
     bool waited = false;
 
-    if (!h->lost || h->fn == NULL || pthread_equal(pthread_self(), r->thread))
+    if (!h->lost || h->fn == NULL ||
+        pthread_equal(pthread_self(), r->clock_thread))
         return false;
-    while (r->nlost > 0) {
+    while (r->nlost > 0 || r->ncalling > 0) {
         pthread_cond_wait(&r->calls_done, &r->mu);
         waited = true;
     }
     return waited;
+}
+
+/* Sets the local deadline of `h` to `valid_until` and its timer on the
+ * lease clock a tick before; r->mu held. */
+static void
+set_deadline(cr__renewal *r, hold *h, int64_t valid_until)
+{
+    h->valid_until = valid_until;
+    cr__wheel_schedule(r->clock, &h->expiry, valid_until - CLOCK_TICK_MS);
+    if (r->clock_idle)
+        pthread_cond_signal(&r->clock_cv);
 }
 
 /* Takes `h` off the watchdog: its timer and its place in the count of
@@ -291,6 +334,7 @@ static void
 remove_hold(cr__renewal *r, hold *h)
 {
     stop_renewal(r, h);
+    cr__wheel_cancel(r->clock, &h->expiry);
     HASH_DEL(r->holds, h);
     if (h->queued)
         h->dead = true;
@@ -319,13 +363,14 @@ new_hold(cr__renewal *r, cr__hold_kind kind, const char *key,
     }
     h->order = cr__due_order(kind, key, r->cluster);
     cr__timer_init(&h->timer, h);
+    cr__timer_init(&h->expiry, h);
     return h;
 }
 
 cr_status
 cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
              const char *owner, const char *aux, int64_t tid, bool watchdog,
-             cr_lock_lost_fn fn, void *userdata)
+             int64_t valid_until, cr_lock_lost_fn fn, void *userdata)
 {
     hold *h;
 
@@ -346,6 +391,7 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
         HASH_ADD_KEYPTR(hh, r->holds, h->id, h->idlen, h);
     }
     h->count++;
+    set_deadline(r, h, valid_until);
     if (fn != NULL) {
         h->fn = fn;
         h->userdata = userdata;
@@ -380,7 +426,7 @@ cr__hold_count(cr__renewal *r, cr__hold_kind kind, const char *key,
 
 void
 cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
-                 const char *owner, bool all)
+                 const char *owner, bool all, int64_t valid_until)
 {
     hold *h;
 
@@ -396,11 +442,42 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
         if (h->count < h->wd_from)
             stop_renewal(r, h); /* the levels left were all taken with a
                                  * lease: they expire by it, as in Redisson */
-        if (h->releasing && h->watchdog && !h->lost)
-            schedule(r, h, next_renewal(r, cr__now_ms())); /* from now */
+        if (h->releasing && h->watchdog && !h->lost) {
+            /* From the unlock, whose answer may have come late: a period
+             * after it was sent (two before the deadline it set), or now. */
+            int64_t now = cr__now_ms(), at = next_renewal(r, now);
+            int64_t by = (valid_until >= 0 ? valid_until : h->valid_until) -
+                         2 * r->period_ms;
+
+            schedule(r, h, at < by ? at : by > now ? by : now);
+        }
+        if (!h->lost && (valid_until >= 0 ||
+                         !cr__timer_is_scheduled(&h->expiry)))
+            /* The unlock set the time to live again; or it failed while
+             * the deadline came (the clock let the unlock decide). */
+            set_deadline(r, h, valid_until >= 0 ? valid_until
+                                                : h->valid_until);
         h->releasing = 0;
     }
     pthread_mutex_unlock(&r->mu);
+}
+
+int64_t
+cr__hold_left(cr__renewal *r, cr__hold_kind kind, const char *key,
+              const char *owner)
+{
+    int64_t left = -1;
+    hold *h;
+
+    pthread_mutex_lock(&r->mu);
+    h = find_hold(r, kind, key, owner);
+    if (h != NULL) {
+        left = h->lost ? 0 : h->valid_until - cr__now_ms();
+        if (left < 0)
+            left = 0;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return left;
 }
 
 void
@@ -545,7 +622,7 @@ on_timer(void *userdata, cr__timer *t)
 
     if (due == NULL) {
         /* Try again later rather than lose the registration. */
-        cr__wheel_schedule(r->wheel, t, cr__now_ms() + RETRY_AFTER_ERROR_MS);
+        cr__wheel_schedule(r->wheel, t, cr__now_ms() + retry_after(r));
         return;
     }
     r->due = due;
@@ -639,19 +716,22 @@ read_args(cr__renewal *r, size_t from, size_t n, const char *lease,
     return true;
 }
 
-/* Marks `h` lost and queues its callback; r->mu held. */
+/* Marks `h` lost (`why` says how it was found) and queues its callback
+ * for the lease clock's thread; r->mu held. */
 static void
-mark_lost(cr__renewal *r, hold *h)
+mark_lost(cr__renewal *r, hold *h, const char *why)
 {
     cr_client *c = r->client;
     char owner[CR__OWNER_MAX];
     lost_call *lost;
 
     h->lost = 1;
-    r->renewing--;
+    if (h->watchdog)
+        r->renewing--;
+    cr__wheel_cancel(r->clock, &h->expiry);
     CR__STAT_ADD(&c->stats, leases_lost, 1);
-    cr__log(&c->log, CR_LOG_WARN, "lock %s lost by %s: renewal found it gone",
-            hold_key(h), hold_owner(r, h, owner));
+    cr__log(&c->log, CR_LOG_WARN, "lock %s lost by %s: %s", hold_key(h),
+            hold_owner(r, h, owner), why);
     if (h->fn == NULL)
         return;
     lost = grow(r->lost, &r->caplost, r->nlost + 1, sizeof(*lost));
@@ -663,6 +743,7 @@ mark_lost(cr__renewal *r, hold *h)
         lost[r->nlost].userdata = h->userdata;
         lost[r->nlost].tid = h->tid;
         r->nlost++;
+        pthread_cond_signal(&r->clock_cv);
     }
 }
 
@@ -689,7 +770,7 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
     cr__reply *reply = NULL;
     cr_status rc;
     size_t i;
-    int64_t now;
+    int64_t now, sent = cr__now_ms();
     int nkeys = 0, nargs = 0;
 
     cr__fmt_i64(lease, c->watchdog_timeout_ms);
@@ -726,18 +807,21 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
         if (h->dead || !h->watchdog || h->lost || h->releasing ||
             cr__timer_is_scheduled(&h->timer))
             continue;
-        if (rc != CR_OK)
-            schedule(r, h, now + RETRY_AFTER_ERROR_MS);
-        else if (cr__reply_int(reply->element[i], &ok) && ok == 1)
+        if (rc != CR_OK) {
+            schedule(r, h, now + retry_after(r));
+        } else if (cr__reply_int(reply->element[i], &ok) && ok == 1) {
             schedule(r, h, next_due(r, h->due_ms, now));
-        else
-            mark_lost(r, h);
+            set_deadline(r, h, cr__lease_valid_until(sent,
+                                                     c->watchdog_timeout_ms));
+        } else {
+            mark_lost(r, h, "a renewal found it gone");
+        }
     }
     cr__reply_free(reply);
 }
 
-/* Renews every due hold in batches, frees the entries removed meanwhile
- * and runs the lost callbacks; r->mu held on entry and exit. */
+/* Renews every due hold in batches and frees the entries removed
+ * meanwhile; r->mu held on entry and exit. */
 static void
 renew_due(cr__renewal *r)
 {
@@ -756,17 +840,6 @@ renew_due(cr__renewal *r)
             free(h);
     }
     r->ndue = 0;
-    if (r->nlost == 0)
-        return;
-    /* The lost list is the watchdog thread's own: read it unlocked. */
-    pthread_mutex_unlock(&r->mu);
-    for (i = 0; i < r->nlost; i++) {
-        r->lost[i].fn(r->lost[i].userdata, r->lost[i].key, r->lost[i].tid);
-        free(r->lost[i].key);
-    }
-    pthread_mutex_lock(&r->mu);
-    r->nlost = 0;
-    pthread_cond_broadcast(&r->calls_done);
 }
 
 /* Frees the buffers kept from round to round (nothing is renewed now:
@@ -777,12 +850,10 @@ drop_buffers(cr__renewal *r)
     free(r->due);
     free(r->args);
     free(r->text);
-    free(r->lost);
     r->due = NULL;
     r->args = NULL;
     r->text = NULL;
-    r->lost = NULL;
-    r->capdue = r->capargs = r->captext = r->caplost = 0;
+    r->capdue = r->capargs = r->captext = 0;
 }
 
 /* Waits on cv until the monotonic time `deadline`. */
@@ -827,6 +898,80 @@ watchdog(void *arg)
     return NULL;
 }
 
+/* ------------------------------------------------------- the lease clock */
+
+/* Lease clock callback: the hold's local deadline has come. An unlock
+ * under way decides by its answer instead. */
+static void
+on_expiry(void *userdata, cr__timer *t)
+{
+    cr__renewal *r = userdata;
+    hold *h = t->data;
+
+    if (!h->lost && !h->releasing)
+        mark_lost(r, h, "its lease ran out on this host's clock before a "
+                  "renewal succeeded");
+}
+
+/* Runs the lost callbacks queued so far, with r->mu released. */
+static void
+run_lost_calls(cr__renewal *r)
+{
+    lost_call *calls = r->lost;
+    size_t n = r->nlost, i;
+
+    if (n == 0)
+        return;
+    r->lost = NULL;
+    r->nlost = r->caplost = 0;
+    r->ncalling = n;
+    pthread_mutex_unlock(&r->mu);
+    for (i = 0; i < n; i++) {
+        calls[i].fn(calls[i].userdata, calls[i].key, calls[i].tid);
+        free(calls[i].key);
+    }
+    free(calls);
+    pthread_mutex_lock(&r->mu);
+    r->ncalling = 0;
+    pthread_cond_broadcast(&r->calls_done);
+}
+
+/* The lease clock's thread: ticks while deadlines are set, fires them,
+ * runs lost callbacks; never talks to Redis. */
+static void *
+lease_clock(void *arg)
+{
+    cr__renewal *r = arg;
+    struct timespec ts;
+
+    pthread_mutex_lock(&r->mu);
+    while (!r->stop) {
+        if (cr__wheel_count(r->clock) == 0 && r->nlost == 0) {
+            r->clock_idle = true;
+            pthread_cond_wait(&r->clock_cv, &r->mu);
+            r->clock_idle = false;
+        } else if (r->nlost == 0) {
+            int64_t at = cr__now_ms() + CLOCK_TICK_MS;
+
+            ts.tv_sec = at / 1000;
+            ts.tv_nsec = (at % 1000) * 1000000;
+            pthread_cond_timedwait(&r->clock_cv, &r->mu, &ts);
+        }
+        if (r->stop)
+            break;
+        cr__wheel_advance(r->clock, cr__now_ms(), on_expiry, r);
+        run_lost_calls(r);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+int64_t
+cr__lease_valid_until(int64_t sent_ms, int64_t lease_ms)
+{
+    return sent_ms + lease_ms - CR__LEASE_MARGIN(lease_ms);
+}
+
 /* ----------------------------------------------------------- life cycle */
 
 cr_status
@@ -834,7 +979,8 @@ cr__renewal_new(cr_client *c, cr__renewal **out)
 {
     cr__renewal *r = calloc(1, sizeof(*r));
     pthread_condattr_t attr;
-    int64_t tick;
+    int64_t tick, now = cr__now_ms();
+    bool watchdog_started = false;
     cr_status rc;
 
     if (r == NULL)
@@ -846,8 +992,11 @@ cr__renewal_new(cr_client *c, cr__renewal **out)
     tick = r->period_ms / 20;
     tick = tick < 1 ? 1 : tick > 100 ? 100 : tick;
     r->slot_ms = r->period_ms / 10 > tick ? r->period_ms / 10 : tick;
-    rc = cr__wheel_new(tick, WHEEL_BUCKETS, cr__now_ms(), &r->wheel);
+    rc = cr__wheel_new(tick, WHEEL_BUCKETS, now, &r->wheel);
+    if (rc == CR_OK)
+        rc = cr__wheel_new(CLOCK_TICK_MS, WHEEL_BUCKETS, now, &r->clock);
     if (rc != CR_OK) {
+        cr__wheel_free(r->wheel);
         free(r);
         return rc;
     }
@@ -855,15 +1004,27 @@ cr__renewal_new(cr_client *c, cr__renewal **out)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&r->cv, &attr);
+    pthread_cond_init(&r->clock_cv, &attr);
     pthread_condattr_destroy(&attr);
     pthread_cond_init(&r->calls_done, NULL);
-    if (pthread_create(&r->thread, NULL, watchdog, r) != 0) {
+    if (pthread_create(&r->thread, NULL, watchdog, r) != 0 ||
+        !(watchdog_started = true) ||
+        pthread_create(&r->clock_thread, NULL, lease_clock, r) != 0) {
+        if (watchdog_started) {
+            pthread_mutex_lock(&r->mu);
+            r->stop = true;
+            pthread_cond_signal(&r->cv);
+            pthread_mutex_unlock(&r->mu);
+            pthread_join(r->thread, NULL);
+        }
         cr__wheel_free(r->wheel);
+        cr__wheel_free(r->clock);
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cv);
+        pthread_cond_destroy(&r->clock_cv);
         pthread_cond_destroy(&r->calls_done);
         free(r);
-        return cr__fail(CR_ENOMEM, "cannot start the watchdog thread");
+        return cr__fail(CR_ENOMEM, "cannot start the watchdog threads");
     }
     *out = r;
     return CR_OK;
@@ -873,20 +1034,28 @@ void
 cr__renewal_free(cr__renewal *r)
 {
     hold *h, *tmp;
+    size_t i;
 
     if (r == NULL)
         return;
     pthread_mutex_lock(&r->mu);
     r->stop = true;
     pthread_cond_signal(&r->cv);
+    pthread_cond_signal(&r->clock_cv);
     pthread_mutex_unlock(&r->mu);
     pthread_join(r->thread, NULL);
+    pthread_join(r->clock_thread, NULL);
     HASH_ITER(hh, r->holds, h, tmp)
         remove_hold(r, h);
     cr__wheel_free(r->wheel);
+    cr__wheel_free(r->clock);
     drop_buffers(r);
+    for (i = 0; i < r->nlost; i++)
+        free(r->lost[i].key);
+    free(r->lost);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->clock_cv);
     pthread_cond_destroy(&r->calls_done);
     free(r);
 }

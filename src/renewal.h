@@ -40,15 +40,29 @@ void cr__renewal_free(cr__renewal *r);
  * the new master, and each one not there is reported lost. */
 void cr__renewal_master_moved(cr__renewal *r);
 
+/* The margin taken off a lease on this host's clock for clocks that run
+ * at different rates (1 %, as RedLock's drift factor, and 2 ms). */
+#define CR__LEASE_MARGIN(lease_ms) ((lease_ms) / 100 + 2)
+
+/* cr__lease_valid_until: the local deadline of a hold whose acquire or
+ * renewal was sent at sent_ms (monotonic) with lease_ms: sent_ms +
+ * lease_ms - CR__LEASE_MARGIN(lease_ms). The server started its expiry no
+ * earlier than the sending, so until then the hold stands. */
+int64_t cr__lease_valid_until(int64_t sent_ms, int64_t lease_ms);
+
 /* cr__hold_add: count one more hold of `owner` on `key`. With `watchdog`
  * the hold is renewed until its count drops below this level (unlocks undo
  * the last hold first): holds taken with a lease and left after the last
  * watchdog hold went are not renewed. `aux` is the read lock's
- * key prefix (NULL otherwise). `fn`/`userdata` are called if the watchdog
- * finds the hold gone; `tid` is passed to them. */
+ * key prefix (NULL otherwise). `valid_until` is its local deadline
+ * (cr__lease_valid_until of the acquire), which the lease clock keeps:
+ * a hold not renewed by then is lost. `fn`/`userdata` are called when the
+ * hold is found lost (by a renewal, the lease clock or the check after a
+ * failover); `tid` is passed to them. */
 cr_status cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
                        const char *owner, const char *aux, int64_t tid,
-                       bool watchdog, cr_lock_lost_fn fn, void *userdata);
+                       bool watchdog, int64_t valid_until, cr_lock_lost_fn fn,
+                       void *userdata);
 
 /* cr__hold_count: this client's count of holds of `owner` on `key` (0 when
  * none); *lost (may be NULL) tells whether the watchdog found it gone. */
@@ -56,9 +70,16 @@ int64_t cr__hold_count(cr__renewal *r, cr__hold_kind kind, const char *key,
                        const char *owner, bool *lost);
 
 /* cr__hold_release: one hold fewer (every hold when `all`); the entry and
- * its timer go when the count reaches 0. */
+ * its timers go when the count reaches 0. With holds left, `valid_until`
+ * (>= 0) is their new local deadline: the unlock script set the key's
+ * time to live again. */
 void cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
-                      const char *owner, bool all);
+                      const char *owner, bool all, int64_t valid_until);
+
+/* cr__hold_left: how long the hold of `owner` on `key` still stands by
+ * this host's clock (0 when lost), or -1 when there is none. */
+int64_t cr__hold_left(cr__renewal *r, cr__hold_kind kind, const char *key,
+                      const char *owner);
 
 /* cr__hold_releasing: an unlock of (kind, key, owner) is about to run: stop
  * renewing it and ignore renewal answers in flight (a renewal racing the

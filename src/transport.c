@@ -287,6 +287,13 @@ drop_replies(pool *p, conn *c, unsigned n, int64_t deadline)
 }
 
 static _Thread_local cr_status sync_status;
+static _Thread_local bool sent;
+
+bool
+cr__transport_sent(void)
+{
+    return sent;
+}
 
 cr_status
 cr__transport_sync_status(void)
@@ -396,6 +403,7 @@ run_on(pool *p, conn *c, int argc, const char **argv, const size_t *argvlen,
         return CR_ENOMEM;
     deferred = c->discard + (asking ? 1 : 0);
     c->discard = 0;
+    sent = true; /* from here on it may run, whatever becomes of the reply */
     if ((rc = cr__conn_flush(c->ctx, deadline)) != CR_OK ||
         (rc = drop_replies(p, c, deferred, deadline)) != CR_OK ||
         (rc = cr__conn_recv(c->ctx, deadline, out)) != CR_OK) {
@@ -480,6 +488,7 @@ pool_command(pool *p, unsigned flags, int argc, const char **argv,
     bool sync = (flags & CR__CMD_SYNC) && p->cfg->sync_timeout_ms > 0;
     cr_status rc;
 
+    sent = false;
     if (c == NULL)
         return CR_EIO;
     sync_status = CR_OK;

@@ -58,6 +58,12 @@ cr_status cr__transport_command(cr__transport *t, unsigned flags, int argc,
                                 const char **argv, const size_t *argvlen,
                                 cr__reply **out);
 
+/* cr__transport_sent: whether this thread's last command that failed
+ * with CR_EIO was written out, in part at least, so that it may have run
+ * (an acquisition whose reply was lost); false when it certainly was not
+ * (no connection, a refused connection, a master that had moved). */
+bool cr__transport_sent(void);
+
 /* cr__transport_sync_status: for this thread's last CR__CMD_SYNC command
  * that ran: CR_OK when the replicas acknowledged it (or there are none),
  * CR_EIO when none did within the sync timeout (Redisson's "None of slaves

@@ -82,28 +82,53 @@ count_wait(cr_client *c, int64_t start)
         ;
 }
 
+/* cr__wait's loop, after a first try that did not get it (`first`). */
+static cr_status wait_more(cr_client *c, const cr__wait_spec *spec,
+                           int64_t start, int64_t deadline, cr_status first,
+                           bool in_line, const cr__sub_mark *mark,
+                           int64_t hint);
+
 cr_status
 cr__wait(cr_client *c, const cr__wait_spec *spec)
 {
-    cr__call_wait(c, spec->wait_ms);
-    int64_t start = cr__now_ms(), hint = -1, io_since = 0, backoff = 0, read_at;
+    int64_t start = cr__now_ms(), hint = -1, read_at, patience;
     int64_t deadline = spec->wait_ms < 0 ? -1 : start + spec->wait_ms;
-    cr__sub *sub = NULL;
-    cr__fence fence = {-1, 0, 0};
     cr__sub_mark mark = {0, 0, 0};
-    uint64_t ticket = 0, released;
-    int local = spec->wait_ms != 0 && spec->channel != NULL
-                    ? cr__pubsub_waiters(c->pubsub, spec->channel, &released,
-                                         &read_at, &mark)
-                    : -1;
-    bool in_line = spec->in_line && local > 0;
-    cr_status rc = in_line ? CR_BUSY : spec->attempt(spec->ctx, &hint), first;
+    uint64_t released;
+    int local;
+    bool in_line;
+    cr_status rc;
 
+    cr__call_wait(c, spec->wait_ms);
+    local = spec->wait_ms != 0 && spec->channel != NULL
+                ? cr__pubsub_waiters(c->pubsub, spec->channel, &released,
+                                     &read_at, &mark)
+                : -1;
+    in_line = spec->in_line && local > 0;
+    rc = in_line ? CR_BUSY : spec->attempt(spec->ctx, &hint);
     if (rc == CR_OK)
         CR__STAT_ADD(&c->stats, acquisitions, 1);
     if ((rc != CR_BUSY && rc != CR_EIO) || spec->wait_ms == 0)
         return rc;
-    first = rc;
+    /* Retries do not wait for a connection slot past the wait's end: they
+     * come back by themselves. */
+    patience = cr__call_patience_set(deadline);
+    rc = wait_more(c, spec, start, deadline, rc, in_line, &mark, hint);
+    cr__call_patience_set(patience);
+    return rc;
+}
+
+static cr_status
+wait_more(cr_client *c, const cr__wait_spec *spec, int64_t start,
+          int64_t deadline, cr_status first, bool in_line,
+          const cr__sub_mark *mark, int64_t hint)
+{
+    int64_t io_since = 0, backoff = 0;
+    cr__sub *sub = NULL;
+    cr__fence fence = {-1, 0, 0};
+    uint64_t ticket = 0;
+    cr_status rc = first;
+
     if (spec->channel == NULL) {
         rc = spin(c, spec, deadline, rc);
         if (rc == CR_OK)
@@ -114,12 +139,12 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
     rc = cr__pubsub_subscribe(c->pubsub, spec->channel, spec->mode,
                               bound(spec->wait_ms, c->subscription_timeout_ms),
                               &sub);
-    if (rc == CR_ECLOSED || rc == CR_ENOMEM)
-        return rc;
+    if (rc != CR_OK && rc != CR_TIMEOUT)
+        return rc; /* closing, out of memory, or refused (an ACL) */
     if (in_line) {
         hint = LINE_RECHECK_MS;
         rc = CR_BUSY;
-    } else if (first == CR_BUSY && cr__sub_quiet_since(c->pubsub, sub, &mark)) {
+    } else if (first == CR_BUSY && cr__sub_quiet_since(c->pubsub, sub, mark)) {
         /* Subscribed since before the try and nothing read since: a
          * release after the try is still to come as a message, and a try
          * now would only see what the first saw. */
@@ -160,8 +185,8 @@ cr__wait(cr_client *c, const cr__wait_spec *spec)
         }
         woke = cr__sub_wait(c->pubsub, sub, sleep, &ticket,
                             spec->trust_open ? &fence : NULL, &opened);
-        if (woke == CR_ECLOSED)
-            rc = CR_ECLOSED;
+        if (woke != CR_OK && woke != CR_TIMEOUT)
+            rc = woke; /* closing, or the subscription was refused */
         else if (opened)
             rc = CR_OK; /* counted down to zero during this wait */
         else

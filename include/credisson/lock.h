@@ -140,21 +140,40 @@ CR_EXPORT cr_status cr_lock_remain_time_to_live(cr_lock *lock,
                                                 int64_t *ttl_ms);
 
 /* cr_lock_is_lost: true when this client took the lock for `thread_id` (or
- * the calling thread with cr_lock_is_lost) and the watchdog has since found
- * the hold gone. The flag stays until that owner unlocks or acquires again,
- * or the lock is force-unlocked or deleted through this client. */
+ * the calling thread with cr_lock_is_lost) and has since found the hold
+ * lost: a renewal found it gone; its lease ran out on this host's clock
+ * before a renewal succeeded (the lease clock: the moment its last
+ * successful acquire or renewal was sent plus its lease, less 1 % and 2 ms
+ * for clock rates, so before the server can let anyone else in); or, after
+ * a Sentinel failover, the new master does not have it. The flag stays
+ * until that owner unlocks or acquires again, or the lock is force-unlocked
+ * or deleted through this client. */
 CR_EXPORT cr_status cr_lock_is_lost(cr_lock *lock, bool *lost);
 CR_EXPORT cr_status cr_lock_is_lost_tid(cr_lock *lock, int64_t thread_id,
                                         bool *lost);
 
-/* cr_lock_set_lost_callback: call `fn` when a watchdog-renewed hold taken
- * through this handle after this call is found lost (holds taken before keep
- * the callback they were taken with; NULL stops giving one to new holds).
- * The callback runs on the watchdog thread, must not block, and may run after
- * cr_lock_free while the hold lasts: `userdata` must stay valid until the
- * hold is released or the client freed. A callback already due when the
- * hold is released runs before that release (cr_lock_unlock, force unlock,
- * delete) returns, so nothing calls it with `userdata` afterwards. */
+/* cr_lock_lease_left: how long the hold of the calling thread (of
+ * `thread_id` with the _tid form) still stands by this host's clock: its
+ * local deadline (see cr_lock_is_lost) less now, 0 once lost. A watchdog
+ * hold's deadline moves on with each successful renewal. A process that
+ * must stop its work before another holder can be in stops it by then.
+ * Returns CR_OK, CR_ENOTOWNER (this client holds none for that owner),
+ * CR_ENOTSUP (MultiLock, RedLock: see cr_multilock_get_validity),
+ * CR_EINVAL. */
+CR_EXPORT cr_status cr_lock_lease_left(cr_lock *lock, int64_t *left_ms);
+CR_EXPORT cr_status cr_lock_lease_left_tid(cr_lock *lock, int64_t thread_id,
+                                           int64_t *left_ms);
+
+/* cr_lock_set_lost_callback: call `fn` when a hold taken through this
+ * handle after this call is found lost (see cr_lock_is_lost; holds taken
+ * before keep the callback they were taken with; NULL stops giving one to
+ * new holds). The callback runs on the client's lease-clock thread, which
+ * never waits on Redis, so it comes on time however slow the server is;
+ * it must not block, and may run after cr_lock_free while the hold lasts:
+ * `userdata` must stay valid until the hold is released or the client
+ * freed. A callback already due when the hold is released runs before
+ * that release (cr_lock_unlock, force unlock, delete) returns, so nothing
+ * calls it with `userdata` afterwards. */
 CR_EXPORT cr_status cr_lock_set_lost_callback(cr_lock *lock,
                                               cr_lock_lost_fn fn,
                                               void *userdata);
