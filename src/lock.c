@@ -22,6 +22,7 @@
 
 #include "lock.h"
 #include "object.h"
+#include "topology.h"
 #include "wait.h"
 
 /* A releaser's turn, in unlock round trips (see yield_rtts in lock.h). */
@@ -169,6 +170,7 @@ typedef struct attempt_ctx {
     int attempts;   /* acquire calls made */
     int64_t sent_ms; /* when the last acquire was sent (its lease starts
                       * no earlier on the server) */
+    unsigned gen;    /* the master's generation then (Sentinel) */
 } attempt_ctx;
 
 /* Tells whether an attempt whose reply was lost did acquire: the server
@@ -209,6 +211,7 @@ attempt(void *arg, int64_t *hint)
     }
     a->attempts++;
     a->sent_ms = cr__now_ms();
+    a->gen = cr__topology_generation(a->lock->client->topology);
     rc = a->lock->ops->acquire(a->lock, a->owner, a->lease_ms, a->wait_ms, hint);
     if (rc == CR_EREENTRANT &&
         cr__hold_count(a->lock->client->renewal, a->lock->ops->hold_kind,
@@ -381,6 +384,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     a.extra = 0;
     a.attempts = 0;
     a.sent_ms = cr__now_ms();
+    a.gen = cr__topology_generation(l->client->topology);
     spec.channel = channel;
     spec.mode = l->ops->wake_mode;
     /* The turn let to others came out of the wait budget (at least one
@@ -442,6 +446,10 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
             /* Nobody would renew or remember it: give it back. */
             l->ops->unlock(l, owner, a.lease_ms, &ignored);
         } else {
+            if (cr__topology_generation(l->client->topology) != a.gen)
+                /* The master moved since: is the hold on the new one? */
+                cr__hold_verify(l->client->renewal, l->ops->hold_kind, l->raw,
+                                owner);
             if (lease_ms > 0)
                 atomic_store(&l->lease_ms, lease_ms);
             atomic_store(&l->acquired_us, cr__now_us());

@@ -56,6 +56,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,7 @@ typedef struct hold {
     cr__timer timer;
     cr__timer expiry;         /* on the lease clock, at valid_until */
     int64_t valid_until;      /* local deadline (monotonic ms) */
+    uint64_t seq;             /* unique among the client's entries */
     cr_lock_lost_fn fn;
     void *userdata;
     int64_t tid;
@@ -126,6 +128,7 @@ struct cr__renewal {
     size_t client_idlen; /* strlen(client->id) */
     hold *holds;
     size_t renewing;
+    uint64_t seqs;     /* entries made so far */
     cr__wheel *wheel;
     int64_t period_ms; /* watchdog timeout / 3 */
     int64_t slot_ms;   /* renewal times are rounded down to this */
@@ -388,6 +391,7 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
             return CR_ENOMEM;
         }
         h->tid = tid;
+        h->seq = ++r->seqs;
         HASH_ADD_KEYPTR(hh, r->holds, h->id, h->idlen, h);
     }
     h->count++;
@@ -1060,8 +1064,99 @@ cr__renewal_free(cr__renewal *r)
     free(r);
 }
 
+/* One hold to look for on a new master. */
+typedef struct check {
+    uint64_t seq;
+    cr__hold_kind kind;
+    char *key;
+    char owner[CR__OWNER_MAX];
+} check;
+
+/* Asks the master whether `owner` still has a field in hash `key` (both
+ * hold kinds count their holds there). CR_OK with *there, or the failure. */
+static cr_status
+still_there(cr__renewal *r, const char *key, const char *owner, bool *there)
+{
+    const char *argv[3] = {"HEXISTS", key, owner};
+    cr__reply *reply = NULL;
+    int64_t v = 0;
+    cr_status rc = cr__command(r->client, CR__CMD_RETRY, 3, argv, NULL, &reply);
+
+    if (rc != CR_OK)
+        return rc;
+    *there = cr__reply_int(reply, &v) && v == 1;
+    cr__reply_free(reply);
+    return CR_OK;
+}
+
+/* Marks the entry of `k` lost when it is still the one checked. */
+static void
+lost_on_new_master(cr__renewal *r, const check *k)
+{
+    hold *h;
+
+    pthread_mutex_lock(&r->mu);
+    h = find_hold(r, k->kind, k->key, k->owner);
+    if (h != NULL && h->seq == k->seq && !h->lost)
+        mark_lost(r, h, "the new master after a failover does not have it "
+                  "(it stayed behind on the old one)");
+    pthread_mutex_unlock(&r->mu);
+}
+
 void
 cr__renewal_master_moved(cr__renewal *r)
 {
-    (void)r;
+    check *checks = NULL;
+    size_t n = 0, i, failed = 0;
+    hold *h, *tmp;
+    char owner[CR__OWNER_MAX];
+
+    pthread_mutex_lock(&r->mu);
+    if (HASH_COUNT(r->holds) > 0)
+        checks = calloc(HASH_COUNT(r->holds), sizeof(*checks));
+    HASH_ITER(hh, r->holds, h, tmp) {
+        if (checks == NULL || h->lost ||
+            (checks[n].key = strdup(hold_key(h))) == NULL)
+            continue;
+        checks[n].seq = h->seq;
+        checks[n].kind = (cr__hold_kind)(h->order >> 16);
+        snprintf(checks[n].owner, sizeof(checks[n].owner), "%s",
+                 hold_owner(r, h, owner));
+        n++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    for (i = 0; i < n; i++) {
+        bool there = true;
+
+        if (still_there(r, checks[i].key, checks[i].owner, &there) != CR_OK)
+            failed++;
+        else if (!there)
+            lost_on_new_master(r, &checks[i]);
+        free(checks[i].key);
+    }
+    free(checks);
+    if (failed > 0)
+        cr__log(&r->client->log, CR_LOG_WARN, "after the failover, %zu of %zu "
+                "holds could not be checked on the new master (%s); their "
+                "renewals will tell", failed, n, cr_last_error());
+}
+
+void
+cr__hold_verify(cr__renewal *r, cr__hold_kind kind, const char *key,
+                const char *owner)
+{
+    check k;
+    bool there = true;
+    hold *h;
+
+    pthread_mutex_lock(&r->mu);
+    h = find_hold(r, kind, key, owner);
+    k.seq = h != NULL ? h->seq : 0;
+    pthread_mutex_unlock(&r->mu);
+    if (h == NULL || still_there(r, key, owner, &there) != CR_OK || there)
+        return;
+    k.kind = kind;
+    k.key = (char *)key;
+    snprintf(k.owner, sizeof(k.owner), "%s", owner);
+    lost_on_new_master(r, &k);
 }

@@ -37,8 +37,15 @@ cr_status cr__renewal_new(cr_client *c, cr__renewal **out);
 void cr__renewal_free(cr__renewal *r);
 
 /* cr__renewal_master_moved: a topology listener: every hold is checked on
- * the new master, and each one not there is reported lost. */
+ * the new master (HEXISTS of its owner's field), and each one not there is
+ * reported lost. */
 void cr__renewal_master_moved(cr__renewal *r);
+
+/* cr__hold_verify: the same check for one hold, for an acquisition during
+ * which the master moved (the listener's look may have come before it
+ * entered the table). */
+void cr__hold_verify(cr__renewal *r, cr__hold_kind kind, const char *key,
+                     const char *owner);
 
 /* The margin taken off a lease on this host's clock for clocks that run
  * at different rates (1 %, as RedLock's drift factor, and 2 ms). */
