@@ -19,5 +19,6 @@
 #include <credisson/semaphore.h>
 #include <credisson/latch.h>
 #include <credisson/multilock.h>
+#include <credisson/inspect.h>
 
 #endif

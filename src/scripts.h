@@ -47,6 +47,7 @@ typedef enum cr__script_id {
     CR__SCRIPT_LATCH_COUNT_DOWN,
     CR__SCRIPT_LATCH_AWAIT,
     CR__SCRIPT_LATCH_DELETE,
+    CR__SCRIPT_OBJECT_INSPECT,
     CR__SCRIPT_COUNT
 } cr__script_id;
 

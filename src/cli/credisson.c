@@ -777,7 +777,7 @@ int main(int argc, char **argv)
     code = choose_url(&cli);
     if (code == 0 && needs_loop(&a))
         code = cr__cli_signals_start(&cli);
-    if (code == 0 && a.command != CR__CLI_INSPECT)
+    if (code == 0)
         code = connect_client(&cli);
     if (code == 0) {
         cli.tid = cr_thread_id();

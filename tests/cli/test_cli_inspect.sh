@@ -24,6 +24,11 @@ now_ms() {
     echo $(($(date +%s%N) / 1000000))
 }
 
+# Succeeds when no connection's name starts with $1.
+no_connection_named() {
+    ! rcli client list | grep -q "name=$1"
+}
+
 # Succeeds when $2 clients listen on channel $1.
 listeners_are() {
     [ "$(rcli pubsub numsub "$1" | tail -n 1)" = "$2" ]
@@ -48,10 +53,43 @@ test_inspect_lock_held_by_credisson() {
     expect_contains "$text" "holder:     $(cat owner) (hold count 1)" "text"
     expect_contains "$json" '"type":"lock","redis_type":"hash"' "json"
     expect_contains "$json" '"locked":true' "json"
-    expect_contains "$json" "{\"owner\":\"$(cat owner)\",\"count\":1}" "json"
+    expect_contains "$json" "{\"owner\":\"$(cat owner)\",\"count\":1," "json"
     kill -TERM "$pid"
     wait "$pid"
     return 0
+}
+
+test_inspect_names_the_holders_host_pid_and_address() {
+    cli_exec lock named -- sh -c 'echo "$CREDISSON_LOCK_OWNER" >owner;
+        exec sleep 30' &
+    local pid=$!
+    wait_until 5000 test -s owner || fail "holder never ran"
+    inspect_both named
+    expect_contains "$text" "client: host $(hostname | cut -c1-64), pid $pid, 127.0.0.1:" \
+        "text"
+    expect_contains "$json" "\"client\":{\"state\":\"connected\",\"host\":" "json"
+    expect_contains "$json" "\"pid\":$pid,\"address\":\"127.0.0.1:" "json"
+    # One CLIENT LIST per inspect, whatever the number of owners.
+    rcli config resetstat >/dev/null
+    run_cli inspect named
+    expect_eq "$(rcli info commandstats | grep -c 'cmdstat_client|list')" 1 \
+        "CLIENT LIST calls"
+    expect_contains "$(rcli info commandstats | grep 'cmdstat_client|list')" \
+        "calls=1," "CLIENT LIST calls"
+    # Killed: its client is gone, the hold stays until its lease ends.
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null
+    wait_until 5000 no_connection_named "credisson/" ||
+        fail "the killed holder's connections stayed"
+    inspect_both named
+    expect_contains "$text" "client: not connected" "text"
+    expect_contains "$json" '"client":{"state":"not connected"}' "json"
+    # A user without CLIENT LIST cannot tell.
+    rcli acl setuser looker on '>look-pw' '~*' '&*' +@all -client >/dev/null
+    run_cli --url "redis://looker:look-pw@127.0.0.1:$PORT" inspect named --json
+    expect_eq "$rc" 0 "inspect as looker"
+    expect_contains "$out" '"client":{"state":"unknown"}' "json as looker"
+    rcli acl deluser looker >/dev/null
 }
 
 test_inspect_java_reentrant_lock() {
@@ -78,7 +116,7 @@ test_inspect_fair_lock_queue_with_deadlines() {
     expect_contains "$json" '"queue_length":2' "json"
     expect_contains "$json" "{\"owner\":\"b:2\",\"deadline_ms\":$((now + 120000))" \
         "json"
-    expect_contains "$json" '{"owner":"c:3","deadline_ms":null}' "json"
+    expect_contains "$json" '{"owner":"c:3","deadline_ms":null,' "json"
 }
 
 test_inspect_fair_queue_of_name_with_hash_tag() {
@@ -102,13 +140,13 @@ test_inspect_read_write_lock() {
         "text"
     expect_contains "$json" '"type":"rwlock"' "json"
     expect_contains "$json" '"mode":"read"' "json"
-    expect_contains "$json" '{"owner":"s:2","count":1,"mode":"read","ttl_ms":null}' \
+    expect_contains "$json" '{"owner":"s:2","count":1,"mode":"read","ttl_ms":null,' \
         "json"
     rcli del rw >/dev/null
     rcli hset rw mode write "w:9:write" 2 >/dev/null
     inspect_both rw
     expect_contains "$text" "writer:     w:9:write (hold count 2)" "text"
-    expect_contains "$json" '{"owner":"w:9:write","count":2,"mode":"write"}' \
+    expect_contains "$json" '{"owner":"w:9:write","count":2,"mode":"write",' \
         "json"
 }
 
@@ -224,6 +262,7 @@ test_inspect_json_escapes_odd_owners() {
 redis_up
 run_test test_inspect_absent_name
 run_test test_inspect_lock_held_by_credisson
+run_test test_inspect_names_the_holders_host_pid_and_address
 run_test test_inspect_java_reentrant_lock
 run_test test_inspect_fair_lock_queue_with_deadlines
 run_test test_inspect_fair_queue_of_name_with_hash_tag

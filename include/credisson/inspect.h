@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Introspection: what an object under a name is and what it holds, for
+ * objects of credisson's and of Java Redisson's alike. One call answers
+ * Redisson's isLocked, getHoldCount, remainTimeToLive, getQueueLength,
+ * availablePermits and getCount together, read in one atomic step (a
+ * script that writes nothing), so the answer is a snapshot; and, with one
+ * CLIENT LIST, who each owner is: the host and process of a credisson
+ * client (every connection names itself "credisson/<client id>/<host>/
+ * <pid>" unless client_name says otherwise), whether it is connected at
+ * all. `credisson inspect` prints exactly this.
+ *
+ * Thread safety: as every call on a client.
+ */
+#ifndef CREDISSON_INSPECT_H
+#define CREDISSON_INSPECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <credisson/client.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a name holds. A semaphore and a latch are both a plain integer:
+ * when nothing else tells them apart (an expirable semaphore's issued
+ * permits, who listens on which channel) the kind is
+ * CR_OBJECT_SEMAPHORE_OR_LATCH. New kinds are only added at the end. */
+typedef enum cr_object_kind {
+    CR_OBJECT_NONE = 0,           /* nothing under this name */
+    CR_OBJECT_LOCK,               /* RLock, fenced, spin, non-reentrant */
+    CR_OBJECT_FAIR_LOCK,          /* a lock with a wait queue */
+    CR_OBJECT_RWLOCK,             /* a read/write lock */
+    CR_OBJECT_SEMAPHORE,
+    CR_OBJECT_PERMIT_SEMAPHORE,   /* RPermitExpirableSemaphore */
+    CR_OBJECT_LATCH,
+    CR_OBJECT_SEMAPHORE_OR_LATCH, /* a bare integer: cannot tell */
+    CR_OBJECT_OTHER               /* a key no credisson object uses */
+} cr_object_kind;
+
+/* Whether the client an owner belongs to is connected to the server. */
+typedef enum cr_presence {
+    CR_PRESENCE_UNKNOWN = 0, /* the client list cannot be read (CLIENT LIST
+                              * is in @admin), or the owner's client names
+                              * no connection and unnamed ones are there (a
+                              * Java client without clientName) */
+    CR_PRESENCE_CONNECTED,   /* host, pid and addr below are set */
+    CR_PRESENCE_GONE         /* no connection of its client: a dead process */
+} cr_presence;
+
+/* An owner name "<client id>:<thread id>[:write]" and who it is. */
+typedef struct cr_owner_info {
+    const char *owner;   /* not NUL-safe: owner_len bytes (then a NUL) */
+    size_t owner_len;
+    cr_presence presence;
+    const char *host;    /* CONNECTED: from the client's name, else NULL */
+    long pid;            /* CONNECTED: its process id, else 0 */
+    const char *addr;    /* CONNECTED: "ip:port" of one of its connections */
+} cr_owner_info;
+
+typedef struct cr_holder_info {
+    cr_owner_info who;
+    int64_t count;   /* hold count */
+    bool writer;     /* read/write lock: the write side */
+    int64_t ttl_ms;  /* readers: the longest lease left of their holds (-2:
+                      * their keys are gone); others: the lock's */
+} cr_holder_info;
+
+typedef struct cr_waiter_info {
+    cr_owner_info who;
+    bool has_deadline;
+    int64_t deadline_ms; /* epoch ms the waiter's turn lapses */
+} cr_waiter_info;
+
+typedef struct cr_permit_info {
+    char id[65];         /* hex */
+    bool never;          /* no expiry */
+    int64_t expires_ms;  /* epoch ms */
+} cr_permit_info;
+
+/* The snapshot. Lists hold at most CR_INSPECT_MAX_LISTED entries; the
+ * counts beside them are the whole. */
+#define CR_INSPECT_MAX_LISTED 100
+
+typedef struct cr_object_info {
+    cr_object_kind kind;
+    char redis_type[16];     /* Redis TYPE of the name's key */
+    const char *key;         /* the key: the name after the name prefix */
+    int64_t ttl_ms;          /* its PTTL: -2 absent, -1 no expiry */
+    int64_t now_ms;          /* the server's clock (epoch ms) when read */
+    const char *mode;        /* read/write lock: "read", "write"; else NULL */
+    size_t nholders;
+    cr_holder_info *holders;
+    int64_t queue_length;    /* fair lock waiters; -1: deadlines, no queue */
+    size_t nqueue;
+    cr_waiter_info *queue;
+    bool has_token;
+    int64_t token;           /* fenced lock: the last token given */
+    bool has_value;
+    int64_t value;           /* semaphore: available permits; latch: count */
+    int64_t issued_count;    /* expirable semaphore: permits out */
+    size_t npermits;
+    cr_permit_info *permits;
+    bool presence_read;      /* the client list could be read */
+} cr_object_info;
+
+/* cr_object_inspect: read what `name` (after the client's name prefix)
+ * holds. Ownership: *out needs cr_object_info_free().
+ * Returns CR_OK, CR_EINVAL (NULL or empty name), CR_ENOMEM, CR_EIO,
+ * CR_ESERVER, CR_ENOPERM (the user may not run the script: EVAL/EVALSHA
+ * on the name's keys), CR_ECLOSED, CR_EFORKED. */
+CR_EXPORT cr_status cr_object_inspect(cr_client *client, const char *name,
+                                      cr_object_info **out);
+
+/* cr_object_info_free: free a snapshot. NULL does nothing. */
+CR_EXPORT void cr_object_info_free(cr_object_info *info);
+
+/* cr_object_kind_name: "none", "lock", "fair-lock", "rwlock", "semaphore",
+ * "expirable-semaphore", "latch", "semaphore-or-latch", "other". */
+CR_EXPORT const char *cr_object_kind_name(cr_object_kind kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,81 @@
+-- What an object holds, read in one step so the answer is a snapshot;
+-- writes nothing (credisson's own; Java has no counterpart). Reads every
+-- layout a name may have: a lock hash (RLock, fenced, spin, non-reentrant,
+-- read/write), a fair lock's queue and deadlines, a fenced lock's token,
+-- a semaphore's or latch's count, an expirable semaphore's issued permits.
+-- KEYS[1] = N
+-- KEYS[2] = fair lock queue prefixName(redisson_lock_queue, N)
+-- KEYS[3] = fair lock deadlines prefixName(redisson_lock_timeout, N)
+-- KEYS[4] = fencing token prefixName(redisson_lock_token, N)
+-- KEYS[5] = issued permits suffixName(N, timeout)
+-- ARGV[1] = the most queue entries and permits listed
+-- ARGV[2] = the most hold keys looked at per reader
+-- ARGV[3] = the readers' hold key prefix ({N}, or N when it has a '{')
+-- ARGV[4] = the most hash fields read (a bigger hash is not a lock)
+-- Returns { type, pttl, server time ms, hash, readers, queue length,
+-- queue, token, value, issued count, permits }: hash is the flat HGETALL
+-- (or "big", or 0 when N is no hash); readers is { owner, longest PTTL of
+-- its hold keys (-2: none left) }...; queue is { owner, deadline score or
+-- "" }...; token and value are the strings or 0; permits is ZRANGE
+-- WITHSCORES. A key of another type than expected reads as absent.
+local function try(...)
+    local ok, v = pcall(redis.call, ...)
+    if ok then
+        return v
+    end
+    return false
+end
+local limit = tonumber(ARGV[1])
+local t = redis.call('type', KEYS[1])['ok']
+local clock = redis.call('time')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local hash = 0
+local readers = {}
+if t == 'hash' then
+    if redis.call('hlen', KEYS[1]) > tonumber(ARGV[4]) then
+        hash = 'big'
+    else
+        hash = redis.call('hgetall', KEYS[1])
+        if redis.call('hget', KEYS[1], 'mode') then
+            for i = 1, #hash, 2 do
+                local owner, count = hash[i], tonumber(hash[i + 1])
+                if owner ~= 'mode' and count ~= nil
+                        and string.sub(owner, -6) ~= ':write' then
+                    local best = -2
+                    for k = 1, math.min(count, tonumber(ARGV[2])) do
+                        local ttl = redis.call('pttl', ARGV[3] .. ':' .. owner
+                                               .. ':rwlock_timeout:' .. k)
+                        if ttl > best then
+                            best = ttl
+                        end
+                    end
+                    table.insert(readers, owner)
+                    table.insert(readers, best)
+                end
+            end
+        end
+    end
+end
+local qlen = try('llen', KEYS[2]) or 0
+local queue = {}
+if qlen > 0 or redis.call('exists', KEYS[3]) == 1 then
+    if qlen == 0 then
+        qlen = -1 -- deadlines without a queue: a fair lock all the same
+    end
+    for _, owner in ipairs(try('lrange', KEYS[2], 0, limit - 1) or {}) do
+        table.insert(queue, owner)
+        table.insert(queue, try('zscore', KEYS[3], owner) or '')
+    end
+end
+local token = try('get', KEYS[4]) or 0
+local value = 0
+if t == 'string' then
+    value = redis.call('get', KEYS[1])
+end
+local plen = try('zcard', KEYS[5]) or 0
+local permits = {}
+if plen > 0 then
+    permits = redis.call('zrange', KEYS[5], 0, limit - 1, 'withscores')
+end
+return {t, redis.call('pttl', KEYS[1]), now, hash, readers, qlen, queue,
+        token, value, plen, permits}

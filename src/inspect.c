@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Introspection (include/credisson/inspect.h): object_inspect.lua reads
+ * every layout a name may have in one step; PUBSUB NUMSUB (and SHARDNUMSUB
+ * in a cluster) on the semaphore's and the latch's channels tells a plain
+ * semaphore from a latch when nothing else does; one CLIENT LIST tells
+ * which owners' clients are connected, and where.
+ *
+ * Everything a snapshot points at lives in one arena of allocations freed
+ * with it: the caller frees one pointer.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "credisson/inspect.h"
+#include "object.h"
+
+/* The most hold keys looked at per reader, and hash fields read. */
+#define MAX_READER_HOLDS 64
+#define MAX_HASH_FIELDS 10000
+/* Redisson's "never expires" score of an expirable permit. */
+#define PERMIT_NEVER 922337203685477LL
+
+/* A snapshot and the strings it owns. */
+typedef struct arena {
+    cr_object_info info;
+    char **strings;
+    size_t nstrings, capstrings;
+} arena;
+
+/* A copy of n bytes of s kept by the arena; NULL when out of memory. */
+static char *
+keep(arena *a, const char *s, size_t n)
+{
+    char *copy;
+
+    if (a->nstrings == a->capstrings) {
+        size_t cap = a->capstrings ? a->capstrings * 2 : 32;
+        char **grown = realloc(a->strings, cap * sizeof(*grown));
+
+        if (grown == NULL)
+            return NULL;
+        a->strings = grown;
+        a->capstrings = cap;
+    }
+    if ((copy = malloc(n + 1)) == NULL)
+        return NULL;
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    a->strings[a->nstrings++] = copy;
+    return copy;
+}
+
+void
+cr_object_info_free(cr_object_info *info)
+{
+    arena *a = (arena *)info; /* info is the arena's first member */
+    size_t i;
+
+    if (info == NULL)
+        return;
+    for (i = 0; i < a->nstrings; i++)
+        free(a->strings[i]);
+    free(a->strings);
+    free(info->holders);
+    free(info->queue);
+    free(info->permits);
+    free(a);
+}
+
+const char *
+cr_object_kind_name(cr_object_kind kind)
+{
+    switch (kind) {
+    case CR_OBJECT_NONE: return "none";
+    case CR_OBJECT_LOCK: return "lock";
+    case CR_OBJECT_FAIR_LOCK: return "fair-lock";
+    case CR_OBJECT_RWLOCK: return "rwlock";
+    case CR_OBJECT_SEMAPHORE: return "semaphore";
+    case CR_OBJECT_PERMIT_SEMAPHORE: return "expirable-semaphore";
+    case CR_OBJECT_LATCH: return "latch";
+    case CR_OBJECT_SEMAPHORE_OR_LATCH: return "semaphore-or-latch";
+    case CR_OBJECT_OTHER: return "other";
+    }
+    return "unknown";
+}
+
+/* ------------------------------------------------------------- reading */
+
+/* The reply's string as an integer (a score may have a fraction: its
+ * whole part). */
+static bool
+reply_num(const cr__reply *r, int64_t *out)
+{
+    char buf[64], *end;
+    double d;
+
+    if (cr__reply_int(r, out))
+        return true;
+    if (r->type != CR__REPLY_STRING || r->len == 0 || r->len >= sizeof(buf))
+        return false;
+    memcpy(buf, r->str, r->len);
+    buf[r->len] = '\0';
+    d = strtod(buf, &end);
+    if (*end != '\0' || d != d || d > 9.2e18 || d < -9.2e18)
+        return false;
+    *out = (int64_t)d;
+    return true;
+}
+
+/* Whether the element is a string (an array element the script gave). */
+static bool
+is_str(const cr__reply *r)
+{
+    return r->type == CR__REPLY_STRING || r->type == CR__REPLY_STATUS;
+}
+
+/* Fills the holders and the mode from the script's hash and readers. */
+static bool
+read_holders(arena *a, const cr__reply *hash, const cr__reply *readers)
+{
+    cr_object_info *in = &a->info;
+    size_t i, k;
+
+    if (hash->type != CR__REPLY_ARRAY)
+        return true;
+    in->holders = calloc(hash->elements / 2 + 1, sizeof(*in->holders));
+    if (in->holders == NULL)
+        return false;
+    for (i = 0; i + 1 < hash->elements; i += 2) {
+        const cr__reply *f = hash->element[i], *v = hash->element[i + 1];
+        cr_holder_info *h = &in->holders[in->nholders];
+
+        if (!is_str(f) || !is_str(v))
+            continue;
+        if (f->len == 4 && memcmp(f->str, "mode", 4) == 0) {
+            in->mode = strcmp(v->str, "read") == 0 ? "read"
+                       : strcmp(v->str, "write") == 0 ? "write" : "unknown";
+            continue;
+        }
+        if (!cr__reply_int(v, &h->count)) {
+            in->kind = CR_OBJECT_OTHER; /* a hash whose values are no counts */
+            continue;
+        }
+        if ((h->who.owner = keep(a, f->str, f->len)) == NULL)
+            return false;
+        h->who.owner_len = f->len;
+        h->writer = f->len > 6 && memcmp(f->str + f->len - 6, ":write", 6) == 0;
+        h->ttl_ms = -2;
+        for (k = 0; readers->type == CR__REPLY_ARRAY &&
+                    k + 1 < readers->elements; k += 2)
+            if (readers->element[k]->len == f->len &&
+                memcmp(readers->element[k]->str, f->str, f->len) == 0)
+                cr__reply_int(readers->element[k + 1], &h->ttl_ms);
+        in->nholders++;
+    }
+    for (i = 0; in->mode == NULL && i < in->nholders; i++)
+        in->holders[i].ttl_ms = in->ttl_ms;
+    return true;
+}
+
+/* Fills the fair lock's queue. */
+static bool
+read_queue(arena *a, const cr__reply *q)
+{
+    cr_object_info *in = &a->info;
+    size_t i;
+
+    if (q->type != CR__REPLY_ARRAY || q->elements == 0)
+        return true;
+    in->queue = calloc(q->elements / 2 + 1, sizeof(*in->queue));
+    if (in->queue == NULL)
+        return false;
+    for (i = 0; i + 1 < q->elements; i += 2) {
+        cr_waiter_info *w = &in->queue[in->nqueue];
+
+        if (!is_str(q->element[i]))
+            continue;
+        if ((w->who.owner = keep(a, q->element[i]->str,
+                                 q->element[i]->len)) == NULL)
+            return false;
+        w->who.owner_len = q->element[i]->len;
+        w->has_deadline = reply_num(q->element[i + 1], &w->deadline_ms);
+        in->nqueue++;
+    }
+    return true;
+}
+
+/* Fills the issued permits (ids are raw bytes, shown as hex). */
+static bool
+read_permits(arena *a, const cr__reply *p)
+{
+    cr_object_info *in = &a->info;
+    size_t i;
+
+    if (p->type != CR__REPLY_ARRAY || p->elements == 0)
+        return true;
+    in->permits = calloc(p->elements / 2 + 1, sizeof(*in->permits));
+    if (in->permits == NULL)
+        return false;
+    for (i = 0; i + 1 < p->elements; i += 2) {
+        cr_permit_info *e = &in->permits[in->npermits];
+        const cr__reply *m = p->element[i];
+
+        if (!is_str(m) || !reply_num(p->element[i + 1], &e->expires_ms))
+            continue;
+        cr__hex((const unsigned char *)m->str, m->len < 32 ? m->len : 32,
+                e->id);
+        e->never = e->expires_ms >= PERMIT_NEVER;
+        in->npermits++;
+    }
+    return true;
+}
+
+/* Counts the subscribers of the semaphore's and the latch's channels
+ * (the only trace that tells a plain semaphore from a latch); false when
+ * they cannot be counted. */
+static bool
+listeners(cr_client *c, const char *raw, int64_t *sem, int64_t *latch)
+{
+    static const char *const kinds[2] = {"NUMSUB", "SHARDNUMSUB"};
+    char *sc = cr__prefix_name("redisson_sc", raw);
+    char *lc = cr__strdup_printf("redisson_countdownlatch__channel__{%s}", raw);
+    bool ok = sc != NULL && lc != NULL;
+    int k;
+
+    *sem = *latch = 0;
+    for (k = 0; ok && k < (c->url.is_cluster ? 2 : 1); k++) {
+        const char *argv[4] = {"PUBSUB", kinds[k], sc, lc};
+        cr__reply *r = NULL;
+        int64_t a = 0, b = 0;
+
+        ok = cr__command(c, CR__CMD_RETRY, 4, argv, NULL, &r) == CR_OK &&
+             r->type == CR__REPLY_ARRAY && r->elements == 4 &&
+             cr__reply_int(r->element[1], &a) &&
+             cr__reply_int(r->element[3], &b);
+        *sem += a;
+        *latch += b;
+        cr__reply_free(r);
+    }
+    free(sc);
+    free(lc);
+    return ok;
+}
+
+/* Decides the kind from what was read (what read_holders marked OTHER
+ * stays so). */
+static void
+classify(cr_object_info *in, const char *type, bool has_queue, int64_t sem,
+         int64_t latch)
+{
+    if (in->kind == CR_OBJECT_OTHER)
+        return;
+    if (strcmp(type, "hash") == 0)
+        in->kind = in->mode != NULL ? CR_OBJECT_RWLOCK
+                   : has_queue ? CR_OBJECT_FAIR_LOCK : CR_OBJECT_LOCK;
+    else if (strcmp(type, "string") == 0)
+        in->kind = !in->has_value ? CR_OBJECT_OTHER
+                   : in->issued_count > 0 ? CR_OBJECT_PERMIT_SEMAPHORE
+                   : latch > 0 && sem == 0 ? CR_OBJECT_LATCH
+                   : sem > 0 && latch == 0 ? CR_OBJECT_SEMAPHORE
+                   : CR_OBJECT_SEMAPHORE_OR_LATCH;
+    else if (strcmp(type, "none") == 0)
+        in->kind = has_queue ? CR_OBJECT_FAIR_LOCK
+                   : in->has_token ? CR_OBJECT_LOCK
+                   : in->issued_count > 0 ? CR_OBJECT_PERMIT_SEMAPHORE
+                   : CR_OBJECT_NONE;
+    else
+        in->kind = CR_OBJECT_OTHER;
+}
+
+/* Runs object_inspect.lua for `raw` and fills the snapshot from it. */
+static cr_status
+read_object(cr_client *c, arena *a, const char *raw)
+{
+    cr_object_info *in = &a->info;
+    char *keys[5], *kp, limit[24], holds[24], fields[24];
+    const char *args[9];
+    cr__reply *r = NULL, **e;
+    int64_t sem = 0, latch = 0;
+    bool has_queue;
+    cr_status rc = CR_ENOMEM;
+    int i;
+
+    keys[0] = strdup(raw);
+    keys[1] = cr__prefix_name("redisson_lock_queue", raw);
+    keys[2] = cr__prefix_name("redisson_lock_timeout", raw);
+    keys[3] = cr__prefix_name("redisson_lock_token", raw);
+    keys[4] = cr__suffix_name(raw, "timeout");
+    kp = strchr(raw, '{') != NULL ? strdup(raw) : cr__strdup_printf("{%s}", raw);
+    for (i = 0; i < 5; i++)
+        if (keys[i] == NULL)
+            goto out;
+    if (kp == NULL)
+        goto out;
+    cr__fmt_i64(limit, CR_INSPECT_MAX_LISTED);
+    cr__fmt_i64(holds, MAX_READER_HOLDS);
+    cr__fmt_i64(fields, MAX_HASH_FIELDS);
+    for (i = 0; i < 5; i++)
+        args[i] = keys[i];
+    args[5] = limit;
+    args[6] = holds;
+    args[7] = kp;
+    args[8] = fields;
+    rc = cr__script_run(c, CR__SCRIPT_OBJECT_INSPECT, CR__CMD_RETRY, 5, 4, args,
+                        NULL, &r);
+    if (rc != CR_OK)
+        goto out;
+    rc = CR_ESCRIPT;
+    if (r->type != CR__REPLY_ARRAY || r->elements != 11 ||
+        !is_str(r->element[0]))
+        goto out;
+    e = r->element;
+    snprintf(in->redis_type, sizeof(in->redis_type), "%s", e[0]->str);
+    if (!cr__reply_int(e[1], &in->ttl_ms) || !cr__reply_int(e[2], &in->now_ms) ||
+        !cr__reply_int(e[5], &in->queue_length) ||
+        !cr__reply_int(e[9], &in->issued_count))
+        goto out;
+    if (is_str(e[3]) && strcmp(e[3]->str, "big") == 0)
+        in->kind = CR_OBJECT_OTHER;
+    in->has_token = is_str(e[7]) && cr__reply_int(e[7], &in->token);
+    in->has_value = is_str(e[8]) && cr__reply_int(e[8], &in->value);
+    rc = CR_ENOMEM;
+    if (!read_holders(a, e[3], e[4]) || !read_queue(a, e[6]) ||
+        !read_permits(a, e[10]))
+        goto out;
+    has_queue = in->queue_length != 0;
+    if (strcmp(in->redis_type, "string") == 0 && in->has_value &&
+        in->issued_count == 0 && !listeners(c, raw, &sem, &latch))
+        sem = latch = 0; /* cannot tell: ambiguous */
+    classify(in, in->redis_type, has_queue, sem, latch);
+    rc = CR_OK;
+out:
+    cr__reply_free(r);
+    for (i = 0; i < 5; i++)
+        free(keys[i]);
+    free(kp);
+    if (rc == CR_ESCRIPT)
+        rc = cr__fail(CR_ESCRIPT, "object_inspect.lua answered out of shape");
+    return rc;
+}
+
+/* ------------------------------------------------------------ presence */
+
+/* One connection of CLIENT LIST: its name and address (into the line). */
+typedef struct conn_entry {
+    const char *name;
+    size_t name_len;
+    const char *addr;
+    size_t addr_len;
+} conn_entry;
+
+/* Finds field `key` ("name=") in the CLIENT LIST line [p, end); its value
+ * runs to the next space. */
+static bool
+field(const char *p, const char *end, const char *key, const char **v,
+      size_t *len)
+{
+    size_t k = strlen(key);
+
+    while (p < end) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *stop = sp != NULL ? sp : end;
+
+        if ((size_t)(stop - p) >= k && memcmp(p, key, k) == 0) {
+            *v = p + k;
+            *len = (size_t)(stop - p) - k;
+            return true;
+        }
+        p = stop + 1;
+    }
+    return false;
+}
+
+/* Sets the presence of `who` from the client list `list`: connected when
+ * a connection is named "credisson/<its client id>/<host>/<pid>". */
+static bool
+place(arena *a, cr_owner_info *who, const char *list, size_t len,
+      bool unnamed)
+{
+    const char *p = list, *end = list + len;
+    const char *colon = memchr(who->owner, ':', who->owner_len);
+    size_t idlen = colon != NULL ? (size_t)(colon - who->owner) : 0;
+
+    who->presence = unnamed ? CR_PRESENCE_UNKNOWN : CR_PRESENCE_GONE;
+    while (idlen > 0 && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl != NULL ? nl : end, *name, *addr, *rest, *slash;
+        size_t nlen, alen;
+
+        if (field(p, stop, "name=", &name, &nlen) && nlen > 10 + idlen + 1 &&
+            memcmp(name, "credisson/", 10) == 0 &&
+            memcmp(name + 10, who->owner, idlen) == 0 &&
+            name[10 + idlen] == '/') {
+            rest = name + 11 + idlen;
+            slash = memchr(rest, '/', nlen - 11 - idlen);
+            who->presence = CR_PRESENCE_CONNECTED;
+            if (slash != NULL) {
+                if ((who->host = keep(a, rest, (size_t)(slash - rest))) == NULL)
+                    return false;
+                who->pid = strtol(slash + 1, NULL, 10);
+            }
+            if (field(p, stop, "addr=", &addr, &alen) &&
+                (who->addr = keep(a, addr, alen)) == NULL)
+                return false;
+            return true;
+        }
+        p = stop + 1;
+    }
+    return true;
+}
+
+/* Reads CLIENT LIST once and places every owner of the snapshot. A list
+ * that cannot be read (refused to a least-privileged user) leaves them
+ * all unknown. */
+static bool
+read_presence(cr_client *c, arena *a)
+{
+    const char *argv[2] = {"CLIENT", "LIST"};
+    cr_object_info *in = &a->info;
+    cr__reply *r = NULL;
+    const char *p, *end;
+    bool unnamed = false, ok = true;
+    size_t i;
+
+    if (in->nholders + in->nqueue == 0)
+        return true;
+    if (cr__command(c, CR__CMD_RETRY, 2, argv, NULL, &r) != CR_OK ||
+        r->type != CR__REPLY_STRING) {
+        cr__reply_free(r);
+        cr__clear_error();
+        return true;
+    }
+    in->presence_read = true;
+    /* Unnamed connections (a Java client without clientName) may be any
+     * owner's: an owner not found is then unknown, not gone. */
+    for (p = r->str, end = r->str + r->len; p < end && !unnamed;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl != NULL ? nl : end, *name;
+        size_t nlen;
+
+        unnamed = field(p, stop, "name=", &name, &nlen) && nlen == 0;
+        p = stop + 1;
+    }
+    for (i = 0; ok && i < in->nholders; i++)
+        ok = place(a, &in->holders[i].who, r->str, r->len, unnamed);
+    for (i = 0; ok && i < in->nqueue; i++)
+        ok = place(a, &in->queue[i].who, r->str, r->len, unnamed);
+    cr__reply_free(r);
+    return ok;
+}
+
+cr_status
+cr_object_inspect(cr_client *c, const char *name, cr_object_info **out)
+{
+    arena *a;
+    char *raw = NULL;
+    cr_status rc;
+
+    cr__clear_error();
+    if (out == NULL)
+        return cr__fail(CR_EINVAL, "out is NULL");
+    if ((rc = cr__check_name(name)) != CR_OK)
+        return rc;
+    if ((rc = cr__client_enter(c)) != CR_OK)
+        return rc;
+    a = calloc(1, sizeof(*a));
+    if (a == NULL || (raw = cr__raw_name(c, name)) == NULL ||
+        (a->info.key = keep(a, raw, strlen(raw))) == NULL) {
+        rc = CR_ENOMEM;
+    } else if ((rc = cr__check_slots(c, raw, NULL)) == CR_OK &&
+               (rc = read_object(c, a, raw)) == CR_OK &&
+               !read_presence(c, a)) {
+        rc = CR_ENOMEM;
+    }
+    free(raw);
+    cr__client_leave(c);
+    if (rc != CR_OK) {
+        cr_object_info_free(a != NULL ? &a->info : NULL);
+        return rc;
+    }
+    *out = &a->info;
+    return CR_OK;
+}
