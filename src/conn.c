@@ -50,6 +50,7 @@ struct cr__conn {
     cr__buf in, out;
     size_t need;     /* bytes in `in` before parsing again is worth it */
     bool replied;    /* a valid reply has come: RESP is spoken */
+    cr_status failed; /* the status of the last failed read or write */
     int abort_fd;
     char peer[300];
 };
@@ -295,12 +296,13 @@ read_some(cr__conn *c)
     ssize_t n;
 
     if (!cr__buf_reserve(&c->in, 16384)) {
-        cr__fail(CR_ENOMEM, "out of memory reading from %s", c->peer);
+        c->failed = cr__fail(CR_ENOMEM, "out of memory reading from %s",
+                             c->peer);
         return -2;
     }
     if (c->tls != NULL) {
         n = cr__tls_read(c->tls, c->in.data + c->in.len,
-                         c->in.cap - c->in.len, &c->want);
+                         c->in.cap - c->in.len, &c->want, &c->failed);
     } else {
         do
             n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
@@ -308,8 +310,14 @@ read_some(cr__conn *c)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             c->want = CR__WANT_READ;
             n = -1;
+        } else if (n < 0 && errno == ECONNRESET && !c->replied) {
+            c->failed = cr__fail(CR_EIO, "%s reset the connection before "
+                                 "answering (a port that expects TLS: "
+                                 "rediss://?)", c->peer);
+            n = -2;
         } else if (n < 0) {
-            cr__fail(CR_EIO, "reading from %s: %s", c->peer, strerror(errno));
+            c->failed = cr__fail(CR_EIO, "reading from %s: %s", c->peer,
+                                 strerror(errno));
             n = -2;
         }
     }
@@ -328,7 +336,7 @@ write_some(cr__conn *c)
     ssize_t n;
 
     if (c->tls != NULL)
-        return cr__tls_write(c->tls, p, len, &c->want);
+        return cr__tls_write(c->tls, p, len, &c->want, &c->failed);
     do
         n = send(c->fd, p, len, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
@@ -337,7 +345,8 @@ write_some(cr__conn *c)
         return -1;
     }
     if (n < 0) {
-        cr__fail(CR_EIO, "writing to %s: %s", c->peer, strerror(errno));
+        c->failed = cr__fail(CR_EIO, "writing to %s: %s", c->peer,
+                             strerror(errno));
         return -2;
     }
     return n;
@@ -361,8 +370,19 @@ cr__conn_flush(cr__conn *c, int64_t deadline)
             c->out.off += (size_t)n;
             continue;
         }
+        if (n == -2 && c->tls != NULL && c->failed == CR_EIO) {
+            cr_status wrote = c->failed;
+            char why[512];
+
+            /* A TLS server that refused us (no client certificate) sent
+             * an alert before closing: that is the cause to report. */
+            snprintf(why, sizeof(why), "%s", cr_last_error());
+            if (read_some(c) == -2 && c->failed == CR_ETLS)
+                return c->failed;
+            c->failed = cr__fail(wrote, "%s", why);
+        }
         if (n == -2)
-            return CR_EIO;
+            return c->failed;
         if ((w = cr__wait_fd(c->fd, want_events(c), c->abort_fd, deadline)) <= 0)
             return wait_failed(c, w, "writing");
     }
@@ -455,7 +475,7 @@ cr__conn_recv(cr__conn *c, int64_t deadline, cr__reply **out)
         if (n == 0)
             return eof_failed(c);
         if (n == -2)
-            return CR_EIO;
+            return c->failed;
         if ((w = cr__wait_fd(c->fd, want_events(c), c->abort_fd, deadline)) <= 0)
             return wait_failed(c, w, "waiting for a reply");
     }
@@ -474,7 +494,7 @@ cr__conn_poll_reply(cr__conn *c, cr__reply **out)
         if (n == 0)
             return eof_failed(c);
         if (n == -2)
-            return CR_EIO;
+            return c->failed;
         if (n == -1)
             return CR_OK;
     }

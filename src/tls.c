@@ -276,9 +276,9 @@ cr__tls_handshake(cr__tls_session *s, int *want, cr_status *rc)
 }
 
 ssize_t
-cr__tls_read(cr__tls_session *s, void *buf, size_t n, int *want)
+cr__tls_read(cr__tls_session *s, void *buf, size_t n, int *want,
+             cr_status *rc)
 {
-    cr_status rc;
     int got, step;
 
     ERR_clear_error();
@@ -288,14 +288,14 @@ cr__tls_read(cr__tls_session *s, void *buf, size_t n, int *want)
         return got;
     if (SSL_get_error(s->ssl, got) == SSL_ERROR_ZERO_RETURN)
         return 0;
-    step = ssl_wait_or_fail(s, got, want, "read", &rc);
+    step = ssl_wait_or_fail(s, got, want, "read", rc);
     return step == 0 ? -1 : -2;
 }
 
 ssize_t
-cr__tls_write(cr__tls_session *s, const void *buf, size_t n, int *want)
+cr__tls_write(cr__tls_session *s, const void *buf, size_t n, int *want,
+              cr_status *rc)
 {
-    cr_status rc;
     int put, step;
 
     ERR_clear_error();
@@ -303,7 +303,7 @@ cr__tls_write(cr__tls_session *s, const void *buf, size_t n, int *want)
     put = SSL_write(s->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
     if (put > 0)
         return put;
-    step = ssl_wait_or_fail(s, put, want, "write", &rc);
+    step = ssl_wait_or_fail(s, put, want, "write", rc);
     return step == 0 ? -1 : -2;
 }
 

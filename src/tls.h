@@ -51,11 +51,13 @@ void cr__tls_session_free(cr__tls_session *s);
 int cr__tls_handshake(cr__tls_session *s, int *want, cr_status *rc);
 
 /* cr__tls_read / cr__tls_write: > 0 bytes moved, 0 at end of stream
- * (read only), -1 when it waits (*want), -2 on failure (reason in
- * cr_last_error()). */
-ssize_t cr__tls_read(cr__tls_session *s, void *buf, size_t n, int *want);
+ * (read only), -1 when it waits (*want), -2 on failure: *rc CR_ETLS (an
+ * alert: a certificate the server wanted, say) or CR_EIO, the reason in
+ * cr_last_error(). */
+ssize_t cr__tls_read(cr__tls_session *s, void *buf, size_t n, int *want,
+                     cr_status *rc);
 ssize_t cr__tls_write(cr__tls_session *s, const void *buf, size_t n,
-                      int *want);
+                      int *want, cr_status *rc);
 
 /* cr__tls_pending: bytes OpenSSL has decrypted and not yet handed out,
  * which poll() on the socket does not see. */
