@@ -137,6 +137,7 @@ typedef struct breaker {
     int64_t blocked_until; /* backoff after failures */
     unsigned failures;
     uint64_t attempts;
+    cr_status final;  /* the last failure, when no retry can mend it */
     char why[200];    /* the last failure, for refusals */
     char addr[];
 } breaker;
@@ -230,8 +231,12 @@ breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
     if (patience < 0 || (deadline >= 0 && deadline < patience))
         patience = deadline;
     if (patience >= 0 && at > patience) {
+        cr_status final = k->final;
+
         snprintf(why, sizeof(why), "%s", k->why);
         pthread_mutex_unlock(&b->mu);
+        if (final != CR_OK) /* what the server said stands: say it again */
+            return cr__fail(final, "%s", why);
         return cr__fail(CR_EIO, "%s: not tried again yet (%u failures in a "
                         "row, backing off%s%s)", addr, k->failures,
                         why[0] ? "; last: " : "", why);
@@ -252,17 +257,20 @@ breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
     return CR_OK;
 }
 
-/* Records the outcome of an attempt on `addr`: a success clears the
- * backoff; a failure (reason `why`) extends it. */
+/* Records the outcome `rc` of an attempt on `addr`: a success clears the
+ * backoff; a failure (reason `why`) extends it, and one no retry mends is
+ * kept, so that attempts refused while backing off fail with it too. */
 static void
-breaker_done(cr__breakers *b, const char *addr, bool ok, const char *why)
+breaker_done(cr__breakers *b, const char *addr, cr_status rc, const char *why)
 {
+    bool ok = rc == CR_OK;
     breaker *k;
 
     if (b == NULL)
         return;
     pthread_mutex_lock(&b->mu);
     if ((k = find_breaker(b, addr)) != NULL) {
+        k->final = cr__status_is_final(rc) ? rc : CR_OK;
         if (ok) {
             k->failures = 0;
             k->blocked_until = 0;
@@ -856,7 +864,7 @@ cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
     if (rc == CR_OK)
         rc = setup(c, cfg, peer, deadline);
     if (rc != CR_ECLOSED)
-        breaker_done(cfg->breakers, c->peer, rc == CR_OK, cr_last_error());
+        breaker_done(cfg->breakers, c->peer, rc, cr_last_error());
     if (rc != CR_OK) {
         cr__conn_free(c);
         return rc;
