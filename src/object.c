@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,10 +56,63 @@ cr__object_free(void *obj)
 
     if (o == NULL)
         return;
+    /* A give-back under way uses the handle: it ends within two command
+     * timeouts, or at once when the client is freed. */
+    while (atomic_load(&o->bg_pending) > 0)
+        cr__sleep_ms(1);
     o->magic = 0;
     free(o->name);
     free(o->raw);
     free(o);
+}
+
+/* What cr__object_background hands cr__background. */
+typedef struct object_job {
+    cr__object *o;
+    void (*run)(void *arg);
+    void (*done)(void *arg);
+    void *arg;
+} object_job;
+
+static void
+object_job_run(void *arg)
+{
+    object_job *j = arg;
+
+    j->run(j->arg);
+}
+
+static void
+object_job_done(void *arg, bool ran)
+{
+    object_job *j = arg;
+
+    (void)ran;
+    j->done(j->arg);
+    atomic_fetch_sub(&j->o->bg_pending, 1);
+    free(j);
+}
+
+void
+cr__object_background(void *obj, void (*run)(void *arg),
+                      void (*done)(void *arg), void *arg)
+{
+    cr__object *o = obj;
+    object_job *j = calloc(1, sizeof(*j));
+    char keep[512];
+
+    if (j == NULL) {
+        done(arg);
+        return;
+    }
+    snprintf(keep, sizeof(keep), "%s", cr_last_error());
+    j->o = o;
+    j->run = run;
+    j->done = done;
+    j->arg = arg;
+    atomic_fetch_add(&o->bg_pending, 1);
+    cr__background(o->client, object_job_run, object_job_done, j);
+    cr__fail(CR_OK, "%s", keep); /* the caller's detail stays */
 }
 
 cr_status

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdatomic.h>
+
 #include "client.h"
 #include "credisson/lock.h"
 #include "credisson/semaphore.h"
@@ -28,7 +30,14 @@ typedef struct cr__object {
     cr_client *client;
     char *name; /* as given by the user */
     char *raw;  /* N: the name after the client's name prefix */
+    atomic_int bg_pending; /* background give-backs not finished: freeing
+                            * the handle waits for them */
 } cr__object;
+
+/* cr__object_background: run run(arg) in the background for handle `obj`
+ * (cr__background), which its free waits for. */
+void cr__object_background(void *obj, void (*run)(void *arg),
+                           void (*done)(void *arg), void *arg);
 
 /* cr__object_new: allocate a zeroed handle of `size` bytes, whose first
  * member is a cr__object, for `name` on client `c`. Checks the name and

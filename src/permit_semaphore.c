@@ -280,13 +280,59 @@ attempt(void *arg, int64_t *hint)
         lens[i] = i == 8 ? ID_BYTES : strlen(args[i]);
     rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_TRY_ACQUIRE, 0,
                         3, 6, args, lens, &r);
-    if (rc == CR_EIO)
-        a->uncertain = true;
+    if (rc == CR_EIO && cr__transport_sent())
+        a->uncertain = true; /* it may have run: its reply was lost */
     if (rc != CR_OK)
         return rc;
     rc = acquire_reply(r, hint);
     cr__reply_free(r);
     return rc;
+}
+
+/* A permit whose grant may have come after its caller gave up. */
+typedef struct late_permit {
+    cr_permit_semaphore *sem;
+    unsigned char id[ID_BYTES];
+} late_permit;
+
+/* Background: if the permit was granted, give it back. */
+static void
+late_permit_run(void *arg)
+{
+    late_permit *p = arg;
+    attempt_ctx a;
+    char hex[CR_PERMIT_ID_LEN + 1];
+    bool granted = false;
+
+    memset(&a, 0, sizeof(a));
+    a.sem = p->sem;
+    memcpy(a.id, p->id, ID_BYTES);
+    if (resolve_lost_reply(&a, &granted) != CR_OK || !granted)
+        return;
+    cr__hex(p->id, ID_BYTES, hex);
+    cr__log(&p->sem->o.client->log, CR_LOG_INFO, "permit semaphore %s: a "
+            "permit granted after its caller gave up is given back",
+            p->sem->o.name);
+    cr_permit_semaphore_release(p->sem, hex);
+}
+
+static void
+late_permit_done(void *arg)
+{
+    free(arg);
+}
+
+/* Leaves the permit `id` to the background (see late_permit_run). */
+static void
+give_back_later(cr_permit_semaphore *s, const unsigned char *id)
+{
+    late_permit *p = calloc(1, sizeof(*p));
+
+    if (p == NULL)
+        return;
+    p->sem = s;
+    memcpy(p->id, id, ID_BYTES);
+    cr__object_background(s, late_permit_run, late_permit_done, p);
 }
 
 /* Acquisition shared by acquire and try_acquire. */
@@ -308,11 +354,17 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
     cr__turn_take(&s->turn_until_us, wait_ms);
     rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
                          &a);
-    if (rc == CR_EIO && a.uncertain) {
+    if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
+        int64_t patience = cr__call_patience_set(cr__now_ms());
         bool granted = false;
 
-        if (resolve_lost_reply(&a, &granted) == CR_OK && granted)
+        /* One look if a connection is at hand; else in the background,
+         * which gives a permit granted too late back. */
+        if (resolve_lost_reply(&a, &granted) != CR_OK)
+            give_back_later(s, a.id);
+        else if (granted)
             rc = CR_OK;
+        cr__call_patience_set(patience);
     }
     if (rc == CR_OK)
         cr__hex(a.id, ID_BYTES, id);

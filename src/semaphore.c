@@ -119,20 +119,54 @@ attempt(void *arg, int64_t *hint)
 }
 
 /* After a wait that ended in CR_EIO: did an attempt whose reply was lost
- * take the permits? Its latch says so. */
-static bool
-latch_left_behind(attempt_ctx *a)
+ * take the permits? Its latch says so: CR_OK with *taken, or the failure
+ * of the look. */
+static cr_status
+latch_left_behind(cr_semaphore *s, const char *latch, bool *taken)
 {
-    const char *argv[2] = {"EXISTS", a->latch};
+    const char *argv[2] = {"EXISTS", latch};
     cr__reply *r = NULL;
     int64_t v = 0;
+    cr_status rc = cr__command(s->o.client, CR__CMD_RETRY, 2, argv, NULL, &r);
 
-    if (cr__command(a->sem->o.client, CR__CMD_RETRY, 2, argv, NULL,
-                    &r) != CR_OK)
-        return false;
+    if (rc != CR_OK)
+        return rc;
     cr__reply_int(r, &v);
     cr__reply_free(r);
-    return v == 1;
+    *taken = v == 1;
+    return CR_OK;
+}
+
+/* Permits that may have been taken after their caller gave up. */
+typedef struct late_permits {
+    cr_semaphore *sem;
+    char *latch;
+    int64_t permits;
+} late_permits;
+
+/* Background: if the latch says they were taken, give them back. */
+static void
+late_permits_run(void *arg)
+{
+    late_permits *p = arg;
+    bool taken = false;
+
+    if (latch_left_behind(p->sem, p->latch, &taken) != CR_OK || !taken)
+        return;
+    cr__log(&p->sem->o.client->log, CR_LOG_INFO, "semaphore %s: %lld "
+            "permits taken after their caller gave up are given back",
+            p->sem->o.name, (long long)p->permits);
+    if (cr_semaphore_release(p->sem, p->permits) == CR_OK)
+        cr__drop_latch(p->sem->o.client, p->latch);
+}
+
+static void
+late_permits_done(void *arg)
+{
+    late_permits *p = arg;
+
+    free(p->latch);
+    free(p);
 }
 
 /* Acquisition shared by acquire and try_acquire. */
@@ -164,8 +198,25 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     cr__turn_take(&s->turn_until_us, wait_ms);
     rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
                          &a);
-    if (rc == CR_EIO && latch_left_behind(&a))
-        rc = CR_OK;
+    if (rc == CR_EIO) {
+        int64_t patience = cr__call_patience_set(cr__now_ms());
+        late_permits *late;
+        bool taken = false;
+
+        /* One look if a connection is at hand; else in the background. */
+        if (latch_left_behind(s, a.latch, &taken) == CR_OK) {
+            if (taken)
+                rc = CR_OK;
+        } else if ((late = calloc(1, sizeof(*late))) != NULL) {
+            late->sem = s;
+            late->latch = a.latch;
+            late->permits = permits;
+            a.latch = NULL;
+            cr__object_background(s, late_permits_run, late_permits_done,
+                                  late);
+        }
+        cr__call_patience_set(patience);
+    }
     if (rc == CR_OK)
         cr__drop_latch(c, a.latch);
     else if (rc == CR_BUSY)
