@@ -712,10 +712,13 @@ cr_client_free_within(cr_client *c, int64_t grace_ms)
         pthread_cond_wait(&c->idle, &c->mu);
     pthread_mutex_unlock(&c->mu);
     stop_background(c);
-    cr__topology_free(c->topology);
+    /* The topology's thread calls into the parts below: it stops first;
+     * their threads read its generation: it is freed last. */
+    cr__topology_stop(c->topology);
     cr__renewal_free(c->renewal);
     cr__pubsub_free(c->pubsub);
     cr__transport_free(c->transport);
+    cr__topology_free(c->topology);
     cr__breakers_free(c->breakers);
     cr__tls_free(c->tls);
     if (c->abort_fd >= 0)

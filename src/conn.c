@@ -232,13 +232,14 @@ breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
         patience = deadline;
     if (patience >= 0 && at > patience) {
         cr_status final = k->final;
+        unsigned failures = k->failures;
 
         snprintf(why, sizeof(why), "%s", k->why);
         pthread_mutex_unlock(&b->mu);
         if (final != CR_OK) /* what the server said stands: say it again */
             return cr__fail(final, "%s", why);
         return cr__fail(CR_EIO, "%s: not tried again yet (%u failures in a "
-                        "row, backing off%s%s)", addr, k->failures,
+                        "row, backing off%s%s)", addr, failures,
                         why[0] ? "; last: " : "", why);
     }
     k->tat = (k->tat > at ? k->tat : at) + EMISSION_MS;

@@ -196,6 +196,7 @@ static cr_status
 attempt(void *arg, int64_t *hint)
 {
     attempt_ctx *a = arg;
+    int64_t settle;
     cr_status rc;
 
     if (a->uncertain) {
@@ -208,6 +209,14 @@ attempt(void *arg, int64_t *hint)
             a->extra = 0;
             return CR_OK;
         }
+    }
+    if ((settle = cr__topology_settle_left(a->lock->client->topology)) > 0) {
+        /* Right after a Sentinel switch: a client that learns of it later
+         * may hold a lock the old master granted; until it has been told
+         * that it lost it, nothing is taken on the new master. */
+        *hint = settle;
+        return cr__fail(CR_BUSY, "the master moved just now: nothing is "
+                        "taken on it for another %lld ms", (long long)settle);
     }
     a->attempts++;
     a->sent_ms = cr__now_ms();

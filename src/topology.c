@@ -33,6 +33,7 @@ struct cr__topology {
     char host[256];
     int port;
     unsigned generation;
+    int64_t switched_at;    /* when the generation last rose (monotonic) */
     size_t first;           /* the sentinel that answered last */
     struct {
         cr__switch_fn fn;
@@ -159,6 +160,7 @@ consider(cr__topology *t, const char *host, int port)
     snprintf(t->host, sizeof(t->host), "%s", host);
     t->port = port;
     gen = ++t->generation;
+    t->switched_at = cr__now_ms();
     n = t->nlisteners;
     pthread_mutex_unlock(&t->mu);
     CR__STAT_ADD(t->cfg->stats, failovers, 1);
@@ -369,17 +371,24 @@ cr__topology_new(const cr__conn_config *cfg, int64_t deadline,
 }
 
 void
+cr__topology_stop(cr__topology *t)
+{
+    if (t == NULL || !t->started)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->stop = true;
+    pthread_mutex_unlock(&t->mu);
+    wake(t);
+    pthread_join(t->thread, NULL);
+    t->started = false;
+}
+
+void
 cr__topology_free(cr__topology *t)
 {
     if (t == NULL)
         return;
-    if (t->started) {
-        pthread_mutex_lock(&t->mu);
-        t->stop = true;
-        pthread_mutex_unlock(&t->mu);
-        wake(t);
-        pthread_join(t->thread, NULL);
-    }
+    cr__topology_stop(t);
     if (t->wake[0] >= 0) {
         close(t->wake[0]);
         close(t->wake[1]);
@@ -410,6 +419,20 @@ cr__topology_generation(cr__topology *t)
     g = t->generation;
     pthread_mutex_unlock(&t->mu);
     return g;
+}
+
+int64_t
+cr__topology_settle_left(cr__topology *t)
+{
+    int64_t left = 0;
+
+    if (t == NULL)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    if (t->switched_at != 0)
+        left = t->switched_at + TOPOLOGY_SETTLE_MS - cr__now_ms();
+    pthread_mutex_unlock(&t->mu);
+    return left > 0 ? left : 0;
 }
 
 void

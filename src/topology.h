@@ -28,6 +28,13 @@
  * messages: a switch is learned within this long. */
 #define TOPOLOGY_POLL_MS 1000
 
+/* After a switch, locks are not taken on the new master for this long: a
+ * client that learns of the switch later (by asking, within
+ * TOPOLOGY_POLL_MS) may still hold a lock the old master granted after
+ * the promotion; in this time it is told that it lost it, before anyone
+ * else can be in. */
+#define TOPOLOGY_SETTLE_MS (TOPOLOGY_POLL_MS + 500)
+
 /* A listener, called on the topology's thread after each switch, with
  * the new generation. It must not block for long. */
 typedef void (*cr__switch_fn)(void *userdata, unsigned generation);
@@ -38,8 +45,12 @@ typedef void (*cr__switch_fn)(void *userdata, unsigned generation);
 cr_status cr__topology_new(const cr__conn_config *cfg, int64_t deadline,
                            cr__topology **out);
 
-/* cr__topology_free: stop the thread (the client's abort descriptor has
- * ended its waits) and free. */
+/* cr__topology_stop: stop the thread (the client's abort descriptor has
+ * ended its waits): no listener runs any more. The topology still answers
+ * until freed. */
+void cr__topology_stop(cr__topology *t);
+
+/* cr__topology_free: stop (if not yet) and free. */
 void cr__topology_free(cr__topology *t);
 
 /* cr__topology_master: the master's last known address and its
@@ -49,6 +60,10 @@ void cr__topology_master(cr__topology *t, char *host, size_t len, int *port,
 
 /* cr__topology_generation: the current generation (1 at first). */
 unsigned cr__topology_generation(cr__topology *t);
+
+/* cr__topology_settle_left: how long acquisitions must still hold back
+ * after the last switch (TOPOLOGY_SETTLE_MS from it); 0: none. NULL: 0. */
+int64_t cr__topology_settle_left(cr__topology *t);
 
 /* cr__topology_hint: something suggests the master moved: ask now. */
 void cr__topology_hint(cr__topology *t);

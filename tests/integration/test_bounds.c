@@ -43,38 +43,6 @@ static cr_test_fault_server *fault;
 
 /* ------------------------------------------------------------- helpers */
 
-/* Whether this program was built with ThreadSanitizer. */
-#if defined(__SANITIZE_THREAD__)
-static const bool under_tsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-static const bool under_tsan = true;
-#else
-static const bool under_tsan = false;
-#endif
-#else
-static const bool under_tsan = false;
-#endif
-
-/* Known library bug, seen by ThreadSanitizer only: breaker_enter
- * (src/conn.c) reads the breaker's failure count (k->failures) for its
- * "not tried again yet (N failures in a row ...)" message after it has
- * released the breakers' mutex, while breaker_done writes it under that
- * mutex: a data race whenever several threads reconnect to one failing
- * address, as in every fault scenario here. Under ThreadSanitizer those
- * tests are skipped unless CR_TEST_KNOWN_BUGS=1. */
-static void
-skip_for_the_breaker_race(void)
-{
-    if (under_tsan && getenv("CR_TEST_KNOWN_BUGS") == NULL) {
-        fprintf(stderr, "SKIP: known bug: breaker_enter (src/conn.c) reads "
-                        "k->failures without the breakers' mutex, a data "
-                        "race ThreadSanitizer reports (CR_TEST_KNOWN_BUGS=1 "
-                        "runs this test)\n");
-        skip();
-    }
-}
-
 /* The most a call may take: its wait, one command timeout, the slack. */
 static int64_t
 bound_ms(int64_t wait_ms)
@@ -342,7 +310,6 @@ run_scenario(const scenario *s)
     objects o;
     int i;
 
-    skip_for_the_breaker_race();
     objects_open(&o);
     for (i = 0; i < NWAITING; i++)
         call_start(&before[i], &o, (call_kind)i, WAIT_MS);
@@ -584,7 +551,6 @@ test_bounds_reconnections_to_a_closing_server_stay_within_ten_a_second(void **st
     int i;
 
     (void)state;
-    skip_for_the_breaker_race();
     objects_open(&o);
     lead_to_fault(CR_TEST_FAULT_CLOSE);
     /* Four threads wait for two seconds, each retrying its connection. */
