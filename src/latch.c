@@ -30,6 +30,8 @@
 
 #define LATCH_MAGIC 0x4352434cu /* "CRCL" */
 
+static void free_own(void *obj);
+
 struct cr_latch {
     cr__object o;
     char *channel; /* redisson_countdownlatch__channel__{N} */
@@ -64,13 +66,21 @@ cr_latch_new(cr_client *c, const char *name, cr_latch **out)
     else
         rc = cr__check_slots(c, l->o.raw, l->channel);
     if (rc != CR_OK) {
-        free(l->channel);
-        free(l->marker);
-        cr__object_free(l);
+        cr__object_free(l, free_own);
         return rc;
     }
     *out = l;
     return CR_OK;
+}
+
+/* Frees what the handle owns beside its names. */
+static void
+free_own(void *obj)
+{
+    cr_latch *l = obj;
+
+    free(l->channel);
+    free(l->marker);
 }
 
 void
@@ -78,9 +88,7 @@ cr_latch_free(cr_latch *l)
 {
     if (l == NULL || l->o.magic != LATCH_MAGIC)
         return;
-    free(l->channel);
-    free(l->marker);
-    cr__object_free(l);
+    cr__object_free(l, free_own);
 }
 
 const char *

@@ -50,7 +50,7 @@ cr__object_new(cr_client *c, const char *name, uint32_t magic, size_t size,
 }
 
 void
-cr__object_free(void *obj)
+cr__object_free(void *obj, void (*own)(void *obj))
 {
     cr__object *o = obj;
 
@@ -60,6 +60,8 @@ cr__object_free(void *obj)
      * timeouts, or at once when the client is freed. */
     while (atomic_load(&o->bg_pending) > 0)
         cr__sleep_ms(1);
+    if (own != NULL)
+        own(obj);
     o->magic = 0;
     free(o->name);
     free(o->raw);

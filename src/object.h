@@ -46,9 +46,10 @@ void cr__object_background(void *obj, void (*run)(void *arg),
 cr_status cr__object_new(cr_client *c, const char *name, uint32_t magic,
                          size_t size, void **out);
 
-/* cr__object_free: free the names and the handle; NULL does nothing. The
- * kind frees its own extra names first. */
-void cr__object_free(void *obj);
+/* cr__object_free: wait for the handle's background jobs, then free what
+ * the kind owns (`own`, may be NULL), the names and the handle; NULL does
+ * nothing. */
+void cr__object_free(void *obj, void (*own)(void *obj));
 
 /* cr__object_enter: the guard at the top of every call on a handle: clears
  * this thread's error, refuses NULL and handles that are not live handles of

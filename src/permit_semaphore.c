@@ -30,6 +30,8 @@
 #include "object.h"
 
 #define PES_MAGIC 0x43525045u /* "CRPE" */
+
+static void free_own(void *obj);
 #define ID_BYTES 16
 
 /* Redisson's "never expires" score (nonExpirableTimeout). */
@@ -66,13 +68,21 @@ cr_permit_semaphore_new(cr_client *c, const char *name,
     s->timeout = cr__suffix_name(s->o.raw, "timeout");
     s->channel = cr__prefix_name("redisson_sc", s->o.raw);
     if (s->timeout == NULL || s->channel == NULL) {
-        free(s->timeout);
-        free(s->channel);
-        cr__object_free(s);
+        cr__object_free(s, free_own);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
     *out = s;
     return CR_OK;
+}
+
+/* Frees what the handle owns beside its names. */
+static void
+free_own(void *obj)
+{
+    cr_permit_semaphore *s = obj;
+
+    free(s->timeout);
+    free(s->channel);
 }
 
 void
@@ -80,9 +90,7 @@ cr_permit_semaphore_free(cr_permit_semaphore *s)
 {
     if (s == NULL || s->o.magic != PES_MAGIC)
         return;
-    free(s->timeout);
-    free(s->channel);
-    cr__object_free(s);
+    cr__object_free(s, free_own);
 }
 
 const char *

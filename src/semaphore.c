@@ -34,6 +34,8 @@
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
 
+static void free_own(void *obj);
+
 struct cr_semaphore {
     cr__object o;
     char *channel; /* redisson_sc:{N} */
@@ -62,11 +64,18 @@ cr_semaphore_new(cr_client *c, const char *name, cr_semaphore **out)
     atomic_init(&s->turn_until_us, 0);
     s->channel = cr__prefix_name("redisson_sc", s->o.raw);
     if (s->channel == NULL) {
-        cr__object_free(s);
+        cr__object_free(s, free_own);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
     *out = s;
     return CR_OK;
+}
+
+/* Frees what the handle owns beside its names. */
+static void
+free_own(void *obj)
+{
+    free(((cr_semaphore *)obj)->channel);
 }
 
 void
@@ -74,8 +83,7 @@ cr_semaphore_free(cr_semaphore *s)
 {
     if (s == NULL || s->o.magic != SEM_MAGIC)
         return;
-    free(s->channel);
-    cr__object_free(s);
+    cr__object_free(s, free_own);
 }
 
 const char *
