@@ -139,7 +139,7 @@ test_lease_running_out_under_command_exits_76() {
 }
 
 test_lost_lock_stops_command_and_exits_76() {
-    cli_exec lock lost --watchdog "$(slow 300)ms" --kill-after 10s -- sh -c \
+    cli_exec lock lost --watchdog "$(slow 300)ms" -- sh -c \
         'trap "echo term >got; exit 9" TERM; touch ready;
          while :; do sleep 0.05; done' 2>err &
     local pid=$!
@@ -152,7 +152,7 @@ test_lost_lock_stops_command_and_exits_76() {
 }
 
 test_lost_lock_kills_command_ignoring_sigterm() {
-    cli_exec lock stubborn --watchdog "$(slow 300)ms" --kill-after 300ms -- \
+    cli_exec lock stubborn --watchdog "$(slow 300)ms" --kill-after 100ms -- \
         sh -c \
         'trap "" TERM; echo $$ >pid; while :; do sleep 0.05; done' 2>/dev/null &
     local pid=$!

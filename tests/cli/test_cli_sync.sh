@@ -77,8 +77,7 @@ test_semaphore_permit_of_killed_credisson_expires() {
 }
 
 test_semaphore_lost_permit_stops_command() {
-    cli_exec semaphore gone --permits 1 --watchdog "$(slow 600)ms" \
-        --kill-after 5s -- \
+    cli_exec semaphore gone --permits 1 --watchdog "$(slow 600)ms" -- \
         sh -c 'trap "echo term >got; exit 0" TERM; touch ready;
                while :; do sleep 0.05; done' 2>err &
     local pid=$!
