@@ -153,6 +153,7 @@ cli_exec() {
             --errors-for-leak-kinds=definite,indirect,possible \
             --error-exitcode=100 --child-silent-after-fork=yes \
             --suppressions="$CR_TEST_SRCDIR/tests/valgrind.supp" \
+            --suppressions="$CR_TEST_SRCDIR/tests/cli/valgrind.supp" \
             "$CLI_BIN" "$@"
     else
         exec "$CLI_BIN" "$@"
