@@ -421,6 +421,8 @@ test_sigterm_ends_connecting_to_a_silent_server_at_once() {
             push @keep, $c; open(my $g, ">>", "accepted"); close $g;
         }' &
     local silent=$!
+    # A failed check ends this subshell: the listener must end with it.
+    trap 'kill "$silent" 2>/dev/null' EXIT
     wait_until 5000 file_exists port || fail "no listener"
     cli_exec --url "redis://127.0.0.1:$(cat port)" --timeout 20s \
         lock silent --wait 30s -- touch ran &
@@ -437,10 +439,13 @@ test_sigterm_ends_connecting_to_a_silent_server_at_once() {
 
 # Starts, in the background, a reader of the FIFO ./dead that writes the
 # wall-clock time (epoch ms) at which its last writer closed it into
-# ./died: the moment the command holding it open died.
+# ./died: the moment the command holding it open died. The reader ends
+# with the test's subshell if no command ever opened the FIFO.
 watch_death() {
     mkfifo dead
     (read -r _ <dead; epoch_ms >died) &
+    WATCHER=$!
+    trap 'kill "$WATCHER" 2>/dev/null' EXIT
 }
 
 # The command for watch_death: ignores SIGTERM (which exec keeps), writes
@@ -477,7 +482,7 @@ test_blocked_renewals_kill_command_before_the_key_expires() {
     local pid=$!
     wait_until 5000 file_exists ready || fail "command never started"
     # A failed check ends this subshell: the server must not stay paused.
-    trap 'rcli client unpause >/dev/null' EXIT
+    trap 'rcli client unpause >/dev/null; kill "$WATCHER" 2>/dev/null' EXIT
     rcli client pause 60000 write >/dev/null
     local expiry
     expiry=$(rcli pexpiretime pause)

@@ -166,10 +166,13 @@ test_interrupted_latch_await_exits_130() {
 
 # Starts, in the background, a reader of the FIFO ./dead that writes the
 # wall-clock time (epoch ms) at which its last writer closed it into
-# ./died: the moment the command holding it open died.
+# ./died: the moment the command holding it open died. The reader ends
+# with the test's subshell if no command ever opened the FIFO.
 watch_death() {
     mkfifo dead
     (read -r _ <dead; epoch_ms >died) &
+    WATCHER=$!
+    trap 'kill "$WATCHER" 2>/dev/null' EXIT
 }
 
 # Prints the expiry (epoch ms) of the only permit issued by semaphore $1.
@@ -209,7 +212,7 @@ test_semaphore_blocked_renewals_kill_command_before_the_permit_expires() {
     local pid=$!
     wait_until 5000 file_exists ready || fail "command never started"
     # A failed check ends this subshell: the server must not stay paused.
-    trap 'rcli client unpause >/dev/null' EXIT
+    trap 'rcli client unpause >/dev/null; kill "$WATCHER" 2>/dev/null' EXIT
     rcli client pause 60000 write >/dev/null
     local expiry
     expiry=$(permit_expiry renew)
