@@ -4,10 +4,13 @@
  * split at NUL bytes, is an argument vector for cr__cli_parse_args, and the
  * whole input as one string goes through the duration and count parsers.
  * Checks beyond the sanitizers': errors are terminated strings, parsed
- * durations are within range, and parsed counts within their bounds.
+ * durations are within range, parsed counts within their bounds, a command
+ * run's --kill-after is shorter than its lease, a password found in a URL
+ * lies inside it, and a URL's TLS form is one byte longer or the same.
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,10 +25,16 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *buf = malloc(size + 1), *argv[MAX_ARGS + 2], err[CR__CLI_ERR_MAX];
+    char *tls = malloc(size + 2);
     cr__cli_args args;
     int argc = 1;
-    size_t i, start = 0;
-    int64_t v;
+    size_t i, start = 0, off, len;
+    int64_t v, lease;
+
+    if (tls == NULL) {
+        free(buf);
+        return 0;
+    }
 
     if (buf == NULL)
         return 0;
@@ -40,9 +49,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     argv[argc] = NULL;
     memset(err, 'x', sizeof(err));
-    if (cr__cli_parse_args(argc, argv, &args, err, sizeof(err)) != 0 &&
-        memchr(err, '\0', sizeof(err)) == NULL)
-        abort();
+    if (cr__cli_parse_args(argc, argv, &args, err, sizeof(err)) != 0) {
+        if (memchr(err, '\0', sizeof(err)) == NULL)
+            abort();
+    } else if (args.action == CR__CLI_RUN && !args.help &&
+               args.command != CR__CLI_VERSION) {
+        lease = args.lease_ms > 0      ? args.lease_ms
+                : args.watchdog_ms > 0 ? args.watchdog_ms
+                                       : CR__CLI_DEFAULT_WATCHDOG_MS;
+        if (args.kill_after_ms < 0 || args.kill_after_ms >= lease ||
+            args.kill_after_ms > CR__CLI_DURATION_MAX)
+            abort();
+    }
     (void)cr__cli_command_name(args.command);
     memset(err, 'x', sizeof(err));
     if (cr__cli_parse_duration(buf, true, &v, err, sizeof(err)) == 0) {
@@ -54,6 +72,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (cr__cli_parse_count(buf, -5, 1000, &v, err, sizeof(err)) == 0 &&
         (v < -5 || v > 1000))
         abort();
+    if (cr__cli_url_password(buf, &off, &len) &&
+        (len == 0 || off + len > strlen(buf) || buf[off + len] != '@'))
+        abort();
+    if (cr__cli_tls_url(buf, tls, size + 2) == 0 &&
+        strlen(tls) != strlen(buf) && strlen(tls) != strlen(buf) + 1)
+        abort();
+    free(tls);
     free(buf);
     return 0;
 }

@@ -5,7 +5,9 @@
  * to run, a command's own ones after its word) and the command to run.
  * Nothing here does I/O or reads the environment; text quoted back in an
  * error is shortened and stripped of control characters, and the value of
- * --url is never quoted, since it may carry a password.
+ * --url is never quoted, since it may carry a password. Two helpers work on
+ * URL text for the caller: where a password sits (to hide it from ps) and
+ * the TLS form of a scheme (--tls).
  */
 #include "config.h"
 
@@ -14,13 +16,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* The longest piece of user input quoted back in an error. */
 #define MAX_QUOTED 40
-
-/* The default grace between SIGTERM and SIGKILL for a command whose lock
- * was lost. */
-#define DEFAULT_KILL_AFTER_MS 10000
 
 /* Option identities, also used as bits of a "given" mask. */
 typedef enum opt_id {
@@ -39,15 +38,35 @@ typedef enum opt_id {
     OPT_WRITE,
     OPT_WATCHDOG,
     OPT_KILL_AFTER,
-    OPT_PERMITS
+    OPT_PERMITS,
+    OPT_TLS,
+    OPT_INSECURE,
+    OPT_CACERT,
+    OPT_CACERTDIR,
+    OPT_CERT,
+    OPT_KEY,
+    OPT_SNI,
+    OPT_USER,
+    OPT_PASSWORD_FILE,
+    OPT_SENTINEL_USER,
+    OPT_SENTINEL_PASSWORD_FILE,
+    OPT_CLIENT_NAME,
+    OPT_PASS_CREDENTIALS
 } opt_id;
 
-#define BIT(id) (1u << (id))
+#define BIT(id) ((uint64_t)1 << (id))
 #define KIND_OPTS                                                          \
     (BIT(OPT_FAIR) | BIT(OPT_FENCED) | BIT(OPT_READ) | BIT(OPT_WRITE))
+#define TLS_OPTS                                                           \
+    (BIT(OPT_TLS) | BIT(OPT_INSECURE) | BIT(OPT_CACERT) |                  \
+     BIT(OPT_CACERTDIR) | BIT(OPT_CERT) | BIT(OPT_KEY) | BIT(OPT_SNI))
+#define CREDENTIAL_OPTS                                                    \
+    (BIT(OPT_USER) | BIT(OPT_PASSWORD_FILE) | BIT(OPT_SENTINEL_USER) |     \
+     BIT(OPT_SENTINEL_PASSWORD_FILE) | BIT(OPT_CLIENT_NAME))
 #define GLOBAL_OPTS                                                        \
     (BIT(OPT_URL) | BIT(OPT_TIMEOUT) | BIT(OPT_NAME_PREFIX) |              \
-     BIT(OPT_JSON) | BIT(OPT_VERBOSE) | BIT(OPT_HELP) | BIT(OPT_VERSION))
+     BIT(OPT_JSON) | BIT(OPT_VERBOSE) | BIT(OPT_HELP) | BIT(OPT_VERSION) | \
+     TLS_OPTS | CREDENTIAL_OPTS)
 
 typedef struct opt_def {
     const char *name;  /* without the leading "--" */
@@ -74,6 +93,19 @@ static const opt_def opt_defs[] = {
     {"watchdog", 0, true, OPT_WATCHDOG},
     {"kill-after", 0, true, OPT_KILL_AFTER},
     {"permits", 0, true, OPT_PERMITS},
+    {"tls", 0, false, OPT_TLS},
+    {"insecure", 0, false, OPT_INSECURE},
+    {"cacert", 0, true, OPT_CACERT},
+    {"cacertdir", 0, true, OPT_CACERTDIR},
+    {"cert", 0, true, OPT_CERT},
+    {"key", 0, true, OPT_KEY},
+    {"sni", 0, true, OPT_SNI},
+    {"user", 0, true, OPT_USER},
+    {"password-file", 0, true, OPT_PASSWORD_FILE},
+    {"sentinel-user", 0, true, OPT_SENTINEL_USER},
+    {"sentinel-password-file", 0, true, OPT_SENTINEL_PASSWORD_FILE},
+    {"client-name", 0, true, OPT_CLIENT_NAME},
+    {"pass-credentials", 0, false, OPT_PASS_CREDENTIALS},
 };
 
 /* The state of one parse. */
@@ -83,7 +115,7 @@ typedef struct parser {
     cr__cli_args *a;
     char *err;
     size_t errlen;
-    unsigned given;      /* BIT(opt) for every option seen */
+    uint64_t given;      /* BIT(opt) for every option seen */
     bool action_set;     /* an action word was read */
     bool value_pending;  /* set/add still needs its number */
     bool help_word;      /* "help" was the command word */
@@ -261,15 +293,16 @@ static bool is_negative_number(const char *s)
 }
 
 /* The options each command's action accepts besides the global ones. */
-static unsigned allowed_opts(const cr__cli_args *a)
+static uint64_t allowed_opts(const cr__cli_args *a)
 {
+    uint64_t run = BIT(OPT_WAIT) | BIT(OPT_LEASE) | BIT(OPT_WATCHDOG) |
+                   BIT(OPT_KILL_AFTER) | BIT(OPT_PASS_CREDENTIALS);
+
     switch (a->action) {
     case CR__CLI_RUN:
         if (a->command == CR__CLI_LOCK)
-            return BIT(OPT_WAIT) | BIT(OPT_LEASE) | KIND_OPTS |
-                   BIT(OPT_WATCHDOG) | BIT(OPT_KILL_AFTER);
-        return BIT(OPT_WAIT) | BIT(OPT_LEASE) | BIT(OPT_PERMITS) |
-               BIT(OPT_WATCHDOG) | BIT(OPT_KILL_AFTER);
+            return run | KIND_OPTS;
+        return run | BIT(OPT_PERMITS);
     case CR__CLI_LATCH_AWAIT:
         return BIT(OPT_WAIT);
     default:
@@ -296,6 +329,16 @@ static const char *action_word(cr__cli_action act)
 
 /* ------------------------------------------------------------- options */
 
+/* Tells whether s can name a Redis connection (CLIENT SETNAME): printable
+ * ASCII without spaces. */
+static bool is_client_name(const char *s)
+{
+    for (; *s != '\0'; s++)
+        if (*s <= 0x20 || *s >= 0x7f)
+            return false;
+    return true;
+}
+
 /* Stores the value of option `d` (text `v`) into the arguments. Returns 0,
  * or -1 with the reason. */
 static int set_option(parser *p, const opt_def *d, const char *v)
@@ -310,9 +353,54 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         a->action == CR__CLI_LATCH_AWAIT)
         id = OPT_WAIT;
     p->given |= BIT(id);
+    if (d->has_value && *v == '\0' && id != OPT_URL &&
+        id != OPT_NAME_PREFIX && id != OPT_CLIENT_NAME)
+        return fail(p->err, p->errlen, "--%s is empty", d->name);
     switch (id) {
     case OPT_URL:
         a->url = v;
+        return 0;
+    case OPT_TLS:
+        a->tls = true;
+        return 0;
+    case OPT_INSECURE:
+        a->insecure = true;
+        return 0;
+    case OPT_CACERT:
+        a->cacert = v;
+        return 0;
+    case OPT_CACERTDIR:
+        a->cacertdir = v;
+        return 0;
+    case OPT_CERT:
+        a->cert = v;
+        return 0;
+    case OPT_KEY:
+        a->key = v;
+        return 0;
+    case OPT_SNI:
+        a->sni = v;
+        return 0;
+    case OPT_USER:
+        a->user = v;
+        return 0;
+    case OPT_PASSWORD_FILE:
+        a->password_file = v;
+        return 0;
+    case OPT_SENTINEL_USER:
+        a->sentinel_user = v;
+        return 0;
+    case OPT_SENTINEL_PASSWORD_FILE:
+        a->sentinel_password_file = v;
+        return 0;
+    case OPT_CLIENT_NAME:
+        if (!is_client_name(v))
+            return fail(p->err, p->errlen, "invalid --client-name '%s': "
+                        "printable ASCII without spaces", quote(v, q));
+        a->client_name = v;
+        return 0;
+    case OPT_PASS_CREDENTIALS:
+        a->pass_credentials = true;
         return 0;
     case OPT_NAME_PREFIX:
         a->name_prefix = v;
@@ -557,12 +645,45 @@ static int parse_positional(parser *p, int *i)
 
 /* --------------------------------------------------------------- checks */
 
+/* Settles --kill-after for a command run: by default a third of the
+ * lease the hold stands on (--lease, else the watchdog's), at most
+ * CR__CLI_DEFAULT_KILL_AFTER_MS. One given must be shorter than that
+ * lease, since the command gets SIGTERM that long before it ends; with
+ * the watchdog, shorter than two thirds of it: a renewal comes every
+ * third, and the deadline is then two thirds of the lease away at the
+ * least, so a longer one would stop every command just before its next
+ * renewal. Returns 0 or -1 with the reason. */
+static int settle_kill_after(parser *p)
+{
+    cr__cli_args *a = p->a;
+    int64_t lease = a->lease_ms > 0      ? a->lease_ms
+                    : a->watchdog_ms > 0 ? a->watchdog_ms
+                                         : CR__CLI_DEFAULT_WATCHDOG_MS;
+
+    if (!(p->given & BIT(OPT_KILL_AFTER))) {
+        a->kill_after_ms = lease / 3 < CR__CLI_DEFAULT_KILL_AFTER_MS
+                               ? lease / 3
+                               : CR__CLI_DEFAULT_KILL_AFTER_MS;
+        return 0;
+    }
+    if (a->kill_after_ms >= lease)
+        return fail(p->err, p->errlen, "--kill-after must be shorter than "
+                    "the lease (%s%lldms)",
+                    a->lease_ms > 0 ? "--lease " : "the watchdog's ",
+                    (long long)lease);
+    if (a->lease_ms <= 0 && a->kill_after_ms >= lease - lease / 3)
+        return fail(p->err, p->errlen, "--kill-after must be shorter than "
+                    "two thirds of the watchdog's lease (%lldms), which is "
+                    "renewed every third of it", (long long)lease);
+    return 0;
+}
+
 /* Checks what the whole command line says once it is read. Returns 0 or
  * -1 with the reason. */
 static int check(parser *p)
 {
     cr__cli_args *a = p->a;
-    unsigned extra, kinds;
+    uint64_t extra, kinds;
     size_t k;
 
     if (p->given & BIT(OPT_VERSION)) {
@@ -607,6 +728,8 @@ static int check(parser *p)
     if ((kinds & (kinds - 1)) != 0)
         return fail(p->err, p->errlen, "--fair, --fenced, --read and "
                     "--write exclude each other");
+    if (a->action == CR__CLI_RUN)
+        return settle_kill_after(p);
     return 0;
 }
 
@@ -621,7 +744,7 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     out->wait_ms = CR__CLI_FOREVER;
     out->lease_ms = -1;
     out->watchdog_ms = -1;
-    out->kill_after_ms = DEFAULT_KILL_AFTER_MS;
+    out->kill_after_ms = -1;
     out->permits = -1;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
@@ -664,4 +787,63 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
         }
     }
     return check(&p);
+}
+
+/* ------------------------------------------------------------------ URLs */
+
+bool cr__cli_url_password(const char *url, size_t *off, size_t *len)
+{
+    const char *rest = strstr(url, "://"), *at = NULL, *colon;
+    size_t auth_len, i;
+
+    *off = *len = 0;
+    if (rest == NULL)
+        return false;
+    rest += 3;
+    auth_len = strcspn(rest, "/?#");
+    for (i = 0; i < auth_len; i++)
+        if (rest[i] == '@')
+            at = rest + i;
+    if (at == NULL)
+        return false;
+    colon = memchr(rest, ':', (size_t)(at - rest));
+    if (colon == NULL || colon + 1 == at)
+        return false;
+    *off = (size_t)(colon + 1 - url);
+    *len = (size_t)(at - colon - 1);
+    return true;
+}
+
+int cr__cli_tls_url(const char *url, char *buf, size_t len)
+{
+    static const char *const tcp[] = {"redis", "redis-sentinel",
+                                      "redis-cluster"};
+    const char *sep = strstr(url, "://");
+    size_t scheme_len, i;
+
+    if (sep == NULL)
+        return -1;
+    scheme_len = (size_t)(sep - url);
+    for (i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++) {
+        size_t n = strlen(tcp[i]);
+
+        if (scheme_len == n + 1 && strncasecmp(url, "rediss", 6) == 0 &&
+            strncasecmp(url + 6, tcp[i] + 5, n - 5) == 0) {
+            /* Already a TLS form. */
+            if (strlen(url) >= len)
+                return -1;
+            strcpy(buf, url);
+            return 0;
+        }
+        if (scheme_len == n && strncasecmp(url, tcp[i], n) == 0) {
+            /* "redis" + "s" + the rest ("-sentinel://..."). */
+            if (strlen(url) + 1 >= len)
+                return -1;
+            memcpy(buf, url, 5);
+            buf[5] = 's';
+            strcpy(buf + 6, url + 5);
+            return 0;
+        }
+    }
+    return -1;
 }

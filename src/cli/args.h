@@ -20,6 +20,12 @@
 #define CR__CLI_COUNT_MAX ((int64_t)2147483647)
 /* Room for a usage error message. */
 #define CR__CLI_ERR_MAX 256
+/* The lease the watchdog renews when --watchdog is not given: the
+ * library's default lock_watchdog_timeout_ms. */
+#define CR__CLI_DEFAULT_WATCHDOG_MS ((int64_t)30000)
+/* The longest default --kill-after; a shorter lease makes it a third of
+ * the lease. */
+#define CR__CLI_DEFAULT_KILL_AFTER_MS ((int64_t)10000)
 
 typedef enum cr__cli_command {
     CR__CLI_NONE = 0,
@@ -65,13 +71,35 @@ typedef struct cr__cli_args {
     bool json;               /* --json */
     bool verbose;            /* -v, --verbose */
 
+    /* TLS, as redis-cli's options; NULL: not given. */
+    bool tls;                /* --tls: redis... URLs become rediss... */
+    bool insecure;           /* --insecure: no certificate verification */
+    const char *cacert;      /* --cacert FILE */
+    const char *cacertdir;   /* --cacertdir DIR */
+    const char *cert;        /* --cert FILE */
+    const char *key;         /* --key FILE */
+    const char *sni;         /* --sni NAME */
+
+    /* Credentials and the connection's name; NULL: not given. Passwords
+     * come from files or the environment; one inside --url is hidden from
+     * ps by the caller once parsed. */
+    const char *user;                   /* --user */
+    const char *password_file;          /* --password-file */
+    const char *sentinel_user;          /* --sentinel-user */
+    const char *sentinel_password_file; /* --sentinel-password-file */
+    const char *client_name;            /* --client-name */
+    bool pass_credentials;   /* --pass-credentials: CMD gets them too */
+
     /* The object and the command's own options. */
     const char *name;
     cr__cli_lock_kind kind;
     int64_t wait_ms;         /* --wait, --timeout of await; FOREVER default */
     int64_t lease_ms;        /* --lease; -1: watchdog renewal */
     int64_t watchdog_ms;     /* --watchdog; -1: the library's default */
-    int64_t kill_after_ms;   /* --kill-after; 10 s default */
+    /* --kill-after; when not given, a third of the lease (--lease, else
+     * the watchdog's), at most CR__CLI_DEFAULT_KILL_AFTER_MS. Always
+     * shorter than that lease for a command run. */
+    int64_t kill_after_ms;
     int64_t permits;         /* --permits; -1: not given */
     int64_t value;           /* the number of set/add */
 
@@ -81,6 +109,8 @@ typedef struct cr__cli_args {
 } cr__cli_args;
 
 /* cr__cli_parse_args: parse argv[1..argc-1] into *out.
+ * Nothing is written to argv: hiding a password given in --url is the
+ * caller's (cr__cli_url_password finds it).
  * Returns 0 on success; -1 on a usage error, with a one-line reason in err
  * (errlen bytes, always NUL-terminated when errlen > 0). *out is filled in
  * either case, so a caller can still print help for the command named. */
@@ -102,5 +132,19 @@ int cr__cli_parse_count(const char *s, int64_t min, int64_t max,
 
 /* cr__cli_command_name: the word for a command ("lock"...), "" for none. */
 const char *cr__cli_command_name(cr__cli_command c);
+
+/* cr__cli_url_password: where the password of the URL `url` is, by the
+ * rule the URL parser reads it with: after "://", the user information
+ * ends at the last '@' before the first '/', '?' or '#', and the password
+ * is what follows its first ':'. Sets *off and *len (len 0: none) and
+ * returns whether there is one. Nothing is decoded or checked. */
+bool cr__cli_url_password(const char *url, size_t *off, size_t *len);
+
+/* cr__cli_tls_url: write into buf (len bytes) the TLS form of `url`:
+ * redis://, redis-sentinel:// and redis-cluster:// (in any case) become
+ * rediss://, rediss-sentinel:// and rediss-cluster://, and a URL already
+ * in a TLS form is copied as it is. Returns 0; -1 when the URL has no TLS
+ * form (unix://, no scheme) or buf is too small. */
+int cr__cli_tls_url(const char *url, char *buf, size_t len);
 
 #endif

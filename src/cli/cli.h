@@ -19,17 +19,22 @@
 
 #include "args.h"
 
-/* Exit codes (documented in credisson(1) and --help). A command run under a
- * lock or permit exits with its own status, or 128 + N when killed by
- * signal N, as in the shell. */
+/* Exit codes: one table, the same in --help (usage_exit in credisson.c)
+ * and in credisson(1); cr__cli_exit_code maps every cr_status onto it. A
+ * command run under a lock or permit exits with its own status, or
+ * 128 + N when killed by signal N, as in the shell. */
 #define CR__CLI_EXIT_OK 0
 #define CR__CLI_EXIT_USAGE 64       /* bad command line (EX_USAGE) */
 #define CR__CLI_EXIT_UNAVAILABLE 69 /* Redis unreachable (EX_UNAVAILABLE) */
 #define CR__CLI_EXIT_SOFTWARE 70    /* Redis or internal error (EX_SOFTWARE) */
-#define CR__CLI_EXIT_OSERR 71       /* fork, pipe... failed (EX_OSERR) */
+#define CR__CLI_EXIT_OSERR 71       /* fork, pipe, memory... (EX_OSERR) */
+#define CR__CLI_EXIT_RELEASE 74     /* CMD ran; its release failed (EX_IOERR) */
 #define CR__CLI_EXIT_BUSY 75        /* not obtained in time (EX_TEMPFAIL) */
 #define CR__CLI_EXIT_LOST 76        /* the lock or permit was lost */
-#define CR__CLI_EXIT_NOTSUP 78      /* not available in this build */
+#define CR__CLI_EXIT_NOPERM 77      /* credentials or ACL refused (EX_NOPERM) */
+#define CR__CLI_EXIT_CONFIG 78      /* configuration, TLS, not supported
+                                     * (EX_CONFIG) */
+#define CR__CLI_EXIT_NOTSUP CR__CLI_EXIT_CONFIG
 #define CR__CLI_EXIT_CANNOT_RUN 126 /* CMD found but not runnable */
 #define CR__CLI_EXIT_NOT_FOUND 127  /* CMD not found */
 
@@ -39,22 +44,36 @@ typedef struct cr__cli {
     const char *url;        /* what the client connects to; never printed */
     char url_shown[512];    /* the same with the password hidden */
     char name_shown[128];   /* the object's name, printable and shortened */
+    /* Every connection's settings (URL, credentials, TLS, name), from the
+     * options and the environment; the library's client is made from it,
+     * and any other connection the tool opens should follow it too. */
+    cr_client_options conn;
+    char *owned[4];         /* strings conn and url point into; freed last */
+    char *password;         /* read from --password-file; wiped when freed */
+    char *sentinel_password;/* read from --sentinel-password-file */
+    /* Variables the command run must not inherit (NULL-terminated). */
+    const char *env_drop[4];
     cr_client *client;      /* NULL until connected, and after an abort */
     int64_t tid;            /* the owner thread id of every hold */
     bool status_line;       /* --verbose and stderr is a terminal */
+    bool abandoned;         /* a waiting thread was left running: exit now */
     void *redis;            /* inspect.c's own connection (redisContext) */
     bool cluster;           /* that connection is to a cluster node */
     char wait_error[256];   /* cr_last_error() of a failed waiting call */
     int sigfd;              /* signalfd of the forwarded signals, or -1 */
-    int events[2];          /* self-pipe: the watchdog thread -> main loop */
+    int events[2];          /* self-pipe: other threads -> main loop */
 } cr__cli;
 
 /* What is held while a command runs, and how it is looked after. */
 typedef struct cr__cli_hold {
     const char *what;       /* "lock", "permit": for messages */
-    /* Polled every check_ms while the command runs; sets *lost when the
-     * hold is gone. May also renew it (expirable permits). */
-    cr_status (*check)(void *ctx, bool *lost);
+    bool leased;            /* --lease: a lease that is never renewed */
+    /* Where the hold stands, without waiting on Redis: CR_OK with its
+     * local deadline in *deadline_ms (on cr__cli_now_ms()'s clock; left
+     * as it is when none is known), CR_ELOST once it is known lost, any
+     * other status when it cannot tell now. Called at every turn of the
+     * supervision loop, and at least every check_ms. */
+    cr_status (*state)(void *ctx, int64_t *deadline_ms);
     int64_t check_ms;
     /* Releases the hold once the command has ended. CR_ELOST means it had
      * been lost meanwhile. */
@@ -74,9 +93,17 @@ void cr__cli_error(cr__cli *cli, const char *fmt, ...)
 int cr__cli_fail(cr__cli *cli, cr_status rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* The exit code for a status: BUSY and TIMEOUT 75, ELOST 76, EINVAL 64,
- * EIO 69, ENOTSUP 78, anything else 70. */
+/* The exit code for a status: BUSY, TIMEOUT and EEXPIRED 75, ELOST 76,
+ * EINVAL 64, EIO 69, ENOMEM 71, EAUTH and ENOPERM 77, ECONFIG, ETLS and
+ * ENOTSUP 78, every other one 70. */
 int cr__cli_exit_code(cr_status rc);
+
+/* Writes "<status text> (<detail>)" for a failure with rc into buf: the
+ * detail is the waiting thread's (cli->wait_error, then cleared) or this
+ * thread's cr_last_error(), printable; without one, the text alone.
+ * Returns buf. */
+const char *cr__cli_describe(cr__cli *cli, cr_status rc, char *buf,
+                             size_t len);
 
 /* Copies s into buf (len bytes) with bytes that are not printable ASCII
  * replaced by '?' and a long s shortened with "...". Returns buf. */
@@ -105,18 +132,30 @@ typedef void (*cr__cli_status_fn)(cr__cli *cli, void *ctx, int64_t waited_ms,
  * watches for signals and, with the status line, redraws it every half
  * second with `status` (NULL: none). Returns 0 when fn has returned, its
  * result in *rc. When a signal that ends waits (INT, TERM, HUP, QUIT)
- * arrives first, returns its number: fn gets a short grace to finish
- * (when *rc is then CR_OK, the caller holds what fn took and releases it);
- * after that the client is freed under it (cli->client becomes NULL),
- * which makes fn return CR_ECLOSED. */
-int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx), void *ctx,
-                 cr__cli_status_fn status, cr_status *rc);
+ * arrives first, returns its number at once, within about a tenth of a
+ * second whatever Redis does: a call that returns CR_OK within a short
+ * grace is undone on its thread with undo(ctx) (may be NULL) before this
+ * returns; one still under way is cut off by freeing the client
+ * (cli->client becomes NULL; fn then returns CR_ECLOSED), or when there
+ * is no client yet, left running with cli->abandoned set, and then ctx
+ * must stay valid and the process must end with _exit. After a signal,
+ * *rc is fn's result if it returned, else CR_ECLOSED. */
+int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
+                 void (*undo)(void *ctx), void *ctx, cr__cli_status_fn status,
+                 cr_status *rc);
+
+/* cr__cli_now_ms: milliseconds on the monotonic clock, the clock of every
+ * deadline the runner keeps. */
+int64_t cr__cli_now_ms(void);
 
 /* cr__cli_run: run the command args->cmd with `env` (NAME=VALUE strings,
- * NULL-terminated) added to the environment, while `hold` is held; forward
- * signals to it; stop it (SIGTERM, then SIGKILL after --kill-after) when
- * the hold is lost; release the hold when it ends. Returns the exit code
- * of the tool. */
+ * NULL-terminated) added to the environment and cli->env_drop taken out,
+ * while `hold` is held; forward signals to it; stop it before the hold
+ * ends (SIGTERM --kill-after before its local deadline, SIGKILL at it;
+ * when found lost earlier, SIGTERM at once and SIGKILL --kill-after later,
+ * or at the deadline if that comes first); release the hold when it ends.
+ * Returns the exit code of the tool: the command's status, 76 when the
+ * hold was lost or the command stopped, 74 when the release failed. */
 int cr__cli_run(cr__cli *cli, char **env, const cr__cli_hold *hold);
 
 /* cr__cli_signals_stop: close what cr__cli_signals_start opened. */

@@ -5,19 +5,27 @@
  * shell scripts, cron jobs and CI steps that share Redis with programs
  * using the library or Java Redisson.
  *
- * This file has main(), the help texts, the client set-up and the
- * commands; run.c runs the child and the interruptible waits; inspect.c
- * reads objects with plain commands; args.c parses the command line. Apart
- * from inspect.c the tool uses the library only through <credisson.h>
- * (and the pure URL parser, compiled in, to hide passwords in messages).
+ * This file has main(), the help texts, the exit-status table, the
+ * connection settings (URL, TLS, credentials: options first, then the
+ * environment; a password in --url is blotted out of argv once read), the
+ * client set-up and the commands, with the permit's renewing thread;
+ * run.c runs the child and the interruptible waits; inspect.c reads
+ * objects with plain commands; args.c parses the command line. Apart from
+ * inspect.c the tool uses the library only through <credisson.h> (and the
+ * pure URL parser, compiled in, to hide passwords in messages).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <credisson.h>
@@ -25,17 +33,22 @@
 #include "cli.h"
 #include "url.h"
 
-/* How often a held lock is checked for loss, besides the lost callback. */
+/* How often a held lock is checked for loss, besides the lost callback,
+ * and how often a leased permit is looked up. */
 #define LOCK_CHECK_MS 500
 
-/* The lease of a permit renewed while its command runs, unless --watchdog
- * says otherwise: the library's default watchdog timeout. */
-#define DEFAULT_WATCHDOG_MS 30000
+/* The longest password read from a file. */
+#define PASSWORD_MAX 1024
+
+/* Room for the variables a command run gets: its hold's, and with
+ * --pass-credentials the connection's. */
+#define ENV_MAX 24
 
 /* ---------------------------------------------------------------- help */
 
-/* The help texts: one per command, and the exit codes shown after each.
- * The man page says the same at more length; keep them in step. */
+/* The help texts: one per command, the options every command takes, and
+ * the exit codes shown after each. The man page says the same at more
+ * length; keep them in step (and in step with cli.h's exit codes). */
 static const char usage_main[] =
     "Usage: credisson [OPTIONS] COMMAND NAME ...\n"
     "\n"
@@ -53,23 +66,46 @@ static const char usage_main[] =
     "  latch NAME set N | count-down | await [--timeout D] | count\n"
     "  inspect NAME      show what NAME is and its state\n"
     "  help [COMMAND]    show help; also COMMAND --help\n"
-    "  version           show the version\n"
+    "  version           show the version\n";
+
+static const char usage_options[] =
     "\n"
-    "Options (anywhere before CMD):\n"
+    "Options of every command (anywhere before CMD):\n"
     "  --url URL         redis://[[user]:password@]host[:port][/db],\n"
     "                    unix:///path/to.sock,\n"
-    "                    redis-sentinel://host:port[,host:port...]/master or\n"
+    "                    redis-sentinel://host:port[,host:port...]/master,\n"
     "                    redis-cluster://host:port[,host:port...]\n"
-    "                    [?sharded=auto|on|off];\n"
-    "                    default $CREDISSON_URL, else\n"
-    "                    redis://127.0.0.1:6379\n"
+    "                    [?sharded=auto|on|off], or rediss://,\n"
+    "                    rediss-sentinel://, rediss-cluster:// for TLS;\n"
+    "                    default $CREDISSON_URL, else "
+    "redis://127.0.0.1:6379\n"
     "  --timeout D       Redis connect and command timeout (default 3s)\n"
     "  --name-prefix P   put P before every name (a Redisson NameMapper)\n"
+    "  --user NAME       the ACL user ($CREDISSON_USER)\n"
+    "  --password-file F the password: the first line of F\n"
+    "                    ($CREDISSON_PASSWORD holds one too)\n"
+    "  --sentinel-user NAME, --sentinel-password-file F\n"
+    "                    the sentinels' own user and password\n"
+    "                    ($CREDISSON_SENTINEL_USER, "
+    "$CREDISSON_SENTINEL_PASSWORD)\n"
+    "  --client-name N   name the connections N (CLIENT SETNAME)\n"
+    "  --tls             use TLS: redis... URLs become rediss...\n"
+    "  --cacert F        verify the server with the CA certificates in F\n"
+    "                    ($CREDISSON_CACERT; default: the system's)\n"
+    "  --cacertdir D     ... or with those in directory D "
+    "($CREDISSON_CACERTDIR)\n"
+    "  --cert F, --key F the client certificate and key for mutual TLS\n"
+    "                    ($CREDISSON_CERT, $CREDISSON_KEY)\n"
+    "  --sni NAME        the server name asked for and verified "
+    "($CREDISSON_SNI)\n"
+    "  --insecure        do not verify the server ($CREDISSON_INSECURE=1)\n"
     "  --json            print data as JSON\n"
     "  -v, --verbose     while waiting, show the holder on a terminal\n"
     "  -h, --help        show help\n"
     "  -V, --version     show the version\n"
     "\n"
+    "Options win over variables. A password in --url is hidden from ps\n"
+    "once the command line is read.\n"
     "A duration D is a number with a unit, ms, s, m or h (250ms, 10s, "
     "1.5m);\n"
     "a plain number is seconds.\n";
@@ -81,15 +117,39 @@ static const char usage_exit[] =
     "  64     usage error\n"
     "  69     Redis unreachable\n"
     "  70     Redis or internal error\n"
-    "  71     system error (fork, pipe)\n"
+    "  71     system error (fork, pipe, memory)\n"
+    "  74     CMD ran, but its lock or permit could not be released\n"
     "  75     not obtained in time: lock or permit busy, --wait or await "
     "timed out,\n"
-    "         latch already set\n"
-    "  76     the lock or permit was lost while CMD ran (CMD was stopped),\n"
-    "         or its --lease ran out before CMD ended\n"
-    "  78     not supported, or not available in this build\n"
-    "  126    CMD cannot be run;  127  CMD not found\n"
+    "         latch already set or expired\n"
+    "  76     the lock or permit was lost, or its lease ran out, while CMD "
+    "ran\n"
+    "         (CMD was stopped)\n"
+    "  77     credentials refused or missing, or an ACL refused a command\n"
+    "  78     configuration error (TLS, password file), or not supported\n"
+    "  126    CMD cannot be run\n"
+    "  127    CMD not found\n"
     "  128+N  CMD was killed by signal N, or the wait ended by it\n";
+
+/* What lock and semaphore say about running CMD under their hold. */
+#define USAGE_RUN_OPTIONS                                                  \
+    "  -w, --wait D      give up after D (0: one try); default: wait "     \
+    "forever\n"                                                            \
+    "  --watchdog D      the lease renewed while CMD runs, every third of "\
+    "it\n"                                                                 \
+    "                    (default 30s)\n"                                  \
+    "  --kill-after D    SIGTERM CMD this long before the lease ends and\n"\
+    "                    SIGKILL it then; when the hold is lost, SIGTERM\n"\
+    "                    at once, SIGKILL D later (or at the end of the\n" \
+    "                    lease); default a third of the lease, at most "   \
+    "10s;\n"                                                               \
+    "                    shorter than the lease (than 2/3 of the "         \
+    "watchdog's)\n"                                                        \
+    "  --pass-credentials\n"                                               \
+    "                    give CMD the URL, user, password and TLS "        \
+    "settings\n"                                                           \
+    "                    (for a credisson run inside CMD); otherwise CMD\n"\
+    "                    gets no password\n"
 
 static const char usage_lock[] =
     "Usage: credisson lock NAME [OPTIONS] [--] CMD [ARG...]\n"
@@ -98,24 +158,23 @@ static const char usage_lock[] =
     "and\n"
     "release it when CMD ends. The exit status is CMD's.\n"
     "\n"
-    "  -w, --wait D      give up after D (0: one try); default: wait "
-    "forever\n"
-    "  --lease D         hold at most D, without renewal; default: renewed "
-    "by\n"
-    "                    the watchdog for as long as CMD runs\n"
+    "Lock options:\n"
+    "  --lease D         hold at most D, without renewal: CMD is stopped "
+    "before\n"
+    "                    the lease runs out; default: renewed by the "
+    "watchdog\n"
+    "                    for as long as CMD runs\n"
     "  --fair            the fair lock (RFairLock): first come, first "
     "served\n"
     "  --fenced          the fenced lock (RFencedLock): CMD gets a fencing\n"
     "                    token that grows with every acquisition\n"
     "  --read, --write   the read or the write side of a read/write lock\n"
-    "  --watchdog D      the lease the watchdog renews, every third of it\n"
-    "                    (default 30s)\n"
-    "  --kill-after D    when the lock is lost, SIGKILL CMD this long after\n"
-    "                    SIGTERM (default 10s)\n"
+    USAGE_RUN_OPTIONS
     "\n"
     "CMD sees CREDISSON_LOCK_NAME, CREDISSON_LOCK_OWNER and, with --fenced,\n"
     "CREDISSON_FENCING_TOKEN. Signals INT, TERM, HUP, QUIT, USR1 and USR2\n"
-    "are passed on to CMD, and the lock is released when it ends.\n";
+    "are passed on to CMD, and the lock is released when it ends; before\n"
+    "CMD starts, INT, TERM, HUP and QUIT end the wait at once.\n";
 
 static const char usage_semaphore[] =
     "Usage: credisson semaphore NAME [OPTIONS] [--] CMD [ARG...]\n"
@@ -126,16 +185,14 @@ static const char usage_semaphore[] =
     "killed credisson never keeps one. Or set the total number of permits,\n"
     "add to it (K may be negative), or print how many are available.\n"
     "\n"
+    "Semaphore options:\n"
     "  --permits K       make the semaphore K permits in total first\n"
-    "  -w, --wait D      give up after D (0: one try); default: wait "
-    "forever\n"
-    "  --lease D         hold the permit at most D, without renewal;\n"
-    "                    default: renewed for as long as CMD runs\n"
-    "  --watchdog D      the lease renewed, every third of it (default "
-    "30s)\n"
-    "  --kill-after D    when the permit is lost, SIGKILL CMD this long "
-    "after\n"
-    "                    SIGTERM (default 10s)\n"
+    "  --lease D         hold the permit at most D, without renewal: CMD "
+    "is\n"
+    "                    stopped before it runs out; default: renewed for "
+    "as\n"
+    "                    long as CMD runs\n"
+    USAGE_RUN_OPTIONS
     "\n"
     "CMD sees CREDISSON_SEMAPHORE_NAME and CREDISSON_PERMIT_ID.\n";
 
@@ -167,6 +224,7 @@ static void print_help(cr__cli_command c)
     case CR__CLI_INSPECT: fputs(usage_inspect, stdout); break;
     default: fputs(usage_main, stdout); break;
     }
+    fputs(usage_options, stdout);
     fputs(usage_exit, stdout);
 }
 
@@ -186,35 +244,53 @@ void cr__cli_error(cr__cli *cli, const char *fmt, ...)
 
 int cr__cli_exit_code(cr_status rc)
 {
+    /* No default: a status added to the library makes the compiler ask
+     * for its place in the table. */
     switch (rc) {
     case CR_OK: return CR__CLI_EXIT_OK;
-    case CR_BUSY: case CR_TIMEOUT: return CR__CLI_EXIT_BUSY;
+    case CR_BUSY: case CR_TIMEOUT: case CR_EEXPIRED: return CR__CLI_EXIT_BUSY;
     case CR_ELOST: return CR__CLI_EXIT_LOST;
     case CR_EINVAL: return CR__CLI_EXIT_USAGE;
     case CR_EIO: return CR__CLI_EXIT_UNAVAILABLE;
-    case CR_ENOTSUP: return CR__CLI_EXIT_NOTSUP;
-    default: return CR__CLI_EXIT_SOFTWARE;
+    case CR_ENOMEM: return CR__CLI_EXIT_OSERR;
+    case CR_EAUTH: case CR_ENOPERM: return CR__CLI_EXIT_NOPERM;
+    case CR_ECONFIG: case CR_ETLS: case CR_ENOTSUP:
+        return CR__CLI_EXIT_CONFIG;
+    case CR_ENOTOWNER: case CR_ESERVER: case CR_ESCRIPT: case CR_ECLOSED:
+    case CR_EFORKED: case CR_EDEADLK: case CR_EREENTRANT:
+        return CR__CLI_EXIT_SOFTWARE;
     }
+    return CR__CLI_EXIT_SOFTWARE;
 }
 
-int cr__cli_fail(cr__cli *cli, cr_status rc, const char *fmt, ...)
+const char *cr__cli_describe(cr__cli *cli, cr_status rc, char *buf,
+                             size_t len)
 {
     char detail[256];
-    va_list ap;
 
     /* A failure of the waiting thread left its detail in wait_error. */
     cr__cli_printable(cli->wait_error[0] != '\0' ? cli->wait_error
                                                   : cr_last_error(),
                       detail, sizeof(detail));
     cli->wait_error[0] = '\0';
+    if (detail[0] != '\0')
+        snprintf(buf, len, "%s (%s)", cr_strerror(rc), detail);
+    else
+        snprintf(buf, len, "%s", cr_strerror(rc));
+    return buf;
+}
+
+int cr__cli_fail(cr__cli *cli, cr_status rc, const char *fmt, ...)
+{
+    char why[384];
+    va_list ap;
+
+    cr__cli_describe(cli, rc, why, sizeof(why));
     fputs("credisson: ", stderr);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    if (detail[0] != '\0')
-        fprintf(stderr, ": %s (%s)\n", cr_strerror(rc), detail);
-    else
-        fprintf(stderr, ": %s\n", cr_strerror(rc));
+    fprintf(stderr, ": %s\n", why);
     return cr__cli_exit_code(rc);
 }
 
@@ -250,13 +326,103 @@ const char *cr__cli_fmt_ms(int64_t ms, char *buf, size_t len)
     return buf;
 }
 
-/* --------------------------------------------------------------- client */
+/* ---------------------------------------------------- connection settings */
 
-/* Decides which URL to use and how to show it. Returns 0 or an exit
- * code. */
-static int choose_url(cr__cli *cli)
+/* The value of the environment variable `name`, or NULL when it is unset
+ * or empty (an empty variable is as good as unset). */
+static const char *env_value(const char *name)
 {
-    const char *url = cli->args->url;
+    const char *v = getenv(name);
+
+    return v != NULL && *v != '\0' ? v : NULL;
+}
+
+/* Overwrites the password inside the URL `url` (a string of argv) with
+ * '*', so that ps and /proc/PID/cmdline stop showing it. The length stays,
+ * and so does everything else in the URL. */
+static void hide_url_password(char *url)
+{
+    size_t off, len;
+
+    if (cr__cli_url_password(url, &off, &len))
+        memset(url + off, '*', len);
+}
+
+/* Reads the first line of the password file `path` (given with option
+ * `opt`) into *out, a new string, wiped when freed. Warns when the file
+ * can be read by its group or by others. Returns 0 or an exit code. */
+static int read_password_file(cr__cli *cli, const char *opt,
+                              const char *path, char **out)
+{
+    char buf[PASSWORD_MAX + 2], shown[128];
+    struct stat st;
+    size_t n = 0, line;
+    ssize_t got;
+    int fd, e;
+
+    cr__cli_printable(path, shown, sizeof(shown));
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        cr__cli_error(cli, "cannot read the %s '%s': %s", opt, shown,
+                      strerror(errno));
+        return CR__CLI_EXIT_CONFIG;
+    }
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        (st.st_mode & (S_IRGRP | S_IROTH)) != 0)
+        cr__cli_error(cli, "warning: the %s '%s' can be read by others "
+                      "(chmod 600 it)", opt, shown);
+    while (n < sizeof(buf) - 1 &&
+           (got = read(fd, buf + n, sizeof(buf) - 1 - n)) != 0) {
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            e = errno;
+            close(fd);
+            explicit_bzero(buf, sizeof(buf));
+            cr__cli_error(cli, "cannot read the %s '%s': %s", opt, shown,
+                          strerror(e));
+            return CR__CLI_EXIT_CONFIG;
+        }
+        n += (size_t)got;
+        if (memchr(buf, '\n', n) != NULL)
+            break;
+    }
+    close(fd);
+    buf[n] = '\0';
+    line = strcspn(buf, "\n");
+    if (line > 0 && buf[line - 1] == '\r')
+        line--;
+    if (line > PASSWORD_MAX || line == 0) {
+        explicit_bzero(buf, sizeof(buf));
+        cr__cli_error(cli, "the %s '%s' %s", opt, shown,
+                      line == 0 ? "has an empty first line"
+                                : "has a first line over 1024 bytes");
+        return CR__CLI_EXIT_CONFIG;
+    }
+    *out = strndup(buf, line);
+    explicit_bzero(buf, sizeof(buf));
+    if (*out == NULL) {
+        cr__cli_error(cli, "out of memory");
+        return CR__CLI_EXIT_OSERR;
+    }
+    return 0;
+}
+
+/* Frees a password read from a file, wiping it first. */
+static void free_password(char *p)
+{
+    if (p != NULL) {
+        explicit_bzero(p, strlen(p));
+        free(p);
+    }
+}
+
+/* Decides which URL to use and how to show it: --url (given here as the
+ * copy made before argv was blotted), else $CREDISSON_URL, else the local
+ * server; with --tls, its TLS form. Returns 0 or an exit code. */
+static int settle_url(cr__cli *cli, const char *url)
+{
+    const char *where = url != NULL ? "" : " in CREDISSON_URL";
     char err[256];
     cr__url u;
     cr_status rc;
@@ -267,56 +433,248 @@ static int choose_url(cr__cli *cli)
         return CR__CLI_EXIT_USAGE;
     }
     if (url == NULL)
-        url = getenv("CREDISSON_URL");
-    if (url != NULL && *url == '\0')
-        url = NULL; /* an empty CREDISSON_URL is as good as unset */
+        url = env_value("CREDISSON_URL");
+    if (url != NULL) {
+        rc = cr__url_parse(url, &u, err, sizeof(err));
+        if (rc != CR_OK) {
+            cr__cli_error(cli, "invalid URL%s: %s", where, err);
+            return rc == CR_EINVAL ? CR__CLI_EXIT_USAGE
+                                   : CR__CLI_EXIT_SOFTWARE;
+        }
+        if (cli->args->tls && u.is_unix) {
+            cr__url_clear(&u);
+            cr__cli_error(cli, "--tls: the URL%s is a unix:// socket, which "
+                          "has no TLS form", where);
+            return CR__CLI_EXIT_USAGE;
+        }
+        cr__url_clear(&u);
+    }
+    if (cli->args->tls) {
+        const char *plain = url != NULL ? url : "redis://127.0.0.1:6379";
+        size_t len = strlen(plain) + 2;
+
+        cli->owned[1] = malloc(len);
+        if (cli->owned[1] == NULL) {
+            cr__cli_error(cli, "out of memory");
+            return CR__CLI_EXIT_OSERR;
+        }
+        if (cr__cli_tls_url(plain, cli->owned[1], len) != 0) {
+            cr__cli_error(cli, "--tls: the URL%s has no TLS form", where);
+            return CR__CLI_EXIT_USAGE;
+        }
+        url = cli->owned[1];
+    }
     cli->url = url;
+    cli->conn.url = url;
     if (url == NULL) {
         snprintf(cli->url_shown, sizeof(cli->url_shown),
                  "redis://127.0.0.1:6379");
         return 0;
     }
-    rc = cr__url_parse(url, &u, err, sizeof(err));
-    if (rc != CR_OK) {
-        cr__cli_error(cli, "invalid URL%s: %s",
-                      cli->args->url != NULL ? "" : " in CREDISSON_URL", err);
-        return rc == CR_EINVAL ? CR__CLI_EXIT_USAGE : CR__CLI_EXIT_SOFTWARE;
+    if (cr__url_parse(url, &u, err, sizeof(err)) != CR_OK) {
+        cr__cli_error(cli, "invalid URL%s: %s", where, err);
+        return CR__CLI_EXIT_USAGE;
     }
     cr__url_redacted(&u, cli->url_shown, sizeof(cli->url_shown));
     cr__url_clear(&u);
     return 0;
 }
 
-/* Opens the client the options ask for. Returns 0 or an exit code. */
-static int connect_client(cr__cli *cli)
+/* Whether the URL in use is one of the TLS forms. */
+static bool url_is_tls(const cr__cli *cli)
+{
+    return cli->url != NULL && strncasecmp(cli->url, "rediss", 6) == 0;
+}
+
+/* Settles the TLS settings: each option, else its variable. Options for
+ * a connection without TLS are a usage error (variables are then left
+ * alone, as redis-cli's are). Returns 0 or an exit code. */
+static int settle_tls(cr__cli *cli)
 {
     const cr__cli_args *a = cli->args;
-    cr_client_options o;
-    cr_status rc;
+    const char *insecure = env_value("CREDISSON_INSECURE");
+    const char *given = a->cacert != NULL      ? "--cacert"
+                        : a->cacertdir != NULL ? "--cacertdir"
+                        : a->cert != NULL      ? "--cert"
+                        : a->key != NULL       ? "--key"
+                        : a->sni != NULL       ? "--sni"
+                        : a->insecure          ? "--insecure"
+                                               : NULL;
+    cr_client_options *o = &cli->conn;
 
-    memset(&o, 0, sizeof(o));
-    o.url = cli->url;
+    if (!url_is_tls(cli)) {
+        if (given == NULL)
+            return 0;
+        cr__cli_error(cli, "%s applies to TLS only: add --tls, or use a "
+                      "rediss:// URL", given);
+        return CR__CLI_EXIT_USAGE;
+    }
+    o->tls_ca_file = a->cacert != NULL ? a->cacert
+                                       : env_value("CREDISSON_CACERT");
+    o->tls_ca_dir = a->cacertdir != NULL ? a->cacertdir
+                                         : env_value("CREDISSON_CACERTDIR");
+    o->tls_cert_file = a->cert != NULL ? a->cert : env_value("CREDISSON_CERT");
+    o->tls_key_file = a->key != NULL ? a->key : env_value("CREDISSON_KEY");
+    o->tls_server_name = a->sni != NULL ? a->sni : env_value("CREDISSON_SNI");
+    o->tls_insecure = a->insecure ||
+                      (insecure != NULL && strcmp(insecure, "0") != 0);
+    if (o->tls_insecure)
+        cr__cli_error(cli, "warning: --insecure: the server's certificate "
+                      "is not verified; anyone on the way can read and "
+                      "change the traffic");
+    return 0;
+}
+
+/* Settles the credentials: each option (passwords from files), else its
+ * variable; and the connections' name. Returns 0 or an exit code. */
+static int settle_credentials(cr__cli *cli)
+{
+    const cr__cli_args *a = cli->args;
+    cr_client_options *o = &cli->conn;
+    int code;
+
+    o->username = a->user != NULL ? a->user : env_value("CREDISSON_USER");
+    o->sentinel_username = a->sentinel_user != NULL
+                               ? a->sentinel_user
+                               : env_value("CREDISSON_SENTINEL_USER");
+    if (a->password_file != NULL) {
+        code = read_password_file(cli, "--password-file", a->password_file,
+                                  &cli->password);
+        if (code != 0)
+            return code;
+        o->password = cli->password;
+    } else {
+        o->password = env_value("CREDISSON_PASSWORD");
+    }
+    if (a->sentinel_password_file != NULL) {
+        code = read_password_file(cli, "--sentinel-password-file",
+                                  a->sentinel_password_file,
+                                  &cli->sentinel_password);
+        if (code != 0)
+            return code;
+        o->sentinel_password = cli->sentinel_password;
+    } else {
+        o->sentinel_password = env_value("CREDISSON_SENTINEL_PASSWORD");
+    }
+    o->client_name = a->client_name;
+    return 0;
+}
+
+/* Settles every connection setting into cli->conn, and which variables
+ * the command run must not inherit: the passwords, and $CREDISSON_URL
+ * when it carries one. `url` is --url's copy, or NULL. Returns 0 or an
+ * exit code. */
+static int settle_connection(cr__cli *cli, const char *url)
+{
+    const cr__cli_args *a = cli->args;
+    const char *env_url = getenv("CREDISSON_URL");
+    size_t off, len, n = 0;
+    int code;
+
+    code = settle_url(cli, url);
+    if (code == 0)
+        code = settle_tls(cli);
+    if (code == 0)
+        code = settle_credentials(cli);
+    if (code != 0)
+        return code;
     if (a->timeout_ms > 0) {
-        o.connect_timeout_ms = a->timeout_ms;
-        o.command_timeout_ms = a->timeout_ms;
+        cli->conn.connect_timeout_ms = a->timeout_ms;
+        cli->conn.command_timeout_ms = a->timeout_ms;
     }
     if (a->watchdog_ms > 0)
-        o.lock_watchdog_timeout_ms = a->watchdog_ms;
-    o.name_prefix = a->name_prefix;
+        cli->conn.lock_watchdog_timeout_ms = a->watchdog_ms;
+    cli->conn.name_prefix = a->name_prefix;
     /* Commands run once: one connection for calls, besides the watchdog's
      * and the subscriber's. */
-    o.pool_size = 1;
-    rc = cr_client_new(&o, &cli->client);
-    if (rc == CR_OK)
-        return 0;
-    if (rc == CR_EIO || rc == CR_ESERVER) {
-        cr__cli_fail(cli, rc, "cannot use Redis at %s", cli->url_shown);
-        return CR__CLI_EXIT_UNAVAILABLE;
-    }
-    if (rc == CR_EINVAL)
-        return cr__cli_fail(cli, rc, "invalid option");
-    return cr__cli_fail(cli, rc, "cannot create the client");
+    cli->conn.pool_size = 1;
+    cli->env_drop[n++] = "CREDISSON_PASSWORD";
+    cli->env_drop[n++] = "CREDISSON_SENTINEL_PASSWORD";
+    if (env_url != NULL && cr__cli_url_password(env_url, &off, &len))
+        cli->env_drop[n++] = "CREDISSON_URL";
+    cli->env_drop[n] = NULL;
+    return 0;
 }
+
+/* What connecting takes and gives, for the waiting thread. */
+typedef struct connect_job {
+    cr_client_options o;
+    cr_client *client;
+} connect_job;
+
+/* The waiting thread's call: make the client. */
+static cr_status connect_call(void *ctx)
+{
+    connect_job *j = ctx;
+
+    return cr_client_new(&j->o, &j->client);
+}
+
+/* Frees a client made after the wait for it was ended by a signal. */
+static void connect_undo(void *ctx)
+{
+    connect_job *j = ctx;
+
+    cr_client_free_within(j->client, 0);
+    j->client = NULL;
+}
+
+/* A hint for a failure to connect, from its status and detail: a plain
+ * connection the server dropped at once may have met a TLS port; a
+ * server wanting a password may have been given none. "" when none
+ * fits. */
+static const char *connect_hint(const cr__cli *cli, cr_status rc,
+                                const char *detail)
+{
+    size_t off, len;
+
+    if ((rc == CR_EIO || rc == CR_ECONFIG) && !url_is_tls(cli) &&
+        (strstr(detail, "reset") != NULL ||
+         strstr(detail, "closed the connection") != NULL ||
+         strstr(detail, "not the Redis") != NULL))
+        return "; if that port speaks TLS, add --tls or use rediss://";
+    if (rc == CR_EAUTH && cli->conn.password == NULL &&
+        (cli->url == NULL || !cr__cli_url_password(cli->url, &off, &len)))
+        return "; give the password with --password-file or "
+               "CREDISSON_PASSWORD";
+    return "";
+}
+
+/* Opens the client the settings ask for: on the waiting thread when the
+ * signal loop runs, so that a signal ends the connecting too. Returns 0
+ * or an exit code (128 + N for signal N). */
+static int connect_client(cr__cli *cli)
+{
+    /* Static: a thread left connecting after a signal may still write to
+     * it while the process ends. */
+    static connect_job job;
+    char why[384];
+    cr_status rc;
+    int sig;
+
+    job.o = cli->conn;
+    job.client = NULL;
+    if (cli->sigfd >= 0) {
+        sig = cr__cli_wait(cli, connect_call, connect_undo, &job, NULL, &rc);
+        if (sig != 0)
+            return 128 + sig;
+    } else {
+        rc = connect_call(&job);
+    }
+    if (rc == CR_OK) {
+        cli->client = job.client;
+        return 0;
+    }
+    cr__cli_describe(cli, rc, why, sizeof(why));
+    if (rc == CR_EINVAL || rc == CR_ENOMEM)
+        cr__cli_error(cli, "cannot create the client: %s", why);
+    else
+        cr__cli_error(cli, "cannot use Redis at %s: %s%s", cli->url_shown,
+                      why, connect_hint(cli, rc, why));
+    return cr__cli_exit_code(rc);
+}
+
+/* ----------------------------------------------------- the command's env */
 
 /* Adds "NAME=VALUE" to a NULL-terminated array of at most max strings.
  * Returns false when out of memory. */
@@ -338,13 +696,49 @@ static bool env_add(char **env, size_t max, const char *var,
     return true;
 }
 
-/* Frees the strings env_add put into env. */
+/* Adds "NAME=VALUE" when value is not NULL. Returns false when out of
+ * memory. */
+static bool env_add_set(char **env, size_t max, const char *var,
+                        const char *value)
+{
+    return value == NULL || env_add(env, max, var, value);
+}
+
+/* Frees the strings env_add put into env, wiping them: some are
+ * passwords. */
 static void env_free(char **env)
 {
     size_t n;
 
-    for (n = 0; env[n] != NULL; n++)
+    for (n = 0; env[n] != NULL; n++) {
+        explicit_bzero(env[n], strlen(env[n]));
         free(env[n]);
+    }
+}
+
+/* With --pass-credentials, adds what a credisson inside the command needs
+ * to connect as this one did: the URL (with --tls, its TLS form), users,
+ * passwords and TLS settings. Returns false when out of memory. */
+static bool env_add_credentials(cr__cli *cli, char **env, size_t max)
+{
+    const cr_client_options *o = &cli->conn;
+
+    if (!cli->args->pass_credentials)
+        return true;
+    return env_add_set(env, max, "CREDISSON_URL", cli->url) &&
+           env_add_set(env, max, "CREDISSON_USER", o->username) &&
+           env_add_set(env, max, "CREDISSON_PASSWORD", o->password) &&
+           env_add_set(env, max, "CREDISSON_SENTINEL_USER",
+                       o->sentinel_username) &&
+           env_add_set(env, max, "CREDISSON_SENTINEL_PASSWORD",
+                       o->sentinel_password) &&
+           env_add_set(env, max, "CREDISSON_CACERT", o->tls_ca_file) &&
+           env_add_set(env, max, "CREDISSON_CACERTDIR", o->tls_ca_dir) &&
+           env_add_set(env, max, "CREDISSON_CERT", o->tls_cert_file) &&
+           env_add_set(env, max, "CREDISSON_KEY", o->tls_key_file) &&
+           env_add_set(env, max, "CREDISSON_SNI", o->tls_server_name) &&
+           env_add_set(env, max, "CREDISSON_INSECURE",
+                       o->tls_insecure ? "1" : NULL);
 }
 
 /* The status line while waiting for a lock, a permit or a latch. */
@@ -362,6 +756,31 @@ static void wait_status(cr__cli *cli, void *ctx, int64_t waited_ms,
     snprintf(buf, len, "waiting %s for %s '%s'%s%s",
              cr__cli_fmt_ms(waited_ms, waited, sizeof(waited)), what,
              cli->name_shown, state[0] != '\0' ? ": " : "", state);
+}
+
+/* Says why a wait for `what` ("lock 'x'") ended without it, and returns
+ * the exit code. */
+static int not_obtained(cr__cli *cli, const char *what, cr_status rc)
+{
+    char waited[32];
+
+    if (rc == CR_BUSY && cli->args->wait_ms == 0)
+        cr__cli_error(cli, "%s '%s': busy", what, cli->name_shown);
+    else if (rc == CR_BUSY || rc == CR_TIMEOUT)
+        cr__cli_error(cli, "%s '%s': gave up after %s", what,
+                      cli->name_shown,
+                      cr__cli_fmt_ms(cli->args->wait_ms, waited,
+                                     sizeof(waited)));
+    else
+        return cr__cli_fail(cli, rc, "%s '%s'", what, cli->name_shown);
+    return CR__CLI_EXIT_BUSY;
+}
+
+/* The margin a local deadline keeps before the end of a lease of lease_ms,
+ * as the library's lease clock: 1 % for clock rates, and 2 ms. */
+static int64_t lease_margin(int64_t lease_ms)
+{
+    return lease_ms / 100 + 2;
 }
 
 /* ----------------------------------------------------------------- lock */
@@ -392,15 +811,31 @@ static cr_status lock_acquire(void *ctx)
     return cr_lock_try_lock_tid(j->lock, j->tid, wait_ms, j->lease_ms);
 }
 
-/* Polled while the command runs: the watchdog's lost flag. */
-static cr_status lock_check(void *ctx, bool *lost)
+/* Where the hold stands, from the library's lease clock (no Redis): lost,
+ * or its local deadline, which a watchdog renewal moves on. The deadline
+ * is reckoned from a moment taken before asking, so it is never later
+ * than the library's. */
+static cr_status lock_state(void *ctx, int64_t *deadline_ms)
 {
     lock_job *j = ctx;
+    int64_t now = cr__cli_now_ms(), left = 0;
+    bool lost = false;
+    cr_status rc;
 
-    return cr_lock_is_lost_tid(j->lock, j->tid, lost);
+    rc = cr_lock_is_lost_tid(j->lock, j->tid, &lost);
+    if (rc == CR_OK && lost)
+        return CR_ELOST;
+    rc = cr_lock_lease_left_tid(j->lock, j->tid, &left);
+    if (rc != CR_OK)
+        return rc;
+    if (left <= 0)
+        return CR_ELOST;
+    *deadline_ms = now + left;
+    return CR_OK;
 }
 
-/* Releases the lock once the command has ended. */
+/* Releases the lock once the command has ended, or gives back one taken
+ * as a signal came. */
 static cr_status lock_release(void *ctx)
 {
     lock_job *j = ctx;
@@ -408,7 +843,14 @@ static cr_status lock_release(void *ctx)
     return cr_lock_unlock_tid(j->lock, j->tid);
 }
 
-/* Called on the watchdog thread when the hold is found gone. */
+/* The waiting thread's undo: releases a lock granted as a signal came. */
+static void lock_undo(void *ctx)
+{
+    lock_release(ctx);
+}
+
+/* Called on the library's lease-clock thread when the hold is found gone
+ * or its lease has run out. */
 static void lock_lost(void *userdata, const char *name, int64_t thread_id)
 {
     (void)name;
@@ -448,34 +890,17 @@ static int lock_open(cr__cli *cli, lock_job *j)
     return 0;
 }
 
-/* Says why a wait for `what` ("lock 'x'") ended without it, and returns
- * the exit code. */
-static int not_obtained(cr__cli *cli, const char *what, cr_status rc)
-{
-    char waited[32];
-
-    if (rc == CR_BUSY && cli->args->wait_ms == 0)
-        cr__cli_error(cli, "%s '%s': busy", what, cli->name_shown);
-    else if (rc == CR_BUSY || rc == CR_TIMEOUT)
-        cr__cli_error(cli, "%s '%s': gave up after %s", what,
-                      cli->name_shown,
-                      cr__cli_fmt_ms(cli->args->wait_ms, waited,
-                                     sizeof(waited)));
-    else
-        return cr__cli_fail(cli, rc, "%s '%s'", what, cli->name_shown);
-    return CR__CLI_EXIT_BUSY;
-}
-
 /* lock NAME ... -- CMD: acquire, run, release. */
 static int cmd_lock(cr__cli *cli)
 {
     const cr__cli_args *a = cli->args;
-    char owner[128], token[24], *env[4] = {NULL, NULL, NULL, NULL};
+    char owner[128], token[24], *env[ENV_MAX];
     cr__cli_hold hold;
     lock_job j;
     cr_status rc;
     int code, sig;
 
+    memset(env, 0, sizeof(env));
     memset(&j, 0, sizeof(j));
     j.cli = cli;
     j.tid = cli->tid;
@@ -483,12 +908,10 @@ static int cmd_lock(cr__cli *cli)
     code = lock_open(cli, &j);
     if (code != 0)
         goto out;
-    if (a->lease_ms <= 0)
-        cr_lock_set_lost_callback(j.lock, lock_lost, cli);
-    sig = cr__cli_wait(cli, lock_acquire, &j, wait_status, &rc);
+    /* Every hold, leased or renewed, is declared lost at its deadline. */
+    cr_lock_set_lost_callback(j.lock, lock_lost, cli);
+    sig = cr__cli_wait(cli, lock_acquire, lock_undo, &j, wait_status, &rc);
     if (sig != 0) {
-        if (rc == CR_OK && cli->client != NULL)
-            lock_release(&j);
         code = 128 + sig;
         goto out;
     }
@@ -499,17 +922,19 @@ static int cmd_lock(cr__cli *cli)
     snprintf(owner, sizeof(owner), "%s:%lld%s", cr_client_id(cli->client),
              (long long)j.tid, a->kind == CR__CLI_LOCK_WRITE ? ":write" : "");
     snprintf(token, sizeof(token), "%lld", (long long)j.token);
-    if (!env_add(env, 4, "CREDISSON_LOCK_NAME", a->name) ||
-        !env_add(env, 4, "CREDISSON_LOCK_OWNER", owner) ||
+    if (!env_add(env, ENV_MAX, "CREDISSON_LOCK_NAME", a->name) ||
+        !env_add(env, ENV_MAX, "CREDISSON_LOCK_OWNER", owner) ||
         (a->kind == CR__CLI_LOCK_FENCED &&
-         !env_add(env, 4, "CREDISSON_FENCING_TOKEN", token))) {
+         !env_add(env, ENV_MAX, "CREDISSON_FENCING_TOKEN", token)) ||
+        !env_add_credentials(cli, env, ENV_MAX)) {
         lock_release(&j);
         cr__cli_error(cli, "out of memory");
         code = CR__CLI_EXIT_OSERR;
         goto out;
     }
     hold.what = "lock";
-    hold.check = lock_check;
+    hold.leased = a->lease_ms > 0;
+    hold.state = lock_state;
     hold.check_ms = LOCK_CHECK_MS;
     hold.release = lock_release;
     hold.ctx = &j;
@@ -527,13 +952,27 @@ out:
 
 /* ------------------------------------------------------------ semaphore */
 
-/* A permit taken for the run of a command. */
+/* A permit taken for the run of a command, and the thread that renews its
+ * lease (or, with --lease, looks it up) while the command runs. The
+ * library keeps no lease clock for permits, so this job does: the local
+ * deadline is the moment a successful renewal was sent plus the lease,
+ * less lease_margin(). */
 typedef struct permit_job {
     cr__cli *cli;
     cr_permit_semaphore *sem;
     int64_t lease_ms;
     bool renew;         /* no --lease: the lease is renewed while CMD runs */
+    int64_t asked_ms;   /* when the acquisition was asked for */
     char id[CR_PERMIT_ID_LEN + 1];
+    /* Shared with the renewing thread, under mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;  /* on the monotonic clock */
+    bool sync_made;     /* mu and cv exist */
+    bool started;       /* the thread runs */
+    bool stop;          /* the thread is asked to end */
+    bool lost;          /* the permit was found gone */
+    int64_t deadline;   /* the local deadline of the lease */
+    pthread_t thread;
 } permit_job;
 
 /* The waiting thread's call: one permit with its lease. */
@@ -541,79 +980,204 @@ static cr_status permit_acquire(void *ctx)
 {
     permit_job *j = ctx;
 
+    j->asked_ms = cr__cli_now_ms();
     return cr_permit_semaphore_try_acquire(j->sem, j->cli->args->wait_ms,
                                            j->lease_ms, j->id);
 }
 
-/* Polled every third of the lease while the command runs: extends the
- * permit's lease, and finds it lost when it is not out any more. A failed
- * call is tried again at the next check. */
-static cr_status permit_check(void *ctx, bool *lost)
+/* Gives the permit back: a permit that had expired (reclaimed or not)
+ * was lost. */
+static cr_status permit_give_back(permit_job *j)
 {
-    permit_job *j = ctx;
-    bool updated = false;
-    cr_status rc;
-
-    if (!j->renew)
-        return CR_OK;
-    rc = cr_permit_semaphore_update_lease_time(j->sem, j->id, j->lease_ms,
-                                               &updated);
-    if (rc == CR_OK && !updated)
-        *lost = true;
-    return rc;
-}
-
-/* Gives the permit back once the command has ended; a permit that had
- * expired (reclaimed or not) was lost. */
-static cr_status permit_release(void *ctx)
-{
-    permit_job *j = ctx;
     cr_status rc = cr_permit_semaphore_release(j->sem, j->id);
 
     return rc == CR_ENOTOWNER ? CR_ELOST : rc;
+}
+
+/* The waiting thread's undo: gives back a permit granted as a signal
+ * came. */
+static void permit_undo(void *ctx)
+{
+    permit_give_back(ctx);
+}
+
+/* Sleeps on the job's condition until `until` (monotonic ms) or until the
+ * thread is asked to end; mu is held. Returns whether it was asked. */
+static bool permit_sleep(permit_job *j, int64_t until)
+{
+    struct timespec ts;
+
+    ts.tv_sec = until / 1000;
+    ts.tv_nsec = (until % 1000) * 1000000;
+    while (!j->stop &&
+           pthread_cond_timedwait(&j->cv, &j->mu, &ts) != ETIMEDOUT)
+        ;
+    return j->stop;
+}
+
+/* The renewing thread. Without --lease it extends the lease every third
+ * of it, and a renewal that succeeds moves the deadline to its sending
+ * time plus the lease, less the margin; a failed one leaves the deadline
+ * where it was, so the command is stopped before the lease can end. With
+ * --lease it only looks the permit up every LOCK_CHECK_MS. A permit found
+ * not out any more is lost, and the main loop is told. */
+static void *permit_main(void *arg)
+{
+    permit_job *j = arg;
+    int64_t every = j->renew ? j->lease_ms / 3 : LOCK_CHECK_MS;
+    int64_t next, sent, left;
+    bool updated, gone;
+    cr_status rc;
+
+    if (every < 1)
+        every = 1;
+    pthread_mutex_lock(&j->mu);
+    next = cr__cli_now_ms() + every;
+    while (!permit_sleep(j, next)) {
+        pthread_mutex_unlock(&j->mu);
+        sent = cr__cli_now_ms();
+        updated = false;
+        if (j->renew) {
+            rc = cr_permit_semaphore_update_lease_time(j->sem, j->id,
+                                                       j->lease_ms,
+                                                       &updated);
+            gone = rc == CR_OK && !updated;
+        } else {
+            rc = cr_permit_semaphore_get_lease_time(j->sem, j->id, &left);
+            gone = rc == CR_ENOTOWNER;
+        }
+        pthread_mutex_lock(&j->mu);
+        if (updated && sent + j->lease_ms - lease_margin(j->lease_ms) >
+                           j->deadline)
+            j->deadline = sent + j->lease_ms - lease_margin(j->lease_ms);
+        if (gone) {
+            j->lost = true;
+            cr__cli_notify_lost(j->cli);
+            break;
+        }
+        next = sent + every;
+    }
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Sets the permit's first deadline and starts its thread. The deadline
+ * comes from the lease left as the server reckons it (on this host's
+ * clock, which wrote the expiry), counted from a moment taken before
+ * asking; when that cannot be read, from when the acquisition was asked
+ * for, the earliest it can have been sent. Returns false when the thread
+ * cannot be started. */
+static bool permit_watch(permit_job *j)
+{
+    pthread_condattr_t attr;
+    int64_t asked = cr__cli_now_ms(), left = 0;
+    cr_status rc;
+
+    rc = cr_permit_semaphore_get_lease_time(j->sem, j->id, &left);
+    if (rc == CR_OK && left > 0)
+        j->deadline = asked + left - lease_margin(j->lease_ms);
+    else
+        j->deadline = j->asked_ms + j->lease_ms - lease_margin(j->lease_ms);
+    j->lost = rc == CR_ENOTOWNER;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, &attr);
+    pthread_condattr_destroy(&attr);
+    j->sync_made = true;
+    j->started = pthread_create(&j->thread, NULL, permit_main, j) == 0;
+    return j->started;
+}
+
+/* Ends the permit's thread; it may first finish a call under way. */
+static void permit_unwatch(permit_job *j)
+{
+    if (j->started) {
+        pthread_mutex_lock(&j->mu);
+        j->stop = true;
+        pthread_cond_signal(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        pthread_join(j->thread, NULL);
+        j->started = false;
+    }
+    if (j->sync_made) {
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        j->sync_made = false;
+    }
+}
+
+/* Where the permit stands, from its thread's bookkeeping (no Redis). */
+static cr_status permit_state(void *ctx, int64_t *deadline_ms)
+{
+    permit_job *j = ctx;
+    cr_status rc = CR_OK;
+
+    pthread_mutex_lock(&j->mu);
+    if (j->lost)
+        rc = CR_ELOST;
+    else
+        *deadline_ms = j->deadline;
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+/* Ends the permit's thread and gives the permit back once the command
+ * has ended. */
+static cr_status permit_release(void *ctx)
+{
+    permit_job *j = ctx;
+
+    permit_unwatch(j);
+    return permit_give_back(j);
 }
 
 /* semaphore NAME ... -- CMD: take a permit, run, give it back. */
 static int sem_run(cr__cli *cli, cr_permit_semaphore *sem)
 {
     const cr__cli_args *a = cli->args;
-    char *env[3] = {NULL, NULL, NULL};
+    char *env[ENV_MAX];
     cr__cli_hold hold;
     permit_job j;
     cr_status rc;
     int code, sig;
 
+    memset(env, 0, sizeof(env));
     memset(&j, 0, sizeof(j));
     j.cli = cli;
     j.sem = sem;
     j.renew = a->lease_ms <= 0;
     j.lease_ms = a->lease_ms > 0 ? a->lease_ms
-                 : a->watchdog_ms > 0 ? a->watchdog_ms : DEFAULT_WATCHDOG_MS;
+                 : a->watchdog_ms > 0 ? a->watchdog_ms
+                                      : CR__CLI_DEFAULT_WATCHDOG_MS;
     if (a->permits > 0) {
         rc = cr_permit_semaphore_set_permits(sem, a->permits);
         if (rc != CR_OK)
             return cr__cli_fail(cli, rc, "cannot set the permits of '%s'",
                                 cli->name_shown);
     }
-    sig = cr__cli_wait(cli, permit_acquire, &j, wait_status, &rc);
-    if (sig != 0) {
-        if (rc == CR_OK && cli->client != NULL)
-            permit_release(&j);
+    sig = cr__cli_wait(cli, permit_acquire, permit_undo, &j, wait_status,
+                       &rc);
+    if (sig != 0)
         return 128 + sig;
-    }
     if (rc != CR_OK)
         return not_obtained(cli, "semaphore", rc);
-    if (!env_add(env, 3, "CREDISSON_SEMAPHORE_NAME", a->name) ||
-        !env_add(env, 3, "CREDISSON_PERMIT_ID", j.id)) {
+    if (!permit_watch(&j)) {
+        permit_release(&j);
+        cr__cli_error(cli, "cannot start a thread");
+        return CR__CLI_EXIT_OSERR;
+    }
+    if (!env_add(env, ENV_MAX, "CREDISSON_SEMAPHORE_NAME", a->name) ||
+        !env_add(env, ENV_MAX, "CREDISSON_PERMIT_ID", j.id) ||
+        !env_add_credentials(cli, env, ENV_MAX)) {
         permit_release(&j);
         cr__cli_error(cli, "out of memory");
         code = CR__CLI_EXIT_OSERR;
     } else {
         hold.what = "permit";
-        hold.check = permit_check;
-        hold.check_ms = j.renew ? j.lease_ms / 3 : LOCK_CHECK_MS;
-        if (hold.check_ms < 1)
-            hold.check_ms = 1;
+        hold.leased = !j.renew;
+        hold.state = permit_state;
+        hold.check_ms = LOCK_CHECK_MS;
         hold.release = permit_release;
         hold.ctx = &j;
         code = cr__cli_run(cli, env, &hold);
@@ -715,7 +1279,7 @@ static int cmd_latch(cr__cli *cli)
         rc = cr_latch_count_down(j.latch);
         break;
     case CR__CLI_LATCH_AWAIT:
-        sig = cr__cli_wait(cli, latch_await, &j, wait_status, &rc);
+        sig = cr__cli_wait(cli, latch_await, NULL, &j, wait_status, &rc);
         if (sig != 0) {
             code = 128 + sig;
             rc = CR_OK;
@@ -749,32 +1313,59 @@ static bool needs_loop(const cr__cli_args *a)
     return a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT;
 }
 
+/* Frees what the settings of the connection own, wiping the passwords. */
+static void free_settings(cr__cli *cli)
+{
+    size_t i;
+
+    free_password(cli->password);
+    free_password(cli->sentinel_password);
+    for (i = 0; i < sizeof(cli->owned) / sizeof(cli->owned[0]); i++) {
+        if (cli->owned[i] != NULL)
+            explicit_bzero(cli->owned[i], strlen(cli->owned[i]));
+        free(cli->owned[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     char err[CR__CLI_ERR_MAX];
     cr__cli_args a;
     cr__cli cli;
-    int code;
+    int code, parsed;
 
     memset(&cli, 0, sizeof(cli));
     cli.args = &a;
     cli.sigfd = cli.events[0] = cli.events[1] = -1;
-    if (cr__cli_parse_args(argc, argv, &a, err, sizeof(err)) != 0) {
+    parsed = cr__cli_parse_args(argc, argv, &a, err, sizeof(err));
+    /* The URL is kept, then its password blotted out of argv, which is
+     * what ps shows: from here on, only this process's memory has it. */
+    if (parsed == 0 && a.url != NULL)
+        cli.owned[0] = strdup(a.url);
+    if (a.url != NULL)
+        hide_url_password((char *)a.url);
+    if (parsed != 0) {
         cr__cli_error(&cli, "%s", err);
         return CR__CLI_EXIT_USAGE;
+    }
+    if (a.url != NULL && cli.owned[0] == NULL) {
+        cr__cli_error(&cli, "out of memory");
+        return CR__CLI_EXIT_OSERR;
     }
     if (a.command == CR__CLI_VERSION) {
         printf("credisson %s (library %s)\n", CR_VERSION_STR,
                cr_version_str());
+        free_settings(&cli);
         return 0;
     }
     if (a.help) {
         print_help(a.command);
+        free_settings(&cli);
         return 0;
     }
     cr__cli_printable(a.name, cli.name_shown, sizeof(cli.name_shown));
     cli.status_line = a.verbose && isatty(STDERR_FILENO);
-    code = choose_url(&cli);
+    code = settle_connection(&cli, cli.owned[0]);
     if (code == 0 && needs_loop(&a))
         code = cr__cli_signals_start(&cli);
     if (code == 0)
@@ -789,9 +1380,17 @@ int main(int argc, char **argv)
         default: code = CR__CLI_EXIT_USAGE; break;
         }
     }
+    if (cli.abandoned) {
+        /* A thread still connects on memory and libraries exit() would
+         * tear down: end without them. Nothing is held yet. */
+        fflush(stdout);
+        fflush(stderr);
+        _exit(code);
+    }
     cr__cli_inspect_close(&cli);
     cr_client_free(cli.client);
     cr__cli_signals_stop(&cli);
+    free_settings(&cli);
     if (fflush(stdout) != 0 && code == 0) {
         cr__cli_error(&cli, "cannot write the output: %s", strerror(errno));
         code = CR__CLI_EXIT_OSERR;

@@ -5,9 +5,19 @@
  *
  * The signals the tool forwards, and SIGCHLD, are blocked in every thread
  * (the mask is set before the library starts its threads) and read from a
- * signalfd by the main thread, which also polls a self-pipe written by the
- * library's watchdog thread when a hold is found lost. So no signal handler
- * runs anywhere, and the main loop sees every event in order.
+ * signalfd by the main thread, which also polls a self-pipe written by
+ * other threads: the waiting thread when its call returns ('R'), the
+ * library's lease clock or the permit's renewing thread when a hold is
+ * found lost ('L'). So no signal handler runs anywhere, and the main loop
+ * sees every event in order.
+ *
+ * A wait ended by a signal never waits on Redis: what the call got in the
+ * meantime is given back on its own thread, and a call still under way is
+ * cut off by freeing the client under it with a short grace. While the
+ * command runs, the loop keeps the hold's local deadline (where its lease
+ * ends by this host's clock, before Redis can let anyone else in) and
+ * stops the command ahead of it: SIGTERM --kill-after before, SIGKILL at
+ * it; a hold found lost earlier gets SIGTERM at once.
  *
  * The child is started with fork() and execve() rather than posix_spawn()
  * so that it can ask for SIGTERM when credisson dies (PR_SET_PDEATHSIG): a
@@ -49,10 +59,6 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 /* How often the status line is redrawn while waiting. */
 #define STATUS_EVERY_MS 500
 
-/* How long an interrupted wait gives its call to finish before the client
- * is freed under it. */
-#define ABANDON_GRACE_MS 300
-
 /* File descriptors below this are tracked as inherited or not. */
 #define FD_TRACKED 1024
 
@@ -69,8 +75,7 @@ static unsigned char inherited[FD_TRACKED / 8];
 
 /* -------------------------------------------------------------- helpers */
 
-/* Milliseconds on the monotonic clock. */
-static int64_t now_ms(void)
+int64_t cr__cli_now_ms(void)
 {
     struct timespec ts;
 
@@ -206,28 +211,101 @@ void cr__cli_notify_lost(cr__cli *cli)
 
 /* ---------------------------------------------------------------- waits */
 
-/* A call run on a thread of its own by cr__cli_wait. */
+/* How long a wait ended by a signal gives a call that may be finishing
+ * just then (the lock granted as the signal came) before cutting it off. */
+#define ABANDON_GRACE_MS 30
+
+/* How long the client, freed under a call that is cut off, lets it tidy up
+ * (a fair-lock waiter leaving the queue) before every command still under
+ * way is cut off, whatever the server does. With ABANDON_GRACE_MS, this
+ * bounds the time from a signal to the end of a wait. */
+#define CUT_GRACE_MS 100
+
+/* Where the waiting thread is; changed under the waiter's mutex. */
+typedef enum waiter_state {
+    W_CALLING = 0, /* in fn */
+    W_RETURNED,    /* fn returned: awaiting the verdict, or undoing */
+    W_FINISHED     /* nothing more to do */
+} waiter_state;
+
+/* What the main thread decided about the call's result. */
+typedef enum waiter_verdict {
+    V_PENDING = 0,
+    V_KEEP,        /* the wait ended normally: the caller takes the result */
+    V_UNDO,        /* a signal came: give back what fn got */
+    V_CUT          /* cut off while in fn: touch nothing any more */
+} waiter_verdict;
+
+/* A call run on a thread of its own by cr__cli_wait. It is allocated, and
+ * left allocated when the thread is left running. */
 typedef struct waiter {
     cr_status (*fn)(void *ctx);
+    void (*undo)(void *ctx);
     void *ctx;
     cr_status rc;
     char error[256];   /* the thread's cr_last_error() after a failure */
     int done_fd;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    waiter_state state;
+    waiter_verdict verdict;
 } waiter;
 
-/* The waiting thread: runs the call, keeps the detail of a failure (it is
- * per thread), then tells the main loop. */
+/* The waiting thread: runs the call and keeps the detail of a failure (it
+ * is per thread), tells the main loop ('R'), waits for its verdict, and
+ * gives back what the call got when the wait was abandoned after it
+ * returned. A call cut off in fn (V_CUT) touches nothing more. */
 static void *waiter_main(void *arg)
 {
     waiter *w = arg;
+    waiter_verdict v;
     ssize_t ignored;
 
     w->rc = w->fn(w->ctx);
     if (w->rc != CR_OK && w->rc != CR_BUSY && w->rc != CR_TIMEOUT)
         snprintf(w->error, sizeof(w->error), "%s", cr_last_error());
-    ignored = write(w->done_fd, "D", 1);
+    pthread_mutex_lock(&w->mu);
+    w->state = W_RETURNED;
+    ignored = write(w->done_fd, "R", 1);
+    while (w->verdict == V_PENDING)
+        pthread_cond_wait(&w->cv, &w->mu);
+    v = w->verdict;
+    pthread_mutex_unlock(&w->mu);
+    if (v == V_UNDO && w->rc == CR_OK && w->undo != NULL)
+        w->undo(w->ctx);
+    pthread_mutex_lock(&w->mu);
+    w->state = W_FINISHED;
+    pthread_mutex_unlock(&w->mu);
     (void)ignored;
     return NULL;
+}
+
+/* Gives the waiting thread its verdict, V_KEEP or V_UNDO. Returns the
+ * state the thread was in then. */
+static waiter_state give_verdict(waiter *w, waiter_verdict v)
+{
+    waiter_state st;
+
+    pthread_mutex_lock(&w->mu);
+    st = w->state;
+    w->verdict = v;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return st;
+}
+
+/* Marks the call as cut off if it is still in fn, so that the thread
+ * touches nothing once fn returns. Returns whether it was. */
+static bool cut_if_calling(waiter *w)
+{
+    bool calling;
+
+    pthread_mutex_lock(&w->mu);
+    calling = w->state == W_CALLING;
+    if (calling)
+        w->verdict = V_CUT;
+    pthread_mutex_unlock(&w->mu);
+    return calling;
 }
 
 /* Remembers the first signal that ends a wait; SIGCHLD and the user
@@ -242,32 +320,82 @@ static void note_stop_signal(void *arg, int signo, bool from_kernel)
         *stop = signo;
 }
 
-int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx), void *ctx,
-                 cr__cli_status_fn status, cr_status *rc)
+/* Polls the self-pipe for the waiting thread's 'R' for at most ms.
+ * Returns whether it came. */
+static bool await_returned(cr__cli *cli, int64_t ms)
 {
-    int64_t start = now_ms(), next_draw = start;
-    bool drawn = false, done = false;
+    int64_t until = cr__cli_now_ms() + ms, left;
+
+    while ((left = until - cr__cli_now_ms()) > 0) {
+        struct pollfd p = {cli->events[0], POLLIN, 0};
+
+        if (poll(&p, 1, (int)left) > 0 && drain_events(cli->events[0], 'R'))
+            return true;
+    }
+    return false;
+}
+
+/* Ends a wait abandoned for a signal: the verdict is V_UNDO, so a call
+ * that returns within the grace has what it got given back on its thread
+ * (a plain release on a server that just answered, awaited to the end).
+ * A call still in fn then is cut off: the client is freed under it, which
+ * bounds the rest to CUT_GRACE_MS; with no client yet (connecting), the
+ * thread is left running and the caller must end the process. Returns
+ * whether the thread was joined. */
+static bool abandon(cr__cli *cli, waiter *w, pthread_t thread)
+{
+    if (give_verdict(w, V_UNDO) == W_CALLING) {
+        await_returned(cli, ABANDON_GRACE_MS);
+        if (cut_if_calling(w)) {
+            if (cli->client == NULL) {
+                pthread_detach(thread);
+                cli->abandoned = true;
+                return false;
+            }
+            cr_client_free_within(cli->client, CUT_GRACE_MS);
+            cli->client = NULL;
+        }
+    }
+    pthread_join(thread, NULL);
+    return true;
+}
+
+int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
+                 void (*undo)(void *ctx), void *ctx, cr__cli_status_fn status,
+                 cr_status *rc)
+{
+    int64_t start = cr__cli_now_ms(), next_draw = start;
+    bool drawn = false, returned = false;
     pthread_t thread;
-    waiter w;
+    waiter *w = calloc(1, sizeof(*w));
     int stop = 0;
 
-    w.fn = fn;
-    w.ctx = ctx;
-    w.rc = CR_OK;
-    w.error[0] = '\0';
-    w.done_fd = cli->events[1];
-    if (pthread_create(&thread, NULL, waiter_main, &w) != 0) {
-        /* No thread: wait here, without interruption or status line. */
+    if (w == NULL) {
+        /* No memory for a thread: wait here, without interruption. */
         *rc = fn(ctx);
         return 0;
     }
-    while (!done && stop == 0) {
+    w->fn = fn;
+    w->undo = undo;
+    w->ctx = ctx;
+    w->done_fd = cli->events[1];
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    if (pthread_create(&thread, NULL, waiter_main, w) != 0) {
+        /* No thread: wait here, without interruption or status line. */
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->cv);
+        free(w);
+        *rc = fn(ctx);
+        return 0;
+    }
+    while (!returned && stop == 0) {
         struct pollfd p[2] = {{cli->sigfd, POLLIN, 0},
                               {cli->events[0], POLLIN, 0}};
         int timeout = -1;
 
         if (cli->status_line && status != NULL) {
-            int64_t now = now_ms();
+            int64_t now = cr__cli_now_ms();
 
             if (now >= next_draw) {
                 char line[512];
@@ -279,35 +407,33 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx), void *ctx,
             }
             timeout = (int)(next_draw - now);
         }
-        if (poll(p, 2, timeout) < 0 && errno != EINTR)
+        if (poll(p, 2, timeout) < 0 && errno != EINTR) {
+            stop = SIGTERM; /* nothing left to wait with */
             break;
-        if (p[1].revents & POLLIN)
-            done = drain_events(cli->events[0], 'D');
-        if (!done && (p[0].revents & POLLIN))
+        }
+        /* A signal read in the same turn as the call's end wins: the
+         * command is not started, and what the call got is given back. */
+        if (p[0].revents & POLLIN)
             drain_signals(cli->sigfd, note_stop_signal, &stop);
+        if (stop == 0 && (p[1].revents & POLLIN))
+            returned = drain_events(cli->events[0], 'R');
     }
     if (drawn)
         draw_status(NULL);
-    if (!done) {
-        /* The call may be finishing just now (the lock granted as the
-         * signal came): a moment's grace lets the caller release what it
-         * got through the live client. */
-        struct pollfd p = {cli->events[0], POLLIN, 0};
-
-        if (poll(&p, 1, ABANDON_GRACE_MS) > 0)
-            done = drain_events(cli->events[0], 'D');
+    if (stop == 0) {
+        give_verdict(w, V_KEEP);
+        pthread_join(thread, NULL);
+        *rc = w->rc;
+    } else if (abandon(cli, w, thread)) {
+        *rc = w->verdict == V_CUT ? CR_ECLOSED : w->rc;
+    } else {
+        *rc = CR_ECLOSED;
+        return stop; /* w stays with the thread left running */
     }
-    if (!done) {
-        /* Freeing the client makes the waiting call return CR_ECLOSED
-         * (a fair-lock waiter leaves the queue on its way out). */
-        cr_client_free(cli->client);
-        cli->client = NULL;
-    }
-    pthread_join(thread, NULL);
-    *rc = w.rc;
-    memcpy(cli->wait_error, w.error, sizeof(cli->wait_error));
-    if (stop == 0 && !done)
-        stop = SIGTERM; /* poll() failed: nothing left to wait with */
+    memcpy(cli->wait_error, w->error, sizeof(cli->wait_error));
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w);
     return stop;
 }
 
@@ -330,11 +456,25 @@ static bool is_own_var(const char *var)
     return false;
 }
 
+/* Whether environment entry `var` is one of the variables named in
+ * `drop` (names without '=', NULL-terminated). */
+static bool is_dropped(const char *var, const char *const *drop)
+{
+    size_t i, len;
+
+    for (i = 0; drop[i] != NULL; i++) {
+        len = strlen(drop[i]);
+        if (strncmp(var, drop[i], len) == 0 && var[len] == '=')
+            return true;
+    }
+    return false;
+}
+
 /* Builds the command's environment: this process's without any of
- * own_vars, with each NAME=VALUE of `extra` replacing any variable of the
- * same name. Returns a malloc'd array (the strings are borrowed) or NULL
- * when out of memory. */
-static char **build_env(char **extra)
+ * own_vars or of the variables named in `drop`, with each NAME=VALUE of
+ * `extra` replacing any variable of the same name. Returns a malloc'd
+ * array (the strings are borrowed) or NULL when out of memory. */
+static char **build_env(char **extra, const char *const *drop)
 {
     size_t n = 0, k = 0, i, j;
     char **env;
@@ -347,7 +487,7 @@ static char **build_env(char **extra)
     if (env == NULL)
         return NULL;
     for (i = 0, n = 0; environ[i] != NULL; i++) {
-        bool replaced = is_own_var(environ[i]);
+        bool replaced = is_own_var(environ[i]) || is_dropped(environ[i], drop);
 
         for (j = 0; j < k && !replaced; j++) {
             size_t len = strcspn(extra[j], "=") + 1;
@@ -481,26 +621,122 @@ static void reap(child *c)
     }
 }
 
+/* Why the supervision loop stopped the command, if it did. */
+typedef enum stop_reason {
+    STOP_NONE = 0,
+    STOP_LOST,         /* the hold was found lost */
+    STOP_RUNNING_OUT   /* its lease was about to end */
+} stop_reason;
+
+/* What the supervision loop knows about the hold and the command. */
+typedef struct supervision {
+    cr__cli *cli;
+    const cr__cli_hold *hold;
+    child c;
+    char cmd_shown[64];
+    int64_t deadline;  /* the hold's local deadline; -1: none known */
+    int64_t kill_at;   /* when SIGKILL is due; -1: not yet */
+    bool lost;         /* the hold is known lost */
+    bool lost_handled; /* and the schedule has acted on it */
+    bool kill_sent;
+    stop_reason stopped;
+} supervision;
+
+/* Sends SIGTERM to the command for `why`, with SIGKILL due at kill_at,
+ * and says so on stderr. */
+static void stop_command(supervision *s, stop_reason why, int64_t now,
+                         int64_t kill_at)
+{
+    const cr__cli_hold *h = s->hold;
+    char in[32];
+
+    cr__cli_fmt_ms(kill_at - now, in, sizeof(in));
+    if (why == STOP_LOST)
+        cr__cli_error(s->cli, "the %s on '%s' was lost; stopping '%s' "
+                      "(SIGTERM, SIGKILL in %s)", h->what,
+                      s->cli->name_shown, s->cmd_shown, in);
+    else if (h->leased)
+        cr__cli_error(s->cli, "the lease of the %s on '%s' runs out in %s; "
+                      "stopping '%s' (SIGTERM, SIGKILL in %s)", h->what,
+                      s->cli->name_shown, in, s->cmd_shown, in);
+    else
+        cr__cli_error(s->cli, "the %s on '%s' could not be renewed and its "
+                      "lease runs out in %s; stopping '%s' (SIGTERM, SIGKILL "
+                      "in %s)", h->what, s->cli->name_shown, in, s->cmd_shown,
+                      in);
+    kill(s->c.pid, SIGTERM);
+    s->stopped = why;
+    s->kill_at = kill_at;
+}
+
+/* One turn of the stop schedule at `now`: reads where the hold stands,
+ * then sends what is due. A hold found lost gets SIGTERM at once and
+ * SIGKILL kill_after later, or at its deadline if that comes first and
+ * has not passed; a hold that stands gets SIGTERM kill_after before its
+ * deadline and SIGKILL at it. */
+static void schedule(supervision *s, int64_t now)
+{
+    int64_t ka = s->cli->args->kill_after_ms, k;
+
+    if (!s->lost &&
+        s->hold->state(s->hold->ctx, &s->deadline) == CR_ELOST)
+        s->lost = true;
+    if (s->lost && !s->lost_handled) {
+        s->lost_handled = true;
+        k = s->deadline > now && s->deadline < now + ka ? s->deadline
+                                                        : now + ka;
+        if (s->stopped == STOP_NONE)
+            stop_command(s, STOP_LOST, now, k);
+        else if (k < s->kill_at)
+            s->kill_at = k;
+    } else if (!s->lost && s->stopped == STOP_NONE && s->deadline >= 0 &&
+               now >= s->deadline - ka) {
+        stop_command(s, STOP_RUNNING_OUT, now, s->deadline);
+    }
+    if (s->kill_at >= 0 && !s->kill_sent && now >= s->kill_at) {
+        kill(s->c.pid, SIGKILL);
+        s->kill_sent = true;
+    }
+}
+
+/* How long the supervision loop may sleep from `now`: until the next
+ * check, SIGTERM or SIGKILL due, whichever comes first, in ms. */
+static int sleep_for(const supervision *s, int64_t now, int64_t next_check)
+{
+    int64_t until = next_check;
+
+    if (s->stopped == STOP_NONE && s->deadline >= 0 &&
+        s->deadline - s->cli->args->kill_after_ms < until)
+        until = s->deadline - s->cli->args->kill_after_ms;
+    if (s->kill_at >= 0 && !s->kill_sent && s->kill_at < until)
+        until = s->kill_at;
+    if (until - now > INT_MAX)
+        return INT_MAX; /* a check more than 24 days away */
+    return until <= now ? 0 : (int)(until - now);
+}
+
 int cr__cli_run(cr__cli *cli, char **extra_env, const cr__cli_hold *hold)
 {
     const cr__cli_args *a = cli->args;
-    char path[PATH_MAX], cmd_shown[64];
-    int64_t next_check, kill_at = -1;
-    bool lost = false, term_sent = false;
+    char path[PATH_MAX], why[384];
+    int64_t next_check;
+    supervision s;
     char **env;
-    child c;
     int err, code;
     cr_status rc;
 
-    cr__cli_printable(a->cmd[0], cmd_shown, sizeof(cmd_shown));
+    memset(&s, 0, sizeof(s));
+    s.cli = cli;
+    s.hold = hold;
+    s.deadline = s.kill_at = -1;
+    cr__cli_printable(a->cmd[0], s.cmd_shown, sizeof(s.cmd_shown));
     err = find_program(a->cmd[0], path, sizeof(path));
-    env = err == 0 ? build_env(extra_env) : NULL;
-    memset(&c, 0, sizeof(c));
+    env = err == 0 ? build_env(extra_env, cli->env_drop) : NULL;
     if (err == 0 && env == NULL) {
         err = ENOMEM;
-        c.pid = -2; /* the system's failure, not the command's */
+        s.c.pid = -2; /* the system's failure, not the command's */
     } else if (err == 0) {
-        c.pid = start_child(path, a->cmd, env, &err);
+        s.c.pid = start_child(path, a->cmd, env, &err);
     }
     free(env);
     if (err != 0) {
@@ -508,75 +744,73 @@ int cr__cli_run(cr__cli *cli, char **extra_env, const cr__cli_hold *hold)
         if (rc != CR_OK && rc != CR_ELOST)
             cr__cli_fail(cli, rc, "cannot release the %s on '%s'",
                          hold->what, cli->name_shown);
-        cr__cli_error(cli, "cannot run '%s': %s", cmd_shown, strerror(err));
-        if (c.pid == -2)
+        cr__cli_error(cli, "cannot run '%s': %s", s.cmd_shown,
+                      strerror(err));
+        if (s.c.pid == -2)
             return CR__CLI_EXIT_OSERR;
         return err == ENOENT ? CR__CLI_EXIT_NOT_FOUND
                              : CR__CLI_EXIT_CANNOT_RUN;
     }
-    next_check = now_ms() + hold->check_ms;
-    while (!c.exited) {
+    next_check = cr__cli_now_ms() + hold->check_ms;
+    schedule(&s, cr__cli_now_ms());
+    while (!s.c.exited) {
         struct pollfd p[2] = {{cli->sigfd, POLLIN, 0},
                               {cli->events[0], POLLIN, 0}};
-        int64_t now = now_ms(), timeout = next_check - now;
+        int64_t now = cr__cli_now_ms();
 
-        if (kill_at >= 0 && kill_at - now < timeout)
-            timeout = kill_at - now;
-        if (timeout > INT_MAX)
-            timeout = INT_MAX; /* a check more than 24 days away */
-        if (poll(p, 2, timeout < 0 ? 0 : (int)timeout) < 0 && errno != EINTR)
+        if (poll(p, 2, sleep_for(&s, now, next_check)) < 0 &&
+            errno != EINTR)
             break;
         if (p[0].revents & POLLIN)
-            drain_signals(cli->sigfd, forward_signal, &c);
+            drain_signals(cli->sigfd, forward_signal, &s.c);
         if ((p[1].revents & POLLIN) && drain_events(cli->events[0], 'L'))
-            lost = true;
-        reap(&c);
-        if (c.exited)
+            s.lost = true;
+        reap(&s.c);
+        if (s.c.exited)
             break;
-        now = now_ms();
-        if (now >= next_check) {
-            bool gone = false;
-
-            if (hold->check(hold->ctx, &gone) == CR_OK && gone)
-                lost = true;
+        now = cr__cli_now_ms();
+        if (now >= next_check)
             next_check = now + hold->check_ms;
-        }
-        if (lost && !term_sent) {
-            char grace[32];
-
-            cr__cli_error(cli, "the %s on '%s' was lost; stopping '%s' "
-                          "(SIGTERM, SIGKILL after %s)", hold->what,
-                          cli->name_shown, cmd_shown,
-                          cr__cli_fmt_ms(a->kill_after_ms, grace,
-                                         sizeof(grace)));
-            kill(c.pid, SIGTERM);
-            term_sent = true;
-            kill_at = now + a->kill_after_ms;
-        } else if (kill_at >= 0 && now >= kill_at) {
-            kill(c.pid, SIGKILL);
-            kill_at = -1;
-        }
+        schedule(&s, now);
     }
-    if (!c.exited) {
+    if (!s.c.exited) {
         /* poll() failed: nothing left to supervise with; wait it out. */
-        while (waitpid(c.pid, &c.status, 0) < 0 && errno == EINTR)
+        while (waitpid(s.c.pid, &s.c.status, 0) < 0 && errno == EINTR)
             ;
     }
-    code = WIFEXITED(c.status) ? WEXITSTATUS(c.status)
-                               : 128 + WTERMSIG(c.status);
+    code = WIFEXITED(s.c.status) ? WEXITSTATUS(s.c.status)
+                                 : 128 + WTERMSIG(s.c.status);
     rc = hold->release(hold->ctx);
     if (rc == CR_ELOST) {
-        lost = true;
+        s.lost = true;
     } else if (rc != CR_OK) {
-        /* The command did run under the hold; it will expire by itself. */
-        cr__cli_fail(cli, rc, "warning: cannot release the %s on '%s'",
-                     hold->what, cli->name_shown);
+        /* The command did run under the hold, which stays until its lease
+         * ends unless somebody releases it; a status that hid this would
+         * tell the caller the work is done and the lock free. */
+        cr__cli_error(cli, "cannot release the %s on '%s': %s; it stays "
+                      "until its lease ends; '%s' exited with status %d",
+                      hold->what, cli->name_shown,
+                      cr__cli_describe(cli, rc, why, sizeof(why)),
+                      s.cmd_shown, code);
+        if (s.stopped == STOP_NONE && !s.lost)
+            return CR__CLI_EXIT_RELEASE;
     }
-    if (lost) {
-        if (!term_sent)
-            cr__cli_error(cli, "the %s on '%s' was lost while '%s' ran "
-                          "(it exited with status %d)", hold->what,
-                          cli->name_shown, cmd_shown, code);
+    if (s.stopped == STOP_RUNNING_OUT) {
+        cr__cli_error(cli, "'%s' was stopped (status %d): the lease of the "
+                      "%s on '%s' ran out", s.cmd_shown, code, hold->what,
+                      cli->name_shown);
+        return CR__CLI_EXIT_LOST;
+    }
+    if (s.stopped == STOP_LOST) {
+        cr__cli_error(cli, "'%s' was stopped (status %d): the %s on '%s' "
+                      "was lost", s.cmd_shown, code, hold->what,
+                      cli->name_shown);
+        return CR__CLI_EXIT_LOST;
+    }
+    if (s.lost) {
+        cr__cli_error(cli, "the %s on '%s' was lost while '%s' ran (it "
+                      "exited with status %d)", hold->what, cli->name_shown,
+                      s.cmd_shown, code);
         return CR__CLI_EXIT_LOST;
     }
     return code;

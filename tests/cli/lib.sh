@@ -25,6 +25,13 @@ slow() {
     if [ "${CR_TEST_SLOW:-0}" = 1 ]; then echo $(($1 * 10)); else echo "$1"; fi
 }
 
+# Prints the wall clock in ms since the epoch (bash's EPOCHREALTIME: no
+# process is started, so the reading is taken when asked).
+epoch_ms() {
+    local t=${EPOCHREALTIME/[.,]/}
+    echo $((t / 1000))
+}
+
 # Sleeps for ms milliseconds.
 msleep() {
     sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"
@@ -44,9 +51,16 @@ wait_until() {
 
 # ------------------------------------------------------------------ server
 
-# Starts redis-server on a free loopback port and exports CREDISSON_URL.
-# Exits 77 (automake's SKIP) when there is no redis-server.
-redis_up() {
+# Options redis-cli needs for the servers start_redis starts (--tls
+# --cacert ... for TLS ones).
+SRV_CLI_OPTS=()
+
+# Starts a redis-server with the options "$@" added on a free loopback
+# port (its TLS port when the options have --tls-cert-file) and waits
+# until it answers as the one started. Sets SRV_PORT and SRV_PID; the
+# server is stopped at the end of the script if not before. Exits 77
+# (automake's SKIP) when there is no redis-server.
+start_redis() {
     local try port
     if ! command -v redis-server >/dev/null ||
         ! command -v redis-cli >/dev/null; then
@@ -56,37 +70,61 @@ redis_up() {
     for try in 1 2 3 4 5 6 7 8; do
         port=$((20000 + (RANDOM * 7 + $$ + try * 131) % 40000))
         (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
-        redis-server --port "$port" --bind 127.0.0.1 --save '' \
-            --appendonly no --dir "$SCRATCH" \
-            --logfile "$SCRATCH/redis-$port.log" >/dev/null 2>&1 &
-        REDIS_PID=$!
-        PORT=$port
-        if wait_until 5000 redis_is_ours; then
-            export CREDISSON_URL="redis://127.0.0.1:$PORT"
-            return 0
-        fi
-        kill "$REDIS_PID" 2>/dev/null
-        wait "$REDIS_PID" 2>/dev/null
-        REDIS_PID=
+        case " $* " in
+        *" --tls-cert-file "*)
+            redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 \
+                --save '' --appendonly no --dir "$SCRATCH" \
+                --logfile "$SCRATCH/redis-$port.log" "$@" >/dev/null 2>&1 &
+            ;;
+        *)
+            redis-server --port "$port" --bind 127.0.0.1 --save '' \
+                --appendonly no --dir "$SCRATCH" \
+                --logfile "$SCRATCH/redis-$port.log" "$@" >/dev/null 2>&1 &
+            ;;
+        esac
+        SRV_PID=$!
+        SRV_PORT=$port
+        echo "$SRV_PID" >>"$SCRATCH/servers"
+        wait_until 5000 server_is_ours "$SRV_PORT" "$SRV_PID" && return 0
+        stop_redis "$SRV_PID"
     done
     echo "cannot start redis-server" >&2
     exit 1
 }
 
-# Succeeds when the server answering on $PORT is the one this script
-# started (another one may have taken the port first).
-redis_is_ours() {
+# Succeeds when the server answering on port $1 is process $2 (another
+# one may have taken the port first).
+server_is_ours() {
     local pid
-    pid=$(rcli info server 2>/dev/null | tr -d '\r' |
-        sed -n 's/^process_id://p')
-    [ -n "$pid" ] && [ "$pid" = "$REDIS_PID" ]
+    pid=$(redis-cli "${SRV_CLI_OPTS[@]}" -p "$1" info server 2>/dev/null |
+        tr -d '\r' | sed -n 's/^process_id://p')
+    [ -n "$pid" ] && [ "$pid" = "$2" ]
 }
 
-# Stops the server and removes the scratch directory.
+# Stops the server of pid $1 at once (SIGKILL: it may be stalled).
+stop_redis() {
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    return 0
+}
+
+# Starts the test server shared by a script's tests and exports
+# CREDISSON_URL.
+redis_up() {
+    start_redis
+    REDIS_PID=$SRV_PID
+    PORT=$SRV_PORT
+    export CREDISSON_URL="redis://127.0.0.1:$PORT"
+}
+
+# Stops the servers and removes the scratch directory.
 cleanup() {
-    if [ -n "$REDIS_PID" ]; then
-        kill "$REDIS_PID" 2>/dev/null
-        wait "$REDIS_PID" 2>/dev/null
+    local pid
+    if [ -f "$SCRATCH/servers" ]; then
+        while read -r pid; do
+            kill -KILL "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+        done <"$SCRATCH/servers"
     fi
     rm -rf "$SCRATCH"
 }
@@ -115,6 +153,7 @@ cli_exec() {
             --errors-for-leak-kinds=definite,indirect,possible \
             --error-exitcode=100 --child-silent-after-fork=yes \
             --suppressions="$CR_TEST_SRCDIR/tests/valgrind.supp" \
+            --suppressions="$CR_TEST_SRCDIR/tests/cli/valgrind.supp" \
             "$CLI_BIN" "$@"
     else
         exec "$CLI_BIN" "$@"

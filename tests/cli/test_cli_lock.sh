@@ -3,7 +3,9 @@
 # `credisson lock` against a private redis-server: mutual exclusion between
 # concurrent runs, the exit-code table, the command's environment, a lost
 # lock stopping the command, signals forwarded with the lock released, an
-# interrupted wait leaving nothing behind, and the other lock kinds.
+# interrupted wait leaving nothing behind, and the other lock kinds; a
+# release that fails (74), a signal ending a wait at once whatever the
+# server does, and the command stopped before its lease can end.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -132,14 +134,18 @@ test_lease_is_not_renewed() {
 }
 
 test_lease_running_out_under_command_exits_76() {
-    run_cli lock short --lease 300ms -- sleep 0.6
+    # The command outlives the lease: it is stopped (SIGTERM a third of
+    # the lease before the end) rather than left running unprotected.
+    run_cli lock short --lease "$(slow 300)ms" -- sleep 30
     expect_eq "$rc" 76 "exit status"
-    expect_contains "$err" "was lost while 'sleep' ran (it exited with status 0)" \
+    expect_contains "$err" "the lease of the lock on 'short' runs out in" \
+        "stderr"
+    expect_contains "$err" "'sleep' was stopped (status 143): the lease of the lock on 'short' ran out" \
         "stderr"
 }
 
 test_lost_lock_stops_command_and_exits_76() {
-    cli_exec lock lost --watchdog "$(slow 300)ms" --kill-after 10s -- sh -c \
+    cli_exec lock lost --watchdog "$(slow 300)ms" -- sh -c \
         'trap "echo term >got; exit 9" TERM; touch ready;
          while :; do sleep 0.05; done' 2>err &
     local pid=$!
@@ -152,7 +158,7 @@ test_lost_lock_stops_command_and_exits_76() {
 }
 
 test_lost_lock_kills_command_ignoring_sigterm() {
-    cli_exec lock stubborn --watchdog "$(slow 300)ms" --kill-after 300ms -- \
+    cli_exec lock stubborn --watchdog "$(slow 300)ms" --kill-after 100ms -- \
         sh -c \
         'trap "" TERM; echo $$ >pid; while :; do sleep 0.05; done' 2>/dev/null &
     local pid=$!
@@ -293,6 +299,205 @@ test_command_gets_no_descriptor_of_the_tool() {
     expect_eq "$(echo $out)" "$expected" "open descriptors"
 }
 
+# ------------------------------------------------ release failures: 74
+
+test_release_failing_on_a_stopped_server_exits_74() {
+    # The command stops the server it holds the lock on: the release then
+    # meets a closed connection, and must not report success.
+    start_redis
+    local port=$SRV_PORT pid=$SRV_PID
+    run_cli --url "redis://127.0.0.1:$port" --timeout "$(slow 1000)ms" \
+        lock rel -- sh -c 'redis-cli -p "$1" shutdown nosave >/dev/null 2>&1
+                           exit 3' sh "$port"
+    stop_redis "$pid"
+    expect_eq "$rc" 74 "exit status"
+    expect_lines "$err" 1 "stderr"
+    expect_contains "$err" "cannot release the lock on 'rel'" "stderr"
+    expect_contains "$err" "'sh' exited with status 3" "stderr"
+}
+
+test_release_refused_by_redis_exits_74_and_lock_stays() {
+    # The command leaves the server out of memory: the unlock script is
+    # refused with an OOM error, and the lock stays until its lease ends.
+    start_redis
+    local port=$SRV_PORT pid=$SRV_PID
+    run_cli --url "redis://127.0.0.1:$port" lock oom -- sh -c \
+        'redis-cli -p "$1" config set maxmemory-policy noeviction >/dev/null
+         redis-cli -p "$1" config set maxmemory 1 >/dev/null' sh "$port"
+    local held
+    held=$(redis-cli -p "$port" exists oom)
+    stop_redis "$pid"
+    expect_eq "$rc" 74 "exit status"
+    expect_lines "$err" 1 "stderr"
+    expect_contains "$err" "cannot release the lock on 'oom'" "stderr"
+    expect_contains "$err" "OOM" "stderr"
+    expect_contains "$err" "'sh' exited with status 0" "stderr"
+    expect_eq "$held" 1 "the lock after the failed release"
+}
+
+# ----------------------------------------------- a signal ends a wait now
+
+# The most a signal may take to end a wait, in ms, measured from the
+# shell (kill to wait's return).
+SIGNAL_BOUND_MS=$(slow 200)
+
+# Sends signal $1 to the waiting credisson of pid $2 and checks that it
+# exits with 128 + the signal's number $3 within SIGNAL_BOUND_MS.
+expect_prompt_end() {
+    local t0 t1 status
+    t0=$(epoch_ms)
+    kill -"$1" "$2"
+    wait "$2"
+    status=$?
+    t1=$(epoch_ms)
+    echo "    signal to exit: $((t1 - t0)) ms" >&2
+    expect_eq "$status" "$3" "exit status"
+    [ $((t1 - t0)) -le "$SIGNAL_BOUND_MS" ] ||
+        fail "exit $((t1 - t0)) ms after SIG$1 (bound $SIGNAL_BOUND_MS ms)"
+}
+
+# Succeeds when $2 clients listen on the lock channel of $1 on port $3.
+waiters_are() {
+    [ "$(redis-cli -p "$3" pubsub numsub "redisson_lock__channel:{$1}" |
+        tail -n 1)" = "$2" ]
+}
+
+# Succeeds when the key $1 exists on the server on port $2.
+key_exists_on() {
+    [ "$(redis-cli -p "$2" exists "$1")" = 1 ]
+}
+
+# Succeeds when the server on port $1 does not answer PING in 100 ms.
+server_stalled() {
+    ! timeout 0.1 redis-cli -p "$1" ping >/dev/null 2>&1
+}
+
+test_sigint_ends_wait_behind_holder_at_once() {
+    cli_exec lock queue -- sleep 30 &
+    local holder=$!
+    wait_until 5000 key_exists queue || fail "holder never locked"
+    cli_exec lock queue --wait 30s -- touch ran &
+    local waiter=$!
+    wait_until 5000 waiters_are queue 1 "$PORT" || fail "waiter never waited"
+    expect_prompt_end INT "$waiter" 130
+    [ -e ran ] && fail "the command ran"
+    expect_eq "$(rcli hlen queue)" 1 "holders left"
+    kill -TERM "$holder"
+    wait "$holder"
+    return 0
+}
+
+test_sigterm_ends_wait_on_a_stalled_server_at_once() {
+    start_redis --enable-debug-command yes
+    local port=$SRV_PORT pid=$SRV_PID
+    export CREDISSON_URL="redis://127.0.0.1:$port"
+    cli_exec lock stall -- sleep 30 2>/dev/null &
+    local holder=$!
+    wait_until 5000 key_exists_on stall "$port" || fail "holder never locked"
+    cli_exec lock stall --wait 30s -- touch ran &
+    local waiter=$!
+    wait_until 5000 waiters_are stall 1 "$port" || fail "waiter never waited"
+    # The server stops answering anyone for 5 s.
+    redis-cli -p "$port" debug sleep 5 >/dev/null 2>&1 &
+    wait_until 5000 server_stalled "$port" || fail "the server never stalled"
+    expect_prompt_end TERM "$waiter" 143
+    [ -e ran ] && fail "the command ran"
+    kill -KILL "$holder"
+    wait "$holder" 2>/dev/null
+    stop_redis "$pid"
+}
+
+test_sigterm_ends_connecting_to_a_silent_server_at_once() {
+    # A listener that takes connections and never answers: credisson is
+    # still setting up its first connection when the signal comes.
+    command -v perl >/dev/null || return 0
+    perl -MIO::Socket::INET -e '
+        my $s = IO::Socket::INET->new(Listen => 8, LocalAddr => "127.0.0.1",
+                                      LocalPort => 0) or die "listen: $!";
+        open(my $f, ">", "port.tmp") or die; print $f $s->sockport, "\n";
+        close $f; rename "port.tmp", "port";
+        my @keep;
+        while (my $c = $s->accept) {
+            push @keep, $c; open(my $g, ">>", "accepted"); close $g;
+        }' &
+    local silent=$!
+    # A failed check ends this subshell: the listener must end with it.
+    trap 'kill "$silent" 2>/dev/null' EXIT
+    wait_until 5000 file_exists port || fail "no listener"
+    cli_exec --url "redis://127.0.0.1:$(cat port)" --timeout 20s \
+        lock silent --wait 30s -- touch ran &
+    local waiter=$!
+    wait_until 5000 file_exists accepted || fail "never connected"
+    expect_prompt_end TERM "$waiter" 143
+    [ -e ran ] && fail "the command ran"
+    kill "$silent"
+    wait "$silent" 2>/dev/null
+    return 0
+}
+
+# --------------------------------------- the command ends before the lease
+
+# Starts, in the background, a reader of the FIFO ./dead that writes the
+# wall-clock time (epoch ms) at which its last writer closed it into
+# ./died: the moment the command holding it open died. The reader ends
+# with the test's subshell if no command ever opened the FIFO.
+watch_death() {
+    mkfifo dead
+    (read -r _ <dead; epoch_ms >died) &
+    WATCHER=$!
+    trap 'kill "$WATCHER" 2>/dev/null' EXIT
+}
+
+# The command for watch_death: ignores SIGTERM (which exec keeps), writes
+# the output of the redis-cli arguments "$@" to ./expiry, then holds
+# ./dead open until killed.
+STUBBORN='trap "" TERM; "$@" >expiry; exec sleep 60 3>dead'
+
+test_lease_ending_kills_command_before_the_key_expires() {
+    # --lease 3s: SIGTERM a third of the lease before its local deadline
+    # (ignored), SIGKILL at it, 1 % + 2 ms before the key expires.
+    watch_death
+    cli_exec lock ttl --lease "$(slow 3000)ms" -- sh -c "$STUBBORN" sh \
+        redis-cli -p "$PORT" pexpiretime ttl 2>err &
+    local pid=$!
+    wait "$pid"
+    expect_eq "$?" 76 "exit status"
+    wait_until 5000 file_exists died || fail "the command never died"
+    local expiry died
+    expiry=$(cat expiry)
+    died=$(cat died)
+    echo "    killed $((expiry - died)) ms before the key's expiry" >&2
+    [ "$died" -lt "$expiry" ] ||
+        fail "the command died at $died, the key expired at $expiry"
+    expect_contains "$(cat err)" "the lease of the lock on 'ttl' ran out" \
+        "stderr"
+}
+
+test_blocked_renewals_kill_command_before_the_key_expires() {
+    # Writes are paused: the watchdog's renewals cannot get through, and
+    # the command is stopped before the last one's lease ends.
+    watch_death
+    cli_exec lock pause --watchdog "$(slow 3000)ms" -- sh -c \
+        'trap "" TERM; touch ready; exec sleep 60 3>dead' 2>err &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "command never started"
+    # A failed check ends this subshell: the server must not stay paused.
+    trap 'rcli client unpause >/dev/null; kill "$WATCHER" 2>/dev/null' EXIT
+    rcli client pause 60000 write >/dev/null
+    local expiry
+    expiry=$(rcli pexpiretime pause)
+    wait_until 10000 file_exists died || fail "the command never died"
+    rcli client unpause >/dev/null
+    wait "$pid"
+    expect_eq "$?" 76 "exit status"
+    local died
+    died=$(cat died)
+    echo "    killed $((expiry - died)) ms before the key's expiry" >&2
+    [ "$died" -lt "$expiry" ] ||
+        fail "the command died at $died, the key expired at $expiry"
+    expect_contains "$(cat err)" "could not be renewed" "stderr"
+}
+
 redis_up
 run_test test_concurrent_runs_serialize
 run_test test_exit_status_of_command_is_passed_through
@@ -315,4 +520,11 @@ run_test test_fenced_lock_gives_increasing_tokens
 run_test test_caller_ignoring_sigchld_does_not_hang_the_run
 run_test test_nested_run_does_not_pass_on_the_outer_holds_variables
 run_test test_command_gets_no_descriptor_of_the_tool
+run_test test_release_failing_on_a_stopped_server_exits_74
+run_test test_release_refused_by_redis_exits_74_and_lock_stays
+run_test test_sigint_ends_wait_behind_holder_at_once
+run_test test_sigterm_ends_wait_on_a_stalled_server_at_once
+run_test test_sigterm_ends_connecting_to_a_silent_server_at_once
+run_test test_lease_ending_kills_command_before_the_key_expires
+run_test test_blocked_renewals_kill_command_before_the_key_expires
 finish

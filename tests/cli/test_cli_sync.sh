@@ -3,7 +3,9 @@
 # `credisson semaphore` and `credisson latch` against a private
 # redis-server: a bound on concurrent commands, expirable permits that a
 # killed credisson does not keep, a lost permit stopping its command, the
-# counting subcommands, and a latch shared by several processes.
+# counting subcommands, and a latch shared by several processes; a
+# permit's command stopped before its lease can end, and a release that
+# fails (74).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -77,8 +79,7 @@ test_semaphore_permit_of_killed_credisson_expires() {
 }
 
 test_semaphore_lost_permit_stops_command() {
-    cli_exec semaphore gone --permits 1 --watchdog "$(slow 600)ms" \
-        --kill-after 5s -- \
+    cli_exec semaphore gone --permits 1 --watchdog "$(slow 600)ms" -- \
         sh -c 'trap "echo term >got; exit 0" TERM; touch ready;
                while :; do sleep 0.05; done' 2>err &
     local pid=$!
@@ -163,6 +164,80 @@ test_interrupted_latch_await_exits_130() {
     expect_eq "$?" 130 "exit status"
 }
 
+# Starts, in the background, a reader of the FIFO ./dead that writes the
+# wall-clock time (epoch ms) at which its last writer closed it into
+# ./died: the moment the command holding it open died. The reader ends
+# with the test's subshell if no command ever opened the FIFO.
+watch_death() {
+    mkfifo dead
+    (read -r _ <dead; epoch_ms >died) &
+    WATCHER=$!
+    trap 'kill "$WATCHER" 2>/dev/null' EXIT
+}
+
+# Prints the expiry (epoch ms) of the only permit issued by semaphore $1.
+permit_expiry() {
+    rcli zrange "{$1}:timeout" 0 -1 withscores | sed -n 2p
+}
+
+# Checks that ./died is earlier than the permit expiry $1.
+expect_died_before() {
+    local died
+    wait_until 5000 file_exists died || fail "the command never died"
+    died=$(cat died)
+    echo "    killed $(($1 - died)) ms before the permit's expiry" >&2
+    [ "$died" -lt "$1" ] ||
+        fail "the command died at $died, the permit expired at $1"
+}
+
+test_semaphore_lease_ending_kills_command_before_the_permit_expires() {
+    watch_death
+    cli_exec semaphore lease --permits 1 --lease "$(slow 3000)ms" -- sh -c \
+        'trap "" TERM; touch ready; exec sleep 60 3>dead' 2>err &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "command never started"
+    local expiry
+    expiry=$(permit_expiry lease)
+    wait "$pid"
+    expect_eq "$?" 76 "exit status"
+    expect_died_before "$expiry"
+    expect_contains "$(cat err)" "the lease of the permit on 'lease' ran out" \
+        "stderr"
+}
+
+test_semaphore_blocked_renewals_kill_command_before_the_permit_expires() {
+    watch_death
+    cli_exec semaphore renew --permits 1 --watchdog "$(slow 3000)ms" -- \
+        sh -c 'trap "" TERM; touch ready; exec sleep 60 3>dead' 2>err &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "command never started"
+    # A failed check ends this subshell: the server must not stay paused.
+    trap 'rcli client unpause >/dev/null; kill "$WATCHER" 2>/dev/null' EXIT
+    rcli client pause 60000 write >/dev/null
+    local expiry
+    expiry=$(permit_expiry renew)
+    wait_until 10000 file_exists died || fail "the command never died"
+    rcli client unpause >/dev/null
+    wait "$pid"
+    expect_eq "$?" 76 "exit status"
+    expect_died_before "$expiry"
+    expect_contains "$(cat err)" "the permit on 'renew' could not be renewed" \
+        "stderr"
+}
+
+test_semaphore_release_failing_exits_74() {
+    start_redis
+    local port=$SRV_PORT pid=$SRV_PID
+    run_cli --url "redis://127.0.0.1:$port" --timeout "$(slow 1000)ms" \
+        semaphore rel --permits 1 -- sh -c \
+        'redis-cli -p "$1" shutdown nosave >/dev/null 2>&1; exit 5' sh "$port"
+    stop_redis "$pid"
+    expect_eq "$rc" 74 "exit status"
+    expect_lines "$err" 1 "stderr"
+    expect_contains "$err" "cannot release the permit on 'rel'" "stderr"
+    expect_contains "$err" "'sh' exited with status 5" "stderr"
+}
+
 redis_up
 run_test test_semaphore_bounds_concurrent_commands
 run_test test_semaphore_command_sees_permit_id
@@ -174,4 +249,7 @@ run_test test_latch_opens_for_waiters_in_other_processes
 run_test test_latch_await_timeout_exits_75
 run_test test_latch_set_twice_exits_75
 run_test test_interrupted_latch_await_exits_130
+run_test test_semaphore_lease_ending_kills_command_before_the_permit_expires
+run_test test_semaphore_blocked_renewals_kill_command_before_the_permit_expires
+run_test test_semaphore_release_failing_exits_74
 finish

@@ -109,6 +109,42 @@ test_help_shows_usage_and_exit_codes() {
     expect_contains "$out" "Usage: credisson inspect NAME" "inspect --help"
 }
 
+test_lock_help_lists_every_option_of_lock() {
+    local opt
+    run_cli lock --help
+    expect_eq "$rc" 0 "exit status"
+    for opt in -w --wait --lease --fair --fenced --read --write --watchdog \
+        --kill-after --pass-credentials --url --timeout --name-prefix \
+        --user --password-file --sentinel-user --sentinel-password-file \
+        --client-name --tls --cacert --cacertdir --cert --key --sni \
+        --insecure -v --verbose -h --help; do
+        case "$out" in
+        *" $opt "* | *" $opt,"* | *" $opt"$'\n'*) ;;
+        *) fail "lock --help does not list $opt" ;;
+        esac
+    done
+}
+
+# Prints the exit statuses listed after "Exit status:" in --help, one a
+# line.
+help_statuses() {
+    cli --help | sed -n '/^Exit status:/,$p' |
+        sed -n 's/^  \([0-9][0-9]*\) .*/\1/p'
+}
+
+test_exit_status_table_is_the_same_in_help_man_page_and_code() {
+    local help man code
+    help=$(help_statuses | sort -n | tr '\n' ' ')
+    man=$(sed -n '/^\.SH EXIT STATUS/,/^\.SH /p' \
+        "$CR_TEST_SRCDIR/doc/man1/credisson.1" |
+        sed -n 's/^\.B \([0-9][0-9]*\)$/\1/p' | sort -n | tr '\n' ' ')
+    code=$(sed -n 's/^#define CR__CLI_EXIT_[A-Z_]* \([0-9][0-9]*\).*/\1/p' \
+        "$CR_TEST_SRCDIR/src/cli/cli.h" | sort -n | tr '\n' ' ')
+    expect_eq "$help" "0 64 69 70 71 74 75 76 77 78 126 127 " "--help"
+    expect_eq "$man" "$help" "credisson(1)"
+    expect_eq "$code" "$help" "cli.h"
+}
+
 test_version_shows_versions() {
     run_cli --version
     expect_eq "$rc" 0 "exit status"
@@ -136,6 +172,8 @@ run_test test_url_from_environment_is_used
 run_test test_invalid_url_exits_64_without_password
 run_test test_empty_url_option_exits_64
 run_test test_help_shows_usage_and_exit_codes
+run_test test_lock_help_lists_every_option_of_lock
+run_test test_exit_status_table_is_the_same_in_help_man_page_and_code
 run_test test_version_shows_versions
 run_test test_man_page_is_clean
 finish

@@ -522,6 +522,228 @@ static void test_args_latch_refuses_bad_actions(void **state)
     line_bad(&l, "latch shards set 0", "invalid number '0' for set");
 }
 
+/* ------------------------------------------------------ --kill-after */
+
+static void test_args_kill_after_defaults_to_a_third_of_the_lease(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock jobs -- true");
+    assert_int_equal(l.a.kill_after_ms, 10000);
+    line_ok(&l, "lock jobs --watchdog 3s -- true");
+    assert_int_equal(l.a.kill_after_ms, 1000);
+    line_ok(&l, "lock jobs --lease 300ms --watchdog 1h -- true");
+    assert_int_equal(l.a.kill_after_ms, 100);
+    line_ok(&l, "semaphore s --lease 1h -- true");
+    assert_int_equal(l.a.kill_after_ms, 10000);
+    line_ok(&l, "semaphore s --watchdog 2ms -- true");
+    assert_int_equal(l.a.kill_after_ms, 0);
+    line_ok(&l, "latch l count");
+    assert_int_equal(l.a.kill_after_ms, -1);
+}
+
+static void test_args_kill_after_must_be_shorter_than_the_lease(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock jobs --lease 10s --kill-after 9.999s -- true");
+    assert_int_equal(l.a.kill_after_ms, 9999);
+    line_bad(&l, "lock jobs --lease 10s --kill-after 10s -- true",
+             "--kill-after must be shorter than the lease (--lease 10000ms)");
+    line_bad(&l, "semaphore s --lease 1s --kill-after 1m -- true",
+             "--kill-after must be shorter than the lease");
+    line_bad(&l, "lock jobs --kill-after 30s -- true",
+             "shorter than the lease (the watchdog's 30000ms)");
+    /* With the watchdog, the deadline is two thirds of the lease away
+     * just before each renewal. */
+    line_ok(&l, "lock jobs --watchdog 3s --kill-after 1999ms -- true");
+    assert_int_equal(l.a.kill_after_ms, 1999);
+    line_bad(&l, "lock jobs --watchdog 3s --kill-after 2s -- true",
+             "two thirds of the watchdog's lease (3000ms)");
+    line_ok(&l, "lock jobs --kill-after 0 -- true");
+    assert_int_equal(l.a.kill_after_ms, 0);
+}
+
+/* ---------------------------------------------------------------- TLS */
+
+static void test_args_tls_options(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "--tls --cacert ca.pem --cacertdir /etc/ca --cert c.pem "
+                "--key=k.pem --sni redis.example --insecure lock x -- true");
+    assert_true(l.a.tls);
+    assert_true(l.a.insecure);
+    assert_string_equal(l.a.cacert, "ca.pem");
+    assert_string_equal(l.a.cacertdir, "/etc/ca");
+    assert_string_equal(l.a.cert, "c.pem");
+    assert_string_equal(l.a.key, "k.pem");
+    assert_string_equal(l.a.sni, "redis.example");
+    line_ok(&l, "inspect x --tls");
+    assert_true(l.a.tls);
+    assert_false(l.a.insecure);
+    assert_null(l.a.cacert);
+    line_ok(&l, "latch x count --cacert ca.pem");
+    assert_string_equal(l.a.cacert, "ca.pem");
+}
+
+static void test_args_tls_refuses_empty_values_and_values_for_flags(
+    void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "--cacert _ lock x -- true", "--cacert is empty");
+    line_bad(&l, "--sni= lock x -- true", "--sni is empty");
+    line_bad(&l, "--tls=yes lock x -- true", "option --tls takes no value");
+    line_bad(&l, "--insecure=1 lock x -- true", "takes no value");
+    line_bad(&l, "lock x --key", "option --key needs a value");
+}
+
+/* -------------------------------------------------------- credentials */
+
+static void test_args_credential_options(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "--user app --password-file /run/pw --sentinel-user sen "
+                "--sentinel-password-file=/run/spw --client-name job-1 "
+                "lock x --pass-credentials -- true");
+    assert_string_equal(l.a.user, "app");
+    assert_string_equal(l.a.password_file, "/run/pw");
+    assert_string_equal(l.a.sentinel_user, "sen");
+    assert_string_equal(l.a.sentinel_password_file, "/run/spw");
+    assert_string_equal(l.a.client_name, "job-1");
+    assert_true(l.a.pass_credentials);
+    line_ok(&l, "--pass-credentials semaphore s -- true");
+    assert_true(l.a.pass_credentials);
+    line_ok(&l, "lock x -- true");
+    assert_null(l.a.user);
+    assert_null(l.a.password_file);
+    assert_null(l.a.client_name);
+    assert_false(l.a.pass_credentials);
+    /* An empty name asks for no name at all. */
+    line_ok(&l, "--client-name _ inspect x");
+    assert_string_equal(l.a.client_name, "");
+}
+
+static void test_args_credentials_refuse_bad_input(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "--password-file _ lock x -- true",
+             "--password-file is empty");
+    line_bad(&l, "--user _ lock x -- true", "--user is empty");
+    line_bad(&l, "--client-name bad\x01name lock x -- true",
+             "invalid --client-name 'bad?name'");
+    line_bad(&l, "--client-name \x7f lock x -- true",
+             "invalid --client-name");
+    line_bad(&l, "--pass-credentials inspect x",
+             "option --pass-credentials does not apply to inspect");
+    line_bad(&l, "--pass-credentials latch l await",
+             "does not apply to 'latch await'");
+    /* There is no option that takes a password on the command line. */
+    line_bad(&l, "--password s3cr3t lock x -- true",
+             "unknown option '--password'");
+    line_bad(&l, "--password=s3cr3t lock x -- true",
+             "unknown option '--password'");
+}
+
+static void test_args_client_name_must_be_printable_without_spaces(
+    void **state)
+{
+    char name[] = "my job", *argv[] = {"credisson", "--client-name", name,
+                                       "inspect", "x", NULL};
+    char err[CR__CLI_ERR_MAX];
+    cr__cli_args a;
+
+    (void)state;
+    assert_int_equal(cr__cli_parse_args(5, argv, &a, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "invalid --client-name 'my job'"));
+    name[2] = '\t';
+    assert_int_equal(cr__cli_parse_args(5, argv, &a, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "'my?job'"));
+    name[2] = '_';
+    assert_int_equal(cr__cli_parse_args(5, argv, &a, err, sizeof(err)), 0);
+}
+
+/* ---------------------------------------------------------------- URLs */
+
+/* Checks where cr__cli_url_password finds the password of url: `want`
+ * is the text it must span, NULL when there is none. */
+static void password_at(const char *url, const char *want)
+{
+    size_t off = 99, len = 99;
+    bool found = cr__cli_url_password(url, &off, &len);
+
+    if (want == NULL) {
+        assert_false(found);
+        assert_int_equal(len, 0);
+        return;
+    }
+    assert_true(found);
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(url + off, want, len);
+}
+
+static void test_url_password_is_found_as_the_parser_reads_it(void **state)
+{
+    (void)state;
+    password_at("redis://:pw@host:1/2", "pw");
+    password_at("redis://user:pw@host", "pw");
+    password_at("rediss://user:p:w@host", "p:w");
+    password_at("redis://user:p@ss@host:6379", "p@ss");
+    password_at("redis-sentinel://u:pw@a:1,b:2/master", "pw");
+    password_at("redis-cluster://:pw@a,b?sharded=on", "pw");
+    password_at("unix://:pw@/run/redis.sock?db=1", "pw");
+    password_at("redis://user@host", NULL);
+    password_at("redis://user:@host", NULL);
+    password_at("redis://host:6379", NULL);
+    password_at("redis://host/0?x=a@b", NULL);
+    password_at("no scheme:pw@host", NULL);
+    password_at("", NULL);
+}
+
+/* Checks the TLS form of url: `want`, or NULL when it has none. */
+static void tls_form(const char *url, const char *want)
+{
+    char buf[64];
+
+    if (want == NULL) {
+        assert_int_equal(cr__cli_tls_url(url, buf, sizeof(buf)), -1);
+        return;
+    }
+    assert_int_equal(cr__cli_tls_url(url, buf, sizeof(buf)), 0);
+    assert_string_equal(buf, want);
+}
+
+static void test_tls_url_forms(void **state)
+{
+    char small[16];
+
+    (void)state;
+    tls_form("redis://h:1/2", "rediss://h:1/2");
+    tls_form("REDIS://h", "REDISs://h");
+    tls_form("redis-sentinel://a,b/m", "rediss-sentinel://a,b/m");
+    tls_form("redis-cluster://a:1", "rediss-cluster://a:1");
+    tls_form("rediss://h", "rediss://h");
+    tls_form("rediss-cluster://a", "rediss-cluster://a");
+    tls_form("unix:///tmp/s", NULL);
+    tls_form("redis-unix://x", NULL);
+    tls_form("redisx://h", NULL);
+    tls_form("h:6379", NULL);
+    assert_int_equal(cr__cli_tls_url("redis://0123456", small,
+                                     sizeof(small)), -1);
+    assert_int_equal(cr__cli_tls_url("redis://012345", small,
+                                     sizeof(small)), 0);
+    assert_string_equal(small, "rediss://012345");
+}
+
 /* ------------------------------------------------------ help, version */
 
 static void test_args_help_forms(void **state)
@@ -616,6 +838,17 @@ int main(void)
         cmocka_unit_test(test_args_version_forms),
         cmocka_unit_test(test_args_inspect),
         cmocka_unit_test(test_args_tolerates_missing_error_buffer),
+        cmocka_unit_test(test_args_kill_after_defaults_to_a_third_of_the_lease),
+        cmocka_unit_test(test_args_kill_after_must_be_shorter_than_the_lease),
+        cmocka_unit_test(test_args_tls_options),
+        cmocka_unit_test(
+            test_args_tls_refuses_empty_values_and_values_for_flags),
+        cmocka_unit_test(test_args_credential_options),
+        cmocka_unit_test(test_args_credentials_refuse_bad_input),
+        cmocka_unit_test(
+            test_args_client_name_must_be_printable_without_spaces),
+        cmocka_unit_test(test_url_password_is_found_as_the_parser_reads_it),
+        cmocka_unit_test(test_tls_url_forms),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
