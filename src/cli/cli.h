@@ -2,10 +2,10 @@
 /*
  * What the files of the credisson tool share: its exit codes, the state of
  * one run, and the entry points of the runner (run.c: signals, interruptible
- * waits, the supervised child) and of the inspector (inspect.c: reading
- * objects with plain commands). The tool reaches the library through
- * <credisson.h>, plus the pure URL parser (src/url.c, compiled in to show
- * redacted URLs); hiredis is used by inspect.c alone.
+ * waits, the supervised child) and of the inspector (inspect.c: printing
+ * what cr_object_inspect reads). The tool reaches the library through
+ * <credisson.h> only, plus the pure URL parser (src/url.c, compiled in to
+ * show redacted URLs).
  */
 #ifndef CR_CLI_H
 #define CR_CLI_H
@@ -57,8 +57,6 @@ typedef struct cr__cli {
     int64_t tid;            /* the owner thread id of every hold */
     bool status_line;       /* --verbose and stderr is a terminal */
     bool abandoned;         /* a waiting thread was left running: exit now */
-    void *redis;            /* inspect.c's own connection (redisContext) */
-    bool cluster;           /* that connection is to a cluster node */
     char wait_error[256];   /* cr_last_error() of a failed waiting call */
     int sigfd;              /* signalfd of the forwarded signals, or -1 */
     int events[2];          /* self-pipe: other threads -> main loop */
@@ -177,7 +175,5 @@ void cr__cli_summary(cr__cli *cli, char *buf, size_t len);
  * as U+FFFD. */
 void cr__cli_json_str(FILE *f, const char *s, size_t len);
 
-/* cr__cli_inspect_close: close the inspector's connection, if any. */
-void cr__cli_inspect_close(cr__cli *cli);
 
 #endif

@@ -9,10 +9,10 @@
  * connection settings (URL, TLS, credentials: options first, then the
  * environment; a password in --url is blotted out of argv once read), the
  * client set-up and the commands, with the permit's renewing thread;
- * run.c runs the child and the interruptible waits; inspect.c reads
- * objects with plain commands; args.c parses the command line. Apart from
- * inspect.c the tool uses the library only through <credisson.h> (and the
- * pure URL parser, compiled in, to hide passwords in messages).
+ * run.c runs the child and the interruptible waits; inspect.c prints what
+ * the library's introspection reads; args.c parses the command line. The
+ * tool uses the library only through <credisson.h> (and the pure URL
+ * parser, compiled in, to hide passwords in messages).
  */
 #include "config.h"
 
@@ -208,11 +208,12 @@ static const char usage_latch[] =
 static const char usage_inspect[] =
     "Usage: credisson inspect NAME [--json]\n"
     "\n"
-    "Show what the object NAME is and its state, read with plain commands:\n"
-    "lock holders with hold counts and lease, the fair-lock queue with\n"
-    "deadlines, read/write mode and readers, semaphore permits and issued\n"
-    "expirable permits, a latch's count, a fencing token. Works on objects\n"
-    "made by Java Redisson too.\n";
+    "Show what the object NAME is and its state, read in one step that\n"
+    "changes nothing: lock holders with hold counts, lease and the host,\n"
+    "pid and address of their process (or \"not connected\", \"unknown\"),\n"
+    "the fair-lock queue with deadlines, read/write mode and readers,\n"
+    "semaphore permits and issued expirable permits, a latch's count, a\n"
+    "fencing token. Works on objects made by Java Redisson too.\n";
 
 /* Prints the help for `c` (all commands for CR__CLI_NONE) on stdout. */
 static void print_help(cr__cli_command c)
@@ -1387,7 +1388,6 @@ int main(int argc, char **argv)
         fflush(stderr);
         _exit(code);
     }
-    cr__cli_inspect_close(&cli);
     cr_client_free(cli.client);
     cr__cli_signals_stop(&cli);
     free_settings(&cli);

@@ -446,8 +446,3 @@ void cr__cli_summary(cr__cli *cli, char *buf, size_t len)
     }
     cr_object_info_free(in);
 }
-
-void cr__cli_inspect_close(cr__cli *cli)
-{
-    (void)cli;
-}
