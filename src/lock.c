@@ -444,7 +444,15 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
         cr__call_patience_set(patience);
     }
     free(channel);
-    if (rc == CR_OK) {
+    if (rc == CR_OK && atomic_load(&l->client->closing)) {
+        int ignored;
+
+        /* Granted while the client is being freed: the caller could not
+         * release it any more; give it back now, within the free's grace. */
+        l->ops->unlock(l, owner, a.lease_ms, &ignored);
+        rc = cr__fail(CR_ECLOSED, "the client is being freed (the lock, "
+                      "granted meanwhile, was given back)");
+    } else if (rc == CR_OK) {
         rc = cr__hold_add(l->client->renewal, l->ops->hold_kind, l->raw, owner,
                           l->aux, tid, lease_ms == CR_LEASE_WATCHDOG,
                           cr__lease_valid_until(a.sent_ms, a.lease_ms),

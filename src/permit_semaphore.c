@@ -343,6 +343,9 @@ give_back_later(cr_permit_semaphore *s, const unsigned char *id)
     cr__object_background(s, late_permit_run, late_permit_done, p);
 }
 
+static cr_status release(cr_permit_semaphore *s, const char *hex,
+                         int64_t *result);
+
 /* Acquisition shared by acquire and try_acquire. */
 static cr_status
 acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
@@ -374,8 +377,19 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
             rc = CR_OK;
         cr__call_patience_set(patience);
     }
-    if (rc == CR_OK)
+    if (rc == CR_OK && atomic_load(&s->o.client->closing)) {
+        char hex[CR_PERMIT_ID_LEN + 1];
+        int64_t ignored;
+
+        /* Granted while the client is being freed: the caller could not
+         * release it any more; give it back now, within the free's grace. */
+        cr__hex(a.id, ID_BYTES, hex);
+        release(s, hex, &ignored);
+        rc = cr__fail(CR_ECLOSED, "the client is being freed (the permit, "
+                      "granted meanwhile, was given back)");
+    } else if (rc == CR_OK) {
         cr__hex(a.id, ID_BYTES, id);
+    }
 out:
     cr__object_leave(s);
     return rc;
