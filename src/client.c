@@ -264,96 +264,6 @@ cr__reply_int(const cr__reply *r, int64_t *out)
 
 /* ---------------------------------------------------------------- names */
 
-cr_status
-cr__check_name(const char *name)
-{
-    if (name == NULL)
-        return cr__fail(CR_EINVAL, "name is NULL");
-    if (name[0] == '\0')
-        return cr__fail(CR_EINVAL, "name is empty");
-    return CR_OK;
-}
-
-cr_status
-cr__check_slots(const cr_client *c, const char *raw, const char *extra)
-{
-    char *p, *s;
-    unsigned want;
-    bool ok;
-
-    if (!c->url.is_cluster)
-        return CR_OK;
-    /* The prefix and suffix do not matter: without braces of their own they
-     * hash like every prefixName / suffixName of the name. */
-    p = cr__prefix_name("p", raw);
-    s = cr__suffix_name(raw, "s");
-    want = cr__key_slot(raw, strlen(raw));
-    ok = p != NULL && s != NULL && cr__key_slot(p, strlen(p)) == want &&
-         cr__key_slot(s, strlen(s)) == want &&
-         (extra == NULL || cr__key_slot(extra, strlen(extra)) == want);
-    if (p == NULL || s == NULL) {
-        free(p);
-        free(s);
-        return cr__fail(CR_ENOMEM, "out of memory");
-    }
-    free(p);
-    free(s);
-    if (!ok)
-        return cr__fail(CR_EINVAL, "name \"%s\" puts its keys in different "
-                        "cluster slots (protocol 1.1); choose a name without "
-                        "'}'%s or with one well-formed {tag}", raw,
-                        extra != NULL ? "" : " or an unclosed '{'");
-    return CR_OK;
-}
-
-char *
-cr__raw_name(const cr_client *c, const char *name)
-{
-    if (c->name_prefix == NULL)
-        return strdup(name);
-    return cr__strdup_printf("%s%s", c->name_prefix, name);
-}
-
-char *
-cr__prefix_name(const char *prefix, const char *name)
-{
-    if (strchr(name, '{') != NULL)
-        return cr__strdup_printf("%s:%s", prefix, name);
-    return cr__strdup_printf("%s:{%s}", prefix, name);
-}
-
-char *
-cr__suffix_name(const char *name, const char *suffix)
-{
-    if (strchr(name, '{') != NULL)
-        return cr__strdup_printf("%s:%s", name, suffix);
-    return cr__strdup_printf("{%s}:%s", name, suffix);
-}
-
-char *
-cr__request_key(const char *prefix, const char *name)
-{
-    unsigned char id[16];
-    char hex[33];
-    char *p, *key;
-
-    if (cr__request_id(id) != CR_OK)
-        return NULL;
-    cr__hex(id, sizeof(id), hex);
-    p = cr__prefix_name(prefix, name);
-    if (p == NULL)
-        return NULL;
-    key = cr__strdup_printf("%s:%s", p, hex);
-    free(p);
-    return key;
-}
-
-char *
-cr__unlock_latch_name(const char *name)
-{
-    return cr__request_key("redisson_unlock_latch", name);
-}
-
 void
 cr__drop_latch(cr_client *c, const char *latch)
 {
@@ -459,24 +369,6 @@ check_client_name(const char *name)
     return CR_OK;
 }
 
-/* The default client name: "credisson/<id>/<host>/<pid>", the host cut
- * short and made of characters Redis accepts in a name ('/' made '_'). */
-static char *
-default_client_name(const char *id)
-{
-    char host[65] = "";
-    size_t i;
-
-    (void)gethostname(host, sizeof(host) - 1);
-    host[sizeof(host) - 1] = '\0';
-    for (i = 0; host[i] != '\0'; i++)
-        if (host[i] < '!' || host[i] > '~' || host[i] == '/')
-            host[i] = '_';
-    return cr__strdup_printf("credisson/%s/%s/%ld", id,
-                             host[0] != '\0' ? host : "unknown",
-                             (long)getpid());
-}
-
 /* Sets up what every connection needs (conn_cfg and what it points at)
  * from the options. */
 static cr_status
@@ -493,7 +385,7 @@ configure_connections(cr_client *c, const cr_client_options *o)
     if (o->client_name != NULL && (rc = check_client_name(o->client_name)) != CR_OK)
         return rc;
     if (o->client_name == NULL)
-        c->client_name = default_client_name(c->id);
+        c->client_name = cr__name_client(c->id);
     else if (o->client_name[0] != '\0')
         c->client_name = strdup(o->client_name);
     if ((o->client_name == NULL || o->client_name[0] != '\0') &&

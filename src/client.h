@@ -2,7 +2,7 @@
 /*
  * The client's insides, shared by the object modules: its settings, its
  * transport, pub/sub and watchdog, the guard every public call goes
- * through, the script runner and the protocol's name helpers.
+ * through, and the script runner.
  */
 #ifndef CR_CLIENT_INTERNAL_H
 #define CR_CLIENT_INTERNAL_H
@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "credisson/client.h"
+#include "names.h"
 #include "pubsub.h"
 #include "registry.h"
 #include "scripts.h"
@@ -100,34 +101,6 @@ cr_status cr__script_run(cr_client *c, cr__script_id id, unsigned flags,
 cr_status cr__command(cr_client *c, unsigned flags, int argc,
                       const char **argv, const size_t *lens,
                       cr__reply **out);
-
-/* cr__raw_name: the client's name prefix + name (Redisson's NameMapper),
- * malloc'd; NULL when out of memory. */
-char *cr__raw_name(const cr_client *c, const char *name);
-
-/* cr__check_name: CR_EINVAL unless `name` is a non-empty string. */
-cr_status cr__check_name(const char *name);
-
-/* cr__check_slots: in a cluster, CR_EINVAL (with a message) unless every
- * prefixName / suffixName of the raw name, and `extra` (a derived name of
- * another shape, or NULL), hash to the name's own slot: otherwise the
- * object's scripts would fail with CROSSSLOT (protocol 1.1). CR_OK outside
- * a cluster, where such names work. */
-cr_status cr__check_slots(const cr_client *c, const char *raw,
-                          const char *extra);
-
-/* Protocol section 1.1 name helpers, malloc'd (NULL: out of memory):
- * prefixName(P, N) = "P:N" when N contains '{', else "P:{N}";
- * suffixName(N, S) = "N:S" when N contains '{', else "{N}:S". */
-char *cr__prefix_name(const char *prefix, const char *name);
-char *cr__suffix_name(const char *name, const char *suffix);
-
-/* cr__request_key: prefixName(P, N) + ":" + a fresh 32-hex-character
- * request id, malloc'd; NULL when out of memory or randomness. */
-char *cr__request_key(const char *prefix, const char *name);
-
-/* cr__unlock_latch_name: cr__request_key("redisson_unlock_latch", N). */
-char *cr__unlock_latch_name(const char *name);
 
 /* cr__drop_latch: send DEL of an unlock latch without waiting (after the
  * unlock script replied, as Redisson does). */

@@ -68,7 +68,7 @@ enqueue_wait(const cr_lock *l, int64_t wait_ms)
 static char *
 fair_channel(cr_lock *l, const char *owner)
 {
-    return cr__strdup_printf("%s:%s", l->channel, owner);
+    return cr__name_waiter_channel(l->channel, owner);
 }
 
 /* One attempt. With a wait, the waiting script, which enqueues the caller;
@@ -241,8 +241,8 @@ create(cr_client *c, const char *name, bool non_reentrant, cr_lock **out)
         return rc;
     l->impl = k = calloc(1, sizeof(*k));
     if (k == NULL ||
-        (k->queue = cr__prefix_name("redisson_lock_queue", l->raw)) == NULL ||
-        (k->zset = cr__prefix_name("redisson_lock_timeout", l->raw)) == NULL) {
+        (k->queue = cr__name(CR__NAME_FAIR_QUEUE, l->raw)) == NULL ||
+        (k->zset = cr__name(CR__NAME_FAIR_TIMEOUTS, l->raw)) == NULL) {
         cr_lock_free(l);
         return CR_ENOMEM;
     }

@@ -149,7 +149,7 @@ read_holders(arena *a, const cr__reply *hash, const cr__reply *readers)
         if ((h->who.owner = keep(a, f->str, f->len)) == NULL)
             return false;
         h->who.owner_len = f->len;
-        h->writer = f->len > 6 && memcmp(f->str + f->len - 6, ":write", 6) == 0;
+        h->writer = cr__name_is_writer(f->str, f->len);
         h->ttl_ms = -2;
         for (k = 0; readers->type == CR__REPLY_ARRAY &&
                     k + 1 < readers->elements; k += 2)
@@ -223,8 +223,8 @@ static bool
 listeners(cr_client *c, const char *raw, int64_t *sem, int64_t *latch)
 {
     static const char *const kinds[2] = {"NUMSUB", "SHARDNUMSUB"};
-    char *sc = cr__prefix_name("redisson_sc", raw);
-    char *lc = cr__strdup_printf("redisson_countdownlatch__channel__{%s}", raw);
+    char *sc = cr__name(CR__NAME_SEMAPHORE_CHANNEL, raw);
+    char *lc = cr__name(CR__NAME_LATCH_CHANNEL, raw);
     bool ok = sc != NULL && lc != NULL;
     int k;
 
@@ -287,11 +287,11 @@ read_object(cr_client *c, arena *a, const char *raw)
     int i;
 
     keys[0] = strdup(raw);
-    keys[1] = cr__prefix_name("redisson_lock_queue", raw);
-    keys[2] = cr__prefix_name("redisson_lock_timeout", raw);
-    keys[3] = cr__prefix_name("redisson_lock_token", raw);
-    keys[4] = cr__suffix_name(raw, "timeout");
-    kp = strchr(raw, '{') != NULL ? strdup(raw) : cr__strdup_printf("{%s}", raw);
+    keys[1] = cr__name(CR__NAME_FAIR_QUEUE, raw);
+    keys[2] = cr__name(CR__NAME_FAIR_TIMEOUTS, raw);
+    keys[3] = cr__name(CR__NAME_FENCE_TOKEN, raw);
+    keys[4] = cr__name(CR__NAME_PERMIT_TIMEOUTS, raw);
+    kp = cr__name(CR__NAME_KEY_PREFIX, raw);
     for (i = 0; i < 5; i++)
         if (keys[i] == NULL)
             goto out;
@@ -389,20 +389,18 @@ place(arena *a, cr_owner_info *who, const char *list, size_t len,
     who->presence = unnamed ? CR_PRESENCE_UNKNOWN : CR_PRESENCE_GONE;
     while (idlen > 0 && p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = nl != NULL ? nl : end, *name, *addr, *rest, *slash;
-        size_t nlen, alen;
+        const char *stop = nl != NULL ? nl : end, *name, *addr, *host;
+        size_t nlen, alen, hostlen;
+        long pid;
 
-        if (field(p, stop, "name=", &name, &nlen) && nlen > 10 + idlen + 1 &&
-            memcmp(name, "credisson/", 10) == 0 &&
-            memcmp(name + 10, who->owner, idlen) == 0 &&
-            name[10 + idlen] == '/') {
-            rest = name + 11 + idlen;
-            slash = memchr(rest, '/', nlen - 11 - idlen);
+        if (field(p, stop, "name=", &name, &nlen) &&
+            cr__name_client_parse(name, nlen, who->owner, idlen, &host,
+                                  &hostlen, &pid)) {
             who->presence = CR_PRESENCE_CONNECTED;
-            if (slash != NULL) {
-                if ((who->host = keep(a, rest, (size_t)(slash - rest))) == NULL)
+            if (host != NULL) {
+                if ((who->host = keep(a, host, hostlen)) == NULL)
                     return false;
-                who->pid = strtol(slash + 1, NULL, 10);
+                who->pid = pid;
             }
             if (field(p, stop, "addr=", &addr, &alen) &&
                 (who->addr = keep(a, addr, alen)) == NULL)
@@ -464,15 +462,15 @@ cr_object_inspect(cr_client *c, const char *name, cr_object_info **out)
     cr__clear_error();
     if (out == NULL)
         return cr__fail(CR_EINVAL, "out is NULL");
-    if ((rc = cr__check_name(name)) != CR_OK)
+    if ((rc = cr__name_check(name)) != CR_OK)
         return rc;
     if ((rc = cr__client_enter(c)) != CR_OK)
         return rc;
     a = calloc(1, sizeof(*a));
-    if (a == NULL || (raw = cr__raw_name(c, name)) == NULL ||
+    if (a == NULL || (raw = cr__name_raw(c->name_prefix, name)) == NULL ||
         (a->info.key = keep(a, raw, strlen(raw))) == NULL) {
         rc = CR_ENOMEM;
-    } else if ((rc = cr__check_slots(c, raw, NULL)) == CR_OK &&
+    } else if ((rc = cr__name_check_slots(c->url.is_cluster, raw, NULL)) == CR_OK &&
                (rc = read_object(c, a, raw)) == CR_OK &&
                !read_presence(c, a)) {
         rc = CR_ENOMEM;

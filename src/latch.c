@@ -57,14 +57,12 @@ cr_latch_new(cr_client *c, const char *name, cr_latch **out)
         rc = cr__object_new(c, name, LATCH_MAGIC, sizeof(*l), (void **)&l);
     if (rc != CR_OK)
         return rc;
-    /* Always braces, even when N has some (protocol section 9). */
-    l->channel = cr__strdup_printf("redisson_countdownlatch__channel__{%s}",
-                                   l->o.raw);
-    l->marker = cr__suffix_name(l->o.raw, "credisson_latch_expiry");
+    l->channel = cr__name(CR__NAME_LATCH_CHANNEL, l->o.raw);
+    l->marker = cr__name(CR__NAME_LATCH_MARKER, l->o.raw);
     if (l->channel == NULL || l->marker == NULL)
         rc = cr__fail(CR_ENOMEM, "out of memory");
     else
-        rc = cr__check_slots(c, l->o.raw, l->channel);
+        rc = cr__name_check_slots(c->url.is_cluster, l->o.raw, l->channel);
     if (rc != CR_OK) {
         cr__object_free(l, free_own);
         return rc;

@@ -50,7 +50,7 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
 
     if (out == NULL)
         return cr__fail(CR_EINVAL, "out is NULL");
-    rc = cr__check_name(name);
+    rc = cr__name_check(name);
     if (rc != CR_OK)
         return rc;
     rc = cr__client_enter(c);
@@ -63,10 +63,11 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_ops *ops,
      * that names no key, and may be cut short: only its members, checked
      * when they were made, need their keys in one slot. */
     if (l != NULL && (l->name = strdup(name)) != NULL &&
-        (l->raw = c->name_prefix != NULL ? cr__raw_name(c, name) : l->name) != NULL &&
-        (l->channel = cr__prefix_name("redisson_lock__channel", l->raw)) != NULL)
+        (l->raw = c->name_prefix != NULL ? cr__name_raw(c->name_prefix, name)
+                                          : l->name) != NULL &&
+        (l->channel = cr__name(CR__NAME_LOCK_CHANNEL, l->raw)) != NULL)
         rc = ops->acquire_all != NULL ? CR_OK
-                                      : cr__check_slots(c, l->raw, NULL);
+                                      : cr__name_check_slots(c->url.is_cluster, l->raw, NULL);
     if (rc != CR_OK) {
         if (l != NULL)
             free_names(l);
@@ -782,7 +783,7 @@ cr_lock_set_lost_callback(cr_lock *l, cr_lock_lost_fn fn, void *userdata)
 void
 cr__lock_owner_plain(const cr_lock *l, int64_t tid, char *out)
 {
-    cr__owner_name(l->client->id, tid, out);
+    cr__name_owner(l->client->id, tid, false, out);
 }
 
 char *
@@ -901,7 +902,7 @@ cr__lock_run_unlock(cr_lock *l, cr__script_id id, int nkeys, int nargs,
 {
     cr_client *c = l->client;
     char latch_ms[24];
-    char *latch = cr__unlock_latch_name(l->raw);
+    char *latch = cr__name(CR__NAME_UNLOCK_LATCH, l->raw);
     cr__reply *r = NULL;
     int64_t started, heard;
     cr_status rc;

@@ -106,7 +106,7 @@ cr_fenced_lock_new(cr_client *c, const char *name, cr_lock **out)
     rc = cr__lock_create(c, name, &fenced_ops, &l);
     if (rc != CR_OK)
         return rc;
-    l->impl = cr__prefix_name("redisson_lock_token", l->raw);
+    l->impl = cr__name(CR__NAME_FENCE_TOKEN, l->raw);
     if (l->impl == NULL) {
         cr_lock_free(l);
         return CR_ENOMEM;

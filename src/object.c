@@ -20,7 +20,7 @@ cr__object_new(cr_client *c, const char *name, uint32_t magic, size_t size,
     cr_status rc;
 
     cr__clear_error();
-    rc = cr__check_name(name);
+    rc = cr__name_check(name);
     if (rc != CR_OK)
         return rc;
     rc = cr__client_enter(c);
@@ -28,14 +28,14 @@ cr__object_new(cr_client *c, const char *name, uint32_t magic, size_t size,
         return rc;
     o = calloc(1, size);
     if (o == NULL || (o->name = strdup(name)) == NULL ||
-        (o->raw = cr__raw_name(c, name)) == NULL) {
+        (o->raw = cr__name_raw(c->name_prefix, name)) == NULL) {
         if (o != NULL)
             free(o->name);
         free(o);
         cr__client_leave(c);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
-    if ((rc = cr__check_slots(c, o->raw, NULL)) != CR_OK) {
+    if ((rc = cr__name_check_slots(c->url.is_cluster, o->raw, NULL)) != CR_OK) {
         free(o->name);
         free(o->raw);
         free(o);

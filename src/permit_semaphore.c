@@ -65,8 +65,8 @@ cr_permit_semaphore_new(cr_client *c, const char *name,
     if (rc != CR_OK)
         return rc;
     atomic_init(&s->turn_until_us, 0);
-    s->timeout = cr__suffix_name(s->o.raw, "timeout");
-    s->channel = cr__prefix_name("redisson_sc", s->o.raw);
+    s->timeout = cr__name(CR__NAME_PERMIT_TIMEOUTS, s->o.raw);
+    s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->o.raw);
     if (s->timeout == NULL || s->channel == NULL) {
         cr__object_free(s, free_own);
         return cr__fail(CR_ENOMEM, "out of memory");

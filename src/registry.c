@@ -119,13 +119,3 @@ cr__request_id(unsigned char out[16])
     memcpy(out + 8, &b, 8);
     return CR_OK;
 }
-
-void
-cr__owner_name(const char *uuid, int64_t tid, char *out)
-{
-    size_t n = strlen(uuid);
-
-    memcpy(out, uuid, n);
-    out[n] = ':';
-    cr__fmt_i64(out + n + 1, tid);
-}

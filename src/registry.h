@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Identity: the client's UUID, the process-wide thread ids, owner names
- * "<uuid>:<tid>", and fork() detection.
+ * Identity: the client's UUID, the process-wide thread ids, request ids
+ * and fork() detection.
  */
 #ifndef CR_REGISTRY_H
 #define CR_REGISTRY_H
@@ -9,9 +9,6 @@
 #include <stdint.h>
 
 #include "common.h"
-
-/* Room for "<36-char uuid>:<20-digit tid>:write" and a NUL. */
-#define CR__OWNER_MAX 72
 
 /* cr__uuid_v4: a random version-4 UUID in 36 lowercase characters + NUL. */
 cr_status cr__uuid_v4(char out[37]);
@@ -22,9 +19,6 @@ cr_status cr__uuid_v4(char out[37]);
  * so the hot path makes no system call. Not secret: the ids only tell
  * retries of one request from others. */
 cr_status cr__request_id(unsigned char out[16]);
-
-/* cr__owner_name: writes "<uuid>:<tid>" into out (CR__OWNER_MAX bytes). */
-void cr__owner_name(const char *uuid, int64_t tid, char *out);
 
 /* cr__fork_generation: how many fork()s the current process descends from
  * since the library was loaded; a client remembers it at creation and

@@ -28,7 +28,6 @@
 #include "object.h"
 
 #define CR__RWLOCK_MAGIC 0x43525257u /* "CRRW" */
-#define WRITE_SUFFIX ":write"
 
 struct cr_rwlock {
     uint32_t magic;
@@ -54,27 +53,14 @@ rw_channel_dup(cr_lock *l, const char *owner)
 
 /* ------------------------------------------------------------ read side */
 
-/* The reader's timeout prefix {N}:<reader>:rwlock_timeout (N:... when N
- * contains '{'), malloc'd. */
-static char *
-timeout_prefix(const cr_lock *l, const char *reader)
-{
-    char *base = cr__suffix_name(l->raw, reader), *prefix;
-
-    if (base == NULL)
-        return NULL;
-    prefix = cr__strdup_printf("%s:rwlock_timeout", base);
-    free(base);
-    return prefix;
-}
 
 /* Read acquire: nil when taken, else the PTTL hint. */
 static cr_status
 read_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
              int64_t *hint)
 {
-    char lease[24], writer[CR__OWNER_MAX + sizeof(WRITE_SUFFIX)];
-    char *prefix = timeout_prefix(l, owner);
+    char lease[24], writer[CR__OWNER_MAX];
+    char *prefix = cr__name_reader_timeouts(l->raw, owner);
     const char *args[5] = {l->raw, prefix, lease, owner, writer};
     cr__reply *r = NULL;
     cr_status rc;
@@ -83,7 +69,7 @@ read_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
     if (prefix == NULL)
         return CR_ENOMEM;
     cr__fmt_i64(lease, lease_ms);
-    snprintf(writer, sizeof(writer), "%s%s", owner, WRITE_SUFFIX);
+    cr__name_switch_side(owner, true, writer);
     rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_READ_ACQUIRE,
                         CR__CMD_SYNC, 2, 3, args, NULL, &r);
     free(prefix);
@@ -104,7 +90,7 @@ read_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
 static cr_status
 read_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
-    char *prefix = timeout_prefix(l, owner);
+    char *prefix = cr__name_reader_timeouts(l->raw, owner);
     const char *args[9] = {l->raw, rw_channel(l), prefix, l->aux, NULL, "0",
                            owner, l->client->publish_cmd, NULL};
     cr_status rc;
@@ -191,8 +177,7 @@ static const cr__lock_ops read_ops = {
 static void
 write_owner(const cr_lock *l, int64_t tid, char *out)
 {
-    cr__owner_name(l->client->id, tid, out);
-    strcat(out, WRITE_SUFFIX);
+    cr__name_owner(l->client->id, tid, true, out);
 }
 
 /* True when the writer's thread holds read holds of this lock (as far as
@@ -202,12 +187,10 @@ static bool
 is_upgrade(const cr_lock *l, const char *writer)
 {
     char reader[CR__OWNER_MAX];
-    size_t n = strlen(writer) - strlen(WRITE_SUFFIX);
     cr__renewal *r = l->client->renewal;
     bool lost = false;
 
-    memcpy(reader, writer, n);
-    reader[n] = '\0';
+    cr__name_switch_side(writer, false, reader);
     if (cr__hold_count(r, CR__HOLD_READ, l->raw, reader, &lost) == 0 || lost)
         return false;
     return cr__hold_count(r, CR__HOLD_PLAIN, l->raw, writer, NULL) == 0;
@@ -323,7 +306,7 @@ cr_rwlock_new(cr_client *c, const char *name, cr_rwlock **out)
 
     if (out == NULL)
         return cr__fail(CR_EINVAL, "out is NULL");
-    if ((rc = cr__check_name(name)) != CR_OK)
+    if ((rc = cr__name_check(name)) != CR_OK)
         return rc;
     if ((rc = cr__client_enter(c)) != CR_OK)
         return rc;
@@ -336,10 +319,10 @@ cr_rwlock_new(cr_client *c, const char *name, cr_rwlock **out)
     rw->client = c;
     rc = CR_ENOMEM;
     {
-        char *raw = cr__raw_name(c, name);
+        char *raw = cr__name_raw(c->name_prefix, name);
 
         if (raw != NULL)
-            rw->channel = cr__prefix_name("redisson_rwlock", raw);
+            rw->channel = cr__name(CR__NAME_RWLOCK_CHANNEL, raw);
         free(raw);
     }
     if (rw->channel != NULL &&
@@ -349,9 +332,7 @@ cr_rwlock_new(cr_client *c, const char *name, cr_rwlock **out)
          * when it contains '{' (what precedes ":<reader>" in the reader's
          * timeout keys). */
         read = rw->read;
-        read->aux = strchr(read->raw, '{') != NULL
-                        ? strdup(read->raw)
-                        : cr__strdup_printf("{%s}", read->raw);
+        read->aux = cr__name(CR__NAME_KEY_PREFIX, read->raw);
         if (read->aux == NULL)
             rc = CR_ENOMEM;
     }

@@ -62,7 +62,7 @@ cr_semaphore_new(cr_client *c, const char *name, cr_semaphore **out)
     if (rc != CR_OK)
         return rc;
     atomic_init(&s->turn_until_us, 0);
-    s->channel = cr__prefix_name("redisson_sc", s->o.raw);
+    s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->o.raw);
     if (s->channel == NULL) {
         cr__object_free(s, free_own);
         return cr__fail(CR_ENOMEM, "out of memory");
@@ -198,7 +198,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
      * retries for the reconnect window, and the transport's resends of the
      * last one (the unlock latch's lifetime). */
     cr__fmt_i64(a.latch_ms, c->reconnect_window_ms + c->latch_timeout_ms);
-    a.latch = cr__request_key("credisson_semaphore_acquire", s->o.raw);
+    a.latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->o.raw);
     if (a.latch == NULL) {
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
         goto out;

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "client.h"
+#include "names.h"
 #include "registry.h"
 
 static void
@@ -29,7 +29,7 @@ static void
 test_prefix_name_wraps_plain_name_in_braces(void **state)
 {
     (void)state;
-    assert_name(cr__prefix_name("redisson_lock__channel", "myLock"),
+    assert_name(cr__name_prefixed("redisson_lock__channel", "myLock"),
                 "redisson_lock__channel:{myLock}");
 }
 
@@ -37,32 +37,32 @@ static void
 test_prefix_name_keeps_name_with_brace_as_is(void **state)
 {
     (void)state;
-    assert_name(cr__prefix_name("redisson_lock__channel", "app{7}lock"),
+    assert_name(cr__name_prefixed("redisson_lock__channel", "app{7}lock"),
                 "redisson_lock__channel:app{7}lock");
     /* The test is "contains {", not "has a well-formed tag". */
-    assert_name(cr__prefix_name("p", "a{"), "p:a{");
+    assert_name(cr__name_prefixed("p", "a{"), "p:a{");
 }
 
 static void
 test_prefix_name_wraps_name_with_only_closing_brace(void **state)
 {
     (void)state;
-    assert_name(cr__prefix_name("p", "a}b"), "p:{a}b}");
+    assert_name(cr__name_prefixed("p", "a}b"), "p:{a}b}");
 }
 
 static void
 test_suffix_name_follows_the_same_brace_rule(void **state)
 {
     (void)state;
-    assert_name(cr__suffix_name("myLock", "timeout"), "{myLock}:timeout");
-    assert_name(cr__suffix_name("app{7}lock", "timeout"), "app{7}lock:timeout");
+    assert_name(cr__name_suffixed("myLock", "timeout"), "{myLock}:timeout");
+    assert_name(cr__name_suffixed("app{7}lock", "timeout"), "app{7}lock:timeout");
 }
 
 static void
 test_unlock_latch_name_has_32_hex_request_id(void **state)
 {
-    char *a = cr__unlock_latch_name("myLock");
-    char *b = cr__unlock_latch_name("myLock");
+    char *a = cr__name(CR__NAME_UNLOCK_LATCH, "myLock");
+    char *b = cr__name(CR__NAME_UNLOCK_LATCH, "myLock");
     const char *prefix = "redisson_unlock_latch:{myLock}:";
     size_t i;
 
@@ -103,9 +103,9 @@ test_owner_name_is_uuid_colon_decimal_tid(void **state)
     char out[CR__OWNER_MAX];
 
     (void)state;
-    cr__owner_name("6f1c0a4e-1111-4222-8333-444455556666", -42, out);
+    cr__name_owner("6f1c0a4e-1111-4222-8333-444455556666", -42, false, out);
     assert_string_equal(out, "6f1c0a4e-1111-4222-8333-444455556666:-42");
-    cr__owner_name("6f1c0a4e-1111-4222-8333-444455556666", INT64_MAX, out);
+    cr__name_owner("6f1c0a4e-1111-4222-8333-444455556666", INT64_MAX, false, out);
     assert_string_equal(out,
                         "6f1c0a4e-1111-4222-8333-444455556666:9223372036854775807");
 }
@@ -250,11 +250,7 @@ test_parse_i64_refuses_garbage_and_overflow(void **state)
 static cr_status
 slots_ok(bool cluster, const char *raw, const char *extra)
 {
-    cr_client c;
-
-    memset(&c, 0, sizeof(c));
-    c.url.is_cluster = cluster;
-    return cr__check_slots(&c, raw, extra);
+    return cr__name_check_slots(cluster, raw, extra);
 }
 
 static void

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every name credisson puts on the wire outside lua/: keys, channels, hash
+ * fields (owner names) and connection names, as Redisson spells them
+ * (protocol section 1), and the rule that a name's derived keys must share
+ * its cluster slot. No other file spells one.
+ */
+#ifndef CR_NAMES_H
+#define CR_NAMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "credisson/status.h"
+
+/* Room for an owner name "<36-char uuid>:<20-digit tid>:write" and a NUL. */
+#define CR__OWNER_MAX 72
+
+/* The names derived from an object's raw name N. */
+typedef enum cr__name_id {
+    CR__NAME_LOCK_CHANNEL,      /* redisson_lock__channel:{N} */
+    CR__NAME_FAIR_QUEUE,        /* redisson_lock_queue:{N} */
+    CR__NAME_FAIR_TIMEOUTS,     /* redisson_lock_timeout:{N} */
+    CR__NAME_FENCE_TOKEN,       /* redisson_lock_token:{N} */
+    CR__NAME_RWLOCK_CHANNEL,    /* redisson_rwlock:{N} */
+    CR__NAME_SEMAPHORE_CHANNEL, /* redisson_sc:{N} */
+    CR__NAME_PERMIT_TIMEOUTS,   /* {N}:timeout, the issued permits */
+    CR__NAME_LATCH_CHANNEL,     /* redisson_countdownlatch__channel__{N} */
+    CR__NAME_LATCH_MARKER,      /* {N}:credisson_latch_expiry (credisson's) */
+    CR__NAME_KEY_PREFIX,        /* {N} (N when it has a '{'): what precedes
+                                 * ":<reader>" in readers' timeout keys */
+    CR__NAME_UNLOCK_LATCH,      /* redisson_unlock_latch:{N}:<request id> */
+    CR__NAME_ACQUIRE_LATCH      /* credisson_semaphore_acquire:{N}:<request
+                                 * id> (credisson's) */
+} cr__name_id;
+
+/* Redisson's two shapes, malloc'd (NULL: out of memory):
+ * prefixName(P, N) = "P:N" when N contains '{', else "P:{N}";
+ * suffixName(N, S) = "N:S" when N contains '{', else "{N}:S". */
+char *cr__name_prefixed(const char *prefix, const char *raw);
+char *cr__name_suffixed(const char *raw, const char *suffix);
+
+/* cr__name: name `id` of raw name N, malloc'd; the latches get a fresh
+ * request id each call. NULL when out of memory (or randomness). */
+char *cr__name(cr__name_id id, const char *raw);
+
+/* cr__name_raw: Redisson's NameMapper: `prefix` (may be NULL) + name,
+ * malloc'd; NULL when out of memory. */
+char *cr__name_raw(const char *prefix, const char *name);
+
+/* cr__name_check: CR_EINVAL unless `name` is a non-empty string. */
+cr_status cr__name_check(const char *name);
+
+/* cr__name_check_slots: in a cluster, CR_EINVAL (with a message) unless
+ * every name derived from raw name N, and `extra` (a derived name of
+ * another shape, or NULL), hash to N's own slot: the object's scripts
+ * would otherwise fail with CROSSSLOT (protocol 1.1). */
+cr_status cr__name_check_slots(bool cluster, const char *raw,
+                               const char *extra);
+
+/* cr__name_reader_timeouts: a reader's timeout key prefix
+ * {N}:<reader>:rwlock_timeout (N:<reader>:... when N has a '{'), malloc'd. */
+char *cr__name_reader_timeouts(const char *raw, const char *reader);
+
+/* cr__name_waiter_channel: a fair-lock waiter's own channel, the lock's
+ * channel + ":" + its owner name, malloc'd. */
+char *cr__name_waiter_channel(const char *channel, const char *owner);
+
+/* cr__name_owner: "<uuid>:<tid>", plus ":write" when `writer`, into `out`
+ * (CR__OWNER_MAX bytes). */
+void cr__name_owner(const char *uuid, int64_t tid, bool writer, char *out);
+
+/* cr__name_switch_side: the same thread's writer name of reader name
+ * `owner` (`writer`), or its reader name of writer name `owner`, into
+ * `out` (CR__OWNER_MAX bytes). */
+void cr__name_switch_side(const char *owner, bool writer, char *out);
+
+/* cr__name_is_writer: whether an owner name (of `len` bytes) is a writer's. */
+bool cr__name_is_writer(const char *owner, size_t len);
+
+/* cr__name_client: the default connection name
+ * "credisson/<client id>/<host>/<pid>", malloc'd. */
+char *cr__name_client(const char *id);
+
+/* cr__name_client_parse: whether connection name `name` (`len` bytes) is
+ * the default name of client `id` (`idlen` bytes); *host (`*hostlen`
+ * bytes, inside `name`) and *pid are then set from it (*host NULL when the
+ * name has none). */
+bool cr__name_client_parse(const char *name, size_t len, const char *id,
+                           size_t idlen, const char **host, size_t *hostlen,
+                           long *pid);
+
+#endif
