@@ -1,3 +1,5 @@
+--! keys: lock queue timeouts
+--! argv: lease_ms:int owner wait_ms:int now_ms:int non_reentrant:int
 -- RFairLock acquire, waiting variant (protocol sections 5.1 and 5.2): used by
 -- every acquisition that may wait; a caller that cannot have the lock now is
 -- put at the tail of the queue.

@@ -1,3 +1,5 @@
+--! keys: lock queue timeouts channel
+--! argv: message:int now_ms:int publish
 -- RFairLock forceUnlock (protocol section 5.6).
 -- KEYS[1] = lock hash N, KEYS[2] = wait queue redisson_lock_queue:{N},
 -- KEYS[3] = waiter deadlines redisson_lock_timeout:{N},

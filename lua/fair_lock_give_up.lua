@@ -1,3 +1,5 @@
+--! keys: queue timeouts
+--! argv: owner wait_ms:int
 -- RFairLock "acquire failed" (protocol section 5.5): a waiter that stops
 -- waiting without the lock leaves the queue, and every waiter behind it has
 -- its deadline moved earlier by the wait the leaver had enqueued with.

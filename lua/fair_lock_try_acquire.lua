@@ -1,3 +1,5 @@
+--! keys: lock queue timeouts
+--! argv: lease_ms:int owner now_ms:int wait_ms:int non_reentrant:int
 -- RFairLock acquire, no-wait variant (protocol section 5.3): one attempt that
 -- never joins the queue. Note that ARGV[3] and ARGV[4] are in the opposite
 -- order to fair_lock_acquire.lua, as in Redisson.

@@ -1,3 +1,5 @@
+--! keys: lock queue timeouts channel latch
+--! argv: message:int lease_ms:int owner now_ms:int publish latch_ms:int
 -- RFairLock unlock (protocol sections 5.4 and 1.5): only the waiter at the
 -- head of the queue is told, on its own channel.
 -- KEYS[1] = lock hash N, KEYS[2] = wait queue redisson_lock_queue:{N},

@@ -1,3 +1,5 @@
+--! keys: lock token
+--! argv: lease_ms:int owner
 -- RFencedLock acquire (protocol section 12): every acquisition, reentrant
 -- ones included, takes the next fencing token.
 -- KEYS[1] = lock hash N, KEYS[2] = token counter redisson_lock_token:{N}

@@ -1,3 +1,5 @@
+--! keys: count marker
+--! argv: grace_ms:int
 -- One look of RCountDownLatch await (protocol section 9), telling an open
 -- latch from an expired one (credisson's latch expiry).
 -- KEYS[1] = count N, KEYS[2] = expiry marker {N}:credisson_latch_expiry

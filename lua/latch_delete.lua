@@ -1,3 +1,5 @@
+--! keys: count channel marker
+--! argv: publish grace_ms:int
 -- RCountDownLatch delete (protocol section 9).
 -- KEYS[1] = count N, KEYS[2] = channel redisson_countdownlatch__channel__{N},
 -- KEYS[3] = expiry marker {N}:credisson_latch_expiry

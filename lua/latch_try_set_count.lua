@@ -1,3 +1,5 @@
+--! keys: count channel marker
+--! argv: count_value:int publish ttl_ms:int marker_ms:int
 -- RCountDownLatch trySetCount (protocol section 9), with credisson's
 -- optional expiry.
 -- KEYS[1] = count N, KEYS[2] = channel redisson_countdownlatch__channel__{N},

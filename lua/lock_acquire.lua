@@ -1,3 +1,5 @@
+--! keys: lock
+--! argv: lease_ms:int owner
 -- RLock acquire (protocol section 3.2).
 -- KEYS[1] = lock hash N (field = owner name, value = hold count)
 -- ARGV[1] = lease in ms, ARGV[2] = owner name "<uuid>:<tid>"

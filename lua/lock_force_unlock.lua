@@ -1,3 +1,5 @@
+--! keys: lock channel
+--! argv: message:int publish
 -- RLock forceUnlock and delete (protocol section 3.4).
 -- KEYS[1] = lock hash N, KEYS[2] = channel redisson_lock__channel:{N}
 -- ARGV[1] = message to publish (0), ARGV[2] = publish command

@@ -1,3 +1,5 @@
+--! keys: lock channel latch
+--! argv: message:int lease_ms:int owner publish latch_ms:int
 -- RLock unlock (protocol sections 3.3 and 1.5).
 -- KEYS[1] = lock hash N, KEYS[2] = channel redisson_lock__channel:{N},
 -- KEYS[3] = unlock latch redisson_unlock_latch:{N}:<request id>

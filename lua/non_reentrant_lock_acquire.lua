@@ -1,3 +1,5 @@
+--! keys: lock
+--! argv: lease_ms:int owner
 -- Non-reentrant lock acquire (protocol section 13): RLock's acquire, except
 -- that the owner taking it again is refused with a script error.
 -- KEYS[1] = lock hash N

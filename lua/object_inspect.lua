@@ -1,3 +1,5 @@
+--! keys: object queue timeouts token permits
+--! argv: most_listed:int most_holds:int key_prefix most_fields:int
 -- What an object holds, read in one step so the answer is a snapshot;
 -- writes nothing (credisson's own; Java has no counterpart). Reads every
 -- layout a name may have: a lock hash (RLock, fenced, spin, non-reentrant,

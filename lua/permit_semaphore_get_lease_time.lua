@@ -1,3 +1,5 @@
+--! keys: permits issued channel
+--! argv: id:bin never:int now_ms:int publish
 -- RPermitExpirableSemaphore getLeaseTime (protocol section 8.2).
 -- KEYS[1] = permits N, KEYS[2] = issued permits {N}:timeout, KEYS[3] =
 -- channel redisson_sc:{N}

@@ -1,3 +1,5 @@
+--! keys: permits issued channel
+--! argv: now_ms:int publish which
 -- RPermitExpirableSemaphore availablePermits, acquiredPermits and
 -- getPermits (protocol section 8.2).
 -- KEYS[1] = permits N, KEYS[2] = issued permits {N}:timeout, KEYS[3] =

@@ -1,3 +1,5 @@
+--! keys: permits channel issued
+--! argv: id:bin one:int now_ms:int publish
 -- RPermitExpirableSemaphore release / tryRelease of one id (protocol
 -- section 8.2).
 -- KEYS[1] = permits N, KEYS[2] = channel redisson_sc:{N}, KEYS[3] = issued

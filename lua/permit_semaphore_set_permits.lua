@@ -1,3 +1,5 @@
+--! keys: permits channel issued
+--! argv: count_value:int publish
 -- RPermitExpirableSemaphore setPermits (protocol section 8.2): make
 -- available + issued equal to ARGV[1].
 -- KEYS[1] = permits N, KEYS[2] = channel redisson_sc:{N}, KEYS[3] = issued

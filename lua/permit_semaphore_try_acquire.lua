@@ -1,3 +1,5 @@
+--! keys: permits issued channel
+--! argv: k:int expiry_ms:int now_ms:int never:int publish ids...
 -- RPermitExpirableSemaphore tryAcquire (protocol section 8.2).
 -- KEYS[1] = permits N, KEYS[2] = issued permits {N}:timeout (zset: member =
 -- 16 raw id bytes, score = expiry in epoch ms), KEYS[3] = channel

@@ -1,3 +1,5 @@
+--! keys: lock channel
+--! argv: message:int publish mode
 -- RReadWriteLock forceUnlock of one side (protocol section 6.6); delete() on
 -- the read or write lock is the same. It acts only when the lock is in that
 -- side's mode. Timeout keys of readers are left to expire.

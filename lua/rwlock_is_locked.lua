@@ -1,3 +1,5 @@
+--! keys: lock
+--! argv: mode
 -- RReadWriteLock isLocked of one side (protocol section 6.6).
 -- KEYS[1] = lock hash N
 -- ARGV[1] = the side, "read" or "write"

@@ -1,3 +1,5 @@
+--! keys: lock reader_timeouts
+--! argv: lease_ms:int reader writer
 -- RReadWriteLock read acquire (protocol sections 6.1 and 6.2). Readers are
 -- let in whenever the mode is read, even while writers wait; the writer may
 -- also take read holds (a downgrade, or nesting).

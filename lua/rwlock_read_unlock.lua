@@ -1,3 +1,5 @@
+--! keys: lock channel reader_timeouts key_prefix latch
+--! argv: message:int reader publish latch_ms:int
 -- RReadWriteLock read unlock (protocol sections 6.3 and 1.5). The newest
 -- read hold's timeout key goes; while other holds remain, the hash lives as
 -- long as the longest-lived remaining reader timeout key, so readers that

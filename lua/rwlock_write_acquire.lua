@@ -1,3 +1,5 @@
+--! keys: lock
+--! argv: lease_ms:int writer
 -- RReadWriteLock write acquire (protocol section 6.4). There is no read to
 -- write upgrade: a thread holding only read holds is refused like anyone.
 -- KEYS[1] = lock hash N

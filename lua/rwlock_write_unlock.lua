@@ -1,3 +1,5 @@
+--! keys: lock channel latch
+--! argv: message:int lease_ms:int writer publish latch_ms:int
 -- RReadWriteLock write unlock (protocol sections 6.5 and 1.5). When the
 -- writer still has read holds, the lock becomes a read lock (a downgrade).
 -- KEYS[1] = lock hash N, KEYS[2] = channel redisson_rwlock:{N},

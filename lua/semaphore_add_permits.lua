@@ -1,3 +1,5 @@
+--! keys: permits channel
+--! argv: delta:int publish what
 -- RSemaphore and RPermitExpirableSemaphore addPermits (protocol sections
 -- 7.2 and 8.2). As in Redisson, N is written with SET, which drops its TTL.
 -- KEYS[1] = permits N, KEYS[2] = channel redisson_sc:{N}

@@ -1,3 +1,5 @@
+--! keys: permits
+--! argv:
 -- RSemaphore drainPermits (protocol section 7.2). As in Redisson, the SET
 -- drops N's TTL. No publish.
 -- KEYS[1] = permits N

@@ -1,3 +1,5 @@
+--! keys: permits channel
+--! argv: count_value:int publish if_exists:int
 -- RSemaphore release and releaseIfExists (protocol section 7.2).
 -- KEYS[1] = permits N, KEYS[2] = channel redisson_sc:{N}
 -- ARGV[1] = permits to give back (> 0), ARGV[2] = publish command,

@@ -1,3 +1,5 @@
+--! keys: permits channel
+--! argv: count_value:int publish
 -- RSemaphore setPermits, credisson's own (Redisson's RSemaphore has none):
 -- make the available count exactly ARGV[1], keeping N's TTL if it has one.
 -- KEYS[1] = permits N, KEYS[2] = channel redisson_sc:{N}

@@ -1,3 +1,5 @@
+--! keys: permits latch
+--! argv: count_value:int latch_ms:int
 -- RSemaphore tryAcquire (protocol section 7.2), made safe to retry.
 -- KEYS[1] = permits N (decimal string), KEYS[2] = acquire latch
 -- credisson_semaphore_acquire:{N}:<request id> (credisson's own key)

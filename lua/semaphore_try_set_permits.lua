@@ -1,3 +1,5 @@
+--! keys: permits channel
+--! argv: count_value:int publish ttl_ms:int
 -- RSemaphore and RPermitExpirableSemaphore trySetPermits (protocol
 -- sections 7.2 and 8.2).
 -- KEYS[1] = permits N, KEYS[2] = channel redisson_sc:{N}

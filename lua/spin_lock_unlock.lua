@@ -1,3 +1,5 @@
+--! keys: lock latch
+--! argv: lease_ms:int owner latch_ms:int
 -- RSpinLock unlock (protocol sections 11 and 1.5): RLock's unlock without a
 -- publish, since spin-lock waiters poll.
 -- KEYS[1] = lock hash N, KEYS[2] = unlock latch

@@ -163,115 +163,6 @@ stop_background(cr_client *c)
     }
 }
 
-/* -------------------------------------------------------------- scripts */
-
-/* Turns an error reply into its status (CR_ESERVER, or CR_ENOPERM,
- * CR_EAUTH... by cr__reply_status) with its text; frees it. */
-static cr_status
-server_error(cr__reply *r)
-{
-    cr_status rc = cr__fail(cr__reply_status(r->str), "%s", r->str);
-
-    cr__reply_free(r);
-    return rc;
-}
-
-cr_status
-cr__command(cr_client *c, unsigned flags, int argc, const char **argv,
-            const size_t *lens, cr__reply **out)
-{
-    cr__reply *r = NULL;
-    cr_status rc = cr__transport_command(c->transport, flags, argc, argv, lens, &r);
-
-    if (rc != CR_OK)
-        return rc;
-    if (r->type == CR__REPLY_ERROR)
-        return server_error(r);
-    *out = r;
-    return CR_OK;
-}
-
-cr_status
-cr__script_run(cr_client *c, cr__script_id id, unsigned flags, int nkeys,
-               int nargs, const char **args, const size_t *lens,
-               cr__reply **out)
-{
-    const cr__script *s = &cr__scripts[id];
-    int argc = 3 + nkeys + nargs, i;
-    const char *stack_argv[64], **argv = stack_argv;
-    size_t stack_lens[64], *argvlen = stack_lens;
-    char nk[24];
-    cr__reply *r = NULL;
-    cr_status rc;
-
-    if (argc > 64) {
-        argv = malloc((size_t)argc * sizeof(*argv));
-        argvlen = malloc((size_t)argc * sizeof(*argvlen));
-        if (argv == NULL || argvlen == NULL) {
-            rc = CR_ENOMEM;
-            goto out;
-        }
-    }
-    argv[0] = "EVALSHA";
-    argvlen[0] = 7;
-    argv[1] = s->sha1;
-    argvlen[1] = 40;
-    argvlen[2] = cr__fmt_i64(nk, nkeys);
-    argv[2] = nk;
-    for (i = 0; i < nkeys + nargs; i++) {
-        argv[3 + i] = args[i];
-        argvlen[3 + i] = lens != NULL ? lens[i] : strlen(args[i]);
-    }
-    rc = cr__transport_command(c->transport, flags, argc, argv, argvlen, &r);
-    if (rc == CR_OK && r->type == CR__REPLY_ERROR &&
-        strncmp(r->str, "NOSCRIPT", 8) == 0) {
-        cr__reply_free(r);
-        r = NULL;
-        CR__STAT_ADD(&c->stats, noscript_fallbacks, 1);
-        argv[0] = "EVAL";
-        argvlen[0] = 4;
-        argv[1] = s->body;
-        argvlen[1] = s->len;
-        rc = cr__transport_command(c->transport, flags, argc, argv, argvlen, &r);
-    }
-    if (rc == CR_OK && r->type == CR__REPLY_ERROR) {
-        rc = server_error(r);
-        r = NULL;
-    }
-    if (rc == CR_OK)
-        *out = r;
-out:
-    if (argv != stack_argv) {
-        free(argv);
-        free(argvlen);
-    }
-    return rc;
-}
-
-bool
-cr__reply_int(const cr__reply *r, int64_t *out)
-{
-    if (r == NULL)
-        return false;
-    if (r->type == CR__REPLY_INTEGER) {
-        *out = r->integer;
-        return true;
-    }
-    if (r->type == CR__REPLY_STRING)
-        return cr__parse_i64(r->str, r->len, out);
-    return false;
-}
-
-/* ---------------------------------------------------------------- names */
-
-void
-cr__drop_latch(cr_client *c, const char *latch)
-{
-    const char *argv[2] = {"DEL", latch};
-
-    cr__transport_send_noreply(c->transport, 2, argv, NULL);
-}
-
 /* ------------------------------------------------------------ life cycle */
 
 /* Picks `value` when set (> 0), else `dflt`. */
@@ -318,8 +209,9 @@ choose_pubsub(cr_client *c, cr_sharded_pubsub opt)
     cr_status rc;
 
     if (mode == CR__SHARDED_AUTO) {
-        rc = cr__transport_command(c->transport, CR__CMD_RETRY, 2, argv, NULL,
-                                   &r);
+        cr__cmd cmd = {.flags = CR__CMD_RETRY};
+
+        rc = cr__transport_command(c->transport, &cmd, 2, argv, NULL, &r);
         if (rc != CR_OK)
             return rc;
         mode = r->type == CR__REPLY_ERROR ? CR__SHARDED_OFF : CR__SHARDED_ON;
@@ -461,10 +353,6 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     if (rc != CR_OK)
         return rc;
     cr__registry_init();
-    for (int i = 0; i < CR__SCRIPT_COUNT; i++)
-        if (cr__scripts[i].body == NULL)
-            return cr__fail(CR_ESCRIPT, "script %d has no lua file in this "
-                            "build (lua_files in Makefile.am)", i);
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return CR_ENOMEM;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The client's insides, shared by the object modules: its settings, its
- * transport, pub/sub and watchdog, the guard every public call goes
- * through, and the script runner.
+ * transport, pub/sub and watchdog, and the guard every public call goes
+ * through.
  */
 #ifndef CR_CLIENT_INTERNAL_H
 #define CR_CLIENT_INTERNAL_H
@@ -15,7 +15,6 @@
 #include "names.h"
 #include "pubsub.h"
 #include "registry.h"
-#include "scripts.h"
 #include "transport.h"
 #include "url.h"
 
@@ -87,27 +86,5 @@ void cr__call_wait(cr_client *c, int64_t wait_ms);
  * queued; `done(arg, false)` has then run. */
 cr_status cr__background(cr_client *c, void (*run)(void *arg),
                          void (*done)(void *arg, bool ran), void *arg);
-
-/* cr__script_run: run script `id` with nkeys keys then nargs arguments (args
- * and lens hold nkeys + nargs entries; lens may be NULL for C strings) by
- * EVALSHA, falling back to EVAL on NOSCRIPT. An error reply becomes
- * CR_ESERVER with the server's text in cr_last_error().
- * Ownership: *out needs cr__reply_free(). */
-cr_status cr__script_run(cr_client *c, cr__script_id id, unsigned flags,
-                         int nkeys, int nargs, const char **args,
-                         const size_t *lens, cr__reply **out);
-
-/* cr__command: one plain command; an error reply becomes CR_ESERVER. */
-cr_status cr__command(cr_client *c, unsigned flags, int argc,
-                      const char **argv, const size_t *lens,
-                      cr__reply **out);
-
-/* cr__drop_latch: send DEL of an unlock latch without waiting (after the
- * unlock script replied, as Redisson does). */
-void cr__drop_latch(cr_client *c, const char *latch);
-
-/* cr__reply_int: the integer of an INTEGER reply, or of a STRING holding a
- * decimal; false otherwise. */
-bool cr__reply_int(const cr__reply *r, int64_t *out);
 
 #endif

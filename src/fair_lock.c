@@ -78,31 +78,28 @@ fair_channel(cr_lock *l, const char *owner)
  * when the script says 0 or less otherwise (the lock is free, or the tail
  * waiter's deadline has passed). */
 static cr_status
-fair_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
-             int64_t *hint)
+fair_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
+             int64_t wait_ms, int64_t *hint)
 {
     fair_keys *k = l->impl;
-    char lease[24], wait[24], now[24];
-    const char *args[8] = {l->raw, k->queue, k->zset, lease, owner, NULL, NULL,
-                           k->non_reentrant ? "1" : "0"};
-    cr__script_id id = CR__SCRIPT_FAIR_LOCK_ACQUIRE;
+    int64_t wait = enqueue_wait(l, wait_ms), now = cr__wall_ms(), v;
     cr__reply *r = NULL;
-    int64_t v;
     cr_status rc;
 
-    cr__fmt_i64(lease, lease_ms);
-    cr__fmt_i64(wait, enqueue_wait(l, wait_ms));
-    cr__fmt_i64(now, cr__wall_ms());
-    if (wait_ms == 0) {
-        /* The no-wait script takes the clock first, then the wait. */
-        id = CR__SCRIPT_FAIR_LOCK_TRY_ACQUIRE;
-        args[5] = now;
-        args[6] = wait;
-    } else {
-        args[5] = wait;
-        args[6] = now;
-    }
-    rc = cr__script_run(l->client, id, CR__CMD_SYNC, 3, 5, args, NULL, &r);
+    if (wait_ms == 0)
+        rc = cr__run_fair_lock_try_acquire(l->client, cmd,
+            &(cr__fair_lock_try_acquire_args){
+                .lock = l->raw, .queue = k->queue, .timeouts = k->zset,
+                .lease_ms = lease_ms, .owner = owner, .now_ms = now,
+                .wait_ms = wait, .non_reentrant = k->non_reentrant},
+            &r);
+    else
+        rc = cr__run_fair_lock_acquire(l->client, cmd,
+            &(cr__fair_lock_acquire_args){
+                .lock = l->raw, .queue = k->queue, .timeouts = k->zset,
+                .lease_ms = lease_ms, .owner = owner, .wait_ms = wait,
+                .now_ms = now, .non_reentrant = k->non_reentrant},
+            &r);
     if (rc == CR_ESERVER && strstr(cr_last_error(), "NON_REENTRANT_REACQUIRE"))
         return cr__fail(CR_EREENTRANT, "%s is already held by %s", l->name, owner);
     if (rc != CR_OK)
@@ -132,17 +129,19 @@ static cr_status
 fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
 {
     fair_keys *k = l->impl;
-    char wait[24], keep[512];
-    const char *args[4] = {k->queue, k->zset, owner, wait};
+    char keep[512];
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr_status rc;
 
     if (wait_ms == 0)
         return CR_OK;
     snprintf(keep, sizeof(keep), "%s", cr_last_error());
-    cr__fmt_i64(wait, enqueue_wait(l, wait_ms));
-    rc = cr__script_run(l->client, CR__SCRIPT_FAIR_LOCK_GIVE_UP, CR__CMD_RETRY,
-                        2, 2, args, NULL, &r);
+    rc = cr__run_fair_lock_give_up(l->client, &cmd,
+        &(cr__fair_lock_give_up_args){.queue = k->queue, .timeouts = k->zset,
+                                      .owner = owner,
+                                      .wait_ms = enqueue_wait(l, wait_ms)},
+        &r);
     if (rc == CR_OK) {
         cr__reply_free(r);
     } else {
@@ -160,14 +159,20 @@ static cr_status
 fair_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
     fair_keys *k = l->impl;
-    char lease[24], now[24];
-    const char *args[11] = {l->raw, k->queue, k->zset, l->channel, NULL, "0",
-                            lease, owner, now, l->client->publish_cmd, NULL};
+    cr__unlock u;
+    cr__reply *r = NULL;
+    cr_status rc = cr__unlock_begin(l, &u);
 
-    cr__fmt_i64(lease, lease_ms);
-    cr__fmt_i64(now, cr__wall_ms());
-    return cr__lock_run_unlock(l, CR__SCRIPT_FAIR_LOCK_UNLOCK, 5, 6, args, 4,
-                               10, result);
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__run_fair_lock_unlock(l->client, &u.cmd,
+        &(cr__fair_lock_unlock_args){
+            .lock = l->raw, .queue = k->queue, .timeouts = k->zset,
+            .channel = l->channel, .latch = u.latch, .message = 0,
+            .lease_ms = lease_ms, .owner = owner, .now_ms = cr__wall_ms(),
+            .publish = l->client->publish_cmd, .latch_ms = u.latch_ms},
+        &r);
+    return cr__unlock_end(l, &u, rc, r, result);
 }
 
 /* forceUnlock: delete the hash and wake the head waiter. */
@@ -175,16 +180,17 @@ static cr_status
 fair_force_unlock(cr_lock *l, bool *done)
 {
     fair_keys *k = l->impl;
-    char now[24];
-    const char *args[7] = {l->raw, k->queue, k->zset, l->channel, "0", now,
-                           l->client->publish_cmd};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc;
 
-    cr__fmt_i64(now, cr__wall_ms());
-    rc = cr__script_run(l->client, CR__SCRIPT_FAIR_LOCK_FORCE_UNLOCK,
-                        CR__CMD_RETRY, 4, 3, args, NULL, &r);
+    rc = cr__run_fair_lock_force_unlock(l->client, &cmd,
+        &(cr__fair_lock_force_unlock_args){
+            .lock = l->raw, .queue = k->queue, .timeouts = k->zset,
+            .channel = l->channel, .message = 0, .now_ms = cr__wall_ms(),
+            .publish = l->client->publish_cmd},
+        &r);
     if (rc != CR_OK)
         return rc;
     rc = cr__reply_i64(r, "fair force unlock", &v);
@@ -202,7 +208,7 @@ fair_delete(cr_lock *l, bool *done)
     const char *argv[4] = {"DEL", l->raw, k->queue, k->zset};
     cr__reply *r = NULL;
     int64_t n = 0;
-    cr_status rc = cr__command(l->client, CR__CMD_RETRY, 4, argv, NULL, &r);
+    cr_status rc = cr__command_retry(l->client, 4, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;

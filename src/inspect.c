@@ -234,7 +234,7 @@ listeners(cr_client *c, const char *raw, int64_t *sem, int64_t *latch)
         cr__reply *r = NULL;
         int64_t a = 0, b = 0;
 
-        ok = cr__command(c, CR__CMD_RETRY, 4, argv, NULL, &r) == CR_OK &&
+        ok = cr__command_retry(c, 4, argv, NULL, &r) == CR_OK &&
              r->type == CR__REPLY_ARRAY && r->elements == 4 &&
              cr__reply_int(r->element[1], &a) &&
              cr__reply_int(r->element[3], &b);
@@ -278,8 +278,8 @@ static cr_status
 read_object(cr_client *c, arena *a, const char *raw)
 {
     cr_object_info *in = &a->info;
-    char *keys[5], *kp, limit[24], holds[24], fields[24];
-    const char *args[9];
+    char *keys[5], *kp;
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL, **e;
     int64_t sem = 0, latch = 0;
     bool has_queue;
@@ -297,17 +297,14 @@ read_object(cr_client *c, arena *a, const char *raw)
             goto out;
     if (kp == NULL)
         goto out;
-    cr__fmt_i64(limit, CR_INSPECT_MAX_LISTED);
-    cr__fmt_i64(holds, MAX_READER_HOLDS);
-    cr__fmt_i64(fields, MAX_HASH_FIELDS);
-    for (i = 0; i < 5; i++)
-        args[i] = keys[i];
-    args[5] = limit;
-    args[6] = holds;
-    args[7] = kp;
-    args[8] = fields;
-    rc = cr__script_run(c, CR__SCRIPT_OBJECT_INSPECT, CR__CMD_RETRY, 5, 4, args,
-                        NULL, &r);
+    rc = cr__run_object_inspect(c, &cmd,
+        &(cr__object_inspect_args){
+            .object = keys[0], .queue = keys[1], .timeouts = keys[2],
+            .token = keys[3], .permits = keys[4],
+            .most_listed = CR_INSPECT_MAX_LISTED,
+            .most_holds = MAX_READER_HOLDS, .key_prefix = kp,
+            .most_fields = MAX_HASH_FIELDS},
+        &r);
     if (rc != CR_OK)
         goto out;
     rc = CR_ESCRIPT;
@@ -427,7 +424,7 @@ read_presence(cr_client *c, arena *a)
 
     if (in->nholders + in->nqueue == 0)
         return true;
-    if (cr__command(c, CR__CMD_RETRY, 2, argv, NULL, &r) != CR_OK ||
+    if (cr__command_retry(c, 2, argv, NULL, &r) != CR_OK ||
         r->type != CR__REPLY_STRING) {
         cr__reply_free(r);
         cr__clear_error();

@@ -97,25 +97,10 @@ cr_latch_name(const cr_latch *l)
 
 /* ----------------------------------------------------------- operations */
 
-/* Runs script `id` with KEYS [N, channel, marker] and ARGV [the publish
- * command, the expiry grace], the shape of count_down and delete; flags as
- * cr__script_run. */
-static cr_status
-run_publishing(cr_latch *l, cr__script_id id, unsigned flags, cr__reply **r)
-{
-    char grace[24];
-    const char *args[5] = {l->o.raw, l->channel, l->marker,
-                           l->o.client->publish_cmd, grace};
-
-    cr__fmt_i64(grace, CR_LATCH_EXPIRY_GRACE_MS);
-    return cr__script_run(l->o.client, id, flags, 3, 2, args, NULL, r);
-}
-
 cr_status
 cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
 {
-    char n[24], ttl[24], marker_ttl[24];
-    const char *args[7];
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     bool done = false;
     cr_status rc = enter(l);
@@ -126,18 +111,13 @@ cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
                               CR_LATCH_COUNT_MAX)) != CR_OK ||
         (rc = cr__check_ttl(ttl_ms)) != CR_OK)
         goto out;
-    cr__fmt_i64(n, count);
-    cr__fmt_i64(ttl, ttl_ms);
-    cr__fmt_i64(marker_ttl, ttl_ms + CR_LATCH_EXPIRY_GRACE_MS);
-    args[0] = l->o.raw;
-    args[1] = l->channel;
-    args[2] = l->marker;
-    args[3] = n;
-    args[4] = l->o.client->publish_cmd;
-    args[5] = ttl;
-    args[6] = marker_ttl;
-    rc = cr__script_run(l->o.client, CR__SCRIPT_LATCH_TRY_SET_COUNT, 0, 3, 4,
-                        args, NULL, &r);
+    rc = cr__run_latch_try_set_count(l->o.client, &cmd,
+        &(cr__latch_try_set_count_args){
+            .count = l->o.raw, .channel = l->channel, .marker = l->marker,
+            .count_value = count, .publish = l->o.client->publish_cmd,
+            .ttl_ms = ttl_ms,
+            .marker_ms = ttl_ms + CR_LATCH_EXPIRY_GRACE_MS},
+        &r);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "try_set_count", &done);
     if (rc == CR_OK && set != NULL)
@@ -150,13 +130,19 @@ out:
 cr_status
 cr_latch_count_down(cr_latch *l)
 {
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
-    rc = run_publishing(l, CR__SCRIPT_LATCH_COUNT_DOWN, 0, &r);
+    rc = cr__run_latch_count_down(l->o.client, &cmd,
+        &(cr__latch_count_down_args){.count = l->o.raw, .channel = l->channel,
+                                     .marker = l->marker,
+                                     .publish = l->o.client->publish_cmd,
+                                     .grace_ms = CR_LATCH_EXPIRY_GRACE_MS},
+        &r);
     if (rc == CR_OK) {
         if (!cr__reply_int(r, &v) || v < -2)
             rc = cr__fail(CR_ESCRIPT, "count_down replied %s",
@@ -187,13 +173,19 @@ cr_latch_get_count(cr_latch *l, int64_t *count)
 cr_status
 cr_latch_delete(cr_latch *l, bool *deleted)
 {
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     bool done = false;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
-    rc = run_publishing(l, CR__SCRIPT_LATCH_DELETE, CR__CMD_RETRY, &r);
+    rc = cr__run_latch_delete(l->o.client, &cmd,
+        &(cr__latch_delete_args){.count = l->o.raw, .channel = l->channel,
+                                 .marker = l->marker,
+                                 .publish = l->o.client->publish_cmd,
+                                 .grace_ms = CR_LATCH_EXPIRY_GRACE_MS},
+        &r);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "latch delete", &done);
     if (rc == CR_OK && deleted != NULL)
@@ -211,16 +203,16 @@ static cr_status
 look(void *arg, int64_t *hint)
 {
     cr_latch *l = arg;
-    char grace[24];
-    const char *args[3] = {l->o.raw, l->marker, grace};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t count = 0, ttl = -1;
     cr_status rc;
 
     *hint = -1;
-    cr__fmt_i64(grace, CR_LATCH_EXPIRY_GRACE_MS);
-    rc = cr__script_run(l->o.client, CR__SCRIPT_LATCH_AWAIT, CR__CMD_RETRY, 2,
-                        1, args, NULL, &r);
+    rc = cr__run_latch_await(l->o.client, &cmd,
+        &(cr__latch_await_args){.count = l->o.raw, .marker = l->marker,
+                                .grace_ms = CR_LATCH_EXPIRY_GRACE_MS},
+        &r);
     if (rc != CR_OK)
         return rc;
     if (r->type != CR__REPLY_ARRAY || r->elements != 2 ||

@@ -172,6 +172,7 @@ typedef struct attempt_ctx {
     int64_t sent_ms; /* when the last acquire was sent (its lease starts
                       * no earlier on the server) */
     unsigned gen;    /* the master's generation then (Sentinel) */
+    cr__cmd cmd;     /* the last acquire's command: sent, replica sync */
 } attempt_ctx;
 
 /* Tells whether an attempt whose reply was lost did acquire: the server
@@ -222,7 +223,9 @@ attempt(void *arg, int64_t *hint)
     a->attempts++;
     a->sent_ms = cr__now_ms();
     a->gen = cr__topology_generation(a->lock->client->topology);
-    rc = a->lock->ops->acquire(a->lock, a->owner, a->lease_ms, a->wait_ms, hint);
+    a->cmd = (cr__cmd){.flags = CR__CMD_SYNC};
+    rc = a->lock->ops->acquire(a->lock, &a->cmd, a->owner, a->lease_ms,
+                               a->wait_ms, hint);
     if (rc == CR_EREENTRANT &&
         cr__hold_count(a->lock->client->renewal, a->lock->ops->hold_kind,
                        a->lock->raw, a->owner, NULL) == 0) {
@@ -232,7 +235,7 @@ attempt(void *arg, int64_t *hint)
         a->extra = 0;
         return CR_OK;
     }
-    if (rc == CR_EIO && cr__transport_sent())
+    if (rc == CR_EIO && a->cmd.sent)
         a->uncertain = true; /* it may have run: its reply was lost */
     else if (rc == CR_OK)
         a->extra = *hint;
@@ -395,6 +398,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     a.attempts = 0;
     a.sent_ms = cr__now_ms();
     a.gen = cr__topology_generation(l->client->topology);
+    a.cmd = (cr__cmd){0};
     spec.channel = channel;
     spec.mode = l->ops->wake_mode;
     /* The turn let to others came out of the wait budget (at least one
@@ -417,7 +421,7 @@ cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     rc = cr__wait(l->client, &spec);
     if (turned && a.attempts > 0)
         tune_turn(l, rc == CR_OK && a.attempts == 1);
-    if (rc == CR_OK && (sync = cr__transport_sync_status()) != CR_OK) {
+    if (rc == CR_OK && (sync = a.cmd.sync) != CR_OK) {
         char why[256];
         int ignored;
 
@@ -697,7 +701,7 @@ cr_lock_remain_time_to_live(cr_lock *l, int64_t *ttl_ms)
         rc = cr__fail(CR_EINVAL, "ttl_ms is NULL");
     else if (l->ops->acquire_all != NULL)
         rc = cr__fail(CR_ENOTSUP, "a %s has no single time to live", l->ops->kind);
-    else if ((rc = cr__command(l->client, CR__CMD_RETRY, 2, argv, NULL,
+    else if ((rc = cr__command_retry(l->client, 2, argv, NULL,
                                &r)) == CR_OK &&
              (rc = cr__reply_i64(r, "PTTL", &v)) == CR_OK)
         *ttl_ms = v;
@@ -794,16 +798,8 @@ cr__lock_channel_plain(cr_lock *l, const char *owner)
 }
 
 cr_status
-cr__lock_acquire_script(cr_lock *l, cr__script_id id, const char *owner,
-                        int64_t lease_ms, int64_t *hint)
+cr__lock_acquire_reply(cr_lock *l, cr_status rc, cr__reply *r, int64_t *hint)
 {
-    char lease[24];
-    const char *args[3] = {l->raw, lease, owner};
-    cr__reply *r = NULL;
-    cr_status rc;
-
-    cr__fmt_i64(lease, lease_ms);
-    rc = cr__script_run(l->client, id, CR__CMD_SYNC, 1, 2, args, NULL, &r);
     if (rc != CR_OK)
         return rc;
     if (r->type == CR__REPLY_NIL)
@@ -811,19 +807,24 @@ cr__lock_acquire_script(cr_lock *l, cr__script_id id, const char *owner,
     else if (cr__reply_int(r, hint))
         rc = CR_BUSY;
     else
-        rc = cr__fail(CR_ESCRIPT, "lock acquire replied neither nil nor a ttl");
+        rc = cr__fail(CR_ESCRIPT, "%s acquire replied neither nil nor a ttl",
+                      l->ops->kind);
     cr__reply_free(r);
     return rc;
 }
 
 /* RLock acquire: nil when acquired, else the PTTL hint. */
 cr_status
-cr__lock_acquire_plain(cr_lock *l, const char *owner, int64_t lease_ms,
-                       int64_t wait_ms, int64_t *hint)
+cr__lock_acquire_plain(cr_lock *l, cr__cmd *cmd, const char *owner,
+                       int64_t lease_ms, int64_t wait_ms, int64_t *hint)
 {
+    cr__reply *r = NULL;
+    cr_status rc;
+
     (void)wait_ms;
-    return cr__lock_acquire_script(l, CR__SCRIPT_LOCK_ACQUIRE, owner, lease_ms,
-                                   hint);
+    rc = cr__run_lock_acquire(l->client, cmd, &(cr__lock_acquire_args){
+        .lock = l->raw, .lease_ms = lease_ms, .owner = owner}, &r);
+    return cr__lock_acquire_reply(l, rc, r, hint);
 }
 
 /* A turn: yield_rtts unlock round trips (cr__turn_us). A yield that
@@ -896,28 +897,24 @@ yield_to_waiters(cr_lock *l, int64_t heard, int64_t sent_us)
 }
 
 cr_status
-cr__lock_run_unlock(cr_lock *l, cr__script_id id, int nkeys, int nargs,
-                    const char **args, int latch_at, int latch_ms_at,
-                    int *result)
+cr__unlock_begin(cr_lock *l, cr__unlock *u)
 {
-    cr_client *c = l->client;
-    char latch_ms[24];
-    char *latch = cr__name(CR__NAME_UNLOCK_LATCH, l->raw);
-    cr__reply *r = NULL;
-    int64_t started, heard;
-    cr_status rc;
+    u->cmd = (cr__cmd){.flags = CR__CMD_RETRY | CR__CMD_SYNC};
+    u->latch_ms = l->client->latch_timeout_ms;
+    u->started_us = cr__now_us();
+    u->latch = cr__name(CR__NAME_UNLOCK_LATCH, l->raw);
+    return u->latch != NULL ? CR_OK : cr__fail(CR_ENOMEM, "out of memory");
+}
 
-    if (latch == NULL)
-        return CR_ENOMEM;
-    cr__fmt_i64(latch_ms, c->latch_timeout_ms);
-    args[latch_at] = latch;
-    args[latch_ms_at] = latch_ms;
-    started = cr__now_us();
-    rc = cr__script_run(c, id, CR__CMD_RETRY | CR__CMD_SYNC, nkeys, nargs,
-                        args, NULL, &r);
-    if (rc == CR_OK && (rc = unlock_reply(l, r, latch, result, &heard)) == CR_OK)
-        yield_to_waiters(l, heard, started);
-    free(latch);
+cr_status
+cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc, cr__reply *r,
+               int *result)
+{
+    int64_t heard;
+
+    if (rc == CR_OK && (rc = unlock_reply(l, r, u->latch, result, &heard)) == CR_OK)
+        yield_to_waiters(l, heard, u->started_us);
+    free(u->latch);
     return rc;
 }
 
@@ -925,23 +922,30 @@ cr_status
 cr__lock_unlock_plain(cr_lock *l, const char *owner, int64_t lease_ms,
                       int *result)
 {
-    char lease[24];
-    const char *args[8] = {l->raw, l->channel, NULL, "0", lease, owner,
-                           l->client->publish_cmd, NULL};
+    cr__unlock u;
+    cr__reply *r = NULL;
+    cr_status rc = cr__unlock_begin(l, &u);
 
-    cr__fmt_i64(lease, lease_ms);
-    return cr__lock_run_unlock(l, CR__SCRIPT_LOCK_UNLOCK, 3, 5, args, 2, 7,
-                               result);
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__run_lock_unlock(l->client, &u.cmd, &(cr__lock_unlock_args){
+        .lock = l->raw, .channel = l->channel, .latch = u.latch, .message = 0,
+        .lease_ms = lease_ms, .owner = owner, .publish = l->client->publish_cmd,
+        .latch_ms = u.latch_ms}, &r);
+    return cr__unlock_end(l, &u, rc, r, result);
 }
 
 cr_status
 cr__lock_force_unlock_plain(cr_lock *l, bool *done)
 {
-    const char *args[4] = {l->raw, l->channel, "0", l->client->publish_cmd};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__script_run(l->client, CR__SCRIPT_LOCK_FORCE_UNLOCK,
-                                  CR__CMD_RETRY, 2, 2, args, NULL, &r);
+    cr_status rc = cr__run_lock_force_unlock(l->client, &cmd,
+        &(cr__lock_force_unlock_args){.lock = l->raw, .channel = l->channel,
+                                      .message = 0,
+                                      .publish = l->client->publish_cmd},
+        &r);
 
     if (rc != CR_OK)
         return rc;
@@ -956,7 +960,7 @@ cr__lock_is_locked_plain(cr_lock *l, bool *locked)
     const char *argv[2] = {"EXISTS", l->raw};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__command(l->client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    cr_status rc = cr__command_retry(l->client, 2, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -970,7 +974,7 @@ cr__lock_hold_count_plain(cr_lock *l, const char *owner, int64_t *count)
 {
     const char *argv[3] = {"HGET", l->raw, owner};
     cr__reply *r = NULL;
-    cr_status rc = cr__command(l->client, CR__CMD_RETRY, 3, argv, NULL, &r);
+    cr_status rc = cr__command_retry(l->client, 3, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;

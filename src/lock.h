@@ -15,6 +15,7 @@
 #include "client.h"
 #include "credisson/lock.h"
 #include "renewal.h"
+#include "scripts.h"
 
 #define CR__LOCK_MAGIC 0x43524c4bu /* "CRLK" */
 
@@ -28,12 +29,13 @@ typedef struct cr__lock_ops {
     bool in_line;              /* new waits go behind this client's (wait.h) */
     /* Owner name of thread `tid` (the write lock appends ":write"). */
     void (*owner)(const cr_lock *l, int64_t tid, char *out);
-    /* One attempt (see cr__attempt_fn); `wait_ms` is the caller's whole
-     * wait (the fair lock enqueues with it), 0 for a single try. On CR_OK a
+    /* One attempt (see cr__attempt_fn), sent as `cmd` says, which then
+     * tells whether it was sent and what the replicas said; `wait_ms` is
+     * the caller's whole wait (the fair lock enqueues with it), 0 for a single try. On CR_OK a
      * kind may leave a value in *hint_ms for the caller (the fenced lock's
      * token). */
-    cr_status (*acquire)(cr_lock *l, const char *owner, int64_t lease_ms,
-                         int64_t wait_ms, int64_t *hint_ms);
+    cr_status (*acquire)(cr_lock *l, cr__cmd *cmd, const char *owner,
+                         int64_t lease_ms, int64_t wait_ms, int64_t *hint_ms);
     /* Release one hold: *result 0 (holds remain) or 1 (released);
      * CR_ENOTOWNER when the owner holds none. */
     cr_status (*unlock)(cr_lock *l, const char *owner, int64_t lease_ms,
@@ -110,15 +112,14 @@ cr_status cr__lock_acquire(cr_lock *l, int64_t tid, int64_t wait_ms,
 cr_status cr__lock_enter(cr_lock *l);
 void cr__lock_leave(cr_lock *l);
 
-/* cr__lock_acquire_script: run an acquire script of RLock's shape (KEYS
- * [N], ARGV [lease, owner]; nil when taken, else the PTTL): CR_OK, or
- * CR_BUSY with the PTTL in *hint. */
-cr_status cr__lock_acquire_script(cr_lock *l, cr__script_id id,
-                                  const char *owner, int64_t lease_ms,
-                                  int64_t *hint);
+/* cr__lock_acquire_reply: the reply of an acquire script of RLock's shape
+ * (nil when taken, else the PTTL) run with status rc: CR_OK, or CR_BUSY
+ * with the PTTL in *hint. Frees r. */
+cr_status cr__lock_acquire_reply(cr_lock *l, cr_status rc, cr__reply *r,
+                                 int64_t *hint);
 
 /* RLock's operations, for kinds that share them. */
-cr_status cr__lock_acquire_plain(cr_lock *l, const char *owner,
+cr_status cr__lock_acquire_plain(cr_lock *l, cr__cmd *cmd, const char *owner,
                                  int64_t lease_ms, int64_t wait_ms,
                                  int64_t *hint);
 void cr__lock_owner_plain(const cr_lock *l, int64_t tid, char *out);
@@ -130,14 +131,23 @@ cr_status cr__lock_hold_count_plain(cr_lock *l, const char *owner,
                                     int64_t *count);
 char *cr__lock_channel_plain(cr_lock *l, const char *owner);
 
-/* cr__lock_run_unlock: run unlock script `id` (nkeys keys, then nargs
- * arguments in args) with a fresh unlock latch key put in args[latch_at]
- * and its lifetime in args[latch_ms_at]; map the reply (nil: CR_ENOTOWNER;
- * 0 or 1 into *result; the fair lock's 2: CR_ENOTOWNER, nobody held it)
- * and drop the latch as Redisson does. Sent with CR__CMD_RETRY (the latch
- * makes a resend safe) and CR__CMD_SYNC. */
-cr_status cr__lock_run_unlock(cr_lock *l, cr__script_id id, int nkeys,
-                              int nargs, const char **args, int latch_at,
-                              int latch_ms_at, int *result);
+/* An unlock under way: every kind's unlock script takes a fresh unlock
+ * latch key (so that its one resend after a broken link cannot release
+ * twice) and is sent with CR__CMD_RETRY and CR__CMD_SYNC. */
+typedef struct cr__unlock {
+    cr__cmd cmd;
+    char *latch;        /* redisson_unlock_latch:{N}:<request id> */
+    int64_t latch_ms;   /* its lifetime */
+    int64_t started_us; /* monotonic */
+} cr__unlock;
+
+/* cr__unlock_begin: set up *u for an unlock of `l` (CR_ENOMEM).
+ * cr__unlock_end: after the script ran with status rc and reply r, map the
+ * reply (nil: CR_ENOTOWNER; 0 or 1 into *result; the fair lock's 2:
+ * CR_ENOTOWNER, nobody held it), drop the latch as Redisson does, let the
+ * waiters it woke have their turn (handoff) and free what begin made. */
+cr_status cr__unlock_begin(cr_lock *l, cr__unlock *u);
+cr_status cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc,
+                         cr__reply *r, int *result);
 
 #endif

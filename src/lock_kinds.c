@@ -31,19 +31,18 @@ fenced_free(cr_lock *l)
  * positive token means acquired (a pttl of -1 is a lock without expiry,
  * which Redisson misreads as acquired). On CR_OK *hint is the token. */
 static cr_status
-fenced_acquire(cr_lock *l, const char *owner, int64_t lease_ms,
+fenced_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
                int64_t wait_ms, int64_t *hint)
 {
-    char lease[24];
-    const char *args[4] = {l->raw, token_key(l), lease, owner};
     cr__reply *r = NULL;
     int64_t first, token;
     cr_status rc;
 
     (void)wait_ms;
-    cr__fmt_i64(lease, lease_ms);
-    rc = cr__script_run(l->client, CR__SCRIPT_FENCED_LOCK_ACQUIRE, CR__CMD_SYNC,
-                        2, 2, args, NULL, &r);
+    rc = cr__run_fenced_lock_acquire(l->client, cmd,
+        &(cr__fenced_lock_acquire_args){.lock = l->raw, .token = token_key(l),
+                                        .lease_ms = lease_ms, .owner = owner},
+        &r);
     if (rc != CR_OK)
         return rc;
     if (r->type != CR__REPLY_ARRAY || r->elements != 2 ||
@@ -68,7 +67,7 @@ fenced_delete(cr_lock *l, bool *done)
     const char *argv[3] = {"DEL", l->raw, token_key(l)};
     cr__reply *r = NULL;
     int64_t n = 0;
-    cr_status rc = cr__command(l->client, CR__CMD_RETRY, 3, argv, NULL, &r);
+    cr_status rc = cr__command_retry(l->client, 3, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -137,7 +136,7 @@ cr_fenced_lock_get_token(cr_lock *l, int64_t *token)
     if (rc != CR_OK || (rc = cr__lock_enter(l)) != CR_OK)
         return rc;
     argv[1] = token_key(l);
-    rc = cr__command(l->client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    rc = cr__command_retry(l->client, 2, argv, NULL, &r);
     if (rc == CR_OK) {
         if (r->type == CR__REPLY_NIL || cr__reply_int(r, &v))
             *token = v;
@@ -181,12 +180,18 @@ cr_fenced_lock_lock_and_get_token(cr_lock *l, int64_t lease_ms, int64_t *token)
 static cr_status
 spin_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
-    char lease[24];
-    const char *args[5] = {l->raw, NULL, lease, owner, NULL};
+    cr__unlock u;
+    cr__reply *r = NULL;
+    cr_status rc = cr__unlock_begin(l, &u);
 
-    cr__fmt_i64(lease, lease_ms);
-    return cr__lock_run_unlock(l, CR__SCRIPT_SPIN_LOCK_UNLOCK, 2, 3, args, 1,
-                               4, result);
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__run_spin_lock_unlock(l->client, &u.cmd,
+        &(cr__spin_lock_unlock_args){.lock = l->raw, .latch = u.latch,
+                                     .lease_ms = lease_ms, .owner = owner,
+                                     .latch_ms = u.latch_ms},
+        &r);
+    return cr__unlock_end(l, &u, rc, r, result);
 }
 
 /* Spin forceUnlock and delete: a plain DEL, nobody to tell. */
@@ -196,7 +201,7 @@ spin_force_unlock(cr_lock *l, bool *done)
     const char *argv[2] = {"DEL", l->raw};
     cr__reply *r = NULL;
     int64_t n = 0;
-    cr_status rc = cr__command(l->client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    cr_status rc = cr__command_retry(l->client, 2, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -232,13 +237,18 @@ cr_spin_lock_new(cr_client *c, const char *name, cr_lock **out)
 /* Non-reentrant acquire: as RLock's, but this owner taking it again gets
  * CR_EREENTRANT (Redisson raises IllegalMonitorStateException). */
 static cr_status
-non_reentrant_acquire(cr_lock *l, const char *owner, int64_t lease_ms,
-                      int64_t wait_ms, int64_t *hint)
+non_reentrant_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
+                      int64_t lease_ms, int64_t wait_ms, int64_t *hint)
 {
-    cr_status rc = cr__lock_acquire_script(l, CR__SCRIPT_NON_REENTRANT_LOCK_ACQUIRE,
-                                           owner, lease_ms, hint);
+    cr__reply *r = NULL;
+    cr_status rc = cr__run_non_reentrant_lock_acquire(l->client, cmd,
+        &(cr__non_reentrant_lock_acquire_args){.lock = l->raw,
+                                               .lease_ms = lease_ms,
+                                               .owner = owner},
+        &r);
 
     (void)wait_ms;
+    rc = cr__lock_acquire_reply(l, rc, r, hint);
     if (rc == CR_ESERVER && strstr(cr_last_error(), "NON_REENTRANT_REACQUIRE"))
         return cr__fail(CR_EREENTRANT, "%s is already held by %s", l->name, owner);
     return rc;

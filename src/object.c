@@ -179,35 +179,13 @@ cr__check_out(const void *out, const char *what)
 }
 
 cr_status
-cr__reply_i64(cr__reply *r, const char *op, int64_t *out)
-{
-    cr_status rc = CR_OK;
-
-    if (!cr__reply_int(r, out))
-        rc = cr__fail(CR_ESCRIPT, "%s replied no integer", op);
-    cr__reply_free(r);
-    return rc;
-}
-
-cr_status
-cr__reply_bool(cr__reply *r, const char *op, bool *out)
-{
-    int64_t v = 0;
-    cr_status rc = cr__reply_i64(r, op, &v);
-
-    if (rc == CR_OK)
-        *out = v == 1;
-    return rc;
-}
-
-cr_status
 cr__object_get_count(const void *obj, const char *kind, int64_t *out)
 {
     const cr__object *o = obj;
     const char *argv[2] = {"GET", o->raw};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__command(o->client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    cr_status rc = cr__command_retry(o->client, 2, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -271,30 +249,21 @@ cr__turn_take(_Atomic int64_t *until_us, int64_t wait_ms)
 /* ------------------------------------------------ the semaphores' scripts */
 
 cr_status
-cr__sem_script(const void *obj, const char *channel, cr__script_id id,
-               unsigned flags, int64_t number, const char *extra,
-               cr__reply **out)
+cr__sem_try_set_permits(const void *obj, const char *channel, int64_t permits,
+                        int64_t ttl_ms, bool *set)
 {
     const cr__object *o = obj;
-    char n[24];
-    const char *args[5] = {o->raw, channel, n, o->client->publish_cmd, extra};
-
-    cr__fmt_i64(n, number);
-    return cr__script_run(o->client, id, flags, 2, extra != NULL ? 3 : 2,
-                          args, NULL, out);
-}
-
-cr_status
-cr__sem_try_set_permits(const void *obj, const char *channel, int64_t permits,
-                        const char *ttl, bool *set)
-{
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     bool done = false;
     cr_status rc = cr__check_permits(permits);
 
     if (rc == CR_OK)
-        rc = cr__sem_script(obj, channel, CR__SCRIPT_SEMAPHORE_TRY_SET_PERMITS,
-                            0, permits, ttl, &r);
+        rc = cr__run_semaphore_try_set_permits(o->client, &cmd,
+            &(cr__semaphore_try_set_permits_args){
+                .permits = o->raw, .channel = channel, .count_value = permits,
+                .publish = o->client->publish_cmd, .ttl_ms = ttl_ms},
+            &r);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "try_set_permits", &done);
     if (rc == CR_OK && set != NULL)
@@ -306,12 +275,17 @@ cr_status
 cr__sem_add_permits(const void *obj, const char *channel, int64_t delta,
                     const char *mode)
 {
+    const cr__object *o = obj;
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     cr_status rc = cr__check_delta(delta);
 
     if (rc == CR_OK)
-        rc = cr__sem_script(obj, channel, CR__SCRIPT_SEMAPHORE_ADD_PERMITS, 0,
-                            delta, mode, &r);
+        rc = cr__run_semaphore_add_permits(o->client, &cmd,
+            &(cr__semaphore_add_permits_args){
+                .permits = o->raw, .channel = channel, .delta = delta,
+                .publish = o->client->publish_cmd, .what = mode},
+            &r);
     if (rc == CR_OK)
         cr__reply_free(r);
     return rc;

@@ -18,6 +18,7 @@
 #include "credisson/lock.h"
 #include "credisson/semaphore.h"
 #include "wait.h"
+#include "scripts.h"
 
 /* How often a waiter on an object looks again without a message: the
  * protocol gives semaphore and latch waiters no hint, and a message can be
@@ -82,14 +83,6 @@ cr_status cr__check_delta(int64_t delta);
 /* cr__check_out: CR_EINVAL naming `what` when an out-parameter is NULL. */
 cr_status cr__check_out(const void *out, const char *what);
 
-/* cr__reply_bool: *out = (an integer reply is 1); CR_ESCRIPT naming `op`
- * when the reply is no integer. Frees the reply. */
-cr_status cr__reply_bool(cr__reply *r, const char *op, bool *out);
-
-/* cr__reply_i64: *out = an integer reply (or a string of a decimal);
- * CR_ESCRIPT naming `op` otherwise. Frees the reply. */
-cr_status cr__reply_i64(cr__reply *r, const char *op, int64_t *out);
-
 /* cr__object_get_count: GET of the object's key N, a count (0 when N does
  * not exist) into *out; CR_ESCRIPT naming `kind` when N holds no number.
  * On an entered handle. */
@@ -120,22 +113,16 @@ void cr__turn_leave(cr_client *c, const char *channel, int64_t heard,
                     int64_t sent_us, _Atomic int64_t *until_us);
 void cr__turn_take(_Atomic int64_t *until_us, int64_t wait_ms);
 
-/* The scripts RSemaphore and RPermitExpirableSemaphore share, with KEYS
- * [N, channel] and ARGV [number, publish command, `extra`] (protocol
- * sections 7.2 and 8.2), on an entered handle `obj`, which is a cr__object:
+/* The scripts RSemaphore and RPermitExpirableSemaphore share (protocol
+ * sections 7.2 and 8.2), on an entered handle `obj`, which is a
+ * cr__object, with channel `channel`:
  *
- * cr__sem_script: run script `id` with flags as cr__script_run; `extra`
- * NULL leaves the third argument out. *out needs cr__reply_free().
- * cr__sem_try_set_permits: try_set_permits (`ttl` "0" for none); *set
- * (may be NULL) tells whether it set them.
- * cr__sem_add_permits: add_permits by `delta`; `mode` is the third argument
+ * cr__sem_try_set_permits: try_set_permits (ttl_ms 0: none); *set (may be
+ * NULL) tells whether it set them.
+ * cr__sem_add_permits: add_permits by `delta`; `mode` is what to publish
  * ("total" for RSemaphore, "delta" for the permit semaphore). */
-cr_status cr__sem_script(const void *obj, const char *channel,
-                         cr__script_id id, unsigned flags, int64_t number,
-                         const char *extra, cr__reply **out);
 cr_status cr__sem_try_set_permits(const void *obj, const char *channel,
-                                  int64_t permits, const char *ttl,
-                                  bool *set);
+                                  int64_t permits, int64_t ttl_ms, bool *set);
 cr_status cr__sem_add_permits(const void *obj, const char *channel,
                               int64_t delta, const char *mode);
 

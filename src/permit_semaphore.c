@@ -35,7 +35,7 @@ static void free_own(void *obj);
 #define ID_BYTES 16
 
 /* Redisson's "never expires" score (nonExpirableTimeout). */
-#define NEVER "922337203685477"
+#define NEVER INT64_C(922337203685477)
 
 struct cr_permit_semaphore {
     cr__object o;
@@ -148,46 +148,11 @@ check_lease(int64_t lease_ms)
                     "in 1..CR_DURATION_MAX", (long long)lease_ms);
 }
 
-/* Writes the expiry score of a lease starting now into buf (24 bytes). */
-static void
-fmt_expiry(char *buf, int64_t lease_ms)
+/* The expiry score of a lease starting now. */
+static int64_t
+expiry_of(int64_t lease_ms)
 {
-    if (lease_ms == CR_LEASE_NONE)
-        strcpy(buf, NEVER);
-    else
-        cr__fmt_i64(buf, cr__wall_ms() + lease_ms);
-}
-
-/* Runs a script whose keys are N, `key2` and `key3` (the zset and the
- * channel, in the script's order) and whose arguments are id (16 raw
- * bytes), `a2`, now and the publish command (updateLeaseTime, getLeaseTime
- * and release); flags as cr__script_run; *v gets its integer reply. */
-static cr_status
-run_with_id(cr_permit_semaphore *s, cr__script_id script, unsigned flags,
-            const char *key2, const char *key3, const char *op,
-            const unsigned char *id, const char *a2, int64_t *v)
-{
-    char now[24];
-    const char *args[7];
-    size_t lens[7];
-    cr__reply *r = NULL;
-    cr_status rc;
-    int i;
-
-    cr__fmt_i64(now, cr__wall_ms());
-    args[0] = s->o.raw;
-    args[1] = key2;
-    args[2] = key3;
-    args[3] = (const char *)id;
-    args[4] = a2;
-    args[5] = now;
-    args[6] = s->o.client->publish_cmd;
-    for (i = 0; i < 7; i++)
-        lens[i] = i == 3 ? ID_BYTES : strlen(args[i]);
-    rc = cr__script_run(s->o.client, script, flags, 3, 4, args, lens, &r);
-    if (rc == CR_OK)
-        rc = cr__reply_i64(r, op, v);
-    return rc;
+    return lease_ms == CR_LEASE_NONE ? NEVER : cr__wall_ms() + lease_ms;
 }
 
 /* ------------------------------------------------------------ acquiring */
@@ -212,7 +177,7 @@ resolve_lost_reply(attempt_ctx *a, bool *granted)
     lens[0] = 6;
     lens[1] = strlen(a->sem->timeout);
     lens[2] = ID_BYTES;
-    rc = cr__command(a->sem->o.client, CR__CMD_RETRY, 3, argv, lens, &r);
+    rc = cr__command_retry(a->sem->o.client, 3, argv, lens, &r);
     if (rc != CR_OK)
         return rc;
     *granted = r->type != CR__REPLY_NIL;
@@ -253,12 +218,11 @@ attempt(void *arg, int64_t *hint)
 {
     attempt_ctx *a = arg;
     cr_permit_semaphore *s = a->sem;
-    char expiry[24], now[24];
-    const char *args[9];
-    size_t lens[9];
+    const char *ids[1] = {(const char *)a->id};
+    size_t id_lens[1] = {ID_BYTES};
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     cr_status rc;
-    int i;
 
     *hint = -1;
     if (a->uncertain) {
@@ -273,22 +237,15 @@ attempt(void *arg, int64_t *hint)
     rc = cr__random_bytes(a->id, ID_BYTES);
     if (rc != CR_OK)
         return rc;
-    fmt_expiry(expiry, a->lease_ms);
-    cr__fmt_i64(now, cr__wall_ms());
-    args[0] = s->o.raw;
-    args[1] = s->timeout;
-    args[2] = s->channel;
-    args[3] = "1";
-    args[4] = expiry;
-    args[5] = now;
-    args[6] = NEVER;
-    args[7] = s->o.client->publish_cmd;
-    args[8] = (const char *)a->id;
-    for (i = 0; i < 9; i++)
-        lens[i] = i == 8 ? ID_BYTES : strlen(args[i]);
-    rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_TRY_ACQUIRE, 0,
-                        3, 6, args, lens, &r);
-    if (rc == CR_EIO && cr__transport_sent())
+    rc = cr__run_permit_semaphore_try_acquire(s->o.client, &cmd,
+        &(cr__permit_semaphore_try_acquire_args){
+            .permits = s->o.raw, .issued = s->timeout, .channel = s->channel,
+            .k = 1, .expiry_ms = expiry_of(a->lease_ms),
+            .now_ms = cr__wall_ms(), .never = NEVER,
+            .publish = s->o.client->publish_cmd, .ids = ids,
+            .ids_lens = id_lens, .n_ids = 1},
+        &r);
+    if (rc == CR_EIO && cmd.sent)
         a->uncertain = true; /* it may have run: its reply was lost */
     if (rc != CR_OK)
         return rc;
@@ -417,13 +374,20 @@ release(cr_permit_semaphore *s, const char *hex, int64_t *result)
 {
     unsigned char id[ID_BYTES];
     int64_t sent = cr__now_us(), v = 0;
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
     cr_status rc;
 
     if ((rc = decode_id(hex, id)) != CR_OK)
         return rc;
-    rc = run_with_id(s, CR__SCRIPT_PERMIT_SEMAPHORE_RELEASE, 0, s->channel,
-                     s->timeout, "permit semaphore release", id, "1", &v);
-    if (rc != CR_OK)
+    rc = cr__run_permit_semaphore_release(s->o.client, &cmd,
+        &(cr__permit_semaphore_release_args){
+            .permits = s->o.raw, .channel = s->channel, .issued = s->timeout,
+            .id = {(const char *)id, ID_BYTES}, .one = 1,
+            .now_ms = cr__wall_ms(), .publish = s->o.client->publish_cmd},
+        &r);
+    if (rc != CR_OK ||
+        (rc = cr__reply_i64(r, "permit semaphore release", &v)) != CR_OK)
         return rc;
     if (v < 0 || (v % 3 == 0 && v > 0))
         return cr__fail(CR_ESCRIPT, "permit semaphore release replied %lld",
@@ -479,7 +443,8 @@ cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
                                       int64_t lease_ms, bool *updated)
 {
     unsigned char raw[ID_BYTES];
-    char expiry[24];
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc = enter(s);
 
@@ -488,10 +453,15 @@ cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
     if ((rc = decode_id(id, raw)) != CR_OK ||
         (rc = check_lease(lease_ms)) != CR_OK)
         goto out;
-    fmt_expiry(expiry, lease_ms);
-    rc = run_with_id(s, CR__SCRIPT_PERMIT_SEMAPHORE_UPDATE_LEASE_TIME,
-                     CR__CMD_RETRY, s->timeout, s->channel,
-                     "update_lease_time", raw, expiry, &v);
+    rc = cr__run_permit_semaphore_update_lease_time(s->o.client, &cmd,
+        &(cr__permit_semaphore_update_lease_time_args){
+            .permits = s->o.raw, .issued = s->timeout, .channel = s->channel,
+            .id = {(const char *)raw, ID_BYTES},
+            .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
+            .publish = s->o.client->publish_cmd},
+        &r);
+    if (rc == CR_OK)
+        rc = cr__reply_i64(r, "update_lease_time", &v);
     if (rc == CR_OK && updated != NULL)
         *updated = v == 1;
 out:
@@ -504,6 +474,8 @@ cr_permit_semaphore_get_lease_time(cr_permit_semaphore *s, const char *id,
                                    int64_t *remaining_ms)
 {
     unsigned char raw[ID_BYTES];
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc = enter(s);
 
@@ -512,9 +484,14 @@ cr_permit_semaphore_get_lease_time(cr_permit_semaphore *s, const char *id,
     if ((rc = decode_id(id, raw)) != CR_OK ||
         (rc = cr__check_out(remaining_ms, "remaining_ms")) != CR_OK)
         goto out;
-    rc = run_with_id(s, CR__SCRIPT_PERMIT_SEMAPHORE_GET_LEASE_TIME,
-                     CR__CMD_RETRY, s->timeout, s->channel, "get_lease_time",
-                     raw, NEVER, &v);
+    rc = cr__run_permit_semaphore_get_lease_time(s->o.client, &cmd,
+        &(cr__permit_semaphore_get_lease_time_args){
+            .permits = s->o.raw, .issued = s->timeout, .channel = s->channel,
+            .id = {(const char *)raw, ID_BYTES}, .never = NEVER,
+            .now_ms = cr__wall_ms(), .publish = s->o.client->publish_cmd},
+        &r);
+    if (rc == CR_OK)
+        rc = cr__reply_i64(r, "get_lease_time", &v);
     if (rc == CR_OK && v == 0)
         rc = cr__fail(CR_ENOTOWNER, "permit %s of %s is not out", id,
                       s->o.name);
@@ -532,8 +509,7 @@ out:
 static cr_status
 count(cr_permit_semaphore *s, const char *which, int64_t *out)
 {
-    char now[24];
-    const char *args[6];
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc = enter(s);
@@ -542,15 +518,12 @@ count(cr_permit_semaphore *s, const char *which, int64_t *out)
         return rc;
     if ((rc = cr__check_out(out, "permits")) != CR_OK)
         goto out;
-    cr__fmt_i64(now, cr__wall_ms());
-    args[0] = s->o.raw;
-    args[1] = s->timeout;
-    args[2] = s->channel;
-    args[3] = now;
-    args[4] = s->o.client->publish_cmd;
-    args[5] = which;
-    rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_PERMITS,
-                        CR__CMD_RETRY, 3, 3, args, NULL, &r);
+    rc = cr__run_permit_semaphore_permits(s->o.client, &cmd,
+        &(cr__permit_semaphore_permits_args){
+            .permits = s->o.raw, .issued = s->timeout, .channel = s->channel,
+            .now_ms = cr__wall_ms(), .publish = s->o.client->publish_cmd,
+            .which = which},
+        &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "permit semaphore count", &v);
     if (rc == CR_OK)
@@ -588,7 +561,7 @@ cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__sem_try_set_permits(s, s->channel, permits, "0", set);
+    rc = cr__sem_try_set_permits(s, s->channel, permits, 0, set);
     cr__object_leave(s);
     return rc;
 }
@@ -596,8 +569,7 @@ cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
 cr_status
 cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
 {
-    char p[24];
-    const char *args[5];
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr_status rc = enter(s);
 
@@ -605,14 +577,11 @@ cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
         return rc;
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
-    cr__fmt_i64(p, permits);
-    args[0] = s->o.raw;
-    args[1] = s->channel;
-    args[2] = s->timeout;
-    args[3] = p;
-    args[4] = s->o.client->publish_cmd;
-    rc = cr__script_run(s->o.client, CR__SCRIPT_PERMIT_SEMAPHORE_SET_PERMITS,
-                        CR__CMD_RETRY, 3, 2, args, NULL, &r);
+    rc = cr__run_permit_semaphore_set_permits(s->o.client, &cmd,
+        &(cr__permit_semaphore_set_permits_args){
+            .permits = s->o.raw, .channel = s->channel, .issued = s->timeout,
+            .count_value = permits, .publish = s->o.client->publish_cmd},
+        &r);
     if (rc == CR_OK)
         cr__reply_free(r);
 out:
@@ -644,7 +613,7 @@ cr_permit_semaphore_delete(cr_permit_semaphore *s, bool *deleted)
         return rc;
     argv[1] = s->o.raw;
     argv[2] = s->timeout;
-    rc = cr__command(s->o.client, CR__CMD_RETRY, 3, argv, NULL, &r);
+    rc = cr__command_retry(s->o.client, 3, argv, NULL, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "DEL", &v);
     if (rc == CR_OK && deleted != NULL)

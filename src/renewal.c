@@ -64,6 +64,7 @@
 
 #include "registry.h"
 #include "renewal.h"
+#include "scripts.h"
 #include "slot.h"
 #include "timer_wheel.h"
 
@@ -654,37 +655,35 @@ reserve_call(cr__renewal *r, size_t nargs, size_t ntext)
 }
 
 /* Builds the arguments of lock_renew.lua for due[from..from+n) into
- * r->args: KEYS the lock keys, ARGV the lease then each key's owner. */
+ * r->args: the lock keys (*nkeys), then each key's owner (*nargs). */
 static bool
-plain_args(cr__renewal *r, size_t from, size_t n, const char *lease,
-           int *nkeys, int *nargs)
+plain_args(cr__renewal *r, size_t from, size_t n, size_t *nkeys,
+           size_t *nargs)
 {
     const char **args;
     size_t i;
 
-    if (!reserve_call(r, 2 * n + 1, n * CR__OWNER_MAX))
+    if (!reserve_call(r, 2 * n, n * CR__OWNER_MAX))
         return false;
     args = r->args;
-    args[n] = lease;
     for (i = 0; i < n; i++) {
         const cr__due *d = &r->due[from + i];
 
         args[i] = d->key;
-        args[n + 1 + i] = hold_owner(r, due_hold(d),
-                                     r->text + i * CR__OWNER_MAX);
+        args[n + i] = hold_owner(r, due_hold(d), r->text + i * CR__OWNER_MAX);
     }
-    *nkeys = (int)n;
-    *nargs = (int)n + 1;
+    *nkeys = n;
+    *nargs = n;
     return true;
 }
 
 /* Builds the arguments of rwlock_read_renew.lua for the read holds
- * due[from..from+n), sorted by key, into r->args: KEYS pairs (hash, key
- * prefix), ARGV the lease then, per hash, its number of readers and their
- * names. */
+ * due[from..from+n), sorted by key, into r->args: pairs (hash, key
+ * prefix) (*nkeys), then per hash its number of readers and their names
+ * (*nargs). */
 static bool
-read_args(cr__renewal *r, size_t from, size_t n, const char *lease,
-          int *nkeys, int *nargs)
+read_args(cr__renewal *r, size_t from, size_t n, size_t *nkeys,
+          size_t *nargs)
 {
     size_t i, keys = 0, k, arg, start;
     const char **args;
@@ -694,12 +693,11 @@ read_args(cr__renewal *r, size_t from, size_t n, const char *lease,
         if (i == 0 || strcmp(r->due[from + i].key,
                              r->due[from + i - 1].key) != 0)
             keys++;
-    if (!reserve_call(r, 3 * keys + n + 1, n * CR__OWNER_MAX + keys * 24))
+    if (!reserve_call(r, 3 * keys + n, n * CR__OWNER_MAX + keys * 24))
         return false;
     args = r->args;
     counts = r->text + n * CR__OWNER_MAX;
-    args[2 * keys] = lease;
-    arg = 2 * keys + 1;
+    arg = 2 * keys;
     for (i = 0, k = 0; i < n; k++) {
         const cr__due *d = &r->due[from + i];
         const hold *h = due_hold(d);
@@ -715,8 +713,8 @@ read_args(cr__renewal *r, size_t from, size_t n, const char *lease,
             args[arg++] = hold_owner(r, due_hold(&r->due[from + start]),
                                      r->text + start * CR__OWNER_MAX);
     }
-    *nkeys = (int)(2 * keys);
-    *nargs = (int)(keys + n + 1);
+    *nkeys = 2 * keys;
+    *nargs = keys + n;
     return true;
 }
 
@@ -770,24 +768,30 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
 {
     cr_client *c = r->client;
     bool read = (r->due[from].order >> 16) == CR__HOLD_READ;
-    char lease[24];
+    cr__cmd cmd = {.flags = CR__CMD_RESERVED | CR__CMD_RETRY | CR__CMD_SYNC};
     cr__reply *reply = NULL;
     cr_status rc;
-    size_t i;
-    int64_t now, sent = cr__now_ms();
-    int nkeys = 0, nargs = 0;
+    size_t i, nkeys = 0, nargs = 0;
+    int64_t now, sent = cr__now_ms(), lease = c->watchdog_timeout_ms;
 
-    cr__fmt_i64(lease, c->watchdog_timeout_ms);
-    if (!(read ? read_args(r, from, n, lease, &nkeys, &nargs)
-               : plain_args(r, from, n, lease, &nkeys, &nargs))) {
+    if (!(read ? read_args(r, from, n, &nkeys, &nargs)
+               : plain_args(r, from, n, &nkeys, &nargs))) {
         rc = CR_ENOMEM; /* retried like a failed call */
     } else {
         pthread_mutex_unlock(&r->mu);
-        rc = cr__script_run(c, read ? CR__SCRIPT_RWLOCK_READ_RENEW
-                                    : CR__SCRIPT_LOCK_RENEW,
-                            CR__CMD_RESERVED | CR__CMD_RETRY | CR__CMD_SYNC,
-                            nkeys, nargs, r->args, NULL, &reply);
-        if (rc == CR_OK && cr__transport_sync_status() != CR_OK)
+        if (read)
+            rc = cr__run_rwlock_read_renew(c, &cmd,
+                &(cr__rwlock_read_renew_args){
+                    .pairs = r->args, .n_pairs = nkeys, .lease_ms = lease,
+                    .readers = r->args + nkeys, .n_readers = nargs},
+                &reply);
+        else
+            rc = cr__run_lock_renew(c, &cmd,
+                &(cr__lock_renew_args){
+                    .locks = r->args, .n_locks = nkeys, .lease_ms = lease,
+                    .owners = r->args + nkeys, .n_owners = nargs},
+                &reply);
+        if (rc == CR_OK && cmd.sync != CR_OK)
             cr__log(&c->log, CR_LOG_WARN, "watchdog renewal of %zu leases: %s",
                     n, cr_last_error());
         CR__STAT_ADD(&c->stats, renewal_calls, 1);
@@ -1080,7 +1084,7 @@ still_there(cr__renewal *r, const char *key, const char *owner, bool *there)
     const char *argv[3] = {"HEXISTS", key, owner};
     cr__reply *reply = NULL;
     int64_t v = 0;
-    cr_status rc = cr__command(r->client, CR__CMD_RETRY, 3, argv, NULL, &reply);
+    cr_status rc = cr__command_retry(r->client, 3, argv, NULL, &reply);
 
     if (rc != CR_OK)
         return rc;

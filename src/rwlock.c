@@ -56,33 +56,26 @@ rw_channel_dup(cr_lock *l, const char *owner)
 
 /* Read acquire: nil when taken, else the PTTL hint. */
 static cr_status
-read_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
-             int64_t *hint)
+read_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
+             int64_t wait_ms, int64_t *hint)
 {
-    char lease[24], writer[CR__OWNER_MAX];
+    char writer[CR__OWNER_MAX];
     char *prefix = cr__name_reader_timeouts(l->raw, owner);
-    const char *args[5] = {l->raw, prefix, lease, owner, writer};
     cr__reply *r = NULL;
     cr_status rc;
 
     (void)wait_ms;
     if (prefix == NULL)
         return CR_ENOMEM;
-    cr__fmt_i64(lease, lease_ms);
     cr__name_switch_side(owner, true, writer);
-    rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_READ_ACQUIRE,
-                        CR__CMD_SYNC, 2, 3, args, NULL, &r);
+    rc = cr__run_rwlock_read_acquire(l->client, cmd,
+        &(cr__rwlock_read_acquire_args){.lock = l->raw,
+                                        .reader_timeouts = prefix,
+                                        .lease_ms = lease_ms, .reader = owner,
+                                        .writer = writer},
+        &r);
     free(prefix);
-    if (rc != CR_OK)
-        return rc;
-    if (r->type == CR__REPLY_NIL)
-        rc = CR_OK;
-    else if (cr__reply_int(r, hint))
-        rc = CR_BUSY;
-    else
-        rc = cr__fail(CR_ESCRIPT, "read acquire replied neither nil nor a ttl");
-    cr__reply_free(r);
-    return rc;
+    return cr__lock_acquire_reply(l, rc, r, hint);
 }
 
 /* Read unlock: nil, 0 or 1 as RLock's; the lease is not used (the hash's
@@ -91,30 +84,42 @@ static cr_status
 read_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
     char *prefix = cr__name_reader_timeouts(l->raw, owner);
-    const char *args[9] = {l->raw, rw_channel(l), prefix, l->aux, NULL, "0",
-                           owner, l->client->publish_cmd, NULL};
+    cr__unlock u;
+    cr__reply *r = NULL;
     cr_status rc;
 
     (void)lease_ms;
     if (prefix == NULL)
         return CR_ENOMEM;
-    rc = cr__lock_run_unlock(l, CR__SCRIPT_RWLOCK_READ_UNLOCK, 5, 4, args, 4,
-                             8, result);
+    if ((rc = cr__unlock_begin(l, &u)) != CR_OK) {
+        free(prefix);
+        return rc;
+    }
+    rc = cr__run_rwlock_read_unlock(l->client, &u.cmd,
+        &(cr__rwlock_read_unlock_args){
+            .lock = l->raw, .channel = rw_channel(l),
+            .reader_timeouts = prefix, .key_prefix = l->aux, .latch = u.latch,
+            .message = 0, .reader = owner, .publish = l->client->publish_cmd,
+            .latch_ms = u.latch_ms},
+        &r);
     free(prefix);
-    return rc;
+    return cr__unlock_end(l, &u, rc, r, result);
 }
 
 /* forceUnlock (and delete) of one side: runs only in that side's mode. */
 static cr_status
-side_force_unlock(cr_lock *l, const char *mode, const char *message,
-                  bool *done)
+side_force_unlock(cr_lock *l, const char *mode, int64_t message, bool *done)
 {
-    const char *args[5] = {l->raw, rw_channel(l), message,
-                           l->client->publish_cmd, mode};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_FORCE_UNLOCK,
-                                  CR__CMD_RETRY, 2, 3, args, NULL, &r);
+    cr_status rc = cr__run_rwlock_force_unlock(l->client, &cmd,
+        &(cr__rwlock_force_unlock_args){.lock = l->raw,
+                                        .channel = rw_channel(l),
+                                        .message = message,
+                                        .publish = l->client->publish_cmd,
+                                        .mode = mode},
+        &r);
 
     if (rc != CR_OK)
         return rc;
@@ -129,11 +134,11 @@ side_force_unlock(cr_lock *l, const char *mode, const char *message,
 static cr_status
 side_is_locked(cr_lock *l, const char *mode, bool *locked)
 {
-    const char *args[2] = {l->raw, mode};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_IS_LOCKED,
-                                  CR__CMD_RETRY, 1, 1, args, NULL, &r);
+    cr_status rc = cr__run_rwlock_is_locked(l->client, &cmd,
+        &(cr__rwlock_is_locked_args){.lock = l->raw, .mode = mode}, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -147,7 +152,7 @@ side_is_locked(cr_lock *l, const char *mode, bool *locked)
 static cr_status
 read_force_unlock(cr_lock *l, bool *done)
 {
-    return side_force_unlock(l, "read", "0", done);
+    return side_force_unlock(l, "read", 0, done);
 }
 
 static cr_status
@@ -199,18 +204,17 @@ is_upgrade(const cr_lock *l, const char *writer)
 /* Write acquire: nil when taken, else the PTTL hint; CR_EDEADLK instead of
  * the hint when the owner would wait for its own read holds. */
 static cr_status
-write_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
-              int64_t *hint)
+write_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
+              int64_t wait_ms, int64_t *hint)
 {
-    char lease[24];
-    const char *args[3] = {l->raw, lease, owner};
     cr__reply *r = NULL;
     cr_status rc;
 
     (void)wait_ms;
-    cr__fmt_i64(lease, lease_ms);
-    rc = cr__script_run(l->client, CR__SCRIPT_RWLOCK_WRITE_ACQUIRE,
-                        CR__CMD_SYNC, 1, 2, args, NULL, &r);
+    rc = cr__run_rwlock_write_acquire(l->client, cmd,
+        &(cr__rwlock_write_acquire_args){.lock = l->raw, .lease_ms = lease_ms,
+                                         .writer = owner},
+        &r);
     if (rc != CR_OK)
         return rc;
     if (r->type == CR__REPLY_NIL)
@@ -233,19 +237,25 @@ write_acquire(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
 static cr_status
 write_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
-    char lease[24];
-    const char *args[8] = {l->raw, rw_channel(l), NULL, "1", lease, owner,
-                           l->client->publish_cmd, NULL};
+    cr__unlock u;
+    cr__reply *r = NULL;
+    cr_status rc = cr__unlock_begin(l, &u);
 
-    cr__fmt_i64(lease, lease_ms);
-    return cr__lock_run_unlock(l, CR__SCRIPT_RWLOCK_WRITE_UNLOCK, 3, 5, args,
-                               2, 7, result);
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__run_rwlock_write_unlock(l->client, &u.cmd,
+        &(cr__rwlock_write_unlock_args){
+            .lock = l->raw, .channel = rw_channel(l), .latch = u.latch,
+            .message = 1, .lease_ms = lease_ms, .writer = owner,
+            .publish = l->client->publish_cmd, .latch_ms = u.latch_ms},
+        &r);
+    return cr__unlock_end(l, &u, rc, r, result);
 }
 
 static cr_status
 write_force_unlock(cr_lock *l, bool *done)
 {
-    return side_force_unlock(l, "write", "1", done);
+    return side_force_unlock(l, "write", 1, done);
 }
 
 static cr_status
@@ -380,7 +390,7 @@ cr_rwlock_delete(cr_rwlock *rw, bool *deleted)
     if ((rc = cr__client_enter(rw->client)) != CR_OK)
         return rc;
     argv[1] = rw->read->raw;
-    rc = cr__command(rw->client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    rc = cr__command_retry(rw->client, 2, argv, NULL, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "DEL", &n);
     if (rc == CR_OK) {

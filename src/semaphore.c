@@ -96,8 +96,8 @@ cr_semaphore_name(const cr_semaphore *s)
 
 typedef struct attempt_ctx {
     cr_semaphore *sem;
-    char permits[24];
-    char latch_ms[24];
+    int64_t permits;
+    int64_t latch_ms;
     char *latch; /* credisson_semaphore_acquire:{N}:<request id> */
 } attempt_ctx;
 
@@ -108,14 +108,18 @@ static cr_status
 attempt(void *arg, int64_t *hint)
 {
     attempt_ctx *a = arg;
-    const char *args[4] = {a->sem->o.raw, a->latch, a->permits, a->latch_ms};
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc;
 
     *hint = -1;
-    rc = cr__script_run(a->sem->o.client, CR__SCRIPT_SEMAPHORE_TRY_ACQUIRE, 0,
-                        2, 2, args, NULL, &r);
+    rc = cr__run_semaphore_try_acquire(a->sem->o.client, &cmd,
+        &(cr__semaphore_try_acquire_args){.permits = a->sem->o.raw,
+                                          .latch = a->latch,
+                                          .count_value = a->permits,
+                                          .latch_ms = a->latch_ms},
+        &r);
     if (rc != CR_OK)
         return rc;
     if (!cr__reply_int(r, &v) || (v != 0 && v != 1))
@@ -135,7 +139,7 @@ latch_left_behind(cr_semaphore *s, const char *latch, bool *taken)
     const char *argv[2] = {"EXISTS", latch};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__command(s->o.client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    cr_status rc = cr__command_retry(s->o.client, 2, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -193,11 +197,11 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         goto out;
     memset(&a, 0, sizeof(a));
     a.sem = s;
-    cr__fmt_i64(a.permits, permits);
+    a.permits = permits;
     /* The latch must outlive every retry of the call: the waiting loop's
      * retries for the reconnect window, and the transport's resends of the
      * last one (the unlock latch's lifetime). */
-    cr__fmt_i64(a.latch_ms, c->reconnect_window_ms + c->latch_timeout_ms);
+    a.latch_ms = c->reconnect_window_ms + c->latch_timeout_ms;
     a.latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->o.raw);
     if (a.latch == NULL) {
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
@@ -254,6 +258,7 @@ cr_semaphore_try_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 static cr_status
 release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
 {
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = 0, sent;
     cr_status rc = enter(s);
@@ -267,8 +272,13 @@ release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
         goto out;
     }
     sent = cr__now_us();
-    rc = cr__sem_script(s, s->channel, CR__SCRIPT_SEMAPHORE_RELEASE, 0,
-                        permits, only_if_exists ? "1" : "0", &r);
+    rc = cr__run_semaphore_release(s->o.client, &cmd,
+        &(cr__semaphore_release_args){.permits = s->o.raw,
+                                      .channel = s->channel,
+                                      .count_value = permits,
+                                      .publish = s->o.client->publish_cmd,
+                                      .if_exists = only_if_exists},
+        &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "semaphore release", &v);
     if (rc == CR_OK) {
@@ -308,16 +318,13 @@ cr_status
 cr_semaphore_try_set_permits(cr_semaphore *s, int64_t permits, int64_t ttl_ms,
                              bool *set)
 {
-    char ttl[24];
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_permits(permits)) == CR_OK &&
-        (rc = cr__check_ttl(ttl_ms)) == CR_OK) {
-        cr__fmt_i64(ttl, ttl_ms);
-        rc = cr__sem_try_set_permits(s, s->channel, permits, ttl, set);
-    }
+        (rc = cr__check_ttl(ttl_ms)) == CR_OK)
+        rc = cr__sem_try_set_permits(s, s->channel, permits, ttl_ms, set);
     cr__object_leave(s);
     return rc;
 }
@@ -337,6 +344,7 @@ cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
 cr_status
 cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
 {
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr_status rc = enter(s);
 
@@ -344,8 +352,12 @@ cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
         return rc;
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
-    rc = cr__sem_script(s, s->channel, CR__SCRIPT_SEMAPHORE_SET_PERMITS,
-                        CR__CMD_RETRY, permits, NULL, &r);
+    rc = cr__run_semaphore_set_permits(s->o.client, &cmd,
+        &(cr__semaphore_set_permits_args){.permits = s->o.raw,
+                                          .channel = s->channel,
+                                          .count_value = permits,
+                                          .publish = s->o.client->publish_cmd},
+        &r);
     if (rc == CR_OK)
         cr__reply_free(r);
 out:
@@ -356,16 +368,15 @@ out:
 cr_status
 cr_semaphore_drain_permits(cr_semaphore *s, int64_t *drained)
 {
-    const char *args[1];
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
         return rc;
-    args[0] = s->o.raw;
-    rc = cr__script_run(s->o.client, CR__SCRIPT_SEMAPHORE_DRAIN_PERMITS, 0, 1,
-                        0, args, NULL, &r);
+    rc = cr__run_semaphore_drain_permits(s->o.client, &cmd,
+        &(cr__semaphore_drain_permits_args){.permits = s->o.raw}, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "drain_permits", &v);
     if (rc == CR_OK && drained != NULL)
@@ -400,7 +411,7 @@ cr_semaphore_delete(cr_semaphore *s, bool *deleted)
     if (rc != CR_OK)
         return rc;
     argv[1] = s->o.raw;
-    rc = cr__command(s->o.client, CR__CMD_RETRY, 2, argv, NULL, &r);
+    rc = cr__command_retry(s->o.client, 2, argv, NULL, &r);
     if (rc == CR_OK && (rc = cr__reply_bool(r, "DEL", &done)) == CR_OK &&
         deleted != NULL)
         *deleted = done;

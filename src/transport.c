@@ -286,21 +286,6 @@ drop_replies(pool *p, conn *c, unsigned n, int64_t deadline)
     return CR_OK;
 }
 
-static _Thread_local cr_status sync_status;
-static _Thread_local bool sent;
-
-bool
-cr__transport_sent(void)
-{
-    return sent;
-}
-
-cr_status
-cr__transport_sync_status(void)
-{
-    return sync_status;
-}
-
 /* Counts the replicas of the server behind `c` with ROLE, before a
  * command that is to be followed by WAIT. A refused ROLE is reported, not
  * read as "no replicas": the check would silently be off. */
@@ -334,9 +319,9 @@ count_replicas(pool *p, conn *c, int64_t deadline)
 }
 
 /* After a command on `c`: WAIT until the replicas acknowledge it; the
- * outcome goes to sync_status. Returns CR_EIO when the link broke. */
+ * outcome goes to cmd->sync. Returns CR_EIO when the link broke. */
 static cr_status
-wait_replicas(pool *p, conn *c)
+wait_replicas(pool *p, conn *c, cr__cmd *cmd)
 {
     char replicas[24], timeout[24];
     const char *argv[3] = {"WAIT", replicas, timeout};
@@ -356,12 +341,12 @@ wait_replicas(pool *p, conn *c)
     }
     if (r->type == CR__REPLY_ERROR) {
         rc = cr__reply_status(r->str);
-        sync_status = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc,
+        cmd->sync = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc,
                                "replica sync is on but %s refused WAIT: %s",
                                cr__conn_peer(c->ctx), r->str);
         cr__log(p->cfg->log, CR_LOG_ERROR, "%s", cr_last_error());
     } else if (r->type != CR__REPLY_INTEGER || r->integer == 0) {
-        sync_status = cr__fail(CR_EIO, "no replica acknowledged within the "
+        cmd->sync = cr__fail(CR_EIO, "no replica acknowledged within the "
                                "sync timeout (master %s)",
                                cr__conn_peer(c->ctx));
     }
@@ -381,9 +366,9 @@ is_readonly(const cr__reply *r)
  * not run (the server refused it as a replica, or is loading), *readonly
  * for the former. */
 static cr_status
-run_on(pool *p, conn *c, int argc, const char **argv, const size_t *argvlen,
-       cr__reply **out, bool *not_run, bool *readonly, bool sync, bool asking,
-       int64_t deadline)
+run_on(pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
+       const size_t *argvlen, cr__reply **out, bool *not_run, bool *readonly,
+       bool sync, bool asking, int64_t deadline)
 {
     static const char *asking_argv[1] = {"ASKING"};
     cr__topology *topo = p->cfg->topology;
@@ -403,7 +388,7 @@ run_on(pool *p, conn *c, int argc, const char **argv, const size_t *argvlen,
         return CR_ENOMEM;
     deferred = c->discard + (asking ? 1 : 0);
     c->discard = 0;
-    sent = true; /* from here on it may run, whatever becomes of the reply */
+    cmd->sent = true; /* from here on it may run, whatever becomes of the reply */
     if ((rc = cr__conn_flush(c->ctx, deadline)) != CR_OK ||
         (rc = drop_replies(p, c, deferred, deadline)) != CR_OK ||
         (rc = cr__conn_recv(c->ctx, deadline, out)) != CR_OK) {
@@ -441,7 +426,7 @@ run_on(pool *p, conn *c, int argc, const char **argv, const size_t *argvlen,
         return rc;
     }
     if (sync && c->replicas > 0 && (*out)->type != CR__REPLY_ERROR &&
-        (rc = wait_replicas(p, c)) != CR_OK) {
+        (rc = wait_replicas(p, c, cmd)) != CR_OK) {
         cr__reply_free(*out);
         *out = NULL;
     }
@@ -479,21 +464,22 @@ check_still_replica(pool *p, conn *c, int64_t deadline)
  * safe (`flags` has CR__CMD_RETRY, or the command did not run) and time
  * remains. */
 static cr_status
-pool_command(pool *p, unsigned flags, int argc, const char **argv,
+pool_command(pool *p, cr__cmd *cmd, int argc, const char **argv,
              const size_t *argvlen, cr__reply **out, bool asking)
 {
+    unsigned flags = cmd->flags;
     int64_t deadline = cr__deadline_in(p->cfg->command_timeout_ms);
     conn *c = take_conn(p, flags, deadline);
     bool not_run = false, readonly = false;
     bool sync = (flags & CR__CMD_SYNC) && p->cfg->sync_timeout_ms > 0;
     cr_status rc;
 
-    sent = false;
+    cmd->sent = false;
     if (c == NULL)
         return CR_EIO;
-    sync_status = CR_OK;
-    rc = run_on(p, c, argc, argv, argvlen, out, &not_run, &readonly, sync,
-                asking, deadline);
+    cmd->sync = CR_OK;
+    rc = run_on(p, c, cmd, argc, argv, argvlen, out, &not_run, &readonly,
+                sync, asking, deadline);
     if (readonly && p->cfg->topology != NULL) {
         cr__topology_hint(p->cfg->topology);
     } else if (readonly && p->host[0] == '\0') {
@@ -507,8 +493,8 @@ pool_command(pool *p, unsigned flags, int argc, const char **argv,
         cr__now_ms() < deadline) {
         cr__log(p->cfg->log, CR_LOG_WARN, "%s failed (%s), retrying once",
                 argv[0], cr_last_error());
-        rc = run_on(p, c, argc, argv, argvlen, out, &not_run, &readonly, sync,
-                    asking, deadline);
+        rc = run_on(p, c, cmd, argc, argv, argvlen, out, &not_run, &readonly,
+                    sync, asking, deadline);
     }
     give_conn(p, c);
     return rc;
@@ -541,12 +527,13 @@ refresh_from(cr__transport *t, int n)
 {
     const char *argv[2] = {"CLUSTER", "SLOTS"};
     pool *p = node_pool(t, n);
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     cr_status rc;
 
     if (p == NULL)
         return CR_ENOMEM;
-    rc = pool_command(p, 0, 2, argv, NULL, &r, false);
+    rc = pool_command(p, &cmd, 2, argv, NULL, &r, false);
     if (rc == CR_OK && r->type == CR__REPLY_ERROR)
         rc = cr__fail(CR_ESERVER, "CLUSTER SLOTS: %s", r->str);
     else if (rc == CR_OK)
@@ -601,9 +588,10 @@ is_transient(const cr__reply *r)
  * ASK, waiting out TRYAGAIN and CLUSTERDOWN for up to the command timeout,
  * and re-reading the map after a broken link. */
 static cr_status
-cluster_command(cr__transport *t, unsigned flags, int argc, const char **argv,
+cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
                 const size_t *argvlen, cr__reply **out)
 {
+    unsigned flags = cmd->flags;
     int k = cr__routing_key(argc, argv, argvlen);
     unsigned slot = k < 0 ? 0 : cr__key_slot(argv[k], argvlen != NULL ?
                                              argvlen[k] : strlen(argv[k]));
@@ -630,7 +618,7 @@ cluster_command(cr__transport *t, unsigned flags, int argc, const char **argv,
                             argv[0], slot);
         if ((p = node_pool(t, node)) == NULL)
             return CR_ENOMEM;
-        rc = pool_command(p, flags, argc, argv, argvlen, out, asking);
+        rc = pool_command(p, cmd, argc, argv, argvlen, out, asking);
         asking = false;
         if (rc == CR_EIO) {
             /* The node may be gone: a failover moves its slots. A command
@@ -786,13 +774,13 @@ cr__transport_free(cr__transport *t)
 }
 
 cr_status
-cr__transport_command(cr__transport *t, unsigned flags, int argc,
+cr__transport_command(cr__transport *t, cr__cmd *cmd, int argc,
                       const char **argv, const size_t *argvlen,
                       cr__reply **out)
 {
     if (t->map != NULL)
-        return cluster_command(t, flags, argc, argv, argvlen, out);
-    return pool_command(t->single, flags, argc, argv, argvlen, out, false);
+        return cluster_command(t, cmd, argc, argv, argvlen, out);
+    return pool_command(t->single, cmd, argc, argv, argvlen, out, false);
 }
 
 void

@@ -34,7 +34,7 @@ cr_status cr__transport_new(const cr__conn_config *cfg, int pool_size,
                             cr__transport **out);
 void cr__transport_free(cr__transport *t);
 
-/* Flags for cr__transport_command. */
+/* Flags of a command (cr__cmd). */
 /* Cluster: redirections (MOVED, ASK, a slot that moved after a broken
  * link) followed per command. */
 #define CR__MAX_REDIRECTS 5
@@ -42,6 +42,24 @@ void cr__transport_free(cr__transport *t);
 #define CR__CMD_RETRY 1u    /* safe to send once more after a broken link */
 #define CR__CMD_RESERVED 2u /* use the watchdog's reserved connection */
 #define CR__CMD_SYNC 4u     /* follow with WAIT for the replicas (if on) */
+
+/* One command's flags, and what became of it beside its reply. */
+typedef struct cr__cmd {
+    unsigned flags; /* CR__CMD_* */
+    /* On CR_EIO: whether it was written out, in part at least, so that
+     * it may have run (an acquisition whose reply was lost); false when it
+     * certainly was not (no connection, a refused connection, a master
+     * that had moved). */
+    bool sent;
+    /* With CR__CMD_SYNC, once it ran: CR_OK when the replicas
+     * acknowledged it (or there are none), CR_EIO when none did within
+     * the sync timeout (Redisson's "None of slaves were synced"), or the
+     * status of a refused WAIT (CR_ENOPERM, CR_ECONFIG for a proxy that
+     * does not know it), with the reason in cr_last_error() when not
+     * CR_OK. A refused ROLE (counting the replicas) fails the command
+     * itself, before it runs. */
+    cr_status sync;
+} cr__cmd;
 
 /* cr__transport_command: send one command and wait for its reply. An error
  * reply from Redis is CR_OK with a CR__REPLY_ERROR reply. CR_EIO when the
@@ -54,24 +72,9 @@ void cr__transport_free(cr__transport *t);
  * connection to a master that Sentinel has since replaced is not used
  * (CR_EIO). The final statuses of conn.h end it at once.
  * Ownership: *out needs cr__reply_free(). */
-cr_status cr__transport_command(cr__transport *t, unsigned flags, int argc,
+cr_status cr__transport_command(cr__transport *t, cr__cmd *cmd, int argc,
                                 const char **argv, const size_t *argvlen,
                                 cr__reply **out);
-
-/* cr__transport_sent: whether this thread's last command that failed
- * with CR_EIO was written out, in part at least, so that it may have run
- * (an acquisition whose reply was lost); false when it certainly was not
- * (no connection, a refused connection, a master that had moved). */
-bool cr__transport_sent(void);
-
-/* cr__transport_sync_status: for this thread's last CR__CMD_SYNC command
- * that ran: CR_OK when the replicas acknowledged it (or there are none),
- * CR_EIO when none did within the sync timeout (Redisson's "None of slaves
- * were synced"), or the status of a refused WAIT (CR_ENOPERM, CR_ECONFIG
- * for a proxy that does not know it), with the reason in cr_last_error()
- * when not CR_OK. A refused ROLE (counting the replicas) fails the command
- * itself, before it runs. */
-cr_status cr__transport_sync_status(void);
 
 /* cr__transport_send_noreply: send a command whose reply nobody waits for
  * (the unlock latch's DEL); its reply is read and dropped after the

@@ -461,22 +461,25 @@ static void
 test_semaphore_acquire_attempt_replays_with_the_same_request_id(void **state)
 {
     const char *latch = "credisson_semaphore_acquire:{replay}:00112233445566778899aabbccddeeff";
-    const char *args[4] = {"replay", latch, "2", "60000"};
+    const cr__semaphore_try_acquire_args args = {
+        .permits = "replay", .latch = latch, .count_value = 2,
+        .latch_ms = 60000};
+    cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = -1;
 
     (void)state;
     assert_true(redis_ok("SET replay 3"));
     /* The first attempt takes two permits and leaves the latch... */
-    assert_int_equal(cr__script_run(test_client, CR__SCRIPT_SEMAPHORE_TRY_ACQUIRE,
-                                    0, 2, 2, args, NULL, &r), CR_OK);
+    assert_int_equal(cr__run_semaphore_try_acquire(test_client, &cmd, &args,
+                                                   &r), CR_OK);
     assert_true(cr__reply_int(r, &v));
     cr__reply_free(r);
     assert_int_equal(v, 1);
     assert_int_equal(redis_int("GET replay"), 1);
     /* ...so a retry of the same call (its reply was lost) takes none. */
-    assert_int_equal(cr__script_run(test_client, CR__SCRIPT_SEMAPHORE_TRY_ACQUIRE,
-                                    0, 2, 2, args, NULL, &r), CR_OK);
+    assert_int_equal(cr__run_semaphore_try_acquire(test_client, &cmd, &args,
+                                                   &r), CR_OK);
     assert_true(cr__reply_int(r, &v));
     cr__reply_free(r);
     assert_int_equal(v, 1);

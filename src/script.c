@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Commands and scripts on the client's transport, and their replies.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "client.h"
+#include "conn.h"
+#include "scripts.h"
+
+/* Turns an error reply into its status (CR_ESERVER, or CR_ENOPERM,
+ * CR_EAUTH... by cr__reply_status) with its text; frees it. */
+static cr_status
+server_error(cr__reply *r)
+{
+    cr_status rc = cr__fail(cr__reply_status(r->str), "%s", r->str);
+
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr__command(cr_client *c, cr__cmd *cmd, int argc, const char **argv,
+            const size_t *lens, cr__reply **out)
+{
+    cr__reply *r = NULL;
+    cr_status rc = cr__transport_command(c->transport, cmd, argc, argv, lens,
+                                         &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (r->type == CR__REPLY_ERROR)
+        return server_error(r);
+    *out = r;
+    return CR_OK;
+}
+
+cr_status
+cr__command_retry(cr_client *c, int argc, const char **argv,
+                  const size_t *lens, cr__reply **out)
+{
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+
+    return cr__command(c, &cmd, argc, argv, lens, out);
+}
+
+cr_status
+cr__script_run(cr_client *c, cr__cmd *cmd, int id, size_t nkeys, size_t argc,
+               const char **argv, size_t *lens, cr__reply **out)
+{
+    const cr__script *s = &cr__scripts[id];
+    char nk[24];
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    argv[0] = "EVALSHA";
+    lens[0] = 7;
+    argv[1] = s->sha1;
+    lens[1] = 40;
+    lens[2] = cr__fmt_i64(nk, (int64_t)nkeys);
+    argv[2] = nk;
+    rc = cr__transport_command(c->transport, cmd, (int)argc, argv, lens, &r);
+    if (rc == CR_OK && r->type == CR__REPLY_ERROR &&
+        strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        cr__reply_free(r);
+        r = NULL;
+        CR__STAT_ADD(&c->stats, noscript_fallbacks, 1);
+        argv[0] = "EVAL";
+        lens[0] = 4;
+        argv[1] = s->body;
+        lens[1] = s->len;
+        rc = cr__transport_command(c->transport, cmd, (int)argc, argv, lens,
+                                   &r);
+    }
+    if (rc == CR_OK && r->type == CR__REPLY_ERROR)
+        return server_error(r);
+    if (rc == CR_OK)
+        *out = r;
+    return rc;
+}
+
+void
+cr__drop_latch(cr_client *c, const char *latch)
+{
+    const char *argv[2] = {"DEL", latch};
+
+    cr__transport_send_noreply(c->transport, 2, argv, NULL);
+}
+
+bool
+cr__reply_int(const cr__reply *r, int64_t *out)
+{
+    if (r == NULL)
+        return false;
+    if (r->type == CR__REPLY_INTEGER) {
+        *out = r->integer;
+        return true;
+    }
+    if (r->type == CR__REPLY_STRING)
+        return cr__parse_i64(r->str, r->len, out);
+    return false;
+}
+
+cr_status
+cr__reply_i64(cr__reply *r, const char *op, int64_t *out)
+{
+    cr_status rc = CR_OK;
+
+    if (!cr__reply_int(r, out))
+        rc = cr__fail(CR_ESCRIPT, "%s replied no integer", op);
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr__reply_bool(cr__reply *r, const char *op, bool *out)
+{
+    int64_t v = 0;
+    cr_status rc = cr__reply_i64(r, op, &v);
+
+    if (rc == CR_OK)
+        *out = v == 1;
+    return rc;
+}
