@@ -39,12 +39,14 @@ IFS=. read -r major minor patch <<< "$version"
 sed -e "s/@PACKAGE_VERSION@/$version/" -e "s/@CR_VERSION_MAJOR@/$major/" \
     -e "s/@CR_VERSION_MINOR@/$minor/" -e "s/@CR_VERSION_PATCH@/$patch/" \
     include/credisson/version.h.in > "$work/gen/credisson/version.h"
-sh build-aux/embed-lua.sh "$work/gen/scripts.c" lua/*.lua
+# In the order of Makefile.am's lua_files, as an in-place build's own
+# src/scripts.h (which src/*.c would find first) has it.
+sh build-aux/embed-lua.sh "$work/gen/scripts.c" "$work/gen/scripts.h" \
+    $(sed -n '/^lua_files = /,/^$/p' Makefile.am | grep -o 'lua/[a-z_]*\.lua')
 
-hiredis_cflags=$(pkg-config --cflags hiredis 2>/dev/null || echo -I/usr/include/hiredis)
-hiredis_libs=$(pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
+ssl_libs=$(pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto)
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
-cflags="-g -O1 -fno-omit-frame-pointer $san -I$work/gen -Iinclude -Isrc -Isrc/cli $hiredis_cflags"
+cflags="-g -O1 -fno-omit-frame-pointer $san -I$work/gen -Iinclude -Isrc -Isrc/cli"
 
 # The library once, instrumented for coverage, for the targets that need
 # more than one module.
@@ -63,7 +65,7 @@ done
 # build TARGET SOURCES...: link a fuzzer.
 build() {
     local target=$1; shift
-    "$cc" $cflags -fsanitize=fuzzer "fuzz/$target.c" "$@" $hiredis_libs \
+    "$cc" $cflags -fsanitize=fuzzer "fuzz/$target.c" "$@" $ssl_libs \
         -lpthread -o "$work/$target"
 }
 
