@@ -170,14 +170,6 @@ cr__sleep_us(int64_t us)
         ;
 }
 
-int64_t
-cr__turn_us(int64_t rtts, int64_t rtt_us)
-{
-    int64_t turn = rtts * rtt_us;
-
-    return turn < 1000 ? 1000 : turn > 20000 ? 20000 : turn;
-}
-
 size_t
 cr__fmt_i64(char *buf, int64_t v)
 {

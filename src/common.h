@@ -83,12 +83,6 @@ int64_t cr__now_us(void);
 void cr__sleep_ms(int64_t ms);
 void cr__sleep_us(int64_t us);
 
-/* A releaser's turn for the waiters its release woke (RLock, semaphore):
- * `rtts` times the release's round trip `rtt_us`, so that a woken
- * waiter's attempt lands before the releaser's next one, kept within
- * 1 ms .. 20 ms. */
-int64_t cr__turn_us(int64_t rtts, int64_t rtt_us);
-
 /* Writes v in decimal into buf (at least 21 bytes); returns the length. */
 size_t cr__fmt_i64(char *buf, int64_t v);
 

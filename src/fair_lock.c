@@ -4,9 +4,10 @@
  * owners (redisson_lock_queue:{N}) and a sorted set of their deadlines in
  * epoch ms (redisson_lock_timeout:{N}). Each waiter listens on its own
  * channel, redisson_lock__channel:{N}:<owner>, and an unlock tells only the
- * waiter at the head of the queue. The lock is a cr_lock of its own kind:
- * lock.c does the waiting, the holds table and the watchdog (the plain
- * renewal script, on the hash only).
+ * waiter at the head of the queue. The lock is a script lock of its own
+ * kind: script_lock.c does the waiting, the holds table and the watchdog
+ * (the plain renewal script, on the hash only). The queue's key is
+ * l->key2, the deadlines' l->key3.
  *
  * What credisson does differently from Redisson, on the client side only:
  * - A waiter that stops waiting without the lock (wait ran out, error, the
@@ -29,32 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock.h"
-#include "object.h"
+#include "script_lock.h"
 
 /* Poll interval while the lock is free but someone else is first in line. */
 #define FREE_POLL_MS 100
 /* Longest sleep between attempts of a fair waiter. */
 #define HELD_POLL_MS 1000
-
-/* The fair lock's own keys, kept in l->impl. */
-typedef struct fair_keys {
-    char *queue; /* redisson_lock_queue:{N} */
-    char *zset;  /* redisson_lock_timeout:{N} */
-    bool non_reentrant; /* Redisson 4.4's non-reentrant fair lock */
-} fair_keys;
-
-static void
-fair_free(cr_lock *l)
-{
-    fair_keys *k = l->impl;
-
-    if (k != NULL) {
-        free(k->queue);
-        free(k->zset);
-        free(k);
-    }
-}
 
 /* The wait a waiter enqueues with, in ms: its own wait when it gave one,
  * else the client's fairLockWaitTimeout. The give-up uses the same value. */
@@ -62,13 +43,6 @@ static int64_t
 enqueue_wait(const cr_lock *l, int64_t wait_ms)
 {
     return wait_ms > 0 ? wait_ms : l->client->fair_wait_timeout_ms;
-}
-
-/* The waiter's own channel: redisson_lock__channel:{N}:<owner>. */
-static char *
-fair_channel(cr_lock *l, const char *owner)
-{
-    return cr__name_waiter_channel(l->channel, owner);
 }
 
 /* One attempt. With a wait, the waiting script, which enqueues the caller;
@@ -81,7 +55,6 @@ static cr_status
 fair_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
              int64_t wait_ms, int64_t *hint)
 {
-    fair_keys *k = l->impl;
     int64_t wait = enqueue_wait(l, wait_ms), now = cr__wall_ms(), v;
     cr__reply *r = NULL;
     cr_status rc;
@@ -89,34 +62,20 @@ fair_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
     if (wait_ms == 0)
         rc = cr__run_fair_lock_try_acquire(l->client, cmd,
             &(cr__fair_lock_try_acquire_args){
-                .lock = l->raw, .queue = k->queue, .timeouts = k->zset,
+                .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
                 .lease_ms = lease_ms, .owner = owner, .now_ms = now,
-                .wait_ms = wait, .non_reentrant = k->non_reentrant},
+                .wait_ms = wait, .non_reentrant = l->kind->non_reentrant},
             &r);
     else
         rc = cr__run_fair_lock_acquire(l->client, cmd,
             &(cr__fair_lock_acquire_args){
-                .lock = l->raw, .queue = k->queue, .timeouts = k->zset,
+                .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
                 .lease_ms = lease_ms, .owner = owner, .wait_ms = wait,
-                .now_ms = now, .non_reentrant = k->non_reentrant},
+                .now_ms = now, .non_reentrant = l->kind->non_reentrant},
             &r);
-    if (rc == CR_ESERVER && strstr(cr_last_error(), "NON_REENTRANT_REACQUIRE"))
-        return cr__fail(CR_EREENTRANT, "%s is already held by %s", l->name, owner);
-    if (rc != CR_OK)
-        return rc;
-    if (r->type == CR__REPLY_NIL) {
-        rc = CR_OK;
-    } else if (cr__reply_int(r, &v)) {
-        rc = CR_BUSY;
-        if (wait_ms == 0 || v == -1)
-            *hint = -1;
-        else
-            *hint = v > 0 ? v : FREE_POLL_MS;
-    } else {
-        rc = cr__fail(CR_ESCRIPT, "fair lock acquire replied neither nil "
-                      "nor a number");
-    }
-    cr__reply_free(r);
+    rc = cr__lock_acquire_reply(l, owner, rc, r, &v);
+    if (rc == CR_BUSY)
+        *hint = wait_ms == 0 || v == -1 ? -1 : v > 0 ? v : FREE_POLL_MS;
     return rc;
 }
 
@@ -128,7 +87,6 @@ fair_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
 static cr_status
 fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
 {
-    fair_keys *k = l->impl;
     char keep[512];
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
@@ -138,7 +96,7 @@ fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
         return CR_OK;
     snprintf(keep, sizeof(keep), "%s", cr_last_error());
     rc = cr__run_fair_lock_give_up(l->client, &cmd,
-        &(cr__fair_lock_give_up_args){.queue = k->queue, .timeouts = k->zset,
+        &(cr__fair_lock_give_up_args){.queue = l->key2, .timeouts = l->key3,
                                       .owner = owner,
                                       .wait_ms = enqueue_wait(l, wait_ms)},
         &r);
@@ -158,7 +116,6 @@ fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
 static cr_status
 fair_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 {
-    fair_keys *k = l->impl;
     cr__unlock u;
     cr__reply *r = NULL;
     cr_status rc = cr__unlock_begin(l, &u);
@@ -167,7 +124,7 @@ fair_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
         return rc;
     rc = cr__run_fair_lock_unlock(l->client, &u.cmd,
         &(cr__fair_lock_unlock_args){
-            .lock = l->raw, .queue = k->queue, .timeouts = k->zset,
+            .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
             .channel = l->channel, .latch = u.latch, .message = 0,
             .lease_ms = lease_ms, .owner = owner, .now_ms = cr__wall_ms(),
             .publish = l->client->publish_cmd, .latch_ms = u.latch_ms},
@@ -179,7 +136,6 @@ fair_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
 static cr_status
 fair_force_unlock(cr_lock *l, bool *done)
 {
-    fair_keys *k = l->impl;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
@@ -187,7 +143,7 @@ fair_force_unlock(cr_lock *l, bool *done)
 
     rc = cr__run_fair_lock_force_unlock(l->client, &cmd,
         &(cr__fair_lock_force_unlock_args){
-            .lock = l->raw, .queue = k->queue, .timeouts = k->zset,
+            .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
             .channel = l->channel, .message = 0, .now_ms = cr__wall_ms(),
             .publish = l->client->publish_cmd},
         &r);
@@ -198,61 +154,38 @@ fair_force_unlock(cr_lock *l, bool *done)
     return rc;
 }
 
-/* delete(): a plain DEL of the hash, the queue and the deadlines; nothing is
- * published, so waiters find out at their next attempt (Redisson's
- * behaviour). */
+/* delete() is a plain DEL of the hash, the queue and the deadlines;
+ * nothing is published, so waiters find out at their next attempt
+ * (Redisson's behaviour). */
+#define FAIR_KIND(label, nr)                                                  \
+    {                                                                         \
+        .name = label, .hold_kind = CR__HOLD_PLAIN, .own_channel = true,      \
+        .non_reentrant = nr, .min_sleep_ms = 10,                              \
+        .max_sleep_ms = HELD_POLL_MS, .acquire = fair_acquire,                \
+        .unlock = fair_unlock, .force_unlock = fair_force_unlock,             \
+        .delete_ = cr__lock_del, .is_locked = cr__rlock_is_locked,            \
+        .give_up = fair_give_up,                                              \
+    }
+static const cr__lock_kind fair_kind = FAIR_KIND("fair lock", false);
+static const cr__lock_kind fair_nr_kind =
+    FAIR_KIND("non-reentrant fair lock", true);
+
+/* Makes a fair lock of `kind`. */
 static cr_status
-fair_delete(cr_lock *l, bool *done)
-{
-    fair_keys *k = l->impl;
-    const char *argv[4] = {"DEL", l->raw, k->queue, k->zset};
-    cr__reply *r = NULL;
-    int64_t n = 0;
-    cr_status rc = cr__command_retry(l->client, 4, argv, NULL, &r);
-
-    if (rc != CR_OK)
-        return rc;
-    rc = cr__reply_i64(r, "DEL", &n);
-    *done = n > 0;
-    return rc;
-}
-
-static const cr__lock_ops fair_ops = {
-    .kind = "fair lock",
-    .hold_kind = CR__HOLD_PLAIN,
-    .wake_mode = CR__WAKE_LOCK,
-    .min_sleep_ms = 10,
-    .max_sleep_ms = HELD_POLL_MS,
-    .owner = cr__lock_owner_plain,
-    .acquire = fair_acquire,
-    .unlock = fair_unlock,
-    .force_unlock = fair_force_unlock,
-    .delete_ = fair_delete,
-    .is_locked = cr__lock_is_locked_plain,
-    .hold_count = cr__lock_hold_count_plain,
-    .channel = fair_channel,
-    .give_up = fair_give_up,
-    .free_impl = fair_free,
-};
-
-/* Makes a fair lock, reentrant or not. */
-static cr_status
-create(cr_client *c, const char *name, bool non_reentrant, cr_lock **out)
+create(cr_client *c, const char *name, const cr__lock_kind *kind,
+       cr_lock **out)
 {
     cr_lock *l = NULL;
-    fair_keys *k;
-    cr_status rc = cr__lock_create(c, name, &fair_ops, out != NULL ? &l : NULL);
+    cr_status rc = cr__script_lock_new(c, name, kind, NULL,
+                                       out != NULL ? &l : NULL);
 
     if (rc != CR_OK)
         return rc;
-    l->impl = k = calloc(1, sizeof(*k));
-    if (k == NULL ||
-        (k->queue = cr__name(CR__NAME_FAIR_QUEUE, l->raw)) == NULL ||
-        (k->zset = cr__name(CR__NAME_FAIR_TIMEOUTS, l->raw)) == NULL) {
+    if ((l->key2 = cr__name(CR__NAME_FAIR_QUEUE, l->raw)) == NULL ||
+        (l->key3 = cr__name(CR__NAME_FAIR_TIMEOUTS, l->raw)) == NULL) {
         cr_lock_free(l);
         return CR_ENOMEM;
     }
-    k->non_reentrant = non_reentrant;
     *out = l;
     return CR_OK;
 }
@@ -260,11 +193,11 @@ create(cr_client *c, const char *name, bool non_reentrant, cr_lock **out)
 cr_status
 cr_fair_lock_new(cr_client *c, const char *name, cr_lock **out)
 {
-    return create(c, name, false, out);
+    return create(c, name, &fair_kind, out);
 }
 
 cr_status
 cr_non_reentrant_fair_lock_new(cr_client *c, const char *name, cr_lock **out)
 {
-    return create(c, name, true, out);
+    return create(c, name, &fair_nr_kind, out);
 }

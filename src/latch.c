@@ -33,7 +33,7 @@
 static void free_own(void *obj);
 
 struct cr_latch {
-    cr__object o;
+    CR__OBJECT_FIELDS
     char *channel; /* redisson_countdownlatch__channel__{N} */
     char *marker;  /* {N}:credisson_latch_expiry */
 };
@@ -54,15 +54,16 @@ cr_latch_new(cr_client *c, const char *name, cr_latch **out)
     cr_status rc = cr__check_out(out, "out");
 
     if (rc == CR_OK)
-        rc = cr__object_new(c, name, LATCH_MAGIC, sizeof(*l), (void **)&l);
+        rc = cr__object_new(c, name, LATCH_MAGIC, sizeof(*l), true,
+                            (void **)&l);
     if (rc != CR_OK)
         return rc;
-    l->channel = cr__name(CR__NAME_LATCH_CHANNEL, l->o.raw);
-    l->marker = cr__name(CR__NAME_LATCH_MARKER, l->o.raw);
+    l->channel = cr__name(CR__NAME_LATCH_CHANNEL, l->raw);
+    l->marker = cr__name(CR__NAME_LATCH_MARKER, l->raw);
     if (l->channel == NULL || l->marker == NULL)
         rc = cr__fail(CR_ENOMEM, "out of memory");
     else
-        rc = cr__name_check_slots(c->url.is_cluster, l->o.raw, l->channel);
+        rc = cr__name_check_slots(c->url.is_cluster, l->raw, l->channel);
     if (rc != CR_OK) {
         cr__object_free(l, free_own);
         return rc;
@@ -84,7 +85,7 @@ free_own(void *obj)
 void
 cr_latch_free(cr_latch *l)
 {
-    if (l == NULL || l->o.magic != LATCH_MAGIC)
+    if (l == NULL || l->magic != LATCH_MAGIC)
         return;
     cr__object_free(l, free_own);
 }
@@ -111,10 +112,10 @@ cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
                               CR_LATCH_COUNT_MAX)) != CR_OK ||
         (rc = cr__check_ttl(ttl_ms)) != CR_OK)
         goto out;
-    rc = cr__run_latch_try_set_count(l->o.client, &cmd,
+    rc = cr__run_latch_try_set_count(l->client, &cmd,
         &(cr__latch_try_set_count_args){
-            .count = l->o.raw, .channel = l->channel, .marker = l->marker,
-            .count_value = count, .publish = l->o.client->publish_cmd,
+            .count = l->raw, .channel = l->channel, .marker = l->marker,
+            .count_value = count, .publish = l->client->publish_cmd,
             .ttl_ms = ttl_ms,
             .marker_ms = ttl_ms + CR_LATCH_EXPIRY_GRACE_MS},
         &r);
@@ -137,10 +138,10 @@ cr_latch_count_down(cr_latch *l)
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_latch_count_down(l->o.client, &cmd,
-        &(cr__latch_count_down_args){.count = l->o.raw, .channel = l->channel,
+    rc = cr__run_latch_count_down(l->client, &cmd,
+        &(cr__latch_count_down_args){.count = l->raw, .channel = l->channel,
                                      .marker = l->marker,
-                                     .publish = l->o.client->publish_cmd,
+                                     .publish = l->client->publish_cmd,
                                      .grace_ms = CR_LATCH_EXPIRY_GRACE_MS},
         &r);
     if (rc == CR_OK) {
@@ -150,7 +151,7 @@ cr_latch_count_down(cr_latch *l)
                                                        : "no integer");
         else if (v == -1)
             rc = cr__fail(CR_EEXPIRED, "latch %s expired before this count "
-                          "down", l->o.name);
+                          "down", l->name);
         cr__reply_free(r);
     }
     cr__object_leave(l);
@@ -180,10 +181,10 @@ cr_latch_delete(cr_latch *l, bool *deleted)
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_latch_delete(l->o.client, &cmd,
-        &(cr__latch_delete_args){.count = l->o.raw, .channel = l->channel,
+    rc = cr__run_latch_delete(l->client, &cmd,
+        &(cr__latch_delete_args){.count = l->raw, .channel = l->channel,
                                  .marker = l->marker,
-                                 .publish = l->o.client->publish_cmd,
+                                 .publish = l->client->publish_cmd,
                                  .grace_ms = CR_LATCH_EXPIRY_GRACE_MS},
         &r);
     if (rc == CR_OK)
@@ -209,8 +210,8 @@ look(void *arg, int64_t *hint)
     cr_status rc;
 
     *hint = -1;
-    rc = cr__run_latch_await(l->o.client, &cmd,
-        &(cr__latch_await_args){.count = l->o.raw, .marker = l->marker,
+    rc = cr__run_latch_await(l->client, &cmd,
+        &(cr__latch_await_args){.count = l->raw, .marker = l->marker,
                                 .grace_ms = CR_LATCH_EXPIRY_GRACE_MS},
         &r);
     if (rc != CR_OK)
@@ -225,7 +226,7 @@ look(void *arg, int64_t *hint)
         rc = CR_OK;
     else
         rc = cr__fail(CR_EEXPIRED, "latch %s expired before it opened",
-                      l->o.name);
+                      l->name);
     if (rc == CR_BUSY && ttl >= 0)
         *hint = ttl;
     cr__reply_free(r);
@@ -244,7 +245,7 @@ cr_latch_await(cr_latch *l, int64_t wait_ms)
     rc = cr__object_wait(l, l->channel, CR__WAKE_LATCH, wait_ms, look, l);
     if (rc == CR_BUSY)
         rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait ran out",
-                      l->o.name);
+                      l->name);
 out:
     cr__object_leave(l);
     return rc;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * MultiLock and RedLock: a cr_lock kind whose acquisition and release act on
- * its sub-locks, each through its own kind's operations.
+ * MultiLock and RedLock: the class of cr_lock (lock.h) whose acquisition and
+ * release act on its sub-locks, each through the public lock calls.
  *
  * An attempt asks every sub-lock at once, one thread each, with the same
  * owner thread id and lease, and a wait of the remaining budget (MultiLock)
@@ -56,7 +56,7 @@ run_job(void *arg)
     if (j->unlock)
         j->rc = cr_lock_unlock_tid(j->lock, j->tid);
     else
-        j->rc = cr__lock_acquire(j->lock, j->tid, j->wait_ms, j->lease_ms, NULL);
+        j->rc = cr_lock_try_lock_tid(j->lock, j->tid, j->wait_ms, j->lease_ms);
     snprintf(j->err, sizeof(j->err), "%s", j->rc == CR_OK ? "" : cr_last_error());
     return NULL;
 }
@@ -122,9 +122,10 @@ pause_before_retry(int64_t deadline)
     nanosleep(&ts, NULL);
 }
 
-/* acquire_all: see the file comment. */
+/* The class's acquire: see the file comment. */
 static cr_status
-multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
+multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
+              int64_t *token)
 {
     multi *m = l->impl;
     int64_t start = cr__now_ms();
@@ -133,6 +134,8 @@ multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
     cr_status failure = CR_BUSY;
     size_t i;
 
+    if (token != NULL)
+        *token = 0;
     for (;;) {
         int64_t now = cr__now_ms(), remain, share, taken = 0, t0 = now;
 
@@ -183,8 +186,8 @@ multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
     return failure;
 }
 
-/* release_all: unlock every sub-lock in parallel and report every error. A
- * RedLock only needs its majority released by its owner. */
+/* The class's release: unlock every sub-lock in parallel and report every
+ * error. A RedLock only needs its majority released by its owner. */
 static cr_status
 multi_release(cr_lock *l, int64_t tid)
 {
@@ -221,26 +224,15 @@ multi_release(cr_lock *l, int64_t tid)
     return CR_OK;
 }
 
-/* The owner "name" of a multilock is the thread id itself: the sub-locks
- * make their own owner names from it. */
-static void
-multi_owner(const cr_lock *l, int64_t tid, char *out)
-{
-    (void)l;
-    cr__fmt_i64(out, tid);
-}
-
 /* The smallest hold count among the sub-locks (RedLock: the majority's
  * smallest, i.e. the needed-th largest). */
 static cr_status
-multi_hold_count(cr_lock *l, const char *owner, int64_t *count)
+multi_hold_count(cr_lock *l, int64_t tid, int64_t *count)
 {
     multi *m = l->impl;
-    int64_t tid = 0, counts[MAX_LOCKS];
+    int64_t counts[MAX_LOCKS];
     size_t i, j;
 
-    if (!cr__parse_i64(owner, strlen(owner), &tid))
-        return cr__fail(CR_EINVAL, "bad owner");
     for (i = 0; i < m->n; i++) {
         cr_status rc = cr_lock_get_hold_count_tid(m->locks[i], tid, &counts[i]);
 
@@ -259,11 +251,46 @@ multi_hold_count(cr_lock *l, const char *owner, int64_t *count)
     return CR_OK;
 }
 
+/* Lost when so many sub-locks were lost that fewer than needed remain. */
+static cr_status
+multi_is_lost(cr_lock *l, int64_t tid, bool *lost)
+{
+    multi *m = l->impl;
+    size_t i, gone = 0;
+
+    for (i = 0; i < m->n; i++) {
+        bool v = false;
+        cr_status rc = cr_lock_is_lost_tid(m->locks[i], tid, &v);
+
+        if (rc != CR_OK)
+            return rc;
+        gone += v;
+    }
+    *lost = m->n - gone < m->needed;
+    return CR_OK;
+}
+
 static cr_status
 multi_unsupported(cr_lock *l, bool *unused)
 {
     (void)unused;
-    return cr__fail(CR_ENOTSUP, "not supported by a %s", l->ops->kind);
+    return cr__fail(CR_ENOTSUP, "not supported by a %s", l->label);
+}
+
+static cr_status
+multi_no_ttl(cr_lock *l, int64_t *unused)
+{
+    (void)unused;
+    return cr__fail(CR_ENOTSUP, "a %s has no single time to live", l->label);
+}
+
+static cr_status
+multi_no_lease(cr_lock *l, int64_t tid, int64_t *unused)
+{
+    (void)tid;
+    (void)unused;
+    return cr__fail(CR_ENOTSUP, "a %s has no single lease; see "
+                    "cr_multilock_get_validity", l->label);
 }
 
 static void
@@ -271,24 +298,23 @@ multi_free(cr_lock *l)
 {
     multi *m = l->impl;
 
-    free(m->locks);
+    if (m != NULL)
+        free(m->locks);
     free(m);
 }
 
-#define MULTI_OPS(name, label)                                                \
-    static const cr__lock_ops name = {                                        \
-        .kind = label,                                                        \
-        .owner = multi_owner,                                                 \
-        .force_unlock = multi_unsupported,                                    \
-        .delete_ = multi_unsupported,                                         \
-        .is_locked = multi_unsupported,                                       \
-        .hold_count = multi_hold_count,                                       \
-        .free_impl = multi_free,                                              \
-        .acquire_all = multi_acquire,                                         \
-        .release_all = multi_release,                                         \
-    }
-MULTI_OPS(multilock_ops, "multilock");
-MULTI_OPS(redlock_ops, "redlock");
+static const cr__lock_class multi_class = {
+    .acquire = multi_acquire,
+    .release = multi_release,
+    .force_unlock = multi_unsupported,
+    .delete_ = multi_unsupported,
+    .is_locked = multi_unsupported,
+    .hold_count = multi_hold_count,
+    .remain_ttl = multi_no_ttl,
+    .is_lost = multi_is_lost,
+    .lease_left = multi_no_lease,
+    .free_own = multi_free,
+};
 
 /* Builds a multilock of either kind. */
 static cr_status
@@ -307,7 +333,7 @@ create(cr_lock *const *locks, size_t n, bool redlock, cr_lock **out)
     for (i = 0; i < n; i++) {
         if (locks[i] == NULL || locks[i]->magic != CR__LOCK_MAGIC)
             return cr__fail(CR_EINVAL, "sub-lock %zu is not a live lock", i);
-        if (locks[i]->ops->acquire_all != NULL)
+        if (locks[i]->cls == &multi_class)
             return cr__fail(CR_EINVAL, "sub-lock %zu is itself a multilock", i);
         for (j = 0; j < i; j++)
             if (locks[j] == locks[i])
@@ -324,8 +350,8 @@ create(cr_lock *const *locks, size_t n, bool redlock, cr_lock **out)
     m->n = n;
     m->redlock = redlock;
     m->needed = redlock ? n / 2 + 1 : n;
-    rc = cr__lock_create(locks[0]->client, name,
-                         redlock ? &redlock_ops : &multilock_ops, &l);
+    rc = cr__lock_create(locks[0]->client, name, &multi_class,
+                         redlock ? "redlock" : "multilock", false, &l);
     if (rc != CR_OK) {
         free(m->locks);
         free(m);
@@ -354,7 +380,7 @@ cr_multilock_get_validity(cr_lock *l, int64_t *validity_ms)
     int64_t until;
 
     if (l == NULL || validity_ms == NULL || l->magic != CR__LOCK_MAGIC ||
-        l->ops->acquire_all == NULL)
+        l->cls != &multi_class)
         return cr__fail(CR_EINVAL, "not a multilock");
     until = atomic_load(&((multi *)l->impl)->valid_until);
     if (until == 0)

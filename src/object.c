@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Handles of the non-lock objects: creation, the call guard, argument
- * checks, replies, waiting, and the semaphores' shared scripts (see
- * object.h).
+ * The head of every handle: creation, freeing, background jobs, the call
+ * guard, shared argument checks, and the waiting of objects that are not
+ * locks (see object.h).
  */
 #include "config.h"
 
@@ -12,9 +12,18 @@
 
 #include "object.h"
 
+/* Frees the names of a head. */
+static void
+free_names(cr__object *o)
+{
+    if (o->raw != o->name)
+        free(o->raw);
+    free(o->name);
+}
+
 cr_status
 cr__object_new(cr_client *c, const char *name, uint32_t magic, size_t size,
-               void **out)
+               bool keyed, void **out)
 {
     cr__object *o;
     cr_status rc;
@@ -27,23 +36,26 @@ cr__object_new(cr_client *c, const char *name, uint32_t magic, size_t size,
     if (rc != CR_OK)
         return rc;
     o = calloc(1, size);
+    /* Without a name prefix the raw name is the name: one string. */
     if (o == NULL || (o->name = strdup(name)) == NULL ||
-        (o->raw = cr__name_raw(c->name_prefix, name)) == NULL) {
+        (o->raw = c->name_prefix != NULL ? cr__name_raw(c->name_prefix, name)
+                                         : o->name) == NULL) {
         if (o != NULL)
             free(o->name);
         free(o);
         cr__client_leave(c);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
-    if ((rc = cr__name_check_slots(c->url.is_cluster, o->raw, NULL)) != CR_OK) {
-        free(o->name);
-        free(o->raw);
+    if (keyed &&
+        (rc = cr__name_check_slots(c->url.is_cluster, o->raw, NULL)) != CR_OK) {
+        free_names(o);
         free(o);
         cr__client_leave(c);
         return rc;
     }
     o->magic = magic;
     o->client = c;
+    atomic_init(&o->bg_pending, 0);
     cr__client_leave(c);
     *out = o;
     return CR_OK;
@@ -63,8 +75,7 @@ cr__object_free(void *obj, void (*own)(void *obj))
     if (own != NULL)
         own(obj);
     o->magic = 0;
-    free(o->name);
-    free(o->raw);
+    free_names(o);
     free(o);
 }
 
@@ -155,6 +166,15 @@ cr__check_wait(int64_t wait_ms)
 }
 
 cr_status
+cr__check_lease(int64_t lease_ms, const char *none_name)
+{
+    if (lease_ms == -1 || (lease_ms > 0 && lease_ms <= CR_DURATION_MAX))
+        return CR_OK;
+    return cr__fail(CR_EINVAL, "lease of %lld ms is neither %s nor in "
+                    "1..CR_DURATION_MAX", (long long)lease_ms, none_name);
+}
+
+cr_status
 cr__check_ttl(int64_t ttl_ms)
 {
     if (ttl_ms >= 0 && ttl_ms <= CR_DURATION_MAX)
@@ -182,19 +202,10 @@ cr_status
 cr__object_get_count(const void *obj, const char *kind, int64_t *out)
 {
     const cr__object *o = obj;
-    const char *argv[2] = {"GET", o->raw};
-    cr__reply *r = NULL;
-    int64_t v = 0;
-    cr_status rc = cr__command_retry(o->client, 2, argv, NULL, &r);
+    char what[128];
 
-    if (rc != CR_OK)
-        return rc;
-    if (r->type != CR__REPLY_NIL && !cr__reply_int(r, &v))
-        rc = cr__fail(CR_ESCRIPT, "%s %s holds no number", kind, o->name);
-    else
-        *out = v;
-    cr__reply_free(r);
-    return rc;
+    snprintf(what, sizeof(what), "%s %s", kind, o->name);
+    return cr__command_get_int(o->client, o->raw, what, out);
 }
 
 cr_status
@@ -216,80 +227,6 @@ cr__object_wait(const void *obj, const char *channel, cr__wake_mode mode,
 }
 
 /* ------------------------------------------------ the releaser's turn */
-
-#define TURN_RTTS 4 /* RLock's shortest turn */
-
-void
-cr__turn_leave(cr_client *c, const char *channel, int64_t heard,
-               int64_t sent_us, _Atomic int64_t *until_us)
-{
-    uint64_t released = 0;
-    int64_t read_at = 0, now = cr__now_us();
-    int local = cr__pubsub_waiters(c->pubsub, channel, &released, &read_at,
-                                   NULL);
-
-    if (heard - (local >= 0 ? 1 : 0) <= 0 && local <= 0)
-        return;
-    atomic_store(until_us, now + cr__turn_us(TURN_RTTS, now - sent_us));
-}
-
-void
-cr__turn_take(_Atomic int64_t *until_us, int64_t wait_ms)
-{
-    int64_t pause = atomic_load(until_us) - cr__now_us();
-
-    if (wait_ms == 0)
-        return;
-    if (wait_ms > 0 && pause > wait_ms * 1000)
-        pause = wait_ms * 1000;
-    if (pause > 0)
-        cr__sleep_us(pause);
-}
-
-/* ------------------------------------------------ the semaphores' scripts */
-
-cr_status
-cr__sem_try_set_permits(const void *obj, const char *channel, int64_t permits,
-                        int64_t ttl_ms, bool *set)
-{
-    const cr__object *o = obj;
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
-    bool done = false;
-    cr_status rc = cr__check_permits(permits);
-
-    if (rc == CR_OK)
-        rc = cr__run_semaphore_try_set_permits(o->client, &cmd,
-            &(cr__semaphore_try_set_permits_args){
-                .permits = o->raw, .channel = channel, .count_value = permits,
-                .publish = o->client->publish_cmd, .ttl_ms = ttl_ms},
-            &r);
-    if (rc == CR_OK)
-        rc = cr__reply_bool(r, "try_set_permits", &done);
-    if (rc == CR_OK && set != NULL)
-        *set = done;
-    return rc;
-}
-
-cr_status
-cr__sem_add_permits(const void *obj, const char *channel, int64_t delta,
-                    const char *mode)
-{
-    const cr__object *o = obj;
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
-    cr_status rc = cr__check_delta(delta);
-
-    if (rc == CR_OK)
-        rc = cr__run_semaphore_add_permits(o->client, &cmd,
-            &(cr__semaphore_add_permits_args){
-                .permits = o->raw, .channel = channel, .delta = delta,
-                .publish = o->client->publish_cmd, .what = mode},
-            &r);
-    if (rc == CR_OK)
-        cr__reply_free(r);
-    return rc;
-}
 
 cr_status
 cr__check_permits(int64_t permits)

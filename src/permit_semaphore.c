@@ -17,9 +17,9 @@
  * lost is resolved before the next one (and before giving up with CR_EIO)
  * by looking its id up in the zset.
  *
- * A releaser leaves the waiters its release woke a turn (cr__turn_leave in
- * object.h); the release script adds 3 times the number of subscribers
- * its publish reached to its reply.
+ * A releaser leaves the waiters its release woke a turn (handoff.h); the
+ * release script adds 3 times the number of subscribers its publish
+ * reached to its reply.
  */
 #include "config.h"
 
@@ -27,7 +27,8 @@
 #include <string.h>
 
 #include "credisson/semaphore.h"
-#include "object.h"
+#include "handoff.h"
+#include "semaphore.h"
 
 #define PES_MAGIC 0x43525045u /* "CRPE" */
 
@@ -38,10 +39,10 @@ static void free_own(void *obj);
 #define NEVER INT64_C(922337203685477)
 
 struct cr_permit_semaphore {
-    cr__object o;
+    CR__OBJECT_FIELDS
     char *timeout; /* {N}:timeout */
     char *channel; /* redisson_sc:{N} */
-    _Atomic int64_t turn_until_us; /* the next acquire pauses until then */
+    cr__handoff handoff; /* the releaser's turn */
 };
 
 /* The guard of every call. */
@@ -61,12 +62,13 @@ cr_permit_semaphore_new(cr_client *c, const char *name,
     cr_status rc = cr__check_out(out, "out");
 
     if (rc == CR_OK)
-        rc = cr__object_new(c, name, PES_MAGIC, sizeof(*s), (void **)&s);
+        rc = cr__object_new(c, name, PES_MAGIC, sizeof(*s), true,
+                            (void **)&s);
     if (rc != CR_OK)
         return rc;
-    atomic_init(&s->turn_until_us, 0);
-    s->timeout = cr__name(CR__NAME_PERMIT_TIMEOUTS, s->o.raw);
-    s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->o.raw);
+    cr__handoff_init(&s->handoff);
+    s->timeout = cr__name(CR__NAME_PERMIT_TIMEOUTS, s->raw);
+    s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->raw);
     if (s->timeout == NULL || s->channel == NULL) {
         cr__object_free(s, free_own);
         return cr__fail(CR_ENOMEM, "out of memory");
@@ -88,7 +90,7 @@ free_own(void *obj)
 void
 cr_permit_semaphore_free(cr_permit_semaphore *s)
 {
-    if (s == NULL || s->o.magic != PES_MAGIC)
+    if (s == NULL || s->magic != PES_MAGIC)
         return;
     cr__object_free(s, free_own);
 }
@@ -137,17 +139,6 @@ decode_id(const char *hex, unsigned char *out)
     return CR_OK;
 }
 
-/* Checks a lease: CR_LEASE_NONE or 1..CR_DURATION_MAX. */
-static cr_status
-check_lease(int64_t lease_ms)
-{
-    if (lease_ms == CR_LEASE_NONE ||
-        (lease_ms > 0 && lease_ms <= CR_DURATION_MAX))
-        return CR_OK;
-    return cr__fail(CR_EINVAL, "lease of %lld ms is neither CR_LEASE_NONE nor "
-                    "in 1..CR_DURATION_MAX", (long long)lease_ms);
-}
-
 /* The expiry score of a lease starting now. */
 static int64_t
 expiry_of(int64_t lease_ms)
@@ -177,7 +168,7 @@ resolve_lost_reply(attempt_ctx *a, bool *granted)
     lens[0] = 6;
     lens[1] = strlen(a->sem->timeout);
     lens[2] = ID_BYTES;
-    rc = cr__command_retry(a->sem->o.client, 3, argv, lens, &r);
+    rc = cr__command_retry(a->sem->client, 3, argv, lens, &r);
     if (rc != CR_OK)
         return rc;
     *granted = r->type != CR__REPLY_NIL;
@@ -237,12 +228,12 @@ attempt(void *arg, int64_t *hint)
     rc = cr__random_bytes(a->id, ID_BYTES);
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_permit_semaphore_try_acquire(s->o.client, &cmd,
+    rc = cr__run_permit_semaphore_try_acquire(s->client, &cmd,
         &(cr__permit_semaphore_try_acquire_args){
-            .permits = s->o.raw, .issued = s->timeout, .channel = s->channel,
+            .permits = s->raw, .issued = s->timeout, .channel = s->channel,
             .k = 1, .expiry_ms = expiry_of(a->lease_ms),
             .now_ms = cr__wall_ms(), .never = NEVER,
-            .publish = s->o.client->publish_cmd, .ids = ids,
+            .publish = s->client->publish_cmd, .ids = ids,
             .ids_lens = id_lens, .n_ids = 1},
         &r);
     if (rc == CR_EIO && cmd.sent)
@@ -275,9 +266,9 @@ late_permit_run(void *arg)
     if (resolve_lost_reply(&a, &granted) != CR_OK || !granted)
         return;
     cr__hex(p->id, ID_BYTES, hex);
-    cr__log(&p->sem->o.client->log, CR_LOG_INFO, "permit semaphore %s: a "
+    cr__log(&p->sem->client->log, CR_LOG_INFO, "permit semaphore %s: a "
             "permit granted after its caller gave up is given back",
-            p->sem->o.name);
+            p->sem->name);
     cr_permit_semaphore_release(p->sem, hex);
 }
 
@@ -313,13 +304,13 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK ||
-        (rc = check_lease(lease_ms)) != CR_OK ||
+        (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK ||
         (rc = cr__check_out(id, "id")) != CR_OK)
         goto out;
     memset(&a, 0, sizeof(a));
     a.sem = s;
     a.lease_ms = lease_ms;
-    cr__turn_take(&s->turn_until_us, wait_ms);
+    cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
     rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
                          &a);
     if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
@@ -334,7 +325,7 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
             rc = CR_OK;
         cr__call_patience_set(patience);
     }
-    if (rc == CR_OK && atomic_load(&s->o.client->closing)) {
+    if (rc == CR_OK && atomic_load(&s->client->closing)) {
         char hex[CR_PERMIT_ID_LEN + 1];
         int64_t ignored;
 
@@ -380,11 +371,11 @@ release(cr_permit_semaphore *s, const char *hex, int64_t *result)
 
     if ((rc = decode_id(hex, id)) != CR_OK)
         return rc;
-    rc = cr__run_permit_semaphore_release(s->o.client, &cmd,
+    rc = cr__run_permit_semaphore_release(s->client, &cmd,
         &(cr__permit_semaphore_release_args){
-            .permits = s->o.raw, .channel = s->channel, .issued = s->timeout,
+            .permits = s->raw, .channel = s->channel, .issued = s->timeout,
             .id = {(const char *)id, ID_BYTES}, .one = 1,
-            .now_ms = cr__wall_ms(), .publish = s->o.client->publish_cmd},
+            .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd},
         &r);
     if (rc != CR_OK ||
         (rc = cr__reply_i64(r, "permit semaphore release", &v)) != CR_OK)
@@ -394,8 +385,8 @@ release(cr_permit_semaphore *s, const char *hex, int64_t *result)
                         (long long)v);
     *result = v % 3;
     if (v >= 3)
-        cr__turn_leave(s->o.client, s->channel, v / 3, sent,
-                       &s->turn_until_us);
+        cr__handoff_after_release(&s->handoff, s->client, s->channel,
+                                      v / 3, sent);
     return CR_OK;
 }
 
@@ -410,11 +401,11 @@ cr_permit_semaphore_release(cr_permit_semaphore *s, const char *id)
     rc = release(s, id, &result);
     if (rc == CR_OK && result == 0) {
         rc = cr__fail(CR_ENOTOWNER, "permit %s of %s is not out (released, "
-                      "expired or never issued)", id, s->o.name);
+                      "expired or never issued)", id, s->name);
     } else if (rc == CR_OK && result == 2) {
-        CR__STAT_ADD(&s->o.client->stats, leases_lost, 1);
+        CR__STAT_ADD(&s->client->stats, leases_lost, 1);
         rc = cr__fail(CR_ELOST, "the lease of permit %s of %s had run out; the "
-                      "permit was given back all the same", id, s->o.name);
+                      "permit was given back all the same", id, s->name);
     }
     cr__object_leave(s);
     return rc;
@@ -451,14 +442,14 @@ cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
     if (rc != CR_OK)
         return rc;
     if ((rc = decode_id(id, raw)) != CR_OK ||
-        (rc = check_lease(lease_ms)) != CR_OK)
+        (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK)
         goto out;
-    rc = cr__run_permit_semaphore_update_lease_time(s->o.client, &cmd,
+    rc = cr__run_permit_semaphore_update_lease_time(s->client, &cmd,
         &(cr__permit_semaphore_update_lease_time_args){
-            .permits = s->o.raw, .issued = s->timeout, .channel = s->channel,
+            .permits = s->raw, .issued = s->timeout, .channel = s->channel,
             .id = {(const char *)raw, ID_BYTES},
             .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
-            .publish = s->o.client->publish_cmd},
+            .publish = s->client->publish_cmd},
         &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "update_lease_time", &v);
@@ -484,17 +475,17 @@ cr_permit_semaphore_get_lease_time(cr_permit_semaphore *s, const char *id,
     if ((rc = decode_id(id, raw)) != CR_OK ||
         (rc = cr__check_out(remaining_ms, "remaining_ms")) != CR_OK)
         goto out;
-    rc = cr__run_permit_semaphore_get_lease_time(s->o.client, &cmd,
+    rc = cr__run_permit_semaphore_get_lease_time(s->client, &cmd,
         &(cr__permit_semaphore_get_lease_time_args){
-            .permits = s->o.raw, .issued = s->timeout, .channel = s->channel,
+            .permits = s->raw, .issued = s->timeout, .channel = s->channel,
             .id = {(const char *)raw, ID_BYTES}, .never = NEVER,
-            .now_ms = cr__wall_ms(), .publish = s->o.client->publish_cmd},
+            .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd},
         &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "get_lease_time", &v);
     if (rc == CR_OK && v == 0)
         rc = cr__fail(CR_ENOTOWNER, "permit %s of %s is not out", id,
-                      s->o.name);
+                      s->name);
     else if (rc == CR_OK)
         *remaining_ms = v;
 out:
@@ -518,10 +509,10 @@ count(cr_permit_semaphore *s, const char *which, int64_t *out)
         return rc;
     if ((rc = cr__check_out(out, "permits")) != CR_OK)
         goto out;
-    rc = cr__run_permit_semaphore_permits(s->o.client, &cmd,
+    rc = cr__run_permit_semaphore_permits(s->client, &cmd,
         &(cr__permit_semaphore_permits_args){
-            .permits = s->o.raw, .issued = s->timeout, .channel = s->channel,
-            .now_ms = cr__wall_ms(), .publish = s->o.client->publish_cmd,
+            .permits = s->raw, .issued = s->timeout, .channel = s->channel,
+            .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd,
             .which = which},
         &r);
     if (rc == CR_OK)
@@ -577,10 +568,10 @@ cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
         return rc;
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
-    rc = cr__run_permit_semaphore_set_permits(s->o.client, &cmd,
+    rc = cr__run_permit_semaphore_set_permits(s->client, &cmd,
         &(cr__permit_semaphore_set_permits_args){
-            .permits = s->o.raw, .channel = s->channel, .issued = s->timeout,
-            .count_value = permits, .publish = s->o.client->publish_cmd},
+            .permits = s->raw, .channel = s->channel, .issued = s->timeout,
+            .count_value = permits, .publish = s->client->publish_cmd},
         &r);
     if (rc == CR_OK)
         cr__reply_free(r);
@@ -611,9 +602,9 @@ cr_permit_semaphore_delete(cr_permit_semaphore *s, bool *deleted)
 
     if (rc != CR_OK)
         return rc;
-    argv[1] = s->o.raw;
+    argv[1] = s->raw;
     argv[2] = s->timeout;
-    rc = cr__command_retry(s->o.client, 3, argv, NULL, &r);
+    rc = cr__command_retry(s->client, 3, argv, NULL, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "DEL", &v);
     if (rc == CR_OK && deleted != NULL)

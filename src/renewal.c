@@ -467,6 +467,21 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
     pthread_mutex_unlock(&r->mu);
 }
 
+static void mark_lost(cr__renewal *r, hold *h, const char *why);
+
+void
+cr__hold_found_lost(cr__renewal *r, cr__hold_kind kind, const char *key,
+                    const char *owner, const char *why)
+{
+    hold *h;
+
+    pthread_mutex_lock(&r->mu);
+    h = find_hold(r, kind, key, owner);
+    if (h != NULL && !h->lost)
+        mark_lost(r, h, why);
+    pthread_mutex_unlock(&r->mu);
+}
+
 int64_t
 cr__hold_left(cr__renewal *r, cr__hold_kind kind, const char *key,
               const char *owner)

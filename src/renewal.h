@@ -83,6 +83,12 @@ int64_t cr__hold_count(cr__renewal *r, cr__hold_kind kind, const char *key,
 void cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
                       const char *owner, bool all, int64_t valid_until);
 
+/* cr__hold_found_lost: the server no longer has the hold of `owner` on
+ * `key` (an unlock found it gone): it is lost, `why`, and its callback is
+ * due (it runs before the cr__hold_release that follows returns). */
+void cr__hold_found_lost(cr__renewal *r, cr__hold_kind kind, const char *key,
+                         const char *owner, const char *why);
+
 /* cr__hold_left: how long the hold of `owner` on `key` still stands by
  * this host's clock (0 when lost), or -1 when there is none. */
 int64_t cr__hold_left(cr__renewal *r, cr__hold_kind kind, const char *key,

@@ -6,10 +6,11 @@
  * redisson_rwlock:{N}, where read unlocks publish 0 (wake one waiter) and
  * write unlocks 1 (wake them all).
  *
- * A cr_rwlock owns two cr_locks, one per side, each with its own operations
- * table, so lock.c does the waiting, the holds table and the watchdog for
- * both. Read holds are CR__HOLD_READ entries: the watchdog renews them with
- * rwlock_read_renew.lua, whose key prefix is the hold's aux. Write holds are
+ * A cr_rwlock owns two script locks, one per side, each of its own kind,
+ * so script_lock.c does the waiting, the holds table and the watchdog for
+ * both; both wait on the rwlock's channel. Read holds are CR__HOLD_READ
+ * entries: the watchdog renews them with rwlock_read_renew.lua, whose key
+ * prefix is the read side's key2 (the hold's aux). Write holds are
  * plain entries under the writer's name. The two kinds of entries are
  * independent, so releasing a read hold never cancels the same thread's
  * write renewal (Redisson's registries interfere there).
@@ -24,32 +25,15 @@
 #include <string.h>
 
 #include "credisson/rwlock.h"
-#include "lock.h"
-#include "object.h"
+#include "script_lock.h"
 
 #define CR__RWLOCK_MAGIC 0x43525257u /* "CRRW" */
 
 struct cr_rwlock {
-    uint32_t magic;
-    cr_client *client;
-    char *channel; /* redisson_rwlock:{N}; both sides' impl points here */
+    CR__OBJECT_FIELDS
     cr_lock *read;
     cr_lock *write;
 };
-
-/* The channel both sides wait on, kept in l->impl. */
-static const char *
-rw_channel(const cr_lock *l)
-{
-    return l->impl;
-}
-
-static char *
-rw_channel_dup(cr_lock *l, const char *owner)
-{
-    (void)owner;
-    return strdup(rw_channel(l));
-}
 
 /* ------------------------------------------------------------ read side */
 
@@ -75,7 +59,7 @@ read_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
                                         .writer = writer},
         &r);
     free(prefix);
-    return cr__lock_acquire_reply(l, rc, r, hint);
+    return cr__lock_acquire_reply(l, owner, rc, r, hint);
 }
 
 /* Read unlock: nil, 0 or 1 as RLock's; the lease is not used (the hash's
@@ -97,8 +81,8 @@ read_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
     }
     rc = cr__run_rwlock_read_unlock(l->client, &u.cmd,
         &(cr__rwlock_read_unlock_args){
-            .lock = l->raw, .channel = rw_channel(l),
-            .reader_timeouts = prefix, .key_prefix = l->aux, .latch = u.latch,
+            .lock = l->raw, .channel = l->channel,
+            .reader_timeouts = prefix, .key_prefix = l->key2, .latch = u.latch,
             .message = 0, .reader = owner, .publish = l->client->publish_cmd,
             .latch_ms = u.latch_ms},
         &r);
@@ -112,22 +96,15 @@ side_force_unlock(cr_lock *l, const char *mode, int64_t message, bool *done)
 {
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    int64_t v = 0;
     cr_status rc = cr__run_rwlock_force_unlock(l->client, &cmd,
         &(cr__rwlock_force_unlock_args){.lock = l->raw,
-                                        .channel = rw_channel(l),
+                                        .channel = l->channel,
                                         .message = message,
                                         .publish = l->client->publish_cmd,
                                         .mode = mode},
         &r);
 
-    if (rc != CR_OK)
-        return rc;
-    if (!cr__reply_int(r, &v))
-        rc = cr__fail(CR_ESCRIPT, "%s force unlock replied no integer", mode);
-    *done = v == 1;
-    cr__reply_free(r);
-    return rc;
+    return rc != CR_OK ? rc : cr__reply_bool(r, "force unlock", done);
 }
 
 /* isLocked of one side. */
@@ -136,17 +113,10 @@ side_is_locked(cr_lock *l, const char *mode, bool *locked)
 {
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    int64_t v = 0;
     cr_status rc = cr__run_rwlock_is_locked(l->client, &cmd,
         &(cr__rwlock_is_locked_args){.lock = l->raw, .mode = mode}, &r);
 
-    if (rc != CR_OK)
-        return rc;
-    if (!cr__reply_int(r, &v))
-        rc = cr__fail(CR_ESCRIPT, "%s isLocked replied no integer", mode);
-    *locked = v == 1;
-    cr__reply_free(r);
-    return rc;
+    return rc != CR_OK ? rc : cr__reply_bool(r, "isLocked", locked);
 }
 
 static cr_status
@@ -161,29 +131,21 @@ read_is_locked(cr_lock *l, bool *locked)
     return side_is_locked(l, "read", locked);
 }
 
-static const cr__lock_ops read_ops = {
-    .kind = "read lock",
+/* The read side: waits and renews as RLock, on its own scripts. */
+static const cr__lock_kind read_kind = {
+    .name = "read lock",
     .hold_kind = CR__HOLD_READ,
-    .wake_mode = CR__WAKE_LOCK,
     .min_sleep_ms = 1,
     .max_sleep_ms = -1,
-    .owner = cr__lock_owner_plain,
     .acquire = read_acquire,
     .unlock = read_unlock,
     .force_unlock = read_force_unlock,
     .delete_ = read_force_unlock,
     .is_locked = read_is_locked,
-    .hold_count = cr__lock_hold_count_plain,
-    .channel = rw_channel_dup,
+    .give_up = cr__rlock_give_up,
 };
 
 /* ----------------------------------------------------------- write side */
-
-static void
-write_owner(const cr_lock *l, int64_t tid, char *out)
-{
-    cr__name_owner(l->client->id, tid, true, out);
-}
 
 /* True when the writer's thread holds read holds of this lock (as far as
  * this client knows, and not found lost) and no write hold: the write lock
@@ -245,7 +207,7 @@ write_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
         return rc;
     rc = cr__run_rwlock_write_unlock(l->client, &u.cmd,
         &(cr__rwlock_write_unlock_args){
-            .lock = l->raw, .channel = rw_channel(l), .latch = u.latch,
+            .lock = l->raw, .channel = l->channel, .latch = u.latch,
             .message = 1, .lease_ms = lease_ms, .writer = owner,
             .publish = l->client->publish_cmd, .latch_ms = u.latch_ms},
         &r);
@@ -264,94 +226,71 @@ write_is_locked(cr_lock *l, bool *locked)
     return side_is_locked(l, "write", locked);
 }
 
-static const cr__lock_ops write_ops = {
-    .kind = "write lock",
+/* The write side: owner names end in ":write". */
+static const cr__lock_kind write_kind = {
+    .name = "write lock",
     .hold_kind = CR__HOLD_PLAIN,
-    .wake_mode = CR__WAKE_LOCK,
+    .writer = true,
     .min_sleep_ms = 1,
     .max_sleep_ms = -1,
-    .owner = write_owner,
     .acquire = write_acquire,
     .unlock = write_unlock,
     .force_unlock = write_force_unlock,
     .delete_ = write_force_unlock,
     .is_locked = write_is_locked,
-    .hold_count = cr__lock_hold_count_plain,
-    .channel = rw_channel_dup,
+    .give_up = cr__rlock_give_up,
 };
 
 /* ------------------------------------------------------------ the handle */
 
-/* Frees a handle, whatever it has got so far. */
+/* Frees the sides (cr__object_free's `own`). */
 static void
-rw_destroy(cr_rwlock *rw)
+free_sides(void *obj)
 {
+    cr_rwlock *rw = obj;
+
     cr__lock_destroy(rw->read);
     cr__lock_destroy(rw->write);
-    free(rw->channel);
-    rw->magic = 0;
-    free(rw);
 }
 
-/* Makes one side: a cr_lock owned by rw, waiting on rw's channel. */
+/* Makes one side: a script lock owned by rw, waiting on `channel`. */
 static cr_status
-make_side(cr_rwlock *rw, const char *name, const cr__lock_ops *ops,
+make_side(cr_rwlock *rw, const cr__lock_kind *kind, const char *channel,
           cr_lock **out)
 {
-    cr_status rc = cr__lock_create(rw->client, name, ops, out);
+    cr_status rc = cr__script_lock_new(rw->client, rw->name, kind, channel,
+                                       out);
 
-    if (rc == CR_OK) {
+    if (rc == CR_OK)
         (*out)->owned = true;
-        (*out)->impl = rw->channel;
-    }
     return rc;
 }
 
 cr_status
 cr_rwlock_new(cr_client *c, const char *name, cr_rwlock **out)
 {
-    cr_rwlock *rw;
-    cr_lock *read;
+    cr_rwlock *rw = NULL;
+    char *channel = NULL;
     cr_status rc;
 
     if (out == NULL)
         return cr__fail(CR_EINVAL, "out is NULL");
-    if ((rc = cr__name_check(name)) != CR_OK)
+    rc = cr__object_new(c, name, CR__RWLOCK_MAGIC, sizeof(*rw), true,
+                        (void **)&rw);
+    if (rc != CR_OK)
         return rc;
-    if ((rc = cr__client_enter(c)) != CR_OK)
-        return rc;
-    rw = calloc(1, sizeof(*rw));
-    if (rw == NULL) {
-        cr__client_leave(c);
-        return CR_ENOMEM;
-    }
-    rw->magic = CR__RWLOCK_MAGIC;
-    rw->client = c;
-    rc = CR_ENOMEM;
-    {
-        char *raw = cr__name_raw(c->name_prefix, name);
-
-        if (raw != NULL)
-            rw->channel = cr__name(CR__NAME_RWLOCK_CHANNEL, raw);
-        free(raw);
-    }
-    if (rw->channel != NULL &&
-        (rc = make_side(rw, name, &read_ops, &rw->read)) == CR_OK &&
-        (rc = make_side(rw, name, &write_ops, &rw->write)) == CR_OK) {
-        /* The key prefix of the read renewal and unlock: {N}, or N itself
-         * when it contains '{' (what precedes ":<reader>" in the reader's
-         * timeout keys). */
-        read = rw->read;
-        read->aux = cr__name(CR__NAME_KEY_PREFIX, read->raw);
-        if (read->aux == NULL)
-            rc = CR_ENOMEM;
-    }
+    if ((channel = cr__name(CR__NAME_RWLOCK_CHANNEL, rw->raw)) == NULL)
+        rc = cr__fail(CR_ENOMEM, "out of memory");
+    if (rc == CR_OK &&
+        (rc = make_side(rw, &read_kind, channel, &rw->read)) == CR_OK &&
+        (rc = make_side(rw, &write_kind, channel, &rw->write)) == CR_OK &&
+        (rw->read->key2 = cr__name(CR__NAME_KEY_PREFIX, rw->raw)) == NULL)
+        rc = cr__fail(CR_ENOMEM, "out of memory");
+    free(channel);
     if (rc != CR_OK) {
-        rw_destroy(rw);
-        cr__client_leave(c);
+        cr__object_free(rw, free_sides);
         return rc;
     }
-    cr__client_leave(c);
     *out = rw;
     return CR_OK;
 }
@@ -361,7 +300,7 @@ cr_rwlock_free(cr_rwlock *rw)
 {
     if (rw == NULL || rw->magic != CR__RWLOCK_MAGIC)
         return;
-    rw_destroy(rw);
+    cr__object_free(rw, free_sides);
 }
 
 cr_lock *
@@ -382,25 +321,22 @@ cr_rwlock_delete(cr_rwlock *rw, bool *deleted)
     const char *argv[2] = {"DEL", NULL};
     cr__reply *r = NULL;
     int64_t n = 0;
-    cr_status rc;
+    cr_status rc = cr__object_enter(rw, CR__RWLOCK_MAGIC, "read/write lock");
 
-    cr__clear_error();
-    if (rw == NULL || rw->magic != CR__RWLOCK_MAGIC)
-        return cr__fail(CR_EINVAL, "not a live read/write lock handle");
-    if ((rc = cr__client_enter(rw->client)) != CR_OK)
+    if (rc != CR_OK)
         return rc;
-    argv[1] = rw->read->raw;
+    argv[1] = rw->raw;
     rc = cr__command_retry(rw->client, 2, argv, NULL, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "DEL", &n);
     if (rc == CR_OK) {
-        cr__hold_drop_key(rw->client->renewal, CR__HOLD_READ, rw->read->raw);
-        cr__hold_drop_key(rw->client->renewal, CR__HOLD_PLAIN, rw->write->raw);
+        cr__hold_drop_key(rw->client->renewal, CR__HOLD_READ, rw->raw);
+        cr__hold_drop_key(rw->client->renewal, CR__HOLD_PLAIN, rw->raw);
         atomic_store(&rw->read->lease_ms, rw->client->watchdog_timeout_ms);
         atomic_store(&rw->write->lease_ms, rw->client->watchdog_timeout_ms);
         if (deleted != NULL)
             *deleted = n > 0;
     }
-    cr__client_leave(rw->client);
+    cr__object_leave(rw);
     return rc;
 }

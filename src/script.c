@@ -81,6 +81,25 @@ cr__script_run(cr_client *c, cr__cmd *cmd, int id, size_t nkeys, size_t argc,
     return rc;
 }
 
+cr_status
+cr__command_get_int(cr_client *c, const char *key, const char *what,
+                    int64_t *out)
+{
+    const char *argv[2] = {"GET", key};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = cr__command_retry(c, 2, argv, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (r->type != CR__REPLY_NIL && !cr__reply_int(r, &v))
+        rc = cr__fail(CR_ESCRIPT, "%s holds no number", what);
+    else
+        *out = v;
+    cr__reply_free(r);
+    return rc;
+}
+
 void
 cr__drop_latch(cr_client *c, const char *latch)
 {

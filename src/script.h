@@ -56,6 +56,11 @@ cr_status cr__command(cr_client *c, cr__cmd *cmd, int argc, const char **argv,
 cr_status cr__command_retry(cr_client *c, int argc, const char **argv,
                             const size_t *lens, cr__reply **out);
 
+/* cr__command_get_int: GET `key` as a number: 0 when the key does not
+ * exist, CR_ESCRIPT ("<what> holds no number") when it is no number. */
+cr_status cr__command_get_int(cr_client *c, const char *key, const char *what,
+                              int64_t *out);
+
 /* cr__drop_latch: send DEL of an unlock latch without waiting (after the
  * unlock script replied, as Redisson does). */
 void cr__drop_latch(cr_client *c, const char *latch);

@@ -20,9 +20,8 @@
  *
  * Releases and additions are not idempotent and are never resent.
  *
- * A releaser leaves the waiters its release woke a turn (cr__turn_leave in
- * object.h); the release script returns how many subscribers its publish
- * reached.
+ * A releaser leaves the waiters its release woke a turn (handoff.h); the
+ * release script returns how many subscribers its publish reached.
  */
 #include "config.h"
 
@@ -30,16 +29,17 @@
 #include <string.h>
 
 #include "credisson/semaphore.h"
-#include "object.h"
+#include "handoff.h"
+#include "semaphore.h"
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
 
 static void free_own(void *obj);
 
 struct cr_semaphore {
-    cr__object o;
+    CR__OBJECT_FIELDS
     char *channel; /* redisson_sc:{N} */
-    _Atomic int64_t turn_until_us; /* the next acquire pauses until then */
+    cr__handoff handoff; /* the releaser's turn */
 };
 
 /* The guard of every semaphore call. */
@@ -58,11 +58,12 @@ cr_semaphore_new(cr_client *c, const char *name, cr_semaphore **out)
     cr_status rc = cr__check_out(out, "out");
 
     if (rc == CR_OK)
-        rc = cr__object_new(c, name, SEM_MAGIC, sizeof(*s), (void **)&s);
+        rc = cr__object_new(c, name, SEM_MAGIC, sizeof(*s), true,
+                            (void **)&s);
     if (rc != CR_OK)
         return rc;
-    atomic_init(&s->turn_until_us, 0);
-    s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->o.raw);
+    cr__handoff_init(&s->handoff);
+    s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->raw);
     if (s->channel == NULL) {
         cr__object_free(s, free_own);
         return cr__fail(CR_ENOMEM, "out of memory");
@@ -81,7 +82,7 @@ free_own(void *obj)
 void
 cr_semaphore_free(cr_semaphore *s)
 {
-    if (s == NULL || s->o.magic != SEM_MAGIC)
+    if (s == NULL || s->magic != SEM_MAGIC)
         return;
     cr__object_free(s, free_own);
 }
@@ -114,8 +115,8 @@ attempt(void *arg, int64_t *hint)
     cr_status rc;
 
     *hint = -1;
-    rc = cr__run_semaphore_try_acquire(a->sem->o.client, &cmd,
-        &(cr__semaphore_try_acquire_args){.permits = a->sem->o.raw,
+    rc = cr__run_semaphore_try_acquire(a->sem->client, &cmd,
+        &(cr__semaphore_try_acquire_args){.permits = a->sem->raw,
                                           .latch = a->latch,
                                           .count_value = a->permits,
                                           .latch_ms = a->latch_ms},
@@ -139,7 +140,7 @@ latch_left_behind(cr_semaphore *s, const char *latch, bool *taken)
     const char *argv[2] = {"EXISTS", latch};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__command_retry(s->o.client, 2, argv, NULL, &r);
+    cr_status rc = cr__command_retry(s->client, 2, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -165,11 +166,11 @@ late_permits_run(void *arg)
 
     if (latch_left_behind(p->sem, p->latch, &taken) != CR_OK || !taken)
         return;
-    cr__log(&p->sem->o.client->log, CR_LOG_INFO, "semaphore %s: %lld "
+    cr__log(&p->sem->client->log, CR_LOG_INFO, "semaphore %s: %lld "
             "permits taken after their caller gave up are given back",
-            p->sem->o.name, (long long)p->permits);
+            p->sem->name, (long long)p->permits);
     if (cr_semaphore_release(p->sem, p->permits) == CR_OK)
-        cr__drop_latch(p->sem->o.client, p->latch);
+        cr__drop_latch(p->sem->client, p->latch);
 }
 
 static void
@@ -191,7 +192,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 
     if (rc != CR_OK)
         return rc;
-    c = s->o.client;
+    c = s->client;
     if ((rc = cr__check_permits(permits)) != CR_OK ||
         (rc = cr__check_wait(wait_ms)) != CR_OK || permits == 0)
         goto out;
@@ -202,12 +203,12 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
      * retries for the reconnect window, and the transport's resends of the
      * last one (the unlock latch's lifetime). */
     a.latch_ms = c->reconnect_window_ms + c->latch_timeout_ms;
-    a.latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->o.raw);
+    a.latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw);
     if (a.latch == NULL) {
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
         goto out;
     }
-    cr__turn_take(&s->turn_until_us, wait_ms);
+    cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
     rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
                          &a);
     if (rc == CR_EIO) {
@@ -233,7 +234,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         cr__drop_latch(c, a.latch);
     else if (rc == CR_BUSY)
         cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits until the "
-                 "wait ran out", s->o.name, (long long)permits);
+                 "wait ran out", s->name, (long long)permits);
     free(a.latch);
 out:
     cr__object_leave(s);
@@ -272,11 +273,11 @@ release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
         goto out;
     }
     sent = cr__now_us();
-    rc = cr__run_semaphore_release(s->o.client, &cmd,
-        &(cr__semaphore_release_args){.permits = s->o.raw,
+    rc = cr__run_semaphore_release(s->client, &cmd,
+        &(cr__semaphore_release_args){.permits = s->raw,
                                       .channel = s->channel,
                                       .count_value = permits,
-                                      .publish = s->o.client->publish_cmd,
+                                      .publish = s->client->publish_cmd,
                                       .if_exists = only_if_exists},
         &r);
     if (rc == CR_OK)
@@ -284,8 +285,8 @@ release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
     if (rc == CR_OK) {
         *done = v > 0;
         if (v > 1)
-            cr__turn_leave(s->o.client, s->channel, v - 1, sent,
-                           &s->turn_until_us);
+            cr__handoff_after_release(&s->handoff, s->client, s->channel,
+                                      v - 1, sent);
     }
 out:
     cr__object_leave(s);
@@ -352,11 +353,11 @@ cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
         return rc;
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
-    rc = cr__run_semaphore_set_permits(s->o.client, &cmd,
-        &(cr__semaphore_set_permits_args){.permits = s->o.raw,
+    rc = cr__run_semaphore_set_permits(s->client, &cmd,
+        &(cr__semaphore_set_permits_args){.permits = s->raw,
                                           .channel = s->channel,
                                           .count_value = permits,
-                                          .publish = s->o.client->publish_cmd},
+                                          .publish = s->client->publish_cmd},
         &r);
     if (rc == CR_OK)
         cr__reply_free(r);
@@ -375,8 +376,8 @@ cr_semaphore_drain_permits(cr_semaphore *s, int64_t *drained)
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_semaphore_drain_permits(s->o.client, &cmd,
-        &(cr__semaphore_drain_permits_args){.permits = s->o.raw}, &r);
+    rc = cr__run_semaphore_drain_permits(s->client, &cmd,
+        &(cr__semaphore_drain_permits_args){.permits = s->raw}, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "drain_permits", &v);
     if (rc == CR_OK && drained != NULL)
@@ -410,11 +411,56 @@ cr_semaphore_delete(cr_semaphore *s, bool *deleted)
 
     if (rc != CR_OK)
         return rc;
-    argv[1] = s->o.raw;
-    rc = cr__command_retry(s->o.client, 2, argv, NULL, &r);
+    argv[1] = s->raw;
+    rc = cr__command_retry(s->client, 2, argv, NULL, &r);
     if (rc == CR_OK && (rc = cr__reply_bool(r, "DEL", &done)) == CR_OK &&
         deleted != NULL)
         *deleted = done;
     cr__object_leave(s);
+    return rc;
+}
+
+/* ------------------------------------- shared with the permit semaphore */
+
+cr_status
+cr__sem_try_set_permits(const void *obj, const char *channel, int64_t permits,
+                        int64_t ttl_ms, bool *set)
+{
+    const cr__object *o = obj;
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = cr__check_permits(permits);
+
+    if (rc == CR_OK)
+        rc = cr__run_semaphore_try_set_permits(o->client, &cmd,
+            &(cr__semaphore_try_set_permits_args){
+                .permits = o->raw, .channel = channel, .count_value = permits,
+                .publish = o->client->publish_cmd, .ttl_ms = ttl_ms},
+            &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "try_set_permits", &done);
+    if (rc == CR_OK && set != NULL)
+        *set = done;
+    return rc;
+}
+
+cr_status
+cr__sem_add_permits(const void *obj, const char *channel, int64_t delta,
+                    const char *mode)
+{
+    const cr__object *o = obj;
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
+    cr_status rc = cr__check_delta(delta);
+
+    if (rc == CR_OK)
+        rc = cr__run_semaphore_add_permits(o->client, &cmd,
+            &(cr__semaphore_add_permits_args){
+                .permits = o->raw, .channel = channel, .delta = delta,
+                .publish = o->client->publish_cmd, .what = mode},
+            &r);
+    if (rc == CR_OK)
+        cr__reply_free(r);
     return rc;
 }

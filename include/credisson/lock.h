@@ -145,7 +145,8 @@ CR_EXPORT cr_status cr_lock_remain_time_to_live(cr_lock *lock,
  * before a renewal succeeded (the lease clock: the moment its last
  * successful acquire or renewal was sent plus its lease, less 1 % and 2 ms
  * for clock rates, so before the server can let anyone else in); or, after
- * a Sentinel failover, the new master does not have it. The flag stays
+ * a Sentinel failover, the new master does not have it; or an unlock
+ * found it gone (which then returns CR_ELOST). The flag stays
  * until that owner unlocks or acquires again, or the lock is force-unlocked
  * or deleted through this client. */
 CR_EXPORT cr_status cr_lock_is_lost(cr_lock *lock, bool *lost);

@@ -168,13 +168,14 @@ sentinel_knows() {
 }
 
 test_sentinel_password_for_the_sentinels() {
-    local dir="$SCRATCH/sentinel" port try
+    local dir="$SCRATCH/sentinel" port try sentinel= up=
     mkdir -p "$dir"
+    # A port that looked free may be taken before the sentinel binds it (by
+    # another test run on this machine): then start it again elsewhere.
     for try in 1 2 3 4 5 6 7 8; do
         port=$((20000 + (RANDOM * 7 + $$ + try * 131) % 40000))
-        (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
-    done
-    cat >"$dir/sentinel.conf" <<EOF
+        (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+        cat >"$dir/sentinel.conf" <<EOF
 port $port
 bind 127.0.0.1
 dir $dir
@@ -182,10 +183,16 @@ sentinel monitor m 127.0.0.1 $PORT 1
 sentinel auth-pass m $PASSWORD
 requirepass sentinel-pw
 EOF
-    redis-server "$dir/sentinel.conf" --sentinel >/dev/null 2>&1 &
-    local sentinel=$!
-    echo "$sentinel" >>"$SCRATCH/servers"
-    wait_until 5000 sentinel_knows "$port" || fail "the sentinel never answered"
+        redis-server "$dir/sentinel.conf" --sentinel >/dev/null 2>&1 &
+        sentinel=$!
+        echo "$sentinel" >>"$SCRATCH/servers"
+        if wait_until 10000 sentinel_knows "$port"; then
+            up=1
+            break
+        fi
+        stop_redis "$sentinel"
+    done
+    [ -n "$up" ] || fail "the sentinel never answered"
     password_file pw "$PASSWORD"
     password_file spw sentinel-pw
     run_cli --url "redis-sentinel://127.0.0.1:$port/m" --password-file pw \

@@ -380,6 +380,30 @@ test_lock_lost_is_reported_when_key_deleted_behind_the_holder(void **state)
     cr_lock_free(l);
 }
 
+/* A hold deleted behind its holder and unlocked before the watchdog or
+ * the lease clock noticed: the unlock reports it lost, callback first. */
+static void
+test_lock_unlock_that_finds_the_hold_gone_calls_the_callback_first(void **state)
+{
+    lost_record rec = LOST_RECORD_INIT;
+    cr_client_stats st;
+    cr_lock *l;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "gone-at-unlock", &l), CR_OK);
+    assert_int_equal(cr_lock_set_lost_callback(l, on_lost, &rec), CR_OK);
+    assert_int_equal(cr_lock_lock(l, 60000), CR_OK);
+    assert_int_equal(redis_int("DEL gone-at-unlock"), 1);
+    assert_int_equal(cr_lock_unlock(l), CR_ELOST);
+    pthread_mutex_lock(&rec.mu);
+    assert_int_equal(rec.calls, 1);
+    assert_string_equal(rec.name, "gone-at-unlock");
+    pthread_mutex_unlock(&rec.mu);
+    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
+    assert_int_equal(st.leases_lost, 1);
+    cr_lock_free(l);
+}
+
 /* A lost callback that takes 300 ms, then says it returned. */
 static void
 slow_lost_callback(void *userdata, const char *name, int64_t tid)
@@ -1788,6 +1812,7 @@ main(void)
         T(test_lock_watchdog_hold_under_a_lease_reentry_keeps_being_renewed),
         T(test_lock_lost_is_reported_when_key_deleted_behind_the_holder),
         T(test_lock_unlock_returns_after_a_due_lost_callback_returned),
+        T(test_lock_unlock_that_finds_the_hold_gone_calls_the_callback_first),
         T(test_lock_delete_resets_the_lease_to_the_watchdog_timeout),
         T(test_lock_unlock_wakes_a_waiter_of_another_client_promptly),
         T(test_lock_waiter_that_read_the_link_hands_it_to_the_next),

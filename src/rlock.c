@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RLock (protocol section 3): the script lock's first kind, whose
+ * operations the other kinds reuse where the protocol says they are the
+ * same.
+ */
+#include "config.h"
+
+#include "script_lock.h"
+
+/* Acquire: nil when acquired, else the PTTL hint. */
+cr_status
+cr__rlock_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
+                  int64_t lease_ms, int64_t wait_ms, int64_t *hint)
+{
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    (void)wait_ms;
+    rc = cr__run_lock_acquire(l->client, cmd, &(cr__lock_acquire_args){
+        .lock = l->raw, .lease_ms = lease_ms, .owner = owner}, &r);
+    return cr__lock_acquire_reply(l, owner, rc, r, hint);
+}
+
+/* Unlock: nil (not held by the owner), 0 (holds remain), 1 or -n
+ * (released; n subscribers heard it). */
+cr_status
+cr__rlock_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
+{
+    cr__unlock u;
+    cr__reply *r = NULL;
+    cr_status rc = cr__unlock_begin(l, &u);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__run_lock_unlock(l->client, &u.cmd, &(cr__lock_unlock_args){
+        .lock = l->raw, .channel = l->channel, .latch = u.latch, .message = 0,
+        .lease_ms = lease_ms, .owner = owner, .publish = l->client->publish_cmd,
+        .latch_ms = u.latch_ms}, &r);
+    return cr__unlock_end(l, &u, rc, r, result);
+}
+
+/* forceUnlock (and delete): the hash goes and waiters are told. */
+cr_status
+cr__rlock_force_unlock(cr_lock *l, bool *done)
+{
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = cr__run_lock_force_unlock(l->client, &cmd,
+        &(cr__lock_force_unlock_args){.lock = l->raw, .channel = l->channel,
+                                      .message = 0,
+                                      .publish = l->client->publish_cmd},
+        &r);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__reply_i64(r, "force unlock", &v);
+    *done = v == 1;
+    return rc;
+}
+
+cr_status
+cr__rlock_is_locked(cr_lock *l, bool *locked)
+{
+    const char *argv[2] = {"EXISTS", l->raw};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = cr__command_retry(l->client, 2, argv, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__reply_i64(r, "EXISTS", &v);
+    *locked = v > 0;
+    return rc;
+}
+
+/* A waiter of a lock without a queue has nothing to leave. */
+cr_status
+cr__rlock_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
+{
+    (void)l;
+    (void)owner;
+    (void)wait_ms;
+    return CR_OK;
+}
+
+static const cr__lock_kind rlock_kind =
+    CR__RLOCK_KIND("lock", cr__rlock_acquire, cr__rlock_force_unlock, true);
+
+cr_status
+cr_lock_new(cr_client *c, const char *name, cr_lock **out)
+{
+    return cr__script_lock_new(c, name, &rlock_kind, NULL, out);
+}

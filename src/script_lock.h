@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The script lock: one Redis hash N (field = owner name, value = hold
+ * count) and one script per operation. Its kinds (RLock, fenced, spin,
+ * non-reentrant, fair, read, write) differ only in the table below;
+ * script_lock.c does the rest for all of them: the waiting loop, the holds
+ * table and the watchdog, lost replies, replica sync, the releaser's turn,
+ * give-backs, lost-lease reporting.
+ */
+#ifndef CR_SCRIPT_LOCK_H
+#define CR_SCRIPT_LOCK_H
+
+#include "lock.h"
+#include "renewal.h"
+#include "scripts.h"
+
+struct cr__lock_kind {
+    const char *name;          /* "lock", "fair lock"... for messages */
+    cr__hold_kind hold_kind;   /* which renewal script keeps it alive */
+    bool writer;               /* owner names end in ":write" */
+    bool own_channel;          /* each waiter has its own channel (the fair
+                                * lock: the lock's channel + ":" + owner) */
+    bool spin;                 /* wait by backoff, without pub/sub */
+    bool in_line;              /* new waits go behind this client's (wait.h) */
+    bool non_reentrant;        /* the owner taking it again is refused */
+    int64_t min_sleep_ms;      /* floor for ttl hints while waiting */
+    int64_t max_sleep_ms;      /* re-try at least this often; -1: no bound */
+    /* One attempt (see cr__attempt_fn), sent as `cmd` says, which then
+     * tells whether it was sent and what the replicas said; `wait_ms` is
+     * the caller's whole wait (the fair lock enqueues with it), 0 for a
+     * single try. On CR_OK a kind may leave the fencing token in *hint_ms. */
+    cr_status (*acquire)(cr_lock *l, cr__cmd *cmd, const char *owner,
+                         int64_t lease_ms, int64_t wait_ms, int64_t *hint_ms);
+    /* Release one hold: *result 0 (holds remain) or 1 (released);
+     * CR_ENOTOWNER when the owner holds none. */
+    cr_status (*unlock)(cr_lock *l, const char *owner, int64_t lease_ms,
+                        int *result);
+    cr_status (*force_unlock)(cr_lock *l, bool *done);
+    cr_status (*delete_)(cr_lock *l, bool *done);
+    cr_status (*is_locked)(cr_lock *l, bool *locked);
+    /* A waiter stops waiting without the lock: CR_OK, or the failure (the
+     * caller then tries again in the background). */
+    cr_status (*give_up)(cr_lock *l, const char *owner, int64_t wait_ms);
+};
+
+/* cr__script_lock_new: a script lock of `kind` named `name` whose
+ * releases are published on channel `channel` (NULL: RLock's channel of
+ * the name). Ownership: *out needs cr_lock_free (or cr__lock_destroy when
+ * owned). */
+cr_status cr__script_lock_new(cr_client *c, const char *name,
+                              const cr__lock_kind *kind, const char *channel,
+                              cr_lock **out);
+
+/* cr__lock_acquire_reply: the reply of an acquire script of RLock's shape
+ * (nil when taken, else the PTTL) run with status rc: CR_OK, or CR_BUSY
+ * with the PTTL in *hint; CR_EREENTRANT for a non-reentrant kind's
+ * refusal. Frees r. */
+cr_status cr__lock_acquire_reply(cr_lock *l, const char *owner, cr_status rc,
+                                 cr__reply *r, int64_t *hint);
+
+/* An unlock under way: every kind's unlock script takes a fresh unlock
+ * latch key (so that its one resend after a broken link cannot release
+ * twice) and is sent with CR__CMD_RETRY and CR__CMD_SYNC. */
+typedef struct cr__unlock {
+    cr__cmd cmd;
+    char *latch;        /* redisson_unlock_latch:{N}:<request id> */
+    int64_t latch_ms;   /* its lifetime */
+    int64_t started_us; /* monotonic */
+} cr__unlock;
+
+/* cr__unlock_begin: set up *u for an unlock of `l` (CR_ENOMEM).
+ * cr__unlock_end: after the script ran with status rc and reply r, map the
+ * reply (nil: CR_ENOTOWNER; 0 or 1 into *result, -n for "released, n
+ * heard it"; the fair lock's 2: CR_ENOTOWNER, nobody held it), drop the
+ * latch as Redisson does, start the releaser's turn (handoff.h) and free
+ * what begin made. */
+cr_status cr__unlock_begin(cr_lock *l, cr__unlock *u);
+cr_status cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc,
+                         cr__reply *r, int *result);
+
+/* cr__lock_del: DEL of N and the kind's other keys, nothing published
+ * (delete() of the kinds whose waiters find out at their next attempt);
+ * *done: any of them existed. */
+cr_status cr__lock_del(cr_lock *l, bool *done);
+
+/* RLock's operations (rlock.c), for kinds that share them. */
+cr_status cr__rlock_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
+                            int64_t lease_ms, int64_t wait_ms, int64_t *hint);
+cr_status cr__rlock_unlock(cr_lock *l, const char *owner, int64_t lease_ms,
+                           int *result);
+cr_status cr__rlock_force_unlock(cr_lock *l, bool *done);
+cr_status cr__rlock_is_locked(cr_lock *l, bool *locked);
+cr_status cr__rlock_give_up(cr_lock *l, const char *owner, int64_t wait_ms);
+
+/* A kind that is RLock but for its name, acquire, delete and whether its
+ * waits go in line. */
+#define CR__RLOCK_KIND(label, acquire_fn, delete_fn, line)                    \
+    {                                                                         \
+        .name = label, .hold_kind = CR__HOLD_PLAIN, .in_line = line,          \
+        .min_sleep_ms = 1, .max_sleep_ms = -1, .acquire = acquire_fn,         \
+        .unlock = cr__rlock_unlock, .force_unlock = cr__rlock_force_unlock,   \
+        .delete_ = delete_fn, .is_locked = cr__rlock_is_locked,               \
+        .give_up = cr__rlock_give_up,                                         \
+    }
+
+#endif
