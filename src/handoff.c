@@ -89,7 +89,7 @@ cr__handoff_before(cr__handoff *h, cr_client *c, const char *channel,
     if (wait_ms > 0 && until - now > wait_ms * 1000)
         until = now + wait_ms * 1000;
     if (target > 0 &&
-        cr__pubsub_await_releases(c->pubsub, channel, target,
+        cr__pubsub_await_count(c->pubsub, channel, target,
                                   (until + 999) / 1000,
                                   (atomic_load(&h->quiet_us) + 999) / 1000))
         return false;

@@ -197,6 +197,18 @@ cr_latch_delete(cr_latch *l, bool *deleted)
 
 /* -------------------------------------------------------------- waiting */
 
+/* The latch's messages (protocol section 9): "0", the count reached zero,
+ * wakes every waiter and opens it for good; "1" (a new count, or delete)
+ * wakes nobody. */
+static cr__wake
+decode(const char *payload, size_t len)
+{
+    int64_t n;
+    bool zero = cr__parse_i64(payload, len, &n) && n == 0;
+
+    return (cr__wake){.wakes = zero ? CR__WAKE_ALL : 0, .opens = zero};
+}
+
 /* One look at the latch (cr__attempt_fn): CR_OK when open, CR_BUSY with
  * N's remaining time to live as the hint (-1: none) while closed,
  * CR_EEXPIRED when it expired. */
@@ -242,7 +254,7 @@ cr_latch_await(cr_latch *l, int64_t wait_ms)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    rc = cr__object_wait(l, l->channel, CR__WAKE_LATCH, wait_ms, look, l);
+    rc = cr__object_wait(l, l->channel, decode, true, wait_ms, look, l);
     if (rc == CR_BUSY)
         rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait ran out",
                       l->name);

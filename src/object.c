@@ -209,24 +209,23 @@ cr__object_get_count(const void *obj, const char *kind, int64_t *out)
 }
 
 cr_status
-cr__object_wait(const void *obj, const char *channel, cr__wake_mode mode,
-                int64_t wait_ms, cr__attempt_fn attempt, void *ctx)
+cr__object_wait(const void *obj, const char *channel, cr__decode_fn decode,
+                bool trust_open, int64_t wait_ms, cr__attempt_fn attempt,
+                void *ctx)
 {
     cr__wait_spec spec;
 
     spec.channel = channel;
-    spec.mode = mode;
+    spec.decode = decode;
     spec.wait_ms = wait_ms;
     spec.min_sleep_ms = 1;
     spec.max_sleep_ms = CR__OBJECT_RECHECK_MS;
-    spec.trust_open = mode == CR__WAKE_LATCH;
+    spec.trust_open = trust_open;
     spec.in_line = false;
     spec.attempt = attempt;
     spec.ctx = ctx;
     return cr__wait(((const cr__object *)obj)->client, &spec);
 }
-
-/* ------------------------------------------------ the releaser's turn */
 
 cr_status
 cr__check_permits(int64_t permits)

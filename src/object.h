@@ -102,10 +102,11 @@ cr_status cr__object_get_count(const void *obj, const char *kind,
                                int64_t *out);
 
 /* cr__object_wait: the waiting loop (cr__wait) for an object's `attempt`,
- * woken through `channel` in `mode`, floor 1 ms, looking again at least
- * every CR__OBJECT_RECHECK_MS. On an entered handle. */
+ * woken through `channel`, whose messages `decode` reads (trust_open: as
+ * cr__wait_spec's), floor 1 ms, looking again at least every
+ * CR__OBJECT_RECHECK_MS. On an entered handle. */
 cr_status cr__object_wait(const void *obj, const char *channel,
-                          cr__wake_mode mode, int64_t wait_ms,
-                          cr__attempt_fn attempt, void *ctx);
+                          cr__decode_fn decode, bool trust_open,
+                          int64_t wait_ms, cr__attempt_fn attempt, void *ctx);
 
 #endif

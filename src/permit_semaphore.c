@@ -311,8 +311,8 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
     a.sem = s;
     a.lease_ms = lease_ms;
     cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
-    rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
-                         &a);
+    rc = cr__object_wait(s, s->channel, cr__sem_decode, false, wait_ms,
+                         attempt, &a);
     if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
         int64_t patience = cr__call_patience_set(cr__now_ms());
         bool granted = false;

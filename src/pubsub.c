@@ -77,7 +77,7 @@ typedef struct waiter {
     struct waiter *next;
 } waiter;
 
-/* A thread waiting for a channel's release count to reach `target`. */
+/* A thread waiting for a channel's count to reach `target`. */
 typedef struct yielder {
     uint64_t target;
     pthread_cond_t cv;
@@ -87,7 +87,7 @@ typedef struct yielder {
 struct cr__sub {
     uint64_t id; /* unique among the client's entries, never reused */
     char *channel;
-    cr__wake_mode mode;
+    cr__decode_fn decode;
     int refs;
     int64_t permits;
     int last_sent;
@@ -103,10 +103,10 @@ struct cr__sub {
     unsigned resets;  /* times its subscription was lost (reset_sub) */
     uint64_t confirms; /* times the server confirmed it */
     uint64_t messages; /* messages read on it, whatever they said */
-    uint64_t released; /* lock mode: "0" and "1" read, lingering or not */
-    int64_t released_at_us; /* when the last of them was read (monotonic) */
-    struct yielder *yielders; /* threads in cr__pubsub_await_releases */
-    uint64_t open_pongs; /* latch mode: the link's PONGs when "0" came */
+    uint64_t counted; /* counted messages read, lingering or not */
+    int64_t counted_at_us; /* when the last of them was read (monotonic) */
+    struct yielder *yielders; /* threads in cr__pubsub_await_count */
+    uint64_t open_pongs; /* the link's PONGs when an opening message came */
     struct cr__sub *next_dirty;
     waiter *waiting;           /* threads in cr__sub_wait, by ticket */
     uint64_t tickets;          /* tickets handed out */
@@ -255,7 +255,7 @@ wake_yielders(cr__sub *s, bool all)
     yielder *y;
 
     for (y = s->yielders; y != NULL; y = y->next)
-        if (all || s->released >= y->target)
+        if (all || s->counted >= y->target)
             pthread_cond_signal(&y->cv);
 }
 
@@ -305,8 +305,8 @@ static void kick(sublink *l);
 /* ------------------------------------------------------- the public side */
 
 cr_status
-cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
-                     int64_t timeout_ms, cr__sub **out)
+cr__pubsub_subscribe(cr__pubsub *ps, const char *channel,
+                     cr__decode_fn decode, int64_t timeout_ms, cr__sub **out)
 {
     int64_t deadline = timeout_ms < 0 ? -1 : cr__now_ms() + timeout_ms;
     cr__sub *s;
@@ -326,7 +326,7 @@ cr__pubsub_subscribe(cr__pubsub *ps, const char *channel, cr__wake_mode mode,
             return CR_ENOMEM;
         }
         s->id = ++ps->sub_ids;
-        s->mode = mode;
+        s->decode = decode;
         s->link = ps->sharded ? -1 : 0;
         s->slot = cr__key_slot(channel, strlen(channel));
         cond_init_monotonic(&s->confirm_cv);
@@ -472,16 +472,16 @@ cr__sub_quiet_since(cr__pubsub *ps, cr__sub *s, const cr__sub_mark *m)
 }
 
 int
-cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *released,
-                   int64_t *released_at_us, cr__sub_mark *mark)
+cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *count,
+                   int64_t *counted_at_us, cr__sub_mark *mark)
 {
     cr__sub *s;
     int n = -1;
 
     pthread_mutex_lock(&ps->mu);
     HASH_FIND_STR(ps->subs, channel, s);
-    *released = 0;
-    *released_at_us = 0;
+    *count = 0;
+    *counted_at_us = 0;
     if (mark != NULL)
         memset(mark, 0, sizeof(*mark));
     if (s != NULL && s->last_sent == SENT_SUB && s->confirmed) {
@@ -489,8 +489,8 @@ cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *released,
 
         for (n = s->refs, y = s->yielders; y != NULL; y = y->next)
             n--; /* they hold a reference but do not wait for the lock */
-        *released = s->released;
-        *released_at_us = s->released_at_us;
+        *count = s->counted;
+        *counted_at_us = s->counted_at_us;
         if (mark != NULL) {
             mark->id = s->id;
             mark->confirms = s->confirms;
@@ -502,7 +502,7 @@ cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *released,
 }
 
 bool
-cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
+cr__pubsub_await_count(cr__pubsub *ps, const char *channel,
                           uint64_t target, int64_t deadline_ms,
                           int64_t quiet_ms)
 {
@@ -520,14 +520,14 @@ cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
     /* A reference keeps the subscription (and its count) alive. */
     if (s->refs++ == 0)
         s->idle_since = 0;
-    first = s->released;
+    first = s->counted;
     me.target = target;
     cond_init_monotonic(&me.cv);
     me.next = s->yielders;
     s->yielders = &me;
-    while (s->released < target && s->confirmed && !ps->closing) {
-        int64_t last = s->released_at_us / 1000, until;
-        uint64_t before = s->released;
+    while (s->counted < target && s->confirmed && !ps->closing) {
+        int64_t last = s->counted_at_us / 1000, until;
+        uint64_t before = s->counted;
         uint64_t n = before - first < 2 ? 1 : target - before;
         bool in_time;
 
@@ -540,7 +540,7 @@ cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
         until = (last > start ? last : start) + quiet_ms * (int64_t)n;
         in_time = await_link(ps, s, &me.cv, NULL, n,
                              until < deadline_ms ? until : deadline_ms);
-        if (!in_time && (s->released == before || cr__now_ms() >= deadline_ms))
+        if (!in_time && (s->counted == before || cr__now_ms() >= deadline_ms))
             break;
     }
     for (link = &s->yielders; *link != &me; link = &(*link)->next)
@@ -761,36 +761,25 @@ reconcile(cr__pubsub *ps, int *bad)
     return true;
 }
 
-/* Turns a message's payload into permits as the channel's mode says. */
+/* Turns a message's payload into permits as the channel's decoder says. */
 static void
-deliver(cr__pubsub *ps, cr__sub *s, const char *payload, size_t len)
+deliver(cr__pubsub *ps, sublink *l, cr__sub *s, const char *payload,
+        size_t len)
 {
-    int64_t n;
+    cr__wake w = s->decode(payload, len);
 
     s->messages++;
-    if (!cr__parse_i64(payload, len, &n))
-        return;
-    switch (s->mode) {
-    case CR__WAKE_LOCK:
-        if (n == 0)
-            s->permits++;
-        else if (n == 1)
-            s->permits = s->refs;
-        if (n == 0 || n == 1) {
-            s->released++;
-            s->released_at_us = cr__now_us();
-            wake_yielders(s, false);
-        }
-        break;
-    case CR__WAKE_SEMAPHORE:
-        if (n > 0)
-            s->permits += n < s->refs ? n : s->refs;
-        break;
-    case CR__WAKE_LATCH:
-        if (n == 0)
-            s->permits = s->refs;
-        break;
+    if (w.wakes >= s->refs)
+        s->permits = s->refs;
+    else if (w.wakes > 0)
+        s->permits += w.wakes;
+    if (w.counted) {
+        s->counted++;
+        s->counted_at_us = cr__now_us();
+        wake_yielders(s, false);
     }
+    if (w.opens)
+        s->open_pongs = l->pongs;
     if (s->permits > s->refs)
         s->permits = s->refs;
     /* The first in line, one per permit, wake; the waiter reading the
@@ -946,10 +935,7 @@ handle_reply(cr__pubsub *ps, sublink *l, const cr__reply *r)
     if (strcasecmp(k, "message") == 0 && r->elements == 3 &&
         r->element[2]->type == CR__REPLY_STRING) {
         CR__STAT_ADD(ps->cfg.stats, messages, 1);
-        deliver(ps, s, r->element[2]->str, r->element[2]->len);
-        if (s->mode == CR__WAKE_LATCH && r->element[2]->len == 1 &&
-            r->element[2]->str[0] == '0')
-            s->open_pongs = l->pongs;
+        deliver(ps, l, s, r->element[2]->str, r->element[2]->len);
     } else if (strcasecmp(k, "subscribe") == 0) {
         answered(l, ASK_SUB, s->id);
         handle_ack(ps, s);

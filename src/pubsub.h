@@ -20,12 +20,19 @@
 
 #include "transport.h"
 
-/* How a channel's messages turn into wake-ups (protocol section 2). */
-typedef enum cr__wake_mode {
-    CR__WAKE_LOCK,      /* "0": wake one waiter; "1": wake all */
-    CR__WAKE_SEMAPHORE, /* n > 0: wake up to n waiters */
-    CR__WAKE_LATCH      /* "0": wake all; anything else: nothing */
-} cr__wake_mode;
+/* What one message on a channel does (protocol section 2). Pub/sub knows
+ * no object: each decodes its own messages, and says so when it
+ * subscribes. */
+typedef struct cr__wake {
+    int64_t wakes; /* waiters it lets try again: 0.., or CR__WAKE_ALL */
+    bool counted;  /* counts towards the channel's count (a lock's
+                    * releases: cr__pubsub_await_count) */
+    bool opens;    /* opens what waiters wait for for good (a latch at
+                    * zero: see cr__sub_wait's fence) */
+} cr__wake;
+#define CR__WAKE_ALL INT64_MAX
+
+typedef cr__wake (*cr__decode_fn)(const char *payload, size_t len);
 
 typedef struct cr__pubsub cr__pubsub;
 typedef struct cr__sub cr__sub;
@@ -43,7 +50,9 @@ void cr__pubsub_close(cr__pubsub *ps);
  * left (cr__pubsub_close first, and let them leave). */
 void cr__pubsub_free(cr__pubsub *ps);
 
-/* cr__pubsub_subscribe: take a reference on `channel`'s subscription and
+/* cr__pubsub_subscribe: take a reference on `channel`'s subscription,
+ * whose messages `decode` reads (the first subscriber's decoder serves
+ * the channel), and
  * wait up to timeout_ms (-1: no limit) for the server to confirm it.
  * Returns CR_OK when confirmed; CR_TIMEOUT when not confirmed in time (the
  * reference is still taken: the caller should poll instead of relying on
@@ -52,7 +61,7 @@ void cr__pubsub_free(cr__pubsub *ps);
  * CR_EAUTH...; no reference).
  * Every *out must be given back with cr__pubsub_unsubscribe. */
 cr_status cr__pubsub_subscribe(cr__pubsub *ps, const char *channel,
-                               cr__wake_mode mode, int64_t timeout_ms,
+                               cr__decode_fn decode, int64_t timeout_ms,
                                cr__sub **out);
 
 /* cr__pubsub_unsubscribe: drop the reference taken by subscribe. */
@@ -77,10 +86,10 @@ void cr__sub_fence(cr__pubsub *ps, cr__sub *sub, cr__fence *f);
  * caller's *ticket is 0 before its first wait and keeps the place in line
  * that wait gave it: the waiters of a subscription get its permits in the
  * order they first waited, however often they wake, try and wait again. With a
- * fence `f` (else NULL), *opened tells on CR_OK whether a latch-mode
- * subscription read a "0" after the PONG of `f`, on the same link, without
- * losing the subscription in between: the latch was counted down to zero
- * after the fence was asked for. */
+ * fence `f` (else NULL), *opened tells on CR_OK whether the subscription
+ * read a message that opens (cr__wake) after the PONG of `f`, on the same
+ * link, without losing the subscription in between: a latch was counted
+ * down to zero after the fence was asked for. */
 cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms,
                        uint64_t *ticket, const cr__fence *f, bool *opened);
 
@@ -97,24 +106,23 @@ typedef struct cr__sub_mark {
 } cr__sub_mark;
 
 /* cr__pubsub_waiters: the local waiters of `channel` when this client is
- * subscribed to it (0 while it lingers), -1 when not; *released gets the
- * releases ("0" or "1" in lock mode) read on it so far, *released_at_us
- * when the last one was read (monotonic; 0: none), and *mark (unless NULL)
- * the subscription's mark (id 0 when not subscribed). */
-int cr__pubsub_waiters(cr__pubsub *ps, const char *channel,
-                       uint64_t *released, int64_t *released_at_us,
-                       cr__sub_mark *mark);
+ * subscribed to it (0 while it lingers), -1 when not; *count gets the
+ * counted messages (cr__wake) read on it so far, *counted_at_us when the
+ * last one was read (monotonic; 0: none), and *mark (unless NULL) the
+ * subscription's mark (id 0 when not subscribed). */
+int cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *count,
+                       int64_t *counted_at_us, cr__sub_mark *mark);
 
 /* cr__sub_quiet_since: true when `sub` is the subscription marked in `m`,
  * confirmed without a break since and with no message read since: a
  * message published after the mark was taken is still to come. */
 bool cr__sub_quiet_since(cr__pubsub *ps, cr__sub *sub, const cr__sub_mark *m);
 
-/* cr__pubsub_await_releases: wait until `channel`'s release count reaches
- * `target`, the monotonic clock reaches deadline_ms, or no release has
- * been read for quiet_ms. Returns false at once when this client is not
+/* cr__pubsub_await_count: wait until `channel`'s count of counted
+ * messages reaches `target`, the monotonic clock reaches deadline_ms, or
+ * none has been read for quiet_ms. Returns false at once when this client is not
  * subscribed to it (nothing to count). */
-bool cr__pubsub_await_releases(cr__pubsub *ps, const char *channel,
+bool cr__pubsub_await_count(cr__pubsub *ps, const char *channel,
                                uint64_t target, int64_t deadline_ms,
                                int64_t quiet_ms);
 

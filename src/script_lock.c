@@ -61,6 +61,19 @@ local_hold_count(const cr_lock *l, const char *owner, bool *lost)
 
 /* ------------------------------------------------------------ acquiring */
 
+/* A lock's messages (protocol section 2): "0", one hold released, lets
+ * one waiter try; "1" (a write lock, or several readers, gone) lets all
+ * try; both count as releases, which the releaser's turn counts. */
+static cr__wake
+decode(const char *payload, size_t len)
+{
+    int64_t n;
+
+    if (!cr__parse_i64(payload, len, &n) || (n != 0 && n != 1))
+        return (cr__wake){0};
+    return (cr__wake){.wakes = n == 0 ? 1 : CR__WAKE_ALL, .counted = true};
+}
+
 typedef struct attempt_ctx {
     cr_lock *lock;
     const char *owner;
@@ -234,7 +247,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     a.gen = cr__topology_generation(l->client->topology);
     a.cmd = (cr__cmd){0};
     spec.channel = channel;
-    spec.mode = CR__WAKE_LOCK;
+    spec.decode = decode;
     /* The turn let to others came out of the wait budget (at least one
      * attempt is still made). */
     spec.wait_ms = wait_ms;

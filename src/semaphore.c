@@ -209,8 +209,8 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         goto out;
     }
     cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
-    rc = cr__object_wait(s, s->channel, CR__WAKE_SEMAPHORE, wait_ms, attempt,
-                         &a);
+    rc = cr__object_wait(s, s->channel, cr__sem_decode, false, wait_ms,
+                         attempt, &a);
     if (rc == CR_EIO) {
         int64_t patience = cr__call_patience_set(cr__now_ms());
         late_permits *late;
@@ -421,6 +421,15 @@ cr_semaphore_delete(cr_semaphore *s, bool *deleted)
 }
 
 /* ------------------------------------- shared with the permit semaphore */
+
+cr__wake
+cr__sem_decode(const char *payload, size_t len)
+{
+    int64_t n;
+
+    return (cr__wake){.wakes = cr__parse_i64(payload, len, &n) && n > 0 ? n
+                                                                       : 0};
+}
 
 cr_status
 cr__sem_try_set_permits(const void *obj, const char *channel, int64_t permits,

@@ -19,4 +19,8 @@ cr_status cr__sem_try_set_permits(const void *obj, const char *channel,
 cr_status cr__sem_add_permits(const void *obj, const char *channel,
                               int64_t delta, const char *mode);
 
+/* cr__sem_decode: a semaphore's message (protocol sections 7.2 and 8.2):
+ * n > 0 permits came back, so up to n waiters may try. */
+cr__wake cr__sem_decode(const char *payload, size_t len);
+
 #endif

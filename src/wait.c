@@ -136,7 +136,7 @@ wait_more(cr_client *c, const cr__wait_spec *spec, int64_t start,
         count_wait(c, start);
         return rc;
     }
-    rc = cr__pubsub_subscribe(c->pubsub, spec->channel, spec->mode,
+    rc = cr__pubsub_subscribe(c->pubsub, spec->channel, spec->decode,
                               bound(spec->wait_ms, c->subscription_timeout_ms),
                               &sub);
     if (rc != CR_OK && rc != CR_TIMEOUT)

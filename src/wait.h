@@ -30,14 +30,14 @@ typedef struct cr__wait_spec {
      * 1 ms, then next = min(128, current * 2 + random [0, k)) at the k-th
      * wait, as Redisson's LockOptions). */
     const char *channel;
-    cr__wake_mode mode;
+    cr__decode_fn decode; /* what its messages mean */
     int64_t wait_ms;      /* CR_WAIT_FOREVER (-1) or >= 0 */
     int64_t min_sleep_ms; /* floor for hinted sleeps (a 0 hint must not spin) */
     int64_t max_sleep_ms; /* re-check at least this often; -1: no bound */
-    /* Latch mode: a "0" read after a fence asked for once subscribed and
-     * still closed (see cr__sub_fence) ends the wait with CR_OK without
-     * another attempt: the count reached zero during the wait, and a
-     * re-armed latch must not hide that. */
+    /* A message that opens (a latch's "0") read after a fence asked for
+     * once subscribed and still closed (see cr__sub_fence) ends the wait
+     * with CR_OK without another attempt: the count reached zero during
+     * the wait, and a re-armed latch must not hide that. */
     bool trust_open;
     /* Lock mode: while threads of this client wait on the channel, a new
      * wait joins their line without trying first, so that a thread coming
