@@ -209,13 +209,12 @@ decode(const char *payload, size_t len)
     return (cr__wake){.wakes = zero ? CR__WAKE_ALL : 0, .opens = zero};
 }
 
-/* One look at the latch (cr__attempt_fn): CR_OK when open, CR_BUSY with
+/* One look at the latch (an attempt of the wait): CR_OK when open, CR_BUSY with
  * N's remaining time to live as the hint (-1: none) while closed,
  * CR_EEXPIRED when it expired. */
 static cr_status
-look(void *arg, int64_t *hint)
+look(cr_latch *l, int64_t *hint)
 {
-    cr_latch *l = arg;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t count = 0, ttl = -1;
@@ -248,13 +247,17 @@ look(void *arg, int64_t *hint)
 cr_status
 cr_latch_await(cr_latch *l, int64_t wait_ms)
 {
+    cr__wait w;
+    int64_t hint = -1;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    rc = cr__object_wait(l, l->channel, decode, true, wait_ms, look, l);
+    cr__object_wait_begin(&w, l, l->channel, decode, true, wait_ms);
+    for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
+        rc = look(l, &hint);
     if (rc == CR_BUSY)
         rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait ran out",
                       l->name);

@@ -208,23 +208,20 @@ cr__object_get_count(const void *obj, const char *kind, int64_t *out)
     return cr__command_get_int(o->client, o->raw, what, out);
 }
 
-cr_status
-cr__object_wait(const void *obj, const char *channel, cr__decode_fn decode,
-                bool trust_open, int64_t wait_ms, cr__attempt_fn attempt,
-                void *ctx)
+void
+cr__object_wait_begin(cr__wait *w, const void *obj, const char *channel,
+                      cr__decode_fn decode, bool trust_open, int64_t wait_ms)
 {
-    cr__wait_spec spec;
+    cr__wait_spec spec = {
+        .channel = channel,
+        .decode = decode,
+        .wait_ms = wait_ms,
+        .min_sleep_ms = 1,
+        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+        .trust_open = trust_open,
+    };
 
-    spec.channel = channel;
-    spec.decode = decode;
-    spec.wait_ms = wait_ms;
-    spec.min_sleep_ms = 1;
-    spec.max_sleep_ms = CR__OBJECT_RECHECK_MS;
-    spec.trust_open = trust_open;
-    spec.in_line = false;
-    spec.attempt = attempt;
-    spec.ctx = ctx;
-    return cr__wait(((const cr__object *)obj)->client, &spec);
+    cr__wait_begin(w, ((const cr__object *)obj)->client, &spec);
 }
 
 cr_status

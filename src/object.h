@@ -101,12 +101,12 @@ cr_status cr__check_out(const void *out, const char *what);
 cr_status cr__object_get_count(const void *obj, const char *kind,
                                int64_t *out);
 
-/* cr__object_wait: the waiting loop (cr__wait) for an object's `attempt`,
+/* cr__object_wait_begin: begin a wait (wait.h) for an object's attempts,
  * woken through `channel`, whose messages `decode` reads (trust_open: as
  * cr__wait_spec's), floor 1 ms, looking again at least every
  * CR__OBJECT_RECHECK_MS. On an entered handle. */
-cr_status cr__object_wait(const void *obj, const char *channel,
-                          cr__decode_fn decode, bool trust_open,
-                          int64_t wait_ms, cr__attempt_fn attempt, void *ctx);
+void cr__object_wait_begin(cr__wait *w, const void *obj, const char *channel,
+                           cr__decode_fn decode, bool trust_open,
+                           int64_t wait_ms);
 
 #endif

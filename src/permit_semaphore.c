@@ -203,11 +203,10 @@ acquire_reply(const cr__reply *r, int64_t *hint)
                     "an expiry nor nil");
 }
 
-/* One attempt (cr__attempt_fn) with a fresh id and expiry. */
+/* One attempt of the wait, with a fresh id and expiry. */
 static cr_status
-attempt(void *arg, int64_t *hint)
+attempt(attempt_ctx *a, int64_t *hint)
 {
-    attempt_ctx *a = arg;
     cr_permit_semaphore *s = a->sem;
     const char *ids[1] = {(const char *)a->id};
     size_t id_lens[1] = {ID_BYTES};
@@ -299,6 +298,8 @@ static cr_status
 acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
 {
     attempt_ctx a;
+    cr__wait w;
+    int64_t hint = -1;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
@@ -311,8 +312,9 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
     a.sem = s;
     a.lease_ms = lease_ms;
     cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
-    rc = cr__object_wait(s, s->channel, cr__sem_decode, false, wait_ms,
-                         attempt, &a);
+    cr__object_wait_begin(&w, s, s->channel, cr__sem_decode, false, wait_ms);
+    for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
+        rc = attempt(&a, &hint);
     if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
         int64_t patience = cr__call_patience_set(cr__now_ms());
         bool granted = false;

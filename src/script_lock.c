@@ -103,11 +103,10 @@ resolve_lost_reply(attempt_ctx *a, bool *acquired)
     return CR_OK;
 }
 
-/* One attempt of the waiting loop (cr__attempt_fn). */
+/* One attempt of the wait. */
 static cr_status
-attempt(void *arg, int64_t *hint)
+attempt(attempt_ctx *a, int64_t *hint)
 {
-    attempt_ctx *a = arg;
     cr_lock *l = a->lock;
     int64_t settle;
     cr_status rc;
@@ -220,7 +219,8 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     char owner[CR__OWNER_MAX], *channel = NULL;
     attempt_ctx a;
     cr__wait_spec spec;
-    int64_t yield_start = cr__now_ms();
+    cr__wait w;
+    int64_t yield_start = cr__now_ms(), hint = -1;
     bool turned, give_up_later = false, undo_later = false;
     bool resolve_later = false;
     cr_status sync, rc;
@@ -261,9 +261,9 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     /* Not when it holds the lock already: a reentrant lock() must not wait
      * behind the threads that wait for this very hold. */
     spec.in_line = l->kind->in_line && local_hold_count(l, owner, NULL) == 0;
-    spec.attempt = attempt;
-    spec.ctx = &a;
-    rc = cr__wait(l->client, &spec);
+    cr__wait_begin(&w, l->client, &spec);
+    for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
+        rc = attempt(&a, &hint);
     if (turned && a.attempts > 0)
         cr__handoff_tune(&l->handoff, rc == CR_OK && a.attempts == 1);
     if (rc == CR_OK && (sync = a.cmd.sync) != CR_OK) {

@@ -102,13 +102,12 @@ typedef struct attempt_ctx {
     char *latch; /* credisson_semaphore_acquire:{N}:<request id> */
 } attempt_ctx;
 
-/* One attempt (cr__attempt_fn): CR_OK when the permits were taken, by this
+/* One attempt of the wait: CR_OK when the permits were taken, by this
  * attempt or by an earlier one of the same call; CR_BUSY (no hint) when
  * there are too few. */
 static cr_status
-attempt(void *arg, int64_t *hint)
+attempt(attempt_ctx *a, int64_t *hint)
 {
-    attempt_ctx *a = arg;
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = 0;
@@ -188,6 +187,8 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 {
     cr_client *c;
     attempt_ctx a;
+    cr__wait w;
+    int64_t hint = -1;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
@@ -209,8 +210,9 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         goto out;
     }
     cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
-    rc = cr__object_wait(s, s->channel, cr__sem_decode, false, wait_ms,
-                         attempt, &a);
+    cr__object_wait_begin(&w, s, s->channel, cr__sem_decode, false, wait_ms);
+    for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
+        rc = attempt(&a, &hint);
     if (rc == CR_EIO) {
         int64_t patience = cr__call_patience_set(cr__now_ms());
         late_permits *late;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The subscribe-then-retry loop of every waiting call.
+ * The subscribe-then-retry rules of every waiting call, as one state
+ * machine, and the driver that carries it out by blocking (wait.h).
  */
 #include "config.h"
 
@@ -15,6 +16,21 @@
 #define LINE_RECHECK_MS 100
 #define IO_BACKOFF_MIN_MS 20
 #define IO_BACKOFF_MAX_MS 1000
+#define SPIN_INITIAL_MS 1
+#define SPIN_MAX_MS 128
+
+/* The machine's phases: what the request it made last was. */
+enum {
+    P_BEGIN,     /* nothing yet */
+    P_FIRST,     /* the first attempt */
+    P_SUBSCRIBE, /* the subscription */
+    P_SECOND,    /* the attempt right after subscribing */
+    P_SLEEP,     /* a sleep on the subscription */
+    P_RETRY,     /* an attempt after a sleep */
+    P_SPIN,      /* a sleep without pub/sub */
+    P_SPUN,      /* an attempt after it */
+    P_DONE
+};
 
 /* min() where -1 stands for "no bound". */
 static int64_t
@@ -25,47 +41,6 @@ bound(int64_t a, int64_t b)
     if (b < 0)
         return a;
     return a < b ? a : b;
-}
-
-#define SPIN_INITIAL_MS 1
-#define SPIN_MAX_MS 128
-
-/* The waiting loop without pub/sub: back off exponentially with jitter
- * between attempts until the budget runs out; `rc` is the first attempt's
- * result. */
-static cr_status
-spin(cr_client *c, const cr__wait_spec *spec, int64_t deadline, cr_status rc)
-{
-    int64_t delay = SPIN_INITIAL_MS, k = 1, hint = -1, io_since = 0;
-
-    while (rc == CR_BUSY || rc == CR_EIO) {
-        int64_t now = cr__now_ms(), sleep = delay;
-        unsigned char jitter = 0;
-
-        if (rc == CR_EIO) {
-            if (io_since == 0)
-                io_since = now;
-            if (now - io_since > c->reconnect_window_ms)
-                break;
-        } else {
-            io_since = 0;
-        }
-        if (deadline >= 0) {
-            if (now >= deadline) {
-                rc = rc == CR_EIO ? CR_EIO : CR_BUSY;
-                break;
-            }
-            sleep = bound(sleep, deadline - now);
-        }
-        cr__sleep_ms(sleep);
-        if (atomic_load(&c->closing))
-            return cr__fail(CR_ECLOSED, "the client is being freed");
-        cr__random_bytes(&jitter, 1);
-        delay = bound(delay * 2 + jitter % k, SPIN_MAX_MS);
-        k++;
-        rc = spec->attempt(spec->ctx, &hint);
-    }
-    return rc;
 }
 
 /* Records a contended wait that lasted from `start` until now. */
@@ -82,121 +57,260 @@ count_wait(cr_client *c, int64_t start)
         ;
 }
 
-/* cr__wait's loop, after a first try that did not get it (`first`). */
-static cr_status wait_more(cr_client *c, const cr__wait_spec *spec,
-                           int64_t start, int64_t deadline, cr_status first,
-                           bool in_line, const cr__sub_mark *mark,
-                           int64_t hint);
-
-cr_status
-cr__wait(cr_client *c, const cr__wait_spec *spec)
+void
+cr__wait_begin(cr__wait *w, cr_client *c, const cr__wait_spec *spec)
 {
-    int64_t start = cr__now_ms(), hint = -1, read_at, patience;
-    int64_t deadline = spec->wait_ms < 0 ? -1 : start + spec->wait_ms;
-    cr__sub_mark mark = {0, 0, 0};
-    uint64_t released;
+    uint64_t count;
+    int64_t at;
     int local;
-    bool in_line;
-    cr_status rc;
 
+    *w = (cr__wait){.client = c, .spec = *spec, .rc = CR_BUSY, .hint = -1,
+                    .phase = P_BEGIN};
+    w->start = cr__now_ms();
+    w->deadline = spec->wait_ms < 0 ? -1 : w->start + spec->wait_ms;
+    w->fence.link = -1;
     cr__call_wait(c, spec->wait_ms);
     local = spec->wait_ms != 0 && spec->channel != NULL
-                ? cr__pubsub_waiters(c->pubsub, spec->channel, &released,
-                                     &read_at, &mark)
+                ? cr__pubsub_waiters(c->pubsub, spec->channel, &count, &at,
+                                     &w->mark)
                 : -1;
-    in_line = spec->in_line && local > 0;
-    rc = in_line ? CR_BUSY : spec->attempt(spec->ctx, &hint);
-    if (rc == CR_OK)
-        CR__STAT_ADD(&c->stats, acquisitions, 1);
-    if ((rc != CR_BUSY && rc != CR_EIO) || spec->wait_ms == 0)
-        return rc;
-    /* Retries do not wait for a connection slot past the wait's end: they
-     * come back by themselves. */
-    patience = cr__call_patience_set(deadline);
-    rc = wait_more(c, spec, start, deadline, rc, in_line, &mark, hint);
-    cr__call_patience_set(patience);
-    return rc;
+    w->in_line = spec->in_line && local > 0;
 }
 
-static cr_status
-wait_more(cr_client *c, const cr__wait_spec *spec, int64_t start,
-          int64_t deadline, cr_status first, bool in_line,
-          const cr__sub_mark *mark, int64_t hint)
+/* Ends the wait with w->rc: the last of the state it holds. */
+static cr__wait_do
+finish(cr__wait *w, bool contended)
 {
-    int64_t io_since = 0, backoff = 0;
-    cr__sub *sub = NULL;
-    cr__fence fence = {-1, 0, 0};
-    uint64_t ticket = 0;
-    cr_status rc = first;
+    cr_client *c = w->client;
 
-    if (spec->channel == NULL) {
-        rc = spin(c, spec, deadline, rc);
-        if (rc == CR_OK)
-            CR__STAT_ADD(&c->stats, acquisitions, 1);
-        count_wait(c, start);
-        return rc;
+    if (w->sub != NULL) {
+        cr__pubsub_unsubscribe(c->pubsub, w->sub);
+        w->sub = NULL;
     }
-    rc = cr__pubsub_subscribe(c->pubsub, spec->channel, spec->decode,
-                              bound(spec->wait_ms, c->subscription_timeout_ms),
-                              &sub);
-    if (rc != CR_OK && rc != CR_TIMEOUT)
-        return rc; /* closing, out of memory, or refused (an ACL) */
-    if (in_line) {
-        hint = LINE_RECHECK_MS;
-        rc = CR_BUSY;
-    } else if (first == CR_BUSY && cr__sub_quiet_since(c->pubsub, sub, mark)) {
-        /* Subscribed since before the try and nothing read since: a
-         * release after the try is still to come as a message, and a try
-         * now would only see what the first saw. */
-        rc = CR_BUSY;
-    } else {
-        rc = spec->attempt(spec->ctx, &hint);
-    }
-    if (spec->trust_open && (rc == CR_BUSY || rc == CR_EIO))
-        cr__sub_fence(c->pubsub, sub, &fence);
-    while (rc == CR_BUSY || rc == CR_EIO) {
-        int64_t now = cr__now_ms(), sleep;
-        bool opened = false;
-        cr_status woke;
-
-        if (rc == CR_EIO) {
-            if (io_since == 0)
-                io_since = now;
-            if (now - io_since > c->reconnect_window_ms)
-                break;
-            backoff = backoff == 0 ? IO_BACKOFF_MIN_MS
-                                   : bound(backoff * 2, IO_BACKOFF_MAX_MS);
-            sleep = backoff;
-        } else {
-            io_since = 0;
-            backoff = 0;
-            sleep = hint >= 0 ? (hint > spec->min_sleep_ms ? hint : spec->min_sleep_ms)
-                              : -1;
-        }
-        if (!cr__sub_confirmed(c->pubsub, sub))
-            sleep = bound(sleep, UNCONFIRMED_POLL_MS);
-        sleep = bound(sleep, spec->max_sleep_ms);
-        if (deadline >= 0) {
-            if (now >= deadline) {
-                rc = rc == CR_EIO ? CR_EIO : CR_BUSY;
-                break;
-            }
-            sleep = bound(sleep, deadline - now);
-        }
-        woke = cr__sub_wait(c->pubsub, sub, sleep, &ticket,
-                            spec->trust_open ? &fence : NULL, &opened);
-        if (woke != CR_OK && woke != CR_TIMEOUT)
-            rc = woke; /* closing, or the subscription was refused */
-        else if (opened)
-            rc = CR_OK; /* counted down to zero during this wait */
-        else
-            rc = spec->attempt(spec->ctx, &hint);
-    }
-    cr__pubsub_unsubscribe(c->pubsub, sub);
-    if (rc == CR_OK)
+    if (w->rc == CR_OK)
         CR__STAT_ADD(&c->stats, acquisitions, 1);
-    count_wait(c, start);
-    if (rc == CR_ECLOSED)
-        return cr__fail(CR_ECLOSED, "the client is being freed");
-    return rc;
+    if (contended)
+        count_wait(c, w->start);
+    if (w->patient)
+        cr__call_patience_set(w->patience);
+    if (contended && w->rc == CR_ECLOSED)
+        w->rc = cr__fail(CR_ECLOSED, "the client is being freed");
+    w->phase = P_DONE;
+    return CR__WAIT_DONE;
+}
+
+/* Whether the status of an attempt asks for another. */
+static bool
+again(cr_status rc)
+{
+    return rc == CR_BUSY || rc == CR_EIO;
+}
+
+/* After a failed attempt: how long to sleep before the next (-1: until a
+ * message), or false when the wait is over (w->rc set). */
+static bool
+plan_sleep(cr__wait *w, int64_t *sleep)
+{
+    int64_t now = cr__now_ms();
+
+    if (w->rc == CR_EIO) {
+        if (w->io_since == 0)
+            w->io_since = now;
+        if (now - w->io_since > w->client->reconnect_window_ms)
+            return false;
+        w->backoff = w->backoff == 0 ? IO_BACKOFF_MIN_MS
+                                     : bound(w->backoff * 2, IO_BACKOFF_MAX_MS);
+        *sleep = w->backoff;
+    } else {
+        w->io_since = 0;
+        w->backoff = 0;
+        *sleep = w->hint >= 0 ? (w->hint > w->spec.min_sleep_ms
+                                     ? w->hint : w->spec.min_sleep_ms)
+                              : -1;
+    }
+    if (!cr__sub_confirmed(w->client->pubsub, w->sub))
+        *sleep = bound(*sleep, UNCONFIRMED_POLL_MS);
+    *sleep = bound(*sleep, w->spec.max_sleep_ms);
+    if (w->deadline >= 0) {
+        if (now >= w->deadline)
+            return false;
+        *sleep = bound(*sleep, w->deadline - now);
+    }
+    return true;
+}
+
+/* The loop without pub/sub: back off exponentially with jitter between
+ * attempts until the budget runs out. */
+static cr__wait_do
+spin(cr__wait *w)
+{
+    int64_t now = cr__now_ms(), sleep = w->delay;
+
+    if (!again(w->rc))
+        return finish(w, true);
+    if (w->rc == CR_EIO) {
+        if (w->io_since == 0)
+            w->io_since = now;
+        if (now - w->io_since > w->client->reconnect_window_ms)
+            return finish(w, true);
+    } else {
+        w->io_since = 0;
+    }
+    if (w->deadline >= 0) {
+        if (now >= w->deadline) {
+            w->rc = w->rc == CR_EIO ? CR_EIO : CR_BUSY;
+            return finish(w, true);
+        }
+        sleep = bound(sleep, w->deadline - now);
+    }
+    w->sleep_ms = sleep;
+    w->phase = P_SPIN;
+    return CR__WAIT_SLEEP;
+}
+
+/* After the first attempt since subscribing (or the decision to make
+ * none): a latch waiter asks for its fence; then as sleep_or_stop. */
+static cr__wait_do sleep_or_stop(cr__wait *w);
+
+static cr__wait_do
+fence_then_sleep(cr__wait *w)
+{
+    if (w->spec.trust_open && again(w->rc))
+        cr__sub_fence(w->client->pubsub, w->sub, &w->fence);
+    return sleep_or_stop(w);
+}
+
+/* After an attempt with the subscription in place: sleep, or stop. */
+static cr__wait_do
+sleep_or_stop(cr__wait *w)
+{
+    int64_t sleep;
+
+    if (!again(w->rc))
+        return finish(w, true);
+    if (!plan_sleep(w, &sleep)) {
+        w->rc = w->rc == CR_EIO ? CR_EIO : CR_BUSY;
+        return finish(w, true);
+    }
+    w->sleep_ms = sleep;
+    w->phase = P_SLEEP;
+    return CR__WAIT_SLEEP;
+}
+
+cr__wait_do
+cr__wait_step(cr__wait *w)
+{
+    cr_client *c = w->client;
+    unsigned char jitter = 0;
+
+    switch (w->phase) {
+    case P_BEGIN:
+        w->phase = P_FIRST;
+        if (!w->in_line)
+            return CR__WAIT_ATTEMPT;
+        w->rc = CR_BUSY; /* it joins the line without trying */
+        /* fall through */
+    case P_FIRST:
+        if (!again(w->rc) || w->spec.wait_ms == 0)
+            return finish(w, false);
+        w->first = w->rc;
+        /* Retries do not wait for a connection slot past the wait's end:
+         * they come back by themselves. */
+        w->patience = cr__call_patience_set(w->deadline);
+        w->patient = true;
+        if (w->spec.channel == NULL) {
+            w->delay = SPIN_INITIAL_MS;
+            w->spins = 1;
+            return spin(w);
+        }
+        w->sleep_ms = bound(w->spec.wait_ms, c->subscription_timeout_ms);
+        w->phase = P_SUBSCRIBE;
+        return CR__WAIT_SUBSCRIBE;
+    case P_SUBSCRIBE:
+        if (w->woke != CR_OK && w->woke != CR_TIMEOUT) {
+            /* closing, out of memory, or refused (an ACL) */
+            w->rc = w->woke;
+            w->sub = NULL;
+            return finish(w, false);
+        }
+        if (w->in_line) {
+            w->hint = LINE_RECHECK_MS;
+            w->rc = CR_BUSY;
+            return fence_then_sleep(w);
+        }
+        if (w->first == CR_BUSY &&
+            cr__sub_quiet_since(c->pubsub, w->sub, &w->mark)) {
+            /* Subscribed since before the try and nothing read since: a
+             * release after the try is still to come as a message, and a
+             * try now would only see what the first saw. */
+            w->rc = CR_BUSY;
+            return fence_then_sleep(w);
+        }
+        w->phase = P_SECOND;
+        return CR__WAIT_ATTEMPT;
+    case P_SECOND:
+        return fence_then_sleep(w);
+    case P_SLEEP:
+        if (w->woke != CR_OK && w->woke != CR_TIMEOUT) {
+            w->rc = w->woke; /* closing, or the subscription was refused */
+            return sleep_or_stop(w);
+        }
+        if (w->opened) {
+            w->rc = CR_OK; /* counted down to zero during this wait */
+            return finish(w, true);
+        }
+        w->phase = P_RETRY;
+        return CR__WAIT_ATTEMPT;
+    case P_RETRY:
+        return sleep_or_stop(w);
+    case P_SPIN:
+        if (w->woke == CR_ECLOSED) {
+            w->rc = CR_ECLOSED;
+            return finish(w, true);
+        }
+        cr__random_bytes(&jitter, 1);
+        w->delay = bound(w->delay * 2 + jitter % w->spins, SPIN_MAX_MS);
+        w->spins++;
+        w->phase = P_SPUN;
+        return CR__WAIT_ATTEMPT;
+    case P_SPUN:
+        return spin(w);
+    default:
+        return CR__WAIT_DONE;
+    }
+}
+
+bool
+cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
+{
+    cr_client *c = w->client;
+
+    w->rc = *rc;
+    w->hint = hint;
+    for (;;) {
+        switch (cr__wait_step(w)) {
+        case CR__WAIT_ATTEMPT:
+            return true;
+        case CR__WAIT_SUBSCRIBE:
+            w->woke = cr__pubsub_subscribe(c->pubsub, w->spec.channel,
+                                           w->spec.decode, w->sleep_ms,
+                                           &w->sub);
+            break;
+        case CR__WAIT_SLEEP:
+            w->opened = false;
+            if (w->sub != NULL) {
+                w->woke = cr__sub_wait(c->pubsub, w->sub, w->sleep_ms,
+                                       &w->ticket,
+                                       w->spec.trust_open ? &w->fence : NULL,
+                                       &w->opened);
+            } else {
+                cr__sleep_ms(w->sleep_ms);
+                w->woke = atomic_load(&c->closing) ? CR_ECLOSED : CR_TIMEOUT;
+            }
+            break;
+        case CR__WAIT_DONE:
+            *rc = w->rc;
+            return false;
+        }
+    }
 }

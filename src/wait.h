@@ -10,6 +10,15 @@
  * unless the object gives no hint and the caller waits forever, and even
  * then `max_sleep_ms` can bound it. Transport errors while waiting are
  * retried with backoff for up to the client's reconnect window.
+ *
+ * These rules are one state machine (cr__wait_step), which says what to do
+ * next: make an attempt, subscribe, sleep, or stop. The caller makes the
+ * attempts itself; cr__wait_next drives the rest by blocking, for the
+ * calls that block a thread:
+ *
+ *     cr__wait_begin(&w, c, &spec);
+ *     while (cr__wait_next(&w, &rc, hint))
+ *         rc = attempt(..., &hint);
  */
 #ifndef CR_WAIT_H
 #define CR_WAIT_H
@@ -17,12 +26,6 @@
 #include <stdint.h>
 
 #include "client.h"
-
-/* One attempt. Returns CR_OK when the object was obtained; CR_BUSY when
- * not, with *hint_ms the longest sensible sleep before the next attempt (-1:
- * no hint, wait for a message); CR_EIO to be retried; anything else ends the
- * wait with that status. */
-typedef cr_status (*cr__attempt_fn)(void *ctx, int64_t *hint_ms);
 
 typedef struct cr__wait_spec {
     /* Where the object's releases are published; NULL: no pub/sub, wait
@@ -44,13 +47,58 @@ typedef struct cr__wait_spec {
      * back for the lock cannot take it between two of them (its first try
      * comes with its first wake-up, or after LINE_RECHECK_MS). */
     bool in_line;
-    cr__attempt_fn attempt;
-    void *ctx;
 } cr__wait_spec;
 
-/* cr__wait: run the loop. Returns CR_OK (obtained), CR_BUSY (the wait ran
- * out), CR_EIO (Redis unreachable for longer than the reconnect window), or
- * what the attempt returned. */
-cr_status cr__wait(cr_client *c, const cr__wait_spec *spec);
+/* What the state machine asks for next. */
+typedef enum cr__wait_do {
+    CR__WAIT_ATTEMPT,   /* make one attempt; its status and hint (the
+                         * longest sensible sleep, -1: none) go into
+                         * rc and hint */
+    CR__WAIT_SUBSCRIBE, /* subscribe to spec->channel for up to sleep_ms;
+                         * the outcome goes into woke and sub */
+    CR__WAIT_SLEEP,     /* wait up to sleep_ms (-1: no limit) for a
+                         * message on sub (or just sleep without one);
+                         * the outcome goes into woke and opened */
+    CR__WAIT_DONE       /* over: rc is the call's status */
+} cr__wait_do;
+
+/* One waiting call's state. An attempt returns CR_OK when the object was
+ * obtained; CR_BUSY when not, with a hint; CR_EIO to be retried; anything
+ * else ends the wait with that status. */
+typedef struct cr__wait {
+    cr_client *client;
+    cr__wait_spec spec;
+    /* Inputs, set by whoever carried out the last request. */
+    cr_status rc;        /* the last attempt's status (then the result) */
+    int64_t hint;        /* its hint */
+    cr_status woke;      /* a subscribe's or a sleep's status */
+    bool opened;         /* a sleep read an opening message */
+    cr__sub *sub;        /* the subscription, once subscribed */
+    /* Outputs. */
+    int64_t sleep_ms;
+    /* The machine's own. */
+    int phase;
+    cr_status first;
+    int64_t start, deadline, io_since, backoff, delay, spins, patience;
+    bool in_line, patient;
+    cr__sub_mark mark;
+    cr__fence fence;
+    uint64_t ticket;
+} cr__wait;
+
+/* cr__wait_begin: start a wait for `spec`. */
+void cr__wait_begin(cr__wait *w, cr_client *c, const cr__wait_spec *spec);
+
+/* cr__wait_step: after the request it last made was carried out (its
+ * outcome in the inputs), the next one. */
+cr__wait_do cr__wait_step(cr__wait *w);
+
+/* cr__wait_next: the blocking driver. Given the last attempt's status and
+ * hint (ignored before the first), subscribes and sleeps as the machine
+ * says, and returns true when the next attempt is due, false when the
+ * wait is over with *rc its status: CR_OK (obtained), CR_BUSY (the wait
+ * ran out), CR_EIO (Redis unreachable for longer than the reconnect
+ * window), CR_ECLOSED, or what an attempt returned. */
+bool cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint);
 
 #endif
