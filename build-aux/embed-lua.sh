@@ -202,7 +202,8 @@ for f in "$@"; do
             echo "    keys = i - CR__SCRIPT_ARGV0;"
         fi
         keys_done=
-        echo "    rc = cr__script_run(c, cmd, CR__SCRIPT_$upper, keys, i, argv, lens, out);"
+        echo "    rc = cr__script_run(c, cmd, &cr__scripts[CR__SCRIPT_$upper], keys, i,"
+        echo "                        argv, lens, out);"
         if [ -n "$var" ]; then
             echo "    free(argv);"
             echo "    free(lens);"

@@ -211,7 +211,7 @@ choose_pubsub(cr_client *c, cr_sharded_pubsub opt)
     if (mode == CR__SHARDED_AUTO) {
         cr__cmd cmd = {.flags = CR__CMD_RETRY};
 
-        rc = cr__transport_command(c->transport, &cmd, 2, argv, NULL, &r);
+        rc = cr__transport_command(c->run.transport, &cmd, 2, argv, NULL, &r);
         if (rc != CR_OK)
             return rc;
         mode = r->type == CR__REPLY_ERROR ? CR__SHARDED_OFF : CR__SHARDED_ON;
@@ -316,7 +316,7 @@ configure_connections(cr_client *c, const cr_client_options *o)
     c->conn_cfg.sync_timeout_ms = o->replica_sync_timeout_ms;
     c->conn_cfg.connect_timeout_ms = c->connect_timeout_ms;
     c->conn_cfg.command_timeout_ms = c->command_timeout_ms;
-    c->conn_cfg.stats = &c->stats;
+    c->conn_cfg.stats = &c->run.stats;
     c->conn_cfg.log = &c->log;
     c->conn_cfg.breakers = c->breakers;
     c->conn_cfg.abort_fd = c->abort_fd;
@@ -330,7 +330,7 @@ on_switch(void *userdata, unsigned generation)
     cr_client *c = userdata;
 
     (void)generation;
-    cr__transport_master_moved(c->transport);
+    cr__transport_master_moved(c->run.transport);
     cr__pubsub_master_moved(c->pubsub);
     cr__renewal_master_moved(c->renewal);
 }
@@ -414,17 +414,21 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     if (rc == CR_OK) {
         cr__call_deadline_set(cr__now_ms() + setup_ms);
         rc = cr__transport_new(&c->conn_cfg, (int)or_default(opts->pool_size, 4),
-                               &c->transport);
+                               &c->run.transport);
         if (rc == CR_OK && c->url.is_cluster)
             rc = choose_pubsub(c, opts->sharded_pubsub);
         cr__call_deadline_set(-1);
     }
     if (rc == CR_OK)
-        rc = cr__pubsub_new(&c->conn_cfg, c->transport,
+        rc = cr__pubsub_new(&c->conn_cfg, c->run.transport,
                             strcmp(c->publish_cmd, "spublish") == 0,
                             &c->pubsub);
     if (rc == CR_OK)
-        rc = cr__renewal_new(c, &c->renewal);
+        rc = cr__renewal_new(c, &(cr__renewal_config){
+                 .id = c->id, .lease_ms = c->watchdog_timeout_ms,
+                 .batch = c->watchdog_batch, .cluster = c->url.is_cluster,
+                 .log = &c->log, .stats = &c->run.stats},
+             &c->renewal);
     if (rc == CR_OK && c->topology != NULL)
         cr__topology_listen(c->topology, on_switch, c);
     if (rc != CR_OK) {
@@ -497,7 +501,7 @@ cr_client_free_within(cr_client *c, int64_t grace_ms)
     cr__topology_stop(c->topology);
     cr__renewal_free(c->renewal);
     cr__pubsub_free(c->pubsub);
-    cr__transport_free(c->transport);
+    cr__transport_free(c->run.transport);
     cr__topology_free(c->topology);
     cr__breakers_free(c->breakers);
     cr__tls_free(c->tls);
@@ -530,7 +534,7 @@ cr_client_stats_get(cr_client *c, cr_client_stats *out)
 {
     if (c == NULL || c->magic != CR__CLIENT_MAGIC || out == NULL)
         return cr__fail(CR_EINVAL, "client or out is NULL");
-#define COPY(f) out->f = atomic_load_explicit(&c->stats.f, memory_order_relaxed)
+#define COPY(f) out->f = atomic_load_explicit(&c->run.stats.f, memory_order_relaxed)
     COPY(acquisitions);
     COPY(contended_waits);
     COPY(wait_time_total_ms);

@@ -15,6 +15,7 @@
 #include "names.h"
 #include "pubsub.h"
 #include "registry.h"
+#include "script.h"
 #include "transport.h"
 #include "url.h"
 
@@ -23,6 +24,7 @@ typedef struct cr__renewal cr__renewal;
 #define CR__CLIENT_MAGIC 0x43524353u /* "CRCS" */
 
 struct cr_client {
+    cr__runner run; /* first: what running commands needs (script.h) */
     uint32_t magic;
     char id[37];
     unsigned fork_gen;
@@ -38,7 +40,6 @@ struct cr_client {
     int64_t latch_timeout_ms; /* lifetime of unlock latch keys */
     const char *publish_cmd;  /* "publish", or "spublish" (cluster, sharded) */
     cr__logger log;
-    cr__stats stats;
     cr__conn_config conn_cfg;
     /* What conn_cfg points at: copies of the options' strings. */
     char *user, *password, *sentinel_user, *sentinel_password;
@@ -54,7 +55,6 @@ struct cr_client {
     struct cr__job *jobs, **jobs_tail;
     bool jobs_started, jobs_stop;
     pthread_t jobs_thread;
-    cr__transport *transport;
     cr__pubsub *pubsub;
     cr__renewal *renewal;
     atomic_bool closing;

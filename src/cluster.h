@@ -17,7 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "transport.h"
+#include "common.h"
+#include "resp.h"
 
 /* The most nodes a table will learn of. */
 #define CR__CLUSTER_MAX_NODES 1024

@@ -28,7 +28,7 @@
 
 #include "credisson/semaphore.h"
 #include "handoff.h"
-#include "semaphore.h"
+#include "semaphores.h"
 
 #define PES_MAGIC 0x43525045u /* "CRPE" */
 
@@ -405,7 +405,7 @@ cr_permit_semaphore_release(cr_permit_semaphore *s, const char *id)
         rc = cr__fail(CR_ENOTOWNER, "permit %s of %s is not out (released, "
                       "expired or never issued)", id, s->name);
     } else if (rc == CR_OK && result == 2) {
-        CR__STAT_ADD(&s->client->stats, leases_lost, 1);
+        CR__STAT_ADD(&s->client->run.stats, leases_lost, 1);
         rc = cr__fail(CR_ELOST, "the lease of permit %s of %s had run out; the "
                       "permit was given back all the same", id, s->name);
     }

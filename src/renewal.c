@@ -55,6 +55,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,7 @@
 
 #include <uthash.h>
 
+#include "names.h"
 #include "registry.h"
 #include "renewal.h"
 #include "scripts.h"
@@ -119,14 +121,15 @@ typedef struct lost_call {
 } lost_call;
 
 struct cr__renewal {
-    cr_client *client;
+    cr_client *client;  /* where its scripts run */
+    cr__renewal_config cfg;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t thread;
     bool stop;
     bool idle; /* the thread waits with no deadline: signal it to schedule */
     bool cluster;
-    size_t client_idlen; /* strlen(client->id) */
+    size_t client_idlen; /* strlen(cfg.id) */
     hold *holds;
     size_t renewing;
     uint64_t seqs;     /* entries made so far */
@@ -188,7 +191,7 @@ owner_skip(const cr__renewal *r, const char *owner)
 {
     size_t n = r->client_idlen;
 
-    if (strncmp(owner, r->client->id, n) == 0 && owner[n] == ':' &&
+    if (strncmp(owner, r->cfg.id, n) == 0 && owner[n] == ':' &&
         strlen(owner) < CR__OWNER_MAX)
         return n + 1;
     return 0;
@@ -232,7 +235,7 @@ hold_owner(const cr__renewal *r, const hold *h, char *buf)
 
     if (h->id[0] < KIND_SHORT)
         return rest;
-    memcpy(buf, r->client->id, r->client_idlen);
+    memcpy(buf, r->cfg.id, r->client_idlen);
     buf[r->client_idlen] = ':';
     strcpy(buf + r->client_idlen + 1, rest);
     return buf;
@@ -738,7 +741,6 @@ read_args(cr__renewal *r, size_t from, size_t n, size_t *nkeys,
 static void
 mark_lost(cr__renewal *r, hold *h, const char *why)
 {
-    cr_client *c = r->client;
     char owner[CR__OWNER_MAX];
     lost_call *lost;
 
@@ -746,8 +748,8 @@ mark_lost(cr__renewal *r, hold *h, const char *why)
     if (h->watchdog)
         r->renewing--;
     cr__wheel_cancel(r->clock, &h->expiry);
-    CR__STAT_ADD(&c->stats, leases_lost, 1);
-    cr__log(&c->log, CR_LOG_WARN, "lock %s lost by %s: %s", hold_key(h),
+    CR__STAT_ADD(r->cfg.stats, leases_lost, 1);
+    cr__log(r->cfg.log, CR_LOG_WARN, "lock %s lost by %s: %s", hold_key(h),
             hold_owner(r, h, owner), why);
     if (h->fn == NULL)
         return;
@@ -787,7 +789,7 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
     cr__reply *reply = NULL;
     cr_status rc;
     size_t i, nkeys = 0, nargs = 0;
-    int64_t now, sent = cr__now_ms(), lease = c->watchdog_timeout_ms;
+    int64_t now, sent = cr__now_ms(), lease = r->cfg.lease_ms;
 
     if (!(read ? read_args(r, from, n, &nkeys, &nargs)
                : plain_args(r, from, n, &nkeys, &nargs))) {
@@ -807,16 +809,16 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
                     .owners = r->args + nkeys, .n_owners = nargs},
                 &reply);
         if (rc == CR_OK && cmd.sync != CR_OK)
-            cr__log(&c->log, CR_LOG_WARN, "watchdog renewal of %zu leases: %s",
+            cr__log(r->cfg.log, CR_LOG_WARN, "watchdog renewal of %zu leases: %s",
                     n, cr_last_error());
-        CR__STAT_ADD(&c->stats, renewal_calls, 1);
-        CR__STAT_ADD(&c->stats, renewals_sent, n);
+        CR__STAT_ADD(r->cfg.stats, renewal_calls, 1);
+        CR__STAT_ADD(r->cfg.stats, renewals_sent, n);
         if (rc == CR_OK &&
             (reply->type != CR__REPLY_ARRAY || reply->elements != n))
             rc = CR_ESCRIPT;
         if (rc != CR_OK) {
-            CR__STAT_ADD(&c->stats, renewal_failures, 1);
-            cr__log(&c->log, CR_LOG_WARN,
+            CR__STAT_ADD(r->cfg.stats, renewal_failures, 1);
+            cr__log(r->cfg.log, CR_LOG_WARN,
                     "watchdog renewal of %zu leases failed (%s: %s); retrying",
                     n, cr_strerror(rc), cr_last_error());
         }
@@ -835,7 +837,7 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
         } else if (cr__reply_int(reply->element[i], &ok) && ok == 1) {
             schedule(r, h, next_due(r, h->due_ms, now));
             set_deadline(r, h, cr__lease_valid_until(sent,
-                                                     c->watchdog_timeout_ms));
+                                                     r->cfg.lease_ms));
         } else {
             mark_lost(r, h, "a renewal found it gone");
         }
@@ -848,7 +850,7 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
 static void
 renew_due(cr__renewal *r)
 {
-    size_t batch = (size_t)r->client->watchdog_batch, from, i;
+    size_t batch = (size_t)r->cfg.batch, from, i;
 
     cr__due_sort(r->due, r->ndue);
     for (from = 0; from < r->ndue; from = i) {
@@ -998,7 +1000,8 @@ cr__lease_valid_until(int64_t sent_ms, int64_t lease_ms)
 /* ----------------------------------------------------------- life cycle */
 
 cr_status
-cr__renewal_new(cr_client *c, cr__renewal **out)
+cr__renewal_new(cr_client *c, const cr__renewal_config *cfg,
+                cr__renewal **out)
 {
     cr__renewal *r = calloc(1, sizeof(*r));
     pthread_condattr_t attr;
@@ -1009,9 +1012,10 @@ cr__renewal_new(cr_client *c, cr__renewal **out)
     if (r == NULL)
         return CR_ENOMEM;
     r->client = c;
-    r->cluster = c->url.is_cluster;
-    r->client_idlen = strlen(c->id);
-    r->period_ms = c->watchdog_timeout_ms / 3 > 0 ? c->watchdog_timeout_ms / 3 : 1;
+    r->cfg = *cfg;
+    r->cluster = cfg->cluster;
+    r->client_idlen = strlen(cfg->id);
+    r->period_ms = cfg->lease_ms / 3 > 0 ? cfg->lease_ms / 3 : 1;
     tick = r->period_ms / 20;
     tick = tick < 1 ? 1 : tick > 100 ? 100 : tick;
     r->slot_ms = r->period_ms / 10 > tick ? r->period_ms / 10 : tick;
@@ -1155,7 +1159,7 @@ cr__renewal_master_moved(cr__renewal *r)
     }
     free(checks);
     if (failed > 0)
-        cr__log(&r->client->log, CR_LOG_WARN, "after the failover, %zu of %zu "
+        cr__log(r->cfg.log, CR_LOG_WARN, "after the failover, %zu of %zu "
                 "holds could not be checked on the new master (%s); their "
                 "renewals will tell", failed, n, cr_last_error());
 }

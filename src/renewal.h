@@ -21,8 +21,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "client.h"
+#include "common.h"
+#include "credisson/client.h"
 #include "credisson/lock.h"
+
+typedef struct cr__renewal cr__renewal;
 
 /* Which renewal script a hold needs. */
 typedef enum cr__hold_kind {
@@ -30,8 +33,20 @@ typedef enum cr__hold_kind {
     CR__HOLD_READ       /* read lock: the hash and the reader's timeout keys */
 } cr__hold_kind;
 
-/* cr__renewal_new: the holds table and the watchdog thread of client `c`. */
-cr_status cr__renewal_new(cr_client *c, cr__renewal **out);
+/* What the watchdog needs of its client. */
+typedef struct cr__renewal_config {
+    const char *id;          /* the client's UUID (owner names start so) */
+    int64_t lease_ms;        /* lockWatchdogTimeout */
+    int batch;               /* leases per renewal call */
+    bool cluster;            /* renewal batches grouped by slot */
+    cr__logger *log;
+    cr__stats *stats;
+} cr__renewal_config;
+
+/* cr__renewal_new: the holds table, the watchdog and the lease clock of a
+ * client, whose scripts it runs on `c`. */
+cr_status cr__renewal_new(cr_client *c, const cr__renewal_config *cfg,
+                          cr__renewal **out);
 
 /* cr__renewal_free: stop the thread and forget every hold. */
 void cr__renewal_free(cr__renewal *r);

@@ -6,9 +6,15 @@
 
 #include <string.h>
 
-#include "client.h"
 #include "conn.h"
-#include "scripts.h"
+#include "script.h"
+
+/* The runner a client starts with. */
+static cr__runner *
+run(cr_client *c)
+{
+    return (cr__runner *)(void *)c;
+}
 
 /* Turns an error reply into its status (CR_ESERVER, or CR_ENOPERM,
  * CR_EAUTH... by cr__reply_status) with its text; frees it. */
@@ -26,7 +32,7 @@ cr__command(cr_client *c, cr__cmd *cmd, int argc, const char **argv,
             const size_t *lens, cr__reply **out)
 {
     cr__reply *r = NULL;
-    cr_status rc = cr__transport_command(c->transport, cmd, argc, argv, lens,
+    cr_status rc = cr__transport_command(run(c)->transport, cmd, argc, argv, lens,
                                          &r);
 
     if (rc != CR_OK)
@@ -47,10 +53,9 @@ cr__command_retry(cr_client *c, int argc, const char **argv,
 }
 
 cr_status
-cr__script_run(cr_client *c, cr__cmd *cmd, int id, size_t nkeys, size_t argc,
-               const char **argv, size_t *lens, cr__reply **out)
+cr__script_run(cr_client *c, cr__cmd *cmd, const cr__script *s, size_t nkeys,
+               size_t argc, const char **argv, size_t *lens, cr__reply **out)
 {
-    const cr__script *s = &cr__scripts[id];
     char nk[24];
     cr__reply *r = NULL;
     cr_status rc;
@@ -61,17 +66,17 @@ cr__script_run(cr_client *c, cr__cmd *cmd, int id, size_t nkeys, size_t argc,
     lens[1] = 40;
     lens[2] = cr__fmt_i64(nk, (int64_t)nkeys);
     argv[2] = nk;
-    rc = cr__transport_command(c->transport, cmd, (int)argc, argv, lens, &r);
+    rc = cr__transport_command(run(c)->transport, cmd, (int)argc, argv, lens, &r);
     if (rc == CR_OK && r->type == CR__REPLY_ERROR &&
         strncmp(r->str, "NOSCRIPT", 8) == 0) {
         cr__reply_free(r);
         r = NULL;
-        CR__STAT_ADD(&c->stats, noscript_fallbacks, 1);
+        CR__STAT_ADD(&run(c)->stats, noscript_fallbacks, 1);
         argv[0] = "EVAL";
         lens[0] = 4;
         argv[1] = s->body;
         lens[1] = s->len;
-        rc = cr__transport_command(c->transport, cmd, (int)argc, argv, lens,
+        rc = cr__transport_command(run(c)->transport, cmd, (int)argc, argv, lens,
                                    &r);
     }
     if (rc == CR_OK && r->type == CR__REPLY_ERROR)
@@ -105,7 +110,7 @@ cr__drop_latch(cr_client *c, const char *latch)
 {
     const char *argv[2] = {"DEL", latch};
 
-    cr__transport_send_noreply(c->transport, 2, argv, NULL);
+    cr__transport_send_noreply(run(c)->transport, 2, argv, NULL);
 }
 
 bool

@@ -18,6 +18,13 @@
 #include "resp.h"
 #include "transport.h"
 
+/* What running commands needs of a client: the first member of struct
+ * cr_client, so that every cr_client * taken here is one of these. */
+typedef struct cr__runner {
+    cr__transport *transport;
+    cr__stats stats;
+} cr__runner;
+
 /* Bytes with a length (a script's :bin argument). */
 typedef struct cr__bytes {
     const char *p;
@@ -36,15 +43,15 @@ typedef struct cr__script {
  * command, the SHA1 (or body) and the key count in the three before. */
 #define CR__SCRIPT_ARGV0 3
 
-/* cr__script_run: run script `id` (a cr__script_id) with argv[3..argc)
+/* cr__script_run: run script `s` with argv[3..argc)
  * (lens: their lengths), of which the first nkeys are keys; argv[0..2]
  * are the runner's. An error reply becomes its status (cr__reply_status:
  * CR_ESERVER, CR_ENOPERM...) with the server's text in cr_last_error().
  * The generated cr__run_<name>() calls are the way in.
  * Ownership: *out needs cr__reply_free(). */
-cr_status cr__script_run(cr_client *c, cr__cmd *cmd, int id, size_t nkeys,
-                         size_t argc, const char **argv, size_t *lens,
-                         cr__reply **out);
+cr_status cr__script_run(cr_client *c, cr__cmd *cmd, const cr__script *s,
+                         size_t nkeys, size_t argc, const char **argv,
+                         size_t *lens, cr__reply **out);
 
 /* cr__command: one plain command; an error reply becomes its status as
  * with scripts. `lens` may be NULL for C strings. */

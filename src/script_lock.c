@@ -287,7 +287,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
         if (resolve_lost_reply(&a, &acquired) != CR_OK) {
             resolve_later = true;
         } else if (acquired) {
-            CR__STAT_ADD(&l->client->stats, acquisitions, 1);
+            CR__STAT_ADD(&l->client->run.stats, acquisitions, 1);
             a.token = 0;
             rc = CR_OK;
         }

@@ -30,7 +30,7 @@
 
 #include "credisson/semaphore.h"
 #include "handoff.h"
-#include "semaphore.h"
+#include "semaphores.h"
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
 

@@ -48,12 +48,12 @@ static void
 count_wait(cr_client *c, int64_t start)
 {
     uint64_t ms = (uint64_t)(cr__now_ms() - start);
-    uint_fast64_t max = atomic_load(&c->stats.wait_time_max_ms);
+    uint_fast64_t max = atomic_load(&c->run.stats.wait_time_max_ms);
 
-    CR__STAT_ADD(&c->stats, contended_waits, 1);
-    CR__STAT_ADD(&c->stats, wait_time_total_ms, ms);
+    CR__STAT_ADD(&c->run.stats, contended_waits, 1);
+    CR__STAT_ADD(&c->run.stats, wait_time_total_ms, ms);
     while (ms > max &&
-           !atomic_compare_exchange_weak(&c->stats.wait_time_max_ms, &max, ms))
+           !atomic_compare_exchange_weak(&c->run.stats.wait_time_max_ms, &max, ms))
         ;
 }
 
@@ -88,7 +88,7 @@ finish(cr__wait *w, bool contended)
         w->sub = NULL;
     }
     if (w->rc == CR_OK)
-        CR__STAT_ADD(&c->stats, acquisitions, 1);
+        CR__STAT_ADD(&c->run.stats, acquisitions, 1);
     if (contended)
         count_wait(c, w->start);
     if (w->patient)

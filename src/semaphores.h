@@ -4,8 +4,8 @@
  * (permit_semaphore.c) share: two scripts of the same shape (protocol
  * sections 7.2 and 8.2), on an entered handle `obj` with channel `channel`.
  */
-#ifndef CR_SEMAPHORE_INTERNAL_H
-#define CR_SEMAPHORE_INTERNAL_H
+#ifndef CR_SEMAPHORES_H
+#define CR_SEMAPHORES_H
 
 #include "object.h"
 
