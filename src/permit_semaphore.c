@@ -32,24 +32,22 @@
 
 #define PES_MAGIC 0x43525045u /* "CRPE" */
 
-static void free_own(void *obj);
 #define ID_BYTES 16
 
 /* Redisson's "never expires" score (nonExpirableTimeout). */
 #define NEVER INT64_C(922337203685477)
 
 struct cr_permit_semaphore {
-    CR__OBJECT_FIELDS
-    char *timeout; /* {N}:timeout */
-    char *channel; /* redisson_sc:{N} */
-    cr__handoff handoff; /* the releaser's turn */
+    CR__SEM_FIELDS
 };
+
+static const cr__sem_kind kind = {PES_MAGIC, "permit semaphore", true};
 
 /* The guard of every call. */
 static cr_status
 enter(cr_permit_semaphore *s)
 {
-    return cr__object_enter(s, PES_MAGIC, "permit semaphore");
+    return cr__sem_enter(s, &kind);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -58,41 +56,13 @@ cr_status
 cr_permit_semaphore_new(cr_client *c, const char *name,
                         cr_permit_semaphore **out)
 {
-    cr_permit_semaphore *s = NULL;
-    cr_status rc = cr__check_out(out, "out");
-
-    if (rc == CR_OK)
-        rc = cr__object_new(c, name, PES_MAGIC, sizeof(*s), true,
-                            (void **)&s);
-    if (rc != CR_OK)
-        return rc;
-    cr__handoff_init(&s->handoff);
-    s->timeout = cr__name(CR__NAME_PERMIT_TIMEOUTS, s->raw);
-    s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->raw);
-    if (s->timeout == NULL || s->channel == NULL) {
-        cr__object_free(s, free_own);
-        return cr__fail(CR_ENOMEM, "out of memory");
-    }
-    *out = s;
-    return CR_OK;
-}
-
-/* Frees what the handle owns beside its names. */
-static void
-free_own(void *obj)
-{
-    cr_permit_semaphore *s = obj;
-
-    free(s->timeout);
-    free(s->channel);
+    return cr__sem_new(c, name, &kind, sizeof(**out), (void **)out);
 }
 
 void
 cr_permit_semaphore_free(cr_permit_semaphore *s)
 {
-    if (s == NULL || s->magic != PES_MAGIC)
-        return;
-    cr__object_free(s, free_own);
+    cr__sem_free(s, &kind);
 }
 
 const char *
@@ -160,13 +130,13 @@ typedef struct attempt_ctx {
 static cr_status
 resolve_lost_reply(attempt_ctx *a, bool *granted)
 {
-    const char *argv[3] = {"ZSCORE", a->sem->timeout, (const char *)a->id};
+    const char *argv[3] = {"ZSCORE", a->sem->issued, (const char *)a->id};
     size_t lens[3];
     cr__reply *r = NULL;
     cr_status rc;
 
     lens[0] = 6;
-    lens[1] = strlen(a->sem->timeout);
+    lens[1] = strlen(a->sem->issued);
     lens[2] = ID_BYTES;
     rc = cr__command_retry(a->sem->client, 3, argv, lens, &r);
     if (rc != CR_OK)
@@ -229,7 +199,7 @@ attempt(attempt_ctx *a, int64_t *hint)
         return rc;
     rc = cr__run_permit_semaphore_try_acquire(s->client, &cmd,
         &(cr__permit_semaphore_try_acquire_args){
-            .permits = s->raw, .issued = s->timeout, .channel = s->channel,
+            .permits = s->raw, .issued = s->issued, .channel = s->channel,
             .k = 1, .expiry_ms = expiry_of(a->lease_ms),
             .now_ms = cr__wall_ms(), .never = NEVER,
             .publish = s->client->publish_cmd, .ids = ids,
@@ -375,7 +345,7 @@ release(cr_permit_semaphore *s, const char *hex, int64_t *result)
         return rc;
     rc = cr__run_permit_semaphore_release(s->client, &cmd,
         &(cr__permit_semaphore_release_args){
-            .permits = s->raw, .channel = s->channel, .issued = s->timeout,
+            .permits = s->raw, .channel = s->channel, .issued = s->issued,
             .id = {(const char *)id, ID_BYTES}, .one = 1,
             .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd},
         &r);
@@ -448,7 +418,7 @@ cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
         goto out;
     rc = cr__run_permit_semaphore_update_lease_time(s->client, &cmd,
         &(cr__permit_semaphore_update_lease_time_args){
-            .permits = s->raw, .issued = s->timeout, .channel = s->channel,
+            .permits = s->raw, .issued = s->issued, .channel = s->channel,
             .id = {(const char *)raw, ID_BYTES},
             .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
             .publish = s->client->publish_cmd},
@@ -479,7 +449,7 @@ cr_permit_semaphore_get_lease_time(cr_permit_semaphore *s, const char *id,
         goto out;
     rc = cr__run_permit_semaphore_get_lease_time(s->client, &cmd,
         &(cr__permit_semaphore_get_lease_time_args){
-            .permits = s->raw, .issued = s->timeout, .channel = s->channel,
+            .permits = s->raw, .issued = s->issued, .channel = s->channel,
             .id = {(const char *)raw, ID_BYTES}, .never = NEVER,
             .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd},
         &r);
@@ -513,7 +483,7 @@ count(cr_permit_semaphore *s, const char *which, int64_t *out)
         goto out;
     rc = cr__run_permit_semaphore_permits(s->client, &cmd,
         &(cr__permit_semaphore_permits_args){
-            .permits = s->raw, .issued = s->timeout, .channel = s->channel,
+            .permits = s->raw, .issued = s->issued, .channel = s->channel,
             .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd,
             .which = which},
         &r);
@@ -550,13 +520,7 @@ cr_status
 cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
                                     bool *set)
 {
-    cr_status rc = enter(s);
-
-    if (rc != CR_OK)
-        return rc;
-    rc = cr__sem_try_set_permits(s, s->channel, permits, 0, set);
-    cr__object_leave(s);
-    return rc;
+    return cr__sem_try_set_permits(s, &kind, permits, 0, set);
 }
 
 cr_status
@@ -572,7 +536,7 @@ cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
         goto out;
     rc = cr__run_permit_semaphore_set_permits(s->client, &cmd,
         &(cr__permit_semaphore_set_permits_args){
-            .permits = s->raw, .channel = s->channel, .issued = s->timeout,
+            .permits = s->raw, .channel = s->channel, .issued = s->issued,
             .count_value = permits, .publish = s->client->publish_cmd},
         &r);
     if (rc == CR_OK)
@@ -585,32 +549,11 @@ out:
 cr_status
 cr_permit_semaphore_add_permits(cr_permit_semaphore *s, int64_t delta)
 {
-    cr_status rc = enter(s);
-
-    if (rc != CR_OK)
-        return rc;
-    rc = cr__sem_add_permits(s, s->channel, delta, "delta");
-    cr__object_leave(s);
-    return rc;
+    return cr__sem_add_permits(s, &kind, delta);
 }
 
 cr_status
 cr_permit_semaphore_delete(cr_permit_semaphore *s, bool *deleted)
 {
-    const char *argv[3] = {"DEL", NULL, NULL};
-    cr__reply *r = NULL;
-    int64_t v = 0;
-    cr_status rc = enter(s);
-
-    if (rc != CR_OK)
-        return rc;
-    argv[1] = s->raw;
-    argv[2] = s->timeout;
-    rc = cr__command_retry(s->client, 3, argv, NULL, &r);
-    if (rc == CR_OK)
-        rc = cr__reply_i64(r, "DEL", &v);
-    if (rc == CR_OK && deleted != NULL)
-        *deleted = v > 0;
-    cr__object_leave(s);
-    return rc;
+    return cr__sem_delete(s, &kind, deleted);
 }

@@ -34,19 +34,17 @@
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
 
-static void free_own(void *obj);
-
 struct cr_semaphore {
-    CR__OBJECT_FIELDS
-    char *channel; /* redisson_sc:{N} */
-    cr__handoff handoff; /* the releaser's turn */
+    CR__SEM_FIELDS
 };
+
+static const cr__sem_kind kind = {SEM_MAGIC, "semaphore", false};
 
 /* The guard of every semaphore call. */
 static cr_status
 enter(cr_semaphore *s)
 {
-    return cr__object_enter(s, SEM_MAGIC, "semaphore");
+    return cr__sem_enter(s, &kind);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -54,37 +52,13 @@ enter(cr_semaphore *s)
 cr_status
 cr_semaphore_new(cr_client *c, const char *name, cr_semaphore **out)
 {
-    cr_semaphore *s = NULL;
-    cr_status rc = cr__check_out(out, "out");
-
-    if (rc == CR_OK)
-        rc = cr__object_new(c, name, SEM_MAGIC, sizeof(*s), true,
-                            (void **)&s);
-    if (rc != CR_OK)
-        return rc;
-    cr__handoff_init(&s->handoff);
-    s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->raw);
-    if (s->channel == NULL) {
-        cr__object_free(s, free_own);
-        return cr__fail(CR_ENOMEM, "out of memory");
-    }
-    *out = s;
-    return CR_OK;
-}
-
-/* Frees what the handle owns beside its names. */
-static void
-free_own(void *obj)
-{
-    free(((cr_semaphore *)obj)->channel);
+    return cr__sem_new(c, name, &kind, sizeof(**out), (void **)out);
 }
 
 void
 cr_semaphore_free(cr_semaphore *s)
 {
-    if (s == NULL || s->magic != SEM_MAGIC)
-        return;
-    cr__object_free(s, free_own);
+    cr__sem_free(s, &kind);
 }
 
 const char *
@@ -321,27 +295,13 @@ cr_status
 cr_semaphore_try_set_permits(cr_semaphore *s, int64_t permits, int64_t ttl_ms,
                              bool *set)
 {
-    cr_status rc = enter(s);
-
-    if (rc != CR_OK)
-        return rc;
-    if ((rc = cr__check_permits(permits)) == CR_OK &&
-        (rc = cr__check_ttl(ttl_ms)) == CR_OK)
-        rc = cr__sem_try_set_permits(s, s->channel, permits, ttl_ms, set);
-    cr__object_leave(s);
-    return rc;
+    return cr__sem_try_set_permits(s, &kind, permits, ttl_ms, set);
 }
 
 cr_status
 cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
 {
-    cr_status rc = enter(s);
-
-    if (rc != CR_OK)
-        return rc;
-    rc = cr__sem_add_permits(s, s->channel, delta, "total");
-    cr__object_leave(s);
-    return rc;
+    return cr__sem_add_permits(s, &kind, delta);
 }
 
 cr_status
@@ -406,20 +366,7 @@ cr_semaphore_available_permits(cr_semaphore *s, int64_t *permits)
 cr_status
 cr_semaphore_delete(cr_semaphore *s, bool *deleted)
 {
-    const char *argv[2] = {"DEL", NULL};
-    cr__reply *r = NULL;
-    bool done = false;
-    cr_status rc = enter(s);
-
-    if (rc != CR_OK)
-        return rc;
-    argv[1] = s->raw;
-    rc = cr__command_retry(s->client, 2, argv, NULL, &r);
-    if (rc == CR_OK && (rc = cr__reply_bool(r, "DEL", &done)) == CR_OK &&
-        deleted != NULL)
-        *deleted = done;
-    cr__object_leave(s);
-    return rc;
+    return cr__sem_delete(s, &kind, deleted);
 }
 
 /* ------------------------------------- shared with the permit semaphore */
@@ -434,44 +381,122 @@ cr__sem_decode(const char *payload, size_t len)
 }
 
 cr_status
-cr__sem_try_set_permits(const void *obj, const char *channel, int64_t permits,
+cr__sem_new(cr_client *c, const char *name, const cr__sem_kind *k,
+            size_t size, void **out)
+{
+    cr__sem *s = NULL;
+    cr_status rc = cr__check_out(out, "out");
+
+    if (rc == CR_OK)
+        rc = cr__object_new(c, name, k->magic, size, true, (void **)&s);
+    if (rc != CR_OK)
+        return rc;
+    cr__handoff_init(&s->handoff);
+    if ((s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->raw)) == NULL ||
+        (k->expirable &&
+         (s->issued = cr__name(CR__NAME_PERMIT_TIMEOUTS, s->raw)) == NULL)) {
+        cr__sem_free(s, k);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    *out = s;
+    return CR_OK;
+}
+
+/* Frees what a handle owns beside its names (cr__object_free's `own`). */
+static void
+sem_own(void *obj)
+{
+    cr__sem *s = obj;
+
+    free(s->channel);
+    free(s->issued);
+}
+
+void
+cr__sem_free(void *s, const cr__sem_kind *k)
+{
+    if (s == NULL || ((cr__sem *)s)->magic != k->magic)
+        return;
+    cr__object_free(s, sem_own);
+}
+
+cr_status
+cr__sem_enter(const void *s, const cr__sem_kind *k)
+{
+    return cr__object_enter(s, k->magic, k->label);
+}
+
+cr_status
+cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
                         int64_t ttl_ms, bool *set)
 {
-    const cr__object *o = obj;
+    cr__sem *s = obj;
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     bool done = false;
-    cr_status rc = cr__check_permits(permits);
+    cr_status rc = cr__sem_enter(s, k);
 
-    if (rc == CR_OK)
-        rc = cr__run_semaphore_try_set_permits(o->client, &cmd,
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_permits(permits)) == CR_OK &&
+        (rc = cr__check_ttl(ttl_ms)) == CR_OK)
+        rc = cr__run_semaphore_try_set_permits(s->client, &cmd,
             &(cr__semaphore_try_set_permits_args){
-                .permits = o->raw, .channel = channel, .count_value = permits,
-                .publish = o->client->publish_cmd, .ttl_ms = ttl_ms},
+                .permits = s->raw, .channel = s->channel,
+                .count_value = permits, .publish = s->client->publish_cmd,
+                .ttl_ms = ttl_ms},
             &r);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "try_set_permits", &done);
     if (rc == CR_OK && set != NULL)
         *set = done;
+    cr__object_leave(s);
     return rc;
 }
 
 cr_status
-cr__sem_add_permits(const void *obj, const char *channel, int64_t delta,
-                    const char *mode)
+cr__sem_add_permits(void *obj, const cr__sem_kind *k, int64_t delta)
 {
-    const cr__object *o = obj;
+    cr__sem *s = obj;
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
-    cr_status rc = cr__check_delta(delta);
+    cr_status rc = cr__sem_enter(s, k);
 
-    if (rc == CR_OK)
-        rc = cr__run_semaphore_add_permits(o->client, &cmd,
+    if (rc != CR_OK)
+        return rc;
+    /* RSemaphore publishes the new count, the permit-expirable semaphore
+     * the change. */
+    if ((rc = cr__check_delta(delta)) == CR_OK)
+        rc = cr__run_semaphore_add_permits(s->client, &cmd,
             &(cr__semaphore_add_permits_args){
-                .permits = o->raw, .channel = channel, .delta = delta,
-                .publish = o->client->publish_cmd, .what = mode},
+                .permits = s->raw, .channel = s->channel, .delta = delta,
+                .publish = s->client->publish_cmd,
+                .what = k->expirable ? "delta" : "total"},
             &r);
     if (rc == CR_OK)
         cr__reply_free(r);
+    cr__object_leave(s);
+    return rc;
+}
+
+cr_status
+cr__sem_delete(void *obj, const cr__sem_kind *k, bool *deleted)
+{
+    cr__sem *s = obj;
+    const char *argv[3] = {"DEL", NULL, NULL};
+    cr__reply *r = NULL;
+    int64_t n = 0;
+    cr_status rc = cr__sem_enter(s, k);
+
+    if (rc != CR_OK)
+        return rc;
+    argv[1] = s->raw;
+    argv[2] = s->issued;
+    rc = cr__command_retry(s->client, argv[2] != NULL ? 3 : 2, argv, NULL, &r);
+    if (rc == CR_OK)
+        rc = cr__reply_i64(r, "DEL", &n);
+    if (rc == CR_OK && deleted != NULL)
+        *deleted = n > 0;
+    cr__object_leave(s);
     return rc;
 }
