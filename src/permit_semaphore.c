@@ -41,13 +41,13 @@ struct cr_permit_semaphore {
     CR__SEM_FIELDS
 };
 
-static const cr__sem_kind kind = {PES_MAGIC, "permit semaphore", true};
+static const cr__sem_kind pes_kind = {PES_MAGIC, "permit semaphore", true};
 
 /* The guard of every call. */
 static cr_status
 enter(cr_permit_semaphore *s)
 {
-    return cr__sem_enter(s, &kind);
+    return cr__sem_enter(s, &pes_kind);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -56,13 +56,13 @@ cr_status
 cr_permit_semaphore_new(cr_client *c, const char *name,
                         cr_permit_semaphore **out)
 {
-    return cr__sem_new(c, name, &kind, sizeof(**out), (void **)out);
+    return cr__sem_new(c, name, &pes_kind, sizeof(**out), (void **)out);
 }
 
 void
 cr_permit_semaphore_free(cr_permit_semaphore *s)
 {
-    cr__sem_free(s, &kind);
+    cr__sem_free(s, &pes_kind);
 }
 
 const char *
@@ -520,7 +520,7 @@ cr_status
 cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
                                     bool *set)
 {
-    return cr__sem_try_set_permits(s, &kind, permits, 0, set);
+    return cr__sem_try_set_permits(s, &pes_kind, permits, 0, set);
 }
 
 cr_status
@@ -549,11 +549,11 @@ out:
 cr_status
 cr_permit_semaphore_add_permits(cr_permit_semaphore *s, int64_t delta)
 {
-    return cr__sem_add_permits(s, &kind, delta);
+    return cr__sem_add_permits(s, &pes_kind, delta);
 }
 
 cr_status
 cr_permit_semaphore_delete(cr_permit_semaphore *s, bool *deleted)
 {
-    return cr__sem_delete(s, &kind, deleted);
+    return cr__sem_delete(s, &pes_kind, deleted);
 }

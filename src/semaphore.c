@@ -38,13 +38,13 @@ struct cr_semaphore {
     CR__SEM_FIELDS
 };
 
-static const cr__sem_kind kind = {SEM_MAGIC, "semaphore", false};
+static const cr__sem_kind sem_kind = {SEM_MAGIC, "semaphore", false};
 
 /* The guard of every semaphore call. */
 static cr_status
 enter(cr_semaphore *s)
 {
-    return cr__sem_enter(s, &kind);
+    return cr__sem_enter(s, &sem_kind);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -52,13 +52,13 @@ enter(cr_semaphore *s)
 cr_status
 cr_semaphore_new(cr_client *c, const char *name, cr_semaphore **out)
 {
-    return cr__sem_new(c, name, &kind, sizeof(**out), (void **)out);
+    return cr__sem_new(c, name, &sem_kind, sizeof(**out), (void **)out);
 }
 
 void
 cr_semaphore_free(cr_semaphore *s)
 {
-    cr__sem_free(s, &kind);
+    cr__sem_free(s, &sem_kind);
 }
 
 const char *
@@ -295,13 +295,13 @@ cr_status
 cr_semaphore_try_set_permits(cr_semaphore *s, int64_t permits, int64_t ttl_ms,
                              bool *set)
 {
-    return cr__sem_try_set_permits(s, &kind, permits, ttl_ms, set);
+    return cr__sem_try_set_permits(s, &sem_kind, permits, ttl_ms, set);
 }
 
 cr_status
 cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
 {
-    return cr__sem_add_permits(s, &kind, delta);
+    return cr__sem_add_permits(s, &sem_kind, delta);
 }
 
 cr_status
@@ -366,7 +366,7 @@ cr_semaphore_available_permits(cr_semaphore *s, int64_t *permits)
 cr_status
 cr_semaphore_delete(cr_semaphore *s, bool *deleted)
 {
-    return cr__sem_delete(s, &kind, deleted);
+    return cr__sem_delete(s, &sem_kind, deleted);
 }
 
 /* ------------------------------------- shared with the permit semaphore */
