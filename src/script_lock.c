@@ -134,7 +134,8 @@ attempt(attempt_ctx *a, int64_t *hint)
     a->sent_ms = cr__now_ms();
     a->gen = cr__topology_generation(l->client->topology);
     a->cmd = (cr__cmd){.flags = CR__CMD_SYNC};
-    rc = l->kind->acquire(l, &a->cmd, a->owner, a->lease_ms, a->wait_ms, hint);
+    rc = cr__lock_kind_acquire(l, &a->cmd, a->owner, a->lease_ms, a->wait_ms,
+                               hint);
     if (rc == CR_EREENTRANT && local_hold_count(l, a->owner, NULL) == 0) {
         /* The server has a hold of this owner that this client does not
          * know of: an earlier attempt whose reply was lost did acquire.
@@ -176,7 +177,7 @@ give_back_run(void *arg)
         /* granted after its caller gave up */
         g->undo = server > local_hold_count(l, g->owner, NULL);
     if (g->undo) {
-        cr_status rc = l->kind->unlock(l, g->owner, g->lease_ms, &ignored);
+        cr_status rc = cr__lock_kind_unlock(l, g->owner, g->lease_ms, &ignored);
 
         cr__log(&l->client->log, rc == CR_OK ? CR_LOG_INFO : CR_LOG_WARN,
                 "%s %s: an acquisition of %s its caller was told it did not "
@@ -274,7 +275,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
          * could vanish in a failover; undo it and say so (a server that
          * refuses WAIT too: the check cannot work there). */
         snprintf(why, sizeof(why), "%s", cr_last_error());
-        if (l->kind->unlock(l, owner, a.lease_ms, &ignored) != CR_OK)
+        if (cr__lock_kind_unlock(l, owner, a.lease_ms, &ignored) != CR_OK)
             undo_later = true;
         rc = cr__fail(sync, "%s %s: %s; the acquisition was undone",
                       l->kind->name, l->name, why);
@@ -300,7 +301,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
 
         /* Granted while the client is being freed: the caller could not
          * release it any more; give it back now, within the free's grace. */
-        l->kind->unlock(l, owner, a.lease_ms, &ignored);
+        cr__lock_kind_unlock(l, owner, a.lease_ms, &ignored);
         rc = cr__fail(CR_ECLOSED, "the client is being freed (the lock, "
                       "granted meanwhile, was given back)");
     } else if (rc == CR_OK) {
@@ -313,7 +314,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
             int ignored;
 
             /* Nobody would renew or remember it: give it back. */
-            l->kind->unlock(l, owner, a.lease_ms, &ignored);
+            cr__lock_kind_unlock(l, owner, a.lease_ms, &ignored);
         } else {
             if (cr__topology_generation(l->client->topology) != a.gen)
                 /* The master moved since: is the hold on the new one? */
@@ -336,9 +337,10 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
 }
 
 cr_status
-cr__lock_acquire_reply(cr_lock *l, const char *owner, cr_status rc,
-                       cr__reply *r, int64_t *hint)
+cr__lock_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
+                       cr_status rc, cr__reply *r, int64_t *hint)
 {
+    (void)wait_ms;
     if (rc == CR_ESERVER && strstr(cr_last_error(), "NON_REENTRANT_REACQUIRE"))
         return cr__fail(CR_EREENTRANT, "%s is already held by %s", l->name,
                         owner);
@@ -356,6 +358,43 @@ cr__lock_acquire_reply(cr_lock *l, const char *owner, cr_status rc,
 }
 
 /* ------------------------------------------------------------ releasing */
+
+cr_status
+cr__lock_kind_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
+                      int64_t lease_ms, int64_t wait_ms, int64_t *hint)
+{
+    cr__script_call call = {0};
+    cr__reply *r = NULL;
+    char *tmp = NULL;
+    cr_status rc = l->kind->acquire_call(l, owner, lease_ms, wait_ms, &call,
+                                         &tmp);
+
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, cmd, &call, &r);
+    cr__script_call_free(&call);
+    free(tmp);
+    return l->kind->acquire_reply(l, owner, wait_ms, rc, r, hint);
+}
+
+cr_status
+cr__lock_kind_unlock(cr_lock *l, const char *owner, int64_t lease_ms,
+                     int *result)
+{
+    cr__script_call call = {0};
+    cr__unlock u;
+    cr__reply *r = NULL;
+    char *tmp = NULL;
+    cr_status rc = cr__unlock_begin(l, &u);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = l->kind->unlock_call(l, owner, lease_ms, &u, &call, &tmp);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, &u.cmd, &call, &r);
+    cr__script_call_free(&call);
+    free(tmp);
+    return cr__unlock_end(l, &u, rc, r, result);
+}
 
 cr_status
 cr__unlock_begin(cr_lock *l, cr__unlock *u)
@@ -416,7 +455,7 @@ script_release(cr_lock *l, int64_t tid)
     cr__hold_releasing(r, kind, l->raw, owner);
     lease = atomic_load(&l->lease_ms);
     sent = cr__now_ms();
-    rc = l->kind->unlock(l, owner, lease, &result);
+    rc = cr__lock_kind_unlock(l, owner, lease, &result);
     if (rc == CR_OK) {
         cr__hold_release(r, kind, l->raw, owner, result == 1,
                          cr__lease_valid_until(sent, lease));
