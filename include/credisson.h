@@ -20,5 +20,6 @@
 #include <credisson/latch.h>
 #include <credisson/multilock.h>
 #include <credisson/inspect.h>
+#include <credisson/async.h>
 
 #endif

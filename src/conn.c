@@ -438,6 +438,16 @@ cr__conn_append(cr__conn *c, int argc, const char *const *argv,
     return CR_OK;
 }
 
+cr_status
+cr__conn_append_raw(cr__conn *c, const char *data, size_t len)
+{
+    if (!cr__buf_reserve(&c->out, len))
+        return cr__fail(CR_ENOMEM, "out of memory");
+    memcpy(c->out.data + c->out.len, data, len);
+    c->out.len += len;
+    return CR_OK;
+}
+
 /* Quotes the first line of what a non-Redis server sent, printable. */
 static void
 quote_answer(const cr__conn *c, char *buf, size_t len)

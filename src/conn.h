@@ -76,6 +76,9 @@ void cr__conn_free(cr__conn *c);
 cr_status cr__conn_append(cr__conn *c, int argc, const char *const *argv,
                           const size_t *lens);
 
+/* cr__conn_append_raw: queue commands already in RESP (no I/O). */
+cr_status cr__conn_append_raw(cr__conn *c, const char *data, size_t len);
+
 /* cr__conn_flush: write everything queued before `deadline`. */
 cr_status cr__conn_flush(cr__conn *c, int64_t deadline);
 

@@ -98,6 +98,33 @@ cr_status cr__unlock_begin(cr_lock *l, cr__unlock *u);
 cr_status cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc,
                          cr__reply *r, int *result);
 
+/* cr__script_lock_holds: this client's own count of `owner`'s holds of
+ * `l` (*lost, may be NULL: found lost). */
+int64_t cr__script_lock_holds(const cr_lock *l, const char *owner, bool *lost);
+
+/* cr__unlock_reply: the reply of an unlock script (freed): CR_OK with
+ * *result 0 (holds remain) or 1 (released) and *heard the subscribers its
+ * message reached; CR_ENOTOWNER (nil, or the fair lock's 2: nobody held
+ * it); CR_ESCRIPT. */
+cr_status cr__unlock_reply(cr_lock *l, cr__reply *r, int *result,
+                           int64_t *heard);
+
+/* What an acquisition leaves to the client's background thread for an
+ * owner (cr__script_lock_later): leaving a fair lock's queue, giving a
+ * grant back, finding out whether an attempt whose reply was lost was
+ * granted (and giving it back if so), checking a hold on a new master. */
+#define CR__LATER_GIVE_UP 1u
+#define CR__LATER_UNDO 2u
+#define CR__LATER_RESOLVE 4u
+#define CR__LATER_VERIFY 8u
+void cr__script_lock_later(cr_lock *l, const char *owner, int64_t lease_ms,
+                           int64_t wait_ms, unsigned what);
+
+/* cr__lock_decode: a lock channel's message (protocol section 2): "0", one
+ * hold released, lets one waiter try; "1" lets all try; both count as
+ * releases for the releaser's turn. */
+cr__wake cr__lock_decode(const char *payload, size_t len);
+
 /* cr__lock_del: DEL of N and the kind's other keys, nothing published
  * (delete() of the kinds whose waiters find out at their next attempt);
  * *done: any of them existed. */

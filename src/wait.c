@@ -255,9 +255,11 @@ cr__wait_step(cr__wait *w)
             return finish(w, false);
         w->first = w->rc;
         /* Retries do not wait for a connection slot past the wait's end:
-         * they come back by themselves. */
-        w->patience = cr__call_patience_set(w->deadline);
-        w->patient = true;
+         * they come back by themselves (a thread's blocking waits). */
+        if (w->subs == &client_subs) {
+            w->patience = cr__call_patience_set(w->deadline);
+            w->patient = true;
+        }
         if (w->spec.channel == NULL) {
             w->delay = SPIN_INITIAL_MS;
             w->spins = 1;

@@ -40,7 +40,8 @@ typedef enum cr_status {
     CR_ENOPERM,     /* the ACL user may not run a command (or use a channel) */
     CR_ECONFIG,     /* the server is not what the configuration says: not
                      * Redis, a replica, protected mode; no retry mends it */
-    CR_ETLS         /* TLS failed: certificate, host name, handshake */
+    CR_ETLS,        /* TLS failed: certificate, host name, handshake */
+    CR_ECANCELED    /* an asynchronous request was cancelled */
 } cr_status;
 
 /* cr_strerror: a static, never-NULL English text for `rc`. */

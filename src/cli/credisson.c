@@ -258,7 +258,7 @@ int cr__cli_exit_code(cr_status rc)
     case CR_ECONFIG: case CR_ETLS: case CR_ENOTSUP:
         return CR__CLI_EXIT_CONFIG;
     case CR_ENOTOWNER: case CR_ESERVER: case CR_ESCRIPT: case CR_ECLOSED:
-    case CR_EFORKED: case CR_EDEADLK: case CR_EREENTRANT:
+    case CR_EFORKED: case CR_EDEADLK: case CR_EREENTRANT: case CR_ECANCELED:
         return CR__CLI_EXIT_SOFTWARE;
     }
     return CR__CLI_EXIT_SOFTWARE;

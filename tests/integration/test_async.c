@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The asynchronous API against a real redis-server, driven by a poll()
+ * loop of the test's own (poll_loop.h): locks taken, waited for,
+ * cancelled and released without blocking, sharing holds with the
+ * blocking API through owner ids; callbacks exactly once and never inside
+ * the call that started them.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "lock_common.h"
+#include "poll_loop.h"
+
+/* One request's outcome. */
+typedef struct outcome {
+    int calls;
+    cr_status rc;
+    int64_t value;
+    int64_t at; /* when the callback ran (monotonic ms) */
+} outcome;
+
+static void
+record(void *userdata, cr_status rc, int64_t value)
+{
+    outcome *o = userdata;
+
+    o->calls++;
+    o->rc = rc;
+    o->value = value;
+    o->at = poll_loop_now_ms();
+}
+
+static bool
+called(void *arg)
+{
+    return ((outcome *)arg)->calls > 0;
+}
+
+static cr_async *
+new_async(void)
+{
+    cr_async *a = NULL;
+
+    assert_int_equal(cr_async_new(test_client, &poll_loop, &a), CR_OK);
+    return a;
+}
+
+/* Runs `a` until o has its callback; the callback's status. */
+static cr_status
+await(cr_async *a, outcome *o, int64_t max_ms)
+{
+    assert_true(poll_loop_until(a, called, o, max_ms));
+    assert_int_equal(o->calls, 1);
+    return o->rc;
+}
+
+static void
+test_async_lock_and_unlock_without_contention(void **state)
+{
+    cr_async *a = new_async();
+    int64_t owner = cr_async_owner_id();
+    outcome o = {0}, u = {0};
+    char field[128];
+    cr_lock *l;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "alock", &l), CR_OK);
+    assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, record, &o, NULL),
+                     CR_OK);
+    assert_int_equal(o.calls, 0); /* never inside the call */
+    assert_int_equal(await(a, &o, slow(3000)), CR_OK);
+    snprintf(field, sizeof(field), "%s:%lld", cr_client_id(test_client),
+             (long long)owner);
+    assert_int_equal(redis_int("HGET alock %s", field), 1);
+    assert_true(redis_int("PTTL alock") > 25000);
+    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
+    assert_int_equal(await(a, &u, slow(3000)), CR_OK);
+    assert_int_equal(redis_int("EXISTS alock"), 0);
+    cr_async_free(a);
+    cr_lock_free(l);
+}
+
+/* A blocking thread's hold, released after `hold_ms`. */
+typedef struct holder {
+    cr_lock *lock;
+    int64_t hold_ms;
+    atomic_bool holding;
+    pthread_t thread;
+} holder;
+
+static void *
+holder_run(void *arg)
+{
+    holder *h = arg;
+
+    assert_int_equal(cr_lock_lock(h->lock, 30000), CR_OK);
+    atomic_store(&h->holding, true);
+    usleep((useconds_t)h->hold_ms * 1000);
+    assert_int_equal(cr_lock_unlock(h->lock), CR_OK);
+    return NULL;
+}
+
+static void
+test_async_lock_waits_for_a_blocking_holder_and_wakes_on_its_release(void **state)
+{
+    cr_async *a = new_async();
+    outcome o = {0};
+    holder h = {0};
+    int64_t start;
+    cr_lock *l;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "shared", &l), CR_OK);
+    h.lock = l;
+    h.hold_ms = 300;
+    assert_int_equal(pthread_create(&h.thread, NULL, holder_run, &h), 0);
+    while (!atomic_load(&h.holding))
+        usleep(1000);
+    start = poll_loop_now_ms();
+    assert_int_equal(cr_async_lock(a, l, cr_async_owner_id(), slow(10000),
+                                   CR_LEASE_WATCHDOG, record, &o, NULL),
+                     CR_OK);
+    assert_int_equal(await(a, &o, slow(10000)), CR_OK);
+    pthread_join(h.thread, NULL);
+    /* Woken by the release's message: well before the lock's 30 s ttl. */
+    assert_true(o.at - start < slow(3000));
+    cr_async_free(a);
+    cr_lock_free(l);
+}
+
+static void
+test_async_lock_wait_runs_out_with_busy(void **state)
+{
+    cr_async *a = new_async();
+    outcome o = {0};
+    int64_t start;
+    cr_lock *l;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "taken", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, 30000), CR_OK);
+    start = poll_loop_now_ms();
+    assert_int_equal(cr_async_lock(a, l, cr_async_owner_id(), 300, 10000,
+                                   record, &o, NULL), CR_OK);
+    assert_int_equal(await(a, &o, slow(5000)), CR_BUSY);
+    assert_true(o.at - start >= 300);
+    assert_true(o.at - start < 300 + slow(1000));
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    cr_async_free(a);
+    cr_lock_free(l);
+}
+
+static void
+test_async_cancel_ends_a_waiting_request_and_takes_nothing(void **state)
+{
+    cr_async *a = new_async();
+    outcome o = {0};
+    cr_request *req = NULL;
+    cr_lock *l;
+    int i;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "cancelled", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, 30000), CR_OK);
+    assert_int_equal(cr_async_lock(a, l, cr_async_owner_id(), CR_WAIT_FOREVER,
+                                   10000, record, &o, &req), CR_OK);
+    for (i = 0; i < 20; i++)
+        poll_loop_turn(a, 10); /* it subscribes and sleeps */
+    assert_int_equal(o.calls, 0);
+    cr_async_cancel(req);
+    assert_int_equal(o.calls, 0); /* never inside the call */
+    assert_int_equal(await(a, &o, slow(3000)), CR_ECANCELED);
+    /* Released now, the lock stays free: the cancelled request took
+     * nothing (and its callback ran once). */
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    for (i = 0; i < 20; i++)
+        poll_loop_turn(a, 10);
+    assert_int_equal(redis_int("EXISTS cancelled"), 0);
+    assert_int_equal(o.calls, 1);
+    cr_async_free(a);
+    cr_lock_free(l);
+}
+
+static void
+test_async_hold_is_released_by_the_blocking_tid_call(void **state)
+{
+    cr_async *a = new_async();
+    int64_t owner = cr_async_owner_id();
+    outcome o = {0}, u = {0};
+    cr_lock *l;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "mixed", &l), CR_OK);
+    assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, record, &o, NULL),
+                     CR_OK);
+    assert_int_equal(await(a, &o, slow(3000)), CR_OK);
+    assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
+    assert_int_equal(redis_int("EXISTS mixed"), 0);
+    /* And the reverse: the blocking _tid call takes, the async one gives
+     * back. */
+    assert_int_equal(cr_lock_try_lock_tid(l, owner, 0, 30000), CR_OK);
+    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
+    assert_int_equal(await(a, &u, slow(3000)), CR_OK);
+    assert_int_equal(redis_int("EXISTS mixed"), 0);
+    cr_async_free(a);
+    cr_lock_free(l);
+}
+
+/* Many requests on a few locks from one loop: each takes its lock, bumps
+ * a counter kept in Redis by a read and a write (a lost update shows as a
+ * short count), then unlocks. */
+#define MANY 300
+#define LOCKS 3
+
+typedef struct worker {
+    cr_async *async;
+    cr_lock *lock;
+    int64_t owner;
+    int stage; /* 0 waiting, 1 holding, 2 done */
+    outcome o;
+    int *done;
+} worker;
+
+static void
+worker_unlocked(void *userdata, cr_status rc, int64_t value)
+{
+    worker *w = userdata;
+
+    (void)value;
+    assert_int_equal(rc, CR_OK);
+    w->stage = 2;
+    (*w->done)++;
+}
+
+static void
+worker_locked(void *userdata, cr_status rc, int64_t value)
+{
+    worker *w = userdata;
+    char key[32];
+    int64_t n;
+
+    (void)value;
+    assert_int_equal(rc, CR_OK);
+    w->stage = 1;
+    snprintf(key, sizeof(key), "count:%s", cr_lock_name(w->lock));
+    n = redis_int("GET %s", key);
+    assert_true(redis_ok("SET %s %lld", key, (long long)n + 1));
+    assert_int_equal(cr_async_unlock(w->async, w->lock, w->owner,
+                                     worker_unlocked, w, NULL), CR_OK);
+}
+
+static bool
+all_done(void *arg)
+{
+    return *(int *)arg == MANY;
+}
+
+static void
+test_async_many_pending_requests_keep_counters_exact(void **state)
+{
+    static worker w[MANY];
+    cr_async *a = new_async();
+    cr_lock *locks[LOCKS];
+    char name[16];
+    int i, done = 0;
+
+    (void)state;
+    for (i = 0; i < LOCKS; i++) {
+        snprintf(name, sizeof(name), "many%d", i);
+        assert_int_equal(cr_lock_new(test_client, name, &locks[i]), CR_OK);
+        assert_true(redis_ok("SET count:%s 0", name));
+    }
+    for (i = 0; i < MANY; i++) {
+        w[i] = (worker){.async = a, .lock = locks[i % LOCKS],
+                        .owner = cr_async_owner_id(), .done = &done};
+        assert_int_equal(cr_async_lock(a, w[i].lock, w[i].owner,
+                                       CR_WAIT_FOREVER, 30000, worker_locked,
+                                       &w[i], NULL), CR_OK);
+    }
+    assert_true(poll_loop_until(a, all_done, &done, slow(60000)));
+    for (i = 0; i < LOCKS; i++) {
+        assert_int_equal(redis_int("GET count:many%d", i), MANY / LOCKS);
+        assert_int_equal(redis_int("EXISTS many%d", i), 0);
+        cr_lock_free(locks[i]);
+    }
+    cr_async_free(a);
+}
+
+static void
+test_async_fenced_lock_gives_its_token(void **state)
+{
+    cr_async *a = new_async();
+    int64_t owner = cr_async_owner_id();
+    outcome o = {0}, p = {0}, u = {0};
+    cr_lock *l;
+
+    (void)state;
+    assert_int_equal(cr_fenced_lock_new(test_client, "fenced", &l), CR_OK);
+    assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, record, &o, NULL),
+                     CR_OK);
+    assert_int_equal(await(a, &o, slow(3000)), CR_OK);
+    assert_int_equal(o.value, 1);
+    assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, record, &p, NULL),
+                     CR_OK);
+    assert_int_equal(await(a, &p, slow(3000)), CR_OK);
+    assert_int_equal(p.value, 2); /* reentrant: the next token */
+    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
+    assert_int_equal(await(a, &u, slow(3000)), CR_OK);
+    assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
+    cr_async_free(a);
+    cr_lock_free(l);
+}
+
+static void
+test_async_free_ends_pending_requests_with_eclosed(void **state)
+{
+    cr_async *a = new_async();
+    outcome o = {0};
+    cr_lock *l;
+    int i;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "held", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, 30000), CR_OK);
+    assert_int_equal(cr_async_lock(a, l, cr_async_owner_id(), CR_WAIT_FOREVER,
+                                   10000, record, &o, NULL), CR_OK);
+    for (i = 0; i < 20; i++)
+        poll_loop_turn(a, 10);
+    cr_async_free(a);
+    assert_int_equal(o.calls, 1);
+    assert_int_equal(o.rc, CR_ECLOSED);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    cr_lock_free(l);
+}
+
+static void
+test_async_owner_ids_never_meet_thread_ids(void **state)
+{
+    int64_t a = cr_async_owner_id(), b = cr_async_owner_id();
+
+    (void)state;
+    assert_true(a >= (int64_t)1 << 62);
+    assert_true(b > a);
+    assert_true(cr_thread_id() < (int64_t)1 << 62);
+}
+
+static void
+test_async_bad_arguments_are_refused_without_a_callback(void **state)
+{
+    cr_async *a = new_async();
+    outcome o = {0};
+    cr_lock *l, *m;
+    cr_lock *parts[1];
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "bad", &l), CR_OK);
+    parts[0] = l;
+    assert_int_equal(cr_multilock_new(parts, 1, &m), CR_OK);
+    assert_int_equal(cr_async_lock(NULL, l, 1, 0, 1000, record, &o, NULL),
+                     CR_EINVAL);
+    assert_int_equal(cr_async_lock(a, NULL, 1, 0, 1000, record, &o, NULL),
+                     CR_EINVAL);
+    assert_int_equal(cr_async_lock(a, l, 0, 0, 1000, record, &o, NULL),
+                     CR_EINVAL);
+    assert_int_equal(cr_async_lock(a, l, 1, -5, 1000, record, &o, NULL),
+                     CR_EINVAL);
+    assert_int_equal(cr_async_lock(a, l, 1, 0, 0, record, &o, NULL),
+                     CR_EINVAL);
+    assert_int_equal(cr_async_lock(a, m, 1, 0, 1000, record, &o, NULL),
+                     CR_ENOTSUP);
+    poll_loop_turn(a, 20);
+    assert_int_equal(o.calls, 0);
+    cr_async_free(a);
+    cr_lock_free(m);
+    cr_lock_free(l);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
+        T(test_async_lock_and_unlock_without_contention),
+        T(test_async_lock_waits_for_a_blocking_holder_and_wakes_on_its_release),
+        T(test_async_lock_wait_runs_out_with_busy),
+        T(test_async_cancel_ends_a_waiting_request_and_takes_nothing),
+        T(test_async_hold_is_released_by_the_blocking_tid_call),
+        T(test_async_many_pending_requests_keep_counters_exact),
+        T(test_async_fenced_lock_gives_its_token),
+        T(test_async_free_ends_pending_requests_with_eclosed),
+        T(test_async_owner_ids_never_meet_thread_ids),
+        T(test_async_bad_arguments_are_refused_without_a_callback),
+#undef T
+    };
+
+    return cmocka_run_group_tests(tests, redis_up, redis_down);
+}
