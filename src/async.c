@@ -16,11 +16,13 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aio.h"
 #include "credisson/async.h"
+#include "latches.h"
 #include "script_lock.h"
 #include "semaphores.h"
 #include "topology.h"
@@ -33,7 +35,18 @@
 
 static atomic_int_fast64_t next_owner = 0;
 
-enum { Q_LOCK, Q_UNLOCK, Q_SCRIPT, Q_SEM, Q_PERMIT, Q_LATCH };
+enum { Q_WAIT, Q_SCRIPT };
+
+/* The object of a waiting request that is not a lock. */
+enum { O_SEM = 1, O_PERMIT, O_LATCH };
+
+/* What a waiting request does at the steps the wait state machine leaves
+ * to it: send an attempt (whose reply sets w.rc and w.hint, then drives
+ * on), and end once the wait is over (w.rc). */
+typedef struct wait_ops {
+    void (*attempt)(cr_request *q);
+    void (*finish)(cr_request *q);
+} wait_ops;
 
 struct cr_request {
     cr_async *async;
@@ -51,6 +64,7 @@ struct cr_request {
     cr_async_permit_fn pfn;
     void *userdata;
     /* Waiting. */
+    const wait_ops *ops;
     cr__wait w;
     cr__asleeper sleeper;
     cr__atimer timer;
@@ -64,6 +78,12 @@ struct cr_request {
     unsigned gen;
     cr__cmd cmd;              /* the last attempt's: sent, replica sync */
     cr__unlock unlock;
+    /* Semaphores and latches. */
+    int what;                 /* O_SEM, O_PERMIT, O_LATCH */
+    void *obj;
+    int64_t permits;
+    char *latch;              /* a semaphore acquisition's acquire latch */
+    unsigned char raw_id[16]; /* a permit's id */
     /* Reply readers of one-command requests. */
     cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
 };
@@ -102,6 +122,7 @@ run_done(void *arg)
         else if (q->fn != NULL)
             q->fn(q->userdata, q->rc, q->value);
         free(q->channel);
+        free(q->latch);
         free(q);
     }
 }
@@ -219,7 +240,8 @@ start_script(cr_async *a, cr__script_call *call, unsigned flags,
 
 /* -------------------------------------------------------------- locks */
 
-static void lock_drive(cr_request *q);
+static void drive(cr_request *q);
+static void step_later(void *arg);
 
 /* The reply to an attempt. */
 static void
@@ -253,7 +275,7 @@ attempt_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
         q->value = hint;
     q->w.rc = rc;
     q->w.hint = hint;
-    lock_drive(q);
+    drive(q);
 }
 
 /* The answer to "did the lost attempt acquire?" before trying again. */
@@ -275,17 +297,17 @@ resolved_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     cr__reply_free(r);
     if (rc != CR_OK) {
         q->w.rc = rc;
-        lock_drive(q);
+        drive(q);
         return;
     }
     q->uncertain = false;
     if (server > cr__script_lock_holds(q->lock, q->owner, NULL)) {
         q->value = 0;
         q->w.rc = CR_OK;
-        lock_drive(q);
+        drive(q);
         return;
     }
-    lock_drive(q); /* the state machine still asks for the attempt */
+    drive(q); /* the state machine still asks for the attempt */
 }
 
 /* Sends one attempt (or first the look that resolves a lost reply). */
@@ -307,14 +329,14 @@ lock_attempt(cr_request *q)
             return;
         q->busy = false;
         q->w.rc = CR_EIO;
-        lock_drive(q);
+        drive(q);
         return;
     }
     if ((settle = cr__topology_settle_left(a->client->topology)) > 0) {
         q->w.hint = settle;
         q->w.rc = cr__fail(CR_BUSY, "the master moved just now: nothing is "
                            "taken on it for another %lld ms", (long long)settle);
-        lock_drive(q);
+        drive(q);
         return;
     }
     q->sent_ms = cr__now_ms();
@@ -331,7 +353,7 @@ lock_attempt(cr_request *q)
     free(tmp);
     if (rc != CR_OK) {
         q->w.rc = rc;
-        lock_drive(q);
+        drive(q);
     }
 }
 
@@ -383,7 +405,7 @@ lock_finish(cr_request *q)
 
 /* A subscription or a sleep ended. */
 static void
-lock_woke(void *ctx, cr_status woke, bool opened)
+woke(void *ctx, cr_status woke, bool opened)
 {
     cr_request *q = ctx;
 
@@ -393,23 +415,27 @@ lock_woke(void *ctx, cr_status woke, bool opened)
     q->w.opened = opened;
     if (q->w.sub == NULL)
         q->w.sub = q->sleeper.sub;
-    lock_drive(q);
+    drive(q);
 }
 
 /* A sleep without a subscription ended. */
 static void
-lock_slept(void *arg)
+slept(void *arg)
 {
     cr_request *q = arg;
 
     q->w.woke = atomic_load(&q->async->client->closing) ? CR_ECLOSED
                                                         : CR_TIMEOUT;
-    lock_drive(q);
+    drive(q);
 }
+
+static void lock_attempt(cr_request *q);
+static void lock_finish(cr_request *q);
+static const wait_ops lock_ops = {lock_attempt, lock_finish};
 
 /* Carries out what the wait state machine asks next. */
 static void
-lock_drive(cr_request *q)
+drive(cr_request *q)
 {
     cr_async *a = q->async;
 
@@ -417,13 +443,13 @@ lock_drive(cr_request *q)
     case CR__WAIT_ATTEMPT:
         if (q->cancelled) {
             q->w.rc = CR_ECANCELED;
-            lock_drive(q);
+            drive(q);
             return;
         }
-        lock_attempt(q);
+        q->ops->attempt(q);
         return;
     case CR__WAIT_SUBSCRIBE:
-        q->sleeper.fn = lock_woke;
+        q->sleeper.fn = woke;
         q->sleeper.ctx = q;
         q->w.sub = NULL;
         q->subscribing = true;
@@ -433,32 +459,49 @@ lock_drive(cr_request *q)
     case CR__WAIT_SLEEP:
         if (q->cancelled) {
             q->w.woke = CR_ECANCELED;
-            lock_drive(q);
+            drive(q);
             return;
         }
         if (q->w.sub != NULL) {
-            q->sleeper.fn = lock_woke;
+            q->sleeper.fn = woke;
             q->sleeper.ctx = q;
             q->sleeping = true;
             cr__aio_sleep(a->io, q->w.sub, q->w.sleep_ms, NULL, &q->sleeper);
         } else {
-            cr__aio_after(a->io, &q->timer, q->w.sleep_ms, lock_slept, q);
+            cr__aio_after(a->io, &q->timer, q->w.sleep_ms, slept, q);
         }
         return;
     case CR__WAIT_DONE:
-        lock_finish(q);
+        q->ops->finish(q);
         return;
     }
 }
 
-/* A step of a lock request from a timer: the first, after the releaser's
- * turn, or one a cancel brought forward. */
+/* A step of a waiting request from a timer: the first, after the
+ * releaser's turn, or one a cancel brought forward. */
 static void
-lock_begin(void *arg)
+step_later(void *arg)
 {
     cr_request *q = arg;
 
-    lock_drive(q);
+    drive(q);
+}
+
+/* Begins the wait of `q` after the releaser's turn of `h` (bounded by the
+ * wait). */
+static void
+wait_begin(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
+{
+    cr_async *a = q->async;
+    int64_t pause = spec->wait_ms == 0
+                        ? 0
+                        : (atomic_load(&h->until_us) - cr__now_us() + 999) /
+                              1000;
+
+    cr__wait_begin_on(&q->w, a->client, spec, &cr__aio_subs, a->io);
+    if (spec->wait_ms > 0 && pause > spec->wait_ms)
+        pause = spec->wait_ms;
+    cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, step_later, q);
 }
 
 cr_status
@@ -468,7 +511,6 @@ cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
 {
     cr__wait_spec spec;
     cr_request *q;
-    int64_t pause;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
@@ -484,12 +526,13 @@ cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
         else if ((rc = cr__check_wait(wait_ms)) == CR_OK)
             rc = cr__check_lease(lease_ms, "CR_LEASE_WATCHDOG");
     }
-    if (rc == CR_OK && (q = request_new(a, Q_LOCK, fn, userdata)) == NULL)
+    if (rc == CR_OK && (q = request_new(a, Q_WAIT, fn, userdata)) == NULL)
         rc = CR_ENOMEM;
     if (rc != CR_OK) {
         cr__client_leave(a->client);
         return rc;
     }
+    q->ops = &lock_ops;
     q->lock = l;
     q->owner_id = owner;
     q->lease_ms = lease_ms;
@@ -511,14 +554,7 @@ cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
         .in_line = l->kind->in_line &&
                    cr__script_lock_holds(l, q->owner, NULL) == 0,
     };
-    cr__wait_begin_on(&q->w, a->client, &spec, &cr__aio_subs, a->io);
-    /* The releaser's turn of this handle: the first attempt waits it out,
-     * within the wait. */
-    pause = wait_ms == 0 ? 0
-            : (atomic_load(&l->handoff.until_us) - cr__now_us() + 999) / 1000;
-    if (wait_ms > 0 && pause > wait_ms)
-        pause = wait_ms;
-    cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, lock_begin, q);
+    wait_begin(q, &spec, &l->handoff);
     return started(a, q, req);
 }
 
@@ -618,6 +654,456 @@ cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
     return CR_OK;
 }
 
+/* ---------------------------------------------- semaphores and latches */
+
+/* The reply to a semaphore's, a permit's or a latch's attempt. */
+static void
+object_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+    int64_t hint = -1;
+
+    q->busy = false;
+    if (q->what == O_SEM)
+        rc = cr__sem_acquire_reply(rc, r);
+    else if (q->what == O_LATCH)
+        rc = cr__latch_look_reply(q->obj, rc, r, &hint);
+    else
+        rc = cr__permit_acquire_reply(rc, r, &hint);
+    if (rc == CR_EIO && cmd->sent)
+        q->uncertain = true;
+    if (q->ended) {
+        /* The handle is being freed: what this attempt may have taken is
+         * looked for and given back in the background. */
+        if (q->what == O_PERMIT && (rc == CR_OK || q->uncertain))
+            cr__permit_late(q->obj, q->raw_id);
+        else if (q->what == O_SEM && (rc == CR_OK || q->uncertain)) {
+            cr__sem_late(q->obj, q->latch, q->permits);
+            q->latch = NULL;
+        }
+        return;
+    }
+    q->w.rc = rc;
+    q->w.hint = hint;
+    drive(q);
+}
+
+/* A permit whose reply was lost: is it out? (before the next attempt) */
+static void
+permit_resolved(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+
+    (void)cmd;
+    q->busy = false;
+    if (q->ended) {
+        cr__reply_free(r);
+        return;
+    }
+    if (rc == CR_OK) {
+        q->uncertain = false;
+        if (r->type != CR__REPLY_NIL)
+            q->w.rc = CR_OK; /* it was granted */
+        cr__reply_free(r);
+    } else {
+        q->w.rc = rc;
+    }
+    drive(q);
+}
+
+static void
+object_attempt(cr_request *q)
+{
+    cr_async *a = q->async;
+    cr__script_call call = {0};
+    cr__sem *s = q->obj;
+    cr_status rc;
+
+    if (q->what == O_PERMIT && q->uncertain) {
+        const char *argv[3] = {"ZSCORE", s->issued, (const char *)q->raw_id};
+        size_t lens[3] = {6, strlen(s->issued), sizeof(q->raw_id)};
+
+        q->busy = true;
+        if (cr__aio_command(a->io, 3, argv, lens, permit_resolved, q) == CR_OK)
+            return;
+        q->busy = false;
+        q->w.rc = CR_EIO;
+        drive(q);
+        return;
+    }
+    if (q->what == O_SEM) {
+        rc = cr__sem_acquire_call(s, q->permits, q->latch,
+                                  a->client->reconnect_window_ms +
+                                      a->client->latch_timeout_ms,
+                                  &call);
+    } else if (q->what == O_LATCH) {
+        rc = cr__latch_look_call(q->obj, &call);
+    } else {
+        rc = cr__random_bytes(q->raw_id, sizeof(q->raw_id));
+        if (rc == CR_OK)
+            rc = cr__permit_acquire_call(s, q->lease_ms, q->raw_id, &call);
+    }
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(a->io, &call, 0, object_replied, q);
+        if (rc != CR_OK)
+            q->busy = false;
+    }
+    cr__script_call_free(&call);
+    if (rc != CR_OK) {
+        q->w.rc = rc;
+        drive(q);
+    }
+}
+
+static void
+object_finish(cr_request *q)
+{
+    cr_async *a = q->async;
+    cr_status rc = q->w.rc;
+
+    if (q->what == O_SEM) {
+        /* A semaphore: permits taken after a cancel, or perhaps taken by
+         * an attempt whose reply was lost, are looked for and given back
+         * in the background. */
+        if ((rc == CR_OK && q->cancelled) || (rc == CR_EIO && q->uncertain)) {
+            cr__sem_late(q->obj, q->latch, q->permits);
+            q->latch = NULL;
+        } else if (rc == CR_OK) {
+            const char *argv[2] = {"DEL", q->latch};
+
+            cr__aio_command(a->io, 2, argv, NULL, NULL, NULL);
+        } else if (rc == CR_BUSY) {
+            rc = cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits "
+                          "until the wait ran out", ((cr__sem *)q->obj)->name,
+                          (long long)q->permits);
+        }
+    } else if (q->what == O_LATCH) {
+        if (rc == CR_BUSY)
+            rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait "
+                          "ran out", cr_latch_name(q->obj));
+    } else {
+        if ((rc == CR_OK && q->cancelled) ||
+            ((rc == CR_EIO || rc == CR_BUSY) && q->uncertain))
+            cr__permit_late(q->obj, q->raw_id);
+        else if (rc == CR_OK)
+            cr__hex(q->raw_id, sizeof(q->raw_id), q->id);
+    }
+    end(q, rc);
+}
+
+static const wait_ops object_ops = {object_attempt, object_finish};
+
+/* A waiting request on a semaphore or a latch. */
+static cr_request *
+object_request(cr_async *a, int what, void *obj, const char *channel,
+               cr__decode_fn decode, int64_t wait_ms, cr__handoff *h,
+               cr_async_fn fn, void *userdata)
+{
+    cr_request *q = request_new(a, Q_WAIT, fn, userdata);
+    cr__wait_spec spec = {
+        .channel = channel,
+        .decode = decode,
+        .wait_ms = wait_ms,
+        .min_sleep_ms = 1,
+        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+    };
+    static cr__handoff none;
+
+    if (q == NULL)
+        return NULL;
+    q->ops = &object_ops;
+    q->what = what;
+    q->obj = obj;
+    wait_begin(q, &spec, h != NULL ? h : &none);
+    return q;
+}
+
+cr_status
+cr_async_semaphore_acquire(cr_async *a, cr_semaphore *sem, int64_t permits,
+                           int64_t wait_ms, cr_async_fn fn, void *userdata,
+                           cr_request **req)
+{
+    cr__sem *s = (cr__sem *)sem;
+    cr_request *q = NULL;
+    char *latch = NULL;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__sem_enter(sem, &cr__semaphore_kind)) == CR_OK) {
+        cr__object_leave(sem);
+        if ((rc = cr__check_permits(permits)) == CR_OK &&
+            (rc = cr__check_wait(wait_ms)) == CR_OK &&
+            (latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw)) == NULL)
+            rc = cr__fail(CR_ENOMEM, "cannot make a request id");
+    }
+    if (rc == CR_OK &&
+        (q = object_request(a, O_SEM, s, s->channel, cr__sem_decode, wait_ms,
+                            &s->handoff, fn, userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        free(latch);
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q->latch = latch;
+    q->permits = permits;
+    if (permits == 0) {
+        cr__aio_cancel_timer(a->io, &q->timer);
+        end(q, CR_OK); /* nothing to take */
+    }
+    return started(a, q, req);
+}
+
+cr_status
+cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *sem,
+                        int64_t wait_ms, int64_t lease_ms,
+                        cr_async_permit_fn fn, void *userdata,
+                        cr_request **req)
+{
+    cr__sem *s = (cr__sem *)sem;
+    cr_request *q = NULL;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__sem_enter(sem, &cr__permit_semaphore_kind)) == CR_OK) {
+        cr__object_leave(sem);
+        if ((rc = cr__check_wait(wait_ms)) == CR_OK)
+            rc = cr__check_lease(lease_ms, "CR_LEASE_NONE");
+    }
+    if (rc == CR_OK &&
+        (q = object_request(a, O_PERMIT, s, s->channel, cr__sem_decode,
+                            wait_ms, &s->handoff, NULL, userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q->pfn = fn;
+    q->lease_ms = lease_ms;
+    return started(a, q, req);
+}
+
+cr_status
+cr_async_latch_await(cr_async *a, cr_latch *l, int64_t wait_ms,
+                     cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr_request *q = NULL;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__latch_enter(l)) == CR_OK) {
+        cr__object_leave(l);
+        rc = cr__check_wait(wait_ms);
+    }
+    if (rc == CR_OK &&
+        (q = object_request(a, O_LATCH, l, cr__latch_channel(l),
+                            cr__latch_decode, wait_ms, NULL, fn,
+                            userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    return started(a, q, req);
+}
+
+/* One-command requests on semaphores and latches: their reply readers. */
+static cr_status
+released_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    bool done = false;
+
+    return cr__sem_release_reply(q->obj, rc, r, q->sent_ms, &done);
+}
+
+static cr_status
+number_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    return rc == CR_OK ? cr__reply_i64(r, "the script", &q->value) : rc;
+}
+
+static cr_status
+flag_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    bool v = false;
+
+    if (rc == CR_OK && (rc = cr__reply_bool(r, "the script", &v)) == CR_OK)
+        q->value = v;
+    return rc;
+}
+
+static cr_status
+permit_released_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    int64_t result = 0;
+
+    return cr__permit_release_reply(q->obj, q->id, rc, r, q->sent_ms,
+                                    &result);
+}
+
+static cr_status
+counted_down_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    return cr__latch_count_down_reply(q->obj, rc, r);
+}
+
+/* Starts a one-command request once `call` is built (rc: how building
+ * went), keeping `obj` for its reader. */
+static cr_status
+start_on(cr_async *a, void *obj, cr_status rc, cr__script_call *call,
+         cr_status (*read)(cr_request *, cr_status, cr__reply *),
+         cr_async_fn fn, void *userdata, cr_request **req, const char *id)
+{
+    cr_request *q = NULL;
+
+    if (rc == CR_OK)
+        rc = start_script(a, call, 0, read, fn, userdata, req, &q);
+    cr__script_call_free(call);
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q->obj = obj;
+    q->sent_ms = cr__now_us();
+    if (id != NULL)
+        snprintf(q->id, sizeof(q->id), "%s", id);
+    return CR_OK;
+}
+
+/* The guard of a one-command request on a semaphore handle. */
+static cr_status
+enter_on(cr_async *a, const void *obj, const cr__sem_kind *k)
+{
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__sem_enter(obj, k)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    cr__object_leave(obj);
+    return CR_OK;
+}
+
+cr_status
+cr_async_semaphore_release(cr_async *a, cr_semaphore *sem, int64_t permits,
+                           cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter_on(a, sem, &cr__semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_permits(permits)) == CR_OK && permits == 0)
+        rc = cr__fail(CR_EINVAL, "nothing to release: 0 permits");
+    if (rc == CR_OK)
+        rc = cr__sem_release_call(sem, permits, false, &call);
+    return start_on(a, sem, rc, &call, released_read, fn, userdata, req, NULL);
+}
+
+cr_status
+cr_async_semaphore_add_permits(cr_async *a, cr_semaphore *sem, int64_t delta,
+                               cr_async_fn fn, void *userdata,
+                               cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter_on(a, sem, &cr__semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__sem_add_call(sem, false, delta, &call);
+    return start_on(a, sem, rc, &call, number_read, fn, userdata, req, NULL);
+}
+
+cr_status
+cr_async_semaphore_drain_permits(cr_async *a, cr_semaphore *sem,
+                                 cr_async_fn fn, void *userdata,
+                                 cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter_on(a, sem, &cr__semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__build_semaphore_drain_permits(
+        &(cr__semaphore_drain_permits_args){.permits = ((cr__sem *)sem)->raw},
+        &call);
+    return start_on(a, sem, rc, &call, number_read, fn, userdata, req, NULL);
+}
+
+cr_status
+cr_async_permit_release(cr_async *a, cr_permit_semaphore *sem, const char *id,
+                        cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    unsigned char raw[16];
+    cr_status rc = enter_on(a, sem, &cr__permit_semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__permit_release_call(sem, id, raw, &call);
+    return start_on(a, sem, rc, &call, permit_released_read, fn, userdata, req,
+                    id);
+}
+
+cr_status
+cr_async_permit_update_lease(cr_async *a, cr_permit_semaphore *sem,
+                             const char *id, int64_t lease_ms, cr_async_fn fn,
+                             void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    unsigned char raw[16];
+    cr_status rc = enter_on(a, sem, &cr__permit_semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__permit_update_call(sem, id, lease_ms, raw, &call);
+    return start_on(a, sem, rc, &call, flag_read, fn, userdata, req, NULL);
+}
+
+cr_status
+cr_async_latch_count_down(cr_async *a, cr_latch *l, cr_async_fn fn,
+                          void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__latch_enter(l)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    cr__object_leave(l);
+    rc = cr__latch_count_down_call(l, &call);
+    return start_on(a, l, rc, &call, counted_down_read, fn, userdata, req,
+                    NULL);
+}
+
+cr_status
+cr_async_latch_try_set_count(cr_async *a, cr_latch *l, int64_t count,
+                             int64_t ttl_ms, cr_async_fn fn, void *userdata,
+                             cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__latch_enter(l)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    cr__object_leave(l);
+    rc = cr__latch_set_call(l, count, ttl_ms, &call);
+    return start_on(a, l, rc, &call, flag_read, fn, userdata, req, NULL);
+}
+
 /* -------------------------------------------------------------- handle */
 
 cr_status
@@ -660,7 +1146,7 @@ cr_async_free(cr_async *a)
         cr_request *q = a->pending;
 
         q->cancelled = true;
-        if (q->kind == Q_LOCK && q->w.sub != NULL)
+        if (q->kind == Q_WAIT && q->w.sub != NULL)
             cr__aio_subs.unsubscribe(a->io, q->w.sub);
         end(q, cr__fail(CR_ECLOSED, "the asynchronous handle is being "
                         "freed"));
@@ -705,7 +1191,7 @@ cr_async_cancel(cr_request *q)
         return;
     io = q->async->io;
     q->cancelled = true;
-    if (q->kind != Q_LOCK)
+    if (q->kind != Q_WAIT)
         return; /* it ends when its one command answers */
     /* The wait ends at its next step; a step under way (a command out, a
      * subscription being confirmed) comes first. */
@@ -721,7 +1207,7 @@ cr_async_cancel(cr_request *q)
         q->sleeping = q->subscribing = false;
         q->w.woke = CR_ECANCELED;
         q->w.opened = false;
-        cr__aio_after(io, &q->timer, 0, lock_begin, q);
+        cr__aio_after(io, &q->timer, 0, step_later, q);
     } else if (q->timer.index != 0) {
         cr__aio_after(io, &q->timer, 0, q->timer.fn, q);
     }

@@ -377,6 +377,177 @@ test_async_bad_arguments_are_refused_without_a_callback(void **state)
     cr_lock_free(l);
 }
 
+/* ---------------------------------------------- semaphores and latches */
+
+typedef struct permit_outcome {
+    int calls;
+    cr_status rc;
+    char id[CR_PERMIT_ID_LEN + 1];
+} permit_outcome;
+
+static void
+record_permit(void *userdata, cr_status rc, const char *id)
+{
+    permit_outcome *o = userdata;
+
+    o->calls++;
+    o->rc = rc;
+    snprintf(o->id, sizeof(o->id), "%s", id != NULL ? id : "");
+}
+
+static bool
+permit_called(void *arg)
+{
+    return ((permit_outcome *)arg)->calls > 0;
+}
+
+/* A blocking thread that releases permits after a pause. */
+typedef struct releaser {
+    cr_semaphore *sem;
+    int64_t after_ms;
+    pthread_t thread;
+} releaser;
+
+static void *
+releaser_run(void *arg)
+{
+    releaser *r = arg;
+
+    usleep((useconds_t)r->after_ms * 1000);
+    assert_int_equal(cr_semaphore_release(r->sem, 2), CR_OK);
+    return NULL;
+}
+
+static void
+test_async_semaphore_acquire_waits_for_a_release_and_counts_exactly(void **state)
+{
+    cr_async *a = new_async();
+    outcome o = {0}, b = {0}, v = {0};
+    cr_semaphore *s;
+    releaser r;
+    int64_t start;
+
+    (void)state;
+    assert_int_equal(cr_semaphore_new(test_client, "asem", &s), CR_OK);
+    assert_int_equal(cr_semaphore_try_set_permits(s, 1, 0, NULL), CR_OK);
+    r = (releaser){.sem = s, .after_ms = 300};
+    start = poll_loop_now_ms();
+    assert_int_equal(cr_async_semaphore_acquire(a, s, 3, slow(10000), record,
+                                                &o, NULL), CR_OK);
+    assert_int_equal(pthread_create(&r.thread, NULL, releaser_run, &r), 0);
+    assert_int_equal(await(a, &o, slow(10000)), CR_OK);
+    pthread_join(r.thread, NULL);
+    assert_true(o.at - start >= 300);
+    assert_true(o.at - start < 300 + slow(2000)); /* woken, not polled */
+    assert_int_equal(redis_int("GET asem"), 0);
+    /* Too few now: the wait runs out. */
+    assert_int_equal(cr_async_semaphore_acquire(a, s, 1, 200, record, &b,
+                                                NULL), CR_OK);
+    assert_int_equal(await(a, &b, slow(5000)), CR_BUSY);
+    assert_int_equal(cr_async_semaphore_add_permits(a, s, 5, record, &v,
+                                                    NULL), CR_OK);
+    assert_int_equal(await(a, &v, slow(3000)), CR_OK);
+    assert_int_equal(v.value, 5);
+    memset(&v, 0, sizeof(v));
+    assert_int_equal(cr_async_semaphore_release(a, s, 2, record, &v, NULL),
+                     CR_OK);
+    assert_int_equal(await(a, &v, slow(3000)), CR_OK);
+    memset(&v, 0, sizeof(v));
+    assert_int_equal(cr_async_semaphore_drain_permits(a, s, record, &v, NULL),
+                     CR_OK);
+    assert_int_equal(await(a, &v, slow(3000)), CR_OK);
+    assert_int_equal(v.value, 7);
+    assert_int_equal(redis_int("GET asem"), 0);
+    /* No acquire latch is left behind. */
+    assert_int_equal(redis_int("EXISTS credisson_semaphore_acquire:{asem}"), 0);
+    cr_async_free(a);
+    cr_semaphore_free(s);
+}
+
+static void
+test_async_permit_ids_are_shared_with_the_blocking_api(void **state)
+{
+    cr_async *a = new_async();
+    permit_outcome p = {0};
+    outcome u = {0}, v = {0};
+    char id[CR_PERMIT_ID_LEN + 1];
+    cr_permit_semaphore *s;
+
+    (void)state;
+    assert_int_equal(cr_permit_semaphore_new(test_client, "apes", &s), CR_OK);
+    assert_int_equal(cr_permit_semaphore_try_set_permits(s, 1, NULL), CR_OK);
+    assert_int_equal(cr_async_permit_acquire(a, s, 0, 60000, record_permit, &p,
+                                             NULL), CR_OK);
+    assert_true(poll_loop_until(a, permit_called, &p, slow(3000)));
+    assert_int_equal(p.rc, CR_OK);
+    assert_int_equal(strlen(p.id), CR_PERMIT_ID_LEN);
+    assert_int_equal(cr_async_permit_update_lease(a, s, p.id, 120000, record,
+                                                  &v, NULL), CR_OK);
+    assert_int_equal(await(a, &v, slow(3000)), CR_OK);
+    assert_int_equal(v.value, 1);
+    /* Released by the blocking call, then the other way round. */
+    assert_int_equal(cr_permit_semaphore_release(s, p.id), CR_OK);
+    assert_int_equal(cr_permit_semaphore_try_acquire(s, 0, 60000, id), CR_OK);
+    assert_int_equal(cr_async_permit_release(a, s, id, record, &u, NULL),
+                     CR_OK);
+    assert_int_equal(await(a, &u, slow(3000)), CR_OK);
+    memset(&u, 0, sizeof(u));
+    assert_int_equal(cr_async_permit_release(a, s, id, record, &u, NULL),
+                     CR_OK);
+    assert_int_equal(await(a, &u, slow(3000)), CR_ENOTOWNER);
+    cr_async_free(a);
+    cr_permit_semaphore_free(s);
+}
+
+/* A blocking thread that counts a latch down after a pause. */
+typedef struct counter {
+    cr_latch *latch;
+    int64_t after_ms;
+    pthread_t thread;
+} counter;
+
+static void *
+counter_run(void *arg)
+{
+    counter *c = arg;
+
+    usleep((useconds_t)c->after_ms * 1000);
+    assert_int_equal(cr_latch_count_down(c->latch), CR_OK);
+    return NULL;
+}
+
+static void
+test_async_latch_await_opens_when_counted_down_elsewhere(void **state)
+{
+    cr_async *a = new_async();
+    outcome o = {0}, t = {0}, d = {0}, w = {0};
+    cr_latch *l;
+    counter c;
+    int64_t start;
+
+    (void)state;
+    assert_int_equal(cr_latch_new(test_client, "alatch", &l), CR_OK);
+    assert_int_equal(cr_async_latch_try_set_count(a, l, 2, 0, record, &t,
+                                                  NULL), CR_OK);
+    assert_int_equal(await(a, &t, slow(3000)), CR_OK);
+    assert_int_equal(t.value, 1);
+    assert_int_equal(cr_async_latch_count_down(a, l, record, &d, NULL), CR_OK);
+    assert_int_equal(await(a, &d, slow(3000)), CR_OK);
+    assert_int_equal(redis_int("GET alatch"), 1);
+    assert_int_equal(cr_async_latch_await(a, l, 200, record, &w, NULL), CR_OK);
+    assert_int_equal(await(a, &w, slow(5000)), CR_TIMEOUT);
+    c = (counter){.latch = l, .after_ms = 300};
+    start = poll_loop_now_ms();
+    assert_int_equal(cr_async_latch_await(a, l, slow(10000), record, &o, NULL),
+                     CR_OK);
+    assert_int_equal(pthread_create(&c.thread, NULL, counter_run, &c), 0);
+    assert_int_equal(await(a, &o, slow(10000)), CR_OK);
+    pthread_join(c.thread, NULL);
+    assert_true(o.at - start < 300 + slow(1500)); /* woken, not polled */
+    cr_async_free(a);
+    cr_latch_free(l);
+}
+
 int
 main(void)
 {
@@ -392,6 +563,9 @@ main(void)
         T(test_async_free_ends_pending_requests_with_eclosed),
         T(test_async_owner_ids_never_meet_thread_ids),
         T(test_async_bad_arguments_are_refused_without_a_callback),
+        T(test_async_semaphore_acquire_waits_for_a_release_and_counts_exactly),
+        T(test_async_permit_ids_are_shared_with_the_blocking_api),
+        T(test_async_latch_await_opens_when_counted_down_elsewhere),
 #undef T
     };
 
