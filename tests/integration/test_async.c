@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "fault_server.h"
 #include "lock_common.h"
 #include "poll_loop.h"
 
@@ -548,6 +549,106 @@ test_async_latch_await_opens_when_counted_down_elsewhere(void **state)
     cr_latch_free(l);
 }
 
+/* ------------------------------------------------------ faults and races */
+
+/* Turns the loop of `a` while waiting for a condition of the server. */
+typedef struct loop_until {
+    cr_async *a;
+    bool (*cond)(void *);
+    void *arg;
+} loop_until;
+
+static bool
+turn_and_check(void *arg)
+{
+    loop_until *u = arg;
+
+    poll_loop_turn(u->a, 10);
+    return u->cond(u->arg);
+}
+
+/* The grant comes while the request is cancelled (its reply held back in
+ * a relay): the library gives the lock back, deterministically. */
+static void
+test_async_lock_granted_after_its_cancel_is_given_back(void **state)
+{
+    cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
+    cr_client_options o;
+    cr_client *c = NULL;
+    cr_async *a;
+    cr_request *req = NULL;
+    outcome first = {0}, u = {0}, r = {0};
+    int64_t owner = cr_async_owner_id();
+    char url[64];
+    cr_lock *l;
+    loop_until until;
+
+    (void)state;
+    assert_non_null(relay);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
+             cr_test_relay_port(relay));
+    memset(&o, 0, sizeof(o));
+    o.url = url;
+    o.command_timeout_ms = slow(5000);
+    assert_int_equal(cr_client_new(&o, &c), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
+    assert_int_equal(cr_lock_new(c, "race", &l), CR_OK);
+    /* The script is loaded: the next EVALSHA runs on the server. */
+    assert_int_equal(cr_async_lock(a, l, owner, 0, 600000, record, &first,
+                                   NULL), CR_OK);
+    assert_int_equal(await(a, &first, slow(3000)), CR_OK);
+    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
+    assert_int_equal(await(a, &u, slow(3000)), CR_OK);
+    assert_int_equal(cr_test_relay_freeze_replies_after(relay, "EVALSHA"), 0);
+    assert_int_equal(cr_async_lock(a, l, owner, CR_WAIT_FOREVER, 600000,
+                                   record, &r, &req), CR_OK);
+    while (!cr_test_relay_frozen(relay))
+        poll_loop_turn(a, 10);
+    /* Granted on the server, the answer held back: cancel now. */
+    assert_int_equal(redis_int("EXISTS race"), 1);
+    cr_async_cancel(req);
+    cr_test_relay_thaw(relay);
+    assert_int_equal(await(a, &r, slow(5000)), CR_ECANCELED);
+    until = (loop_until){a, key_gone, "race"};
+    assert_true(cr_test_wait_until(turn_and_check, &until, slow(5000)));
+    cr_async_free(a);
+    cr_lock_free(l);
+    cr_client_free(c);
+    cr_test_relay_stop(relay);
+}
+
+/* The subscriber link is killed while a request sleeps on it: the link
+ * comes back, the request still wakes on the release, once. */
+static void
+test_async_waiter_survives_a_killed_subscriber_link(void **state)
+{
+    cr_async *a = new_async();
+    outcome o = {0};
+    holder h = {0};
+    cr_lock *l;
+    int i;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "killed", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, 30000), CR_OK);
+    assert_int_equal(cr_async_lock(a, l, cr_async_owner_id(), slow(20000),
+                                   30000, record, &o, NULL), CR_OK);
+    for (i = 0; i < 30; i++)
+        poll_loop_turn(a, 10); /* subscribed, asleep */
+    assert_true(redis_ok("CLIENT KILL TYPE pubsub"));
+    for (i = 0; i < 30; i++)
+        poll_loop_turn(a, 10); /* back, subscribed again */
+    assert_int_equal(o.calls, 0);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(await(a, &o, slow(5000)), CR_OK);
+    for (i = 0; i < 10; i++)
+        poll_loop_turn(a, 10);
+    assert_int_equal(o.calls, 1);
+    (void)h;
+    cr_async_free(a);
+    cr_lock_free(l);
+}
+
 int
 main(void)
 {
@@ -566,6 +667,8 @@ main(void)
         T(test_async_semaphore_acquire_waits_for_a_release_and_counts_exactly),
         T(test_async_permit_ids_are_shared_with_the_blocking_api),
         T(test_async_latch_await_opens_when_counted_down_elsewhere),
+        T(test_async_lock_granted_after_its_cancel_is_given_back),
+        T(test_async_waiter_survives_a_killed_subscriber_link),
 #undef T
     };
 
