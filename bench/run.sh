@@ -9,7 +9,7 @@
 # to five minutes; --quick about one.
 #
 #   bench/run.sh [--builddir DIR] [--url URL] [--seconds S] [--quick]
-#                [--only ceiling,s1,s2,s4,s5,s6,s7,s8] [--workers 2,8,32]
+#                [--only ceiling,s1,s2,s4,s5,s6,s7,s8,s10] [--workers 2,8,32]
 #                [--latch-workers 16,64]
 #                [--no-peers] [--pin] [--out FILE]
 #
@@ -37,7 +37,7 @@ builddir=$(pwd)
 url=
 seconds=3
 ceil_seconds=2
-only=ceiling,s1,s2,s4,s5,s6,s7,s8
+only=ceiling,s1,s2,s4,s5,s6,s7,s8,s10
 workers="2 8 32"
 latch_workers="16 64"
 peers=1
@@ -64,7 +64,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 bin=$builddir/bench
-for p in ceiling bench_lock bench_latch bench_watchdog bench_wheel; do
+for p in ceiling bench_lock bench_latch bench_watchdog bench_wheel bench_async; do
     if [ ! -x "$bin/$p" ]; then
         echo "run.sh: $bin/$p is missing: run 'make bench' in the build directory" >&2
         exit 2
@@ -269,6 +269,15 @@ if want s7; then
 fi
 if want s8; then
     run "$bin/bench_wheel"
+fi
+if want s10; then
+    # The asynchronous API: one loop thread with 10,000 pending acquisitions
+    # over 100 locks and 1,000 over one, next to the blocking API with one
+    # thread per waiter at the first load.
+    run "$bin/bench_async" --url "$url" --mode async --requests 10000 --locks 100
+    run "$bin/bench_async" --url "$url" --mode async --requests 1000 --locks 1
+    run "$bin/bench_async" --url "$url" --mode threads --requests 10000 \
+        --locks 100 --threads 1000
 fi
 
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -42,6 +42,11 @@
 #define PING_AFTER_MS 5000
 #define REPLICAS_RECOUNT_MS 1000
 #define MAX_REDIRECTS 5
+/* The work one dispatch (a call of cr_async_io or cr_async_timeout) may
+ * do, in replies read, timers run and callbacks run together: the rest
+ * waits for the next turn (a timer of 0 ms), so that one dispatch stays
+ * short whatever the backlog (cr__aio_spend). */
+#define DISPATCH_BUDGET 32
 
 enum { L_DOWN, L_RESOLVING, L_CONNECTING, L_UP };
 
@@ -85,6 +90,9 @@ typedef struct alink {
     size_t unsent;            /* the last ones of the ring are in `queued` */
     int64_t replicas, replicas_at;
     cr__atimer timer;
+    cr__atimer more;          /* replies left over from the last turn */
+    struct alink *dirty_next; /* on io->dirty: has bytes to write */
+    bool dirty;
     int64_t backoff, retry_at;
     int64_t last_rx, ping_sent;
     struct addrinfo *ai;      /* resolved */
@@ -129,6 +137,9 @@ struct cr__aio {
     cr__atimer **heap;
     size_t nheap, capheap;
     int64_t armed;            /* the due time the loop's timer is set for */
+    int dispatching;          /* inside cr__aio_ready or cr__aio_timeout */
+    int budget;               /* of this dispatch, DISPATCH_BUDGET */
+    alink *dirty;             /* links to write to when the dispatch ends */
     uint64_t tickets;
     uint64_t pongs, pings;
     cr__atimer linger;
@@ -142,6 +153,8 @@ struct cr__aio {
 };
 
 static void link_fail(alink *l, cr_status rc, const char *why);
+static void dispatch_begin(cr__aio *io);
+static void dispatch_end(cr__aio *io);
 static void wake_permitted(cr__aio *io, asub *s);
 static void link_drive(alink *l, int events);
 
@@ -253,12 +266,14 @@ cr__aio_timeout(cr__aio *io)
     int64_t now = cr__now_ms();
 
     io->armed = -1;
-    while (io->nheap > 0 && io->heap[0]->due <= now) {
+    dispatch_begin(io);
+    while (io->nheap > 0 && io->heap[0]->due <= now && cr__aio_spend(io)) {
         cr__atimer *t = io->heap[0];
 
         cr__aio_cancel_timer(io, t);
         t->fn(t->ctx);
     }
+    dispatch_end(io);
     arm(io);
 }
 
@@ -535,6 +550,66 @@ link_flush(alink *l)
               CR_WATCH_READ | (pending ? CR_WATCH_WRITE : 0));
 }
 
+/* Has what was queued on the link written: when the current dispatch ends,
+ * so that the commands of one turn of the loop go in one write, or, outside
+ * a dispatch, when the loop next finds the descriptor writable. */
+static void
+link_kick(alink *l)
+{
+    cr__aio *io = l->io;
+
+    if (l->state != L_UP)
+        return;
+    if (io->dispatching == 0) {
+        set_watch(l, l->fd, CR_WATCH_READ | CR_WATCH_WRITE);
+    } else if (!l->dirty) {
+        l->dirty = true;
+        l->dirty_next = io->dirty;
+        io->dirty = l;
+    }
+}
+
+bool
+cr__aio_dispatching(const cr__aio *io)
+{
+    return io->dispatching > 0;
+}
+
+/* Starts a dispatch (they do not nest, but a callback may free the handle
+ * inside one: see cr_async_free). */
+static void
+dispatch_begin(cr__aio *io)
+{
+    if (io->dispatching++ == 0)
+        io->budget = DISPATCH_BUDGET;
+}
+
+bool
+cr__aio_spend(cr__aio *io)
+{
+    if (io->dispatching == 0)
+        return true;
+    if (io->budget <= 0)
+        return false;
+    io->budget--;
+    return true;
+}
+
+/* Ends a dispatch: writes what its links queued. */
+static void
+dispatch_end(cr__aio *io)
+{
+    if (--io->dispatching > 0)
+        return;
+    while (io->dirty != NULL) {
+        alink *l = io->dirty;
+
+        io->dirty = l->dirty_next;
+        l->dirty = false;
+        link_flush(l);
+    }
+}
+
 /* Opens the link: resolve, breaker, connect. */
 static void
 link_open(alink *l)
@@ -651,6 +726,7 @@ link_fail(alink *l, cr_status rc, const char *why)
     snprintf(keep, sizeof(keep), "%s", cr_last_error());
     forget_jobs(io, l);
     set_watch(l, -1, 0);
+    cr__aio_cancel_timer(io, &l->more);
     cr__conn_free(l->conn);
     l->conn = NULL;
     if (l->ai != NULL)
@@ -872,7 +948,7 @@ redirect(alink *l, apend *e, bool ask, const char *host, int port)
     if (to->state == L_DOWN)
         link_open(to);
     else
-        link_flush(to);
+        link_kick(to);
     link_schedule(to);
     return true;
 }
@@ -949,7 +1025,7 @@ handle_reply(alink *l, cr__reply *r)
             io->client->conn_cfg.sync_timeout_ms > 0)
             queue_wait(l, e.deadline);
         free(e.bytes);
-        link_flush(l);
+        link_kick(l);
         return;
     }
     if (io->cluster && e.bytes != NULL && e.redirects < MAX_REDIRECTS &&
@@ -980,13 +1056,26 @@ handle_reply(alink *l, cr__reply *r)
     deliver(&e, rc, NULL, &cmd);
 }
 
-/* Reads every reply that has come. */
+static void
+link_more(void *arg)
+{
+    link_drive(arg, CR_WATCH_READ);
+}
+
+/* Reads the replies that have come, as many as the dispatch's budget
+ * allows. */
 static void
 link_read(alink *l)
 {
     for (;;) {
         cr__reply *r = NULL;
-        cr_status rc = cr__conn_poll_reply(l->conn, &r);
+        cr_status rc;
+
+        if (!cr__aio_spend(l->io)) {
+            cr__aio_after(l->io, &l->more, 0, link_more, l);
+            return;
+        }
+        rc = cr__conn_poll_reply(l->conn, &r);
 
         if (rc != CR_OK) {
             link_fail(l, rc, NULL);
@@ -1050,15 +1139,17 @@ cr__aio_ready(cr__aio *io, int fd, int events)
 {
     alink *l;
 
+    dispatch_begin(io);
     if (io->resolver_started && fd == io->resolved_fd) {
         resolved(io);
-        return;
+    } else {
+        for (l = io->links; l != NULL; l = l->next)
+            if (l->fd == fd) {
+                link_drive(l, events);
+                break;
+            }
     }
-    for (l = io->links; l != NULL; l = l->next)
-        if (l->fd == fd) {
-            link_drive(l, events);
-            return;
-        }
+    dispatch_end(io);
 }
 
 /* The command link for `slot` (-1: any), made when new. */
@@ -1157,7 +1248,7 @@ enqueue(alink *l, int kind, cr__buf *b, size_t tail, const cr__script *script,
     if (l->state == L_DOWN)
         link_open(l);
     else
-        link_flush(l);
+        link_kick(l);
     if (l->state != L_DOWN || l->len > 0)
         link_schedule(l);
     return CR_OK;
@@ -1489,7 +1580,7 @@ linger(void *arg)
             if (s->sent && s->link != NULL && s->link->state == L_UP)
                 sub_send(s->link, s, false);
             if (s->link != NULL)
-                link_flush(s->link);
+                link_kick(s->link);
             HASH_DEL(io->subs, s);
             free(s->channel);
             free(s);
@@ -1579,7 +1670,7 @@ cr__aio_subscribe(cr__aio *io, const char *channel, cr__decode_fn decode,
         s->link = l;
         if (l->state == L_UP) {
             if (sub_send(l, s, true) == CR_OK)
-                link_flush(l);
+                link_kick(l);
         } else if (l->state == L_DOWN) {
             link_open(l); /* link_up sends it */
         }
@@ -1751,6 +1842,7 @@ cr__aio_free(cr__aio *io)
     for (l = io->links; l != NULL; l = next) {
         next = l->next;
         cr__aio_cancel_timer(io, &l->timer);
+        cr__aio_cancel_timer(io, &l->more);
         cr__buf_free(&l->queued);
         free(l->q);
         free(l);

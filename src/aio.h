@@ -73,6 +73,13 @@ void cr__aio_free(cr__aio *io);
 void cr__aio_ready(cr__aio *io, int fd, int events);
 void cr__aio_timeout(cr__aio *io);
 int cr__aio_fds(cr__aio *io, cr_async_fd *fds, int max, int64_t *timeout_ms);
+/* True inside cr__aio_ready or cr__aio_timeout (a callback is running). */
+bool cr__aio_dispatching(const cr__aio *io);
+
+/* cr__aio_spend: takes one unit of the current dispatch's work budget (a
+ * reply, a timer, a callback); false when it is spent: leave the rest to
+ * a timer of 0 ms. Outside a dispatch always true. */
+bool cr__aio_spend(cr__aio *io);
 
 /* cr__aio_after: run fn(ctx) from the loop at the latest once `ms` passed
  * (0: at its next turn), replacing what `t` was set for. */

@@ -96,6 +96,7 @@ struct cr_async {
     cr_request *done, **done_tail;
     cr__atimer done_timer;
     bool freeing;
+    bool free_later;    /* cr_async_free was called from a callback */
 };
 
 int64_t
@@ -106,14 +107,14 @@ cr_async_owner_id(void)
 
 /* ------------------------------------------------------------ requests */
 
-/* Runs the callbacks of the requests that ended. */
+/* Runs the callbacks of the requests that ended: `all`, or as many as the
+ * dispatch's budget allows. */
 static void
-run_done(void *arg)
+run_callbacks(cr_async *a, bool all)
 {
-    cr_async *a = arg;
     cr_request *q;
 
-    while ((q = a->done) != NULL) {
+    while ((q = a->done) != NULL && (all || cr__aio_spend(a->io))) {
         a->done = q->done_next;
         if (a->done == NULL)
             a->done_tail = &a->done;
@@ -125,6 +126,16 @@ run_done(void *arg)
         free(q->latch);
         free(q);
     }
+}
+
+static void
+run_done(void *arg)
+{
+    cr_async *a = arg;
+
+    run_callbacks(a, false);
+    if (a->done != NULL && !a->freeing)
+        cr__aio_after(a->io, &a->done_timer, 0, run_done, a);
 }
 
 /* Ends `q` with `rc`: its callback runs at the loop's next turn. */
@@ -179,7 +190,7 @@ enter(cr_async *a)
     cr__clear_error();
     if (a == NULL || a->magic != CR__ASYNC_MAGIC)
         return cr__fail(CR_EINVAL, "not a live asynchronous handle");
-    if (a->freeing)
+    if (a->freeing || a->free_later)
         return cr__fail(CR_ECLOSED, "the asynchronous handle is being freed");
     return cr__client_enter(a->client);
 }
@@ -1141,6 +1152,10 @@ cr_async_free(cr_async *a)
 {
     if (a == NULL || a->magic != CR__ASYNC_MAGIC)
         return;
+    if (cr__aio_dispatching(a->io)) {
+        a->free_later = true; /* when the dispatch returns */
+        return;
+    }
     a->freeing = true;
     while (a->pending != NULL) {
         cr_request *q = a->pending;
@@ -1152,7 +1167,7 @@ cr_async_free(cr_async *a)
                         "freed"));
     }
     cr__aio_free(a->io); /* commands out end now: their requests ended */
-    run_done(a);
+    run_callbacks(a, true); /* the loop's part is gone */
     a->magic = 0;
     free(a);
 }
@@ -1163,6 +1178,8 @@ cr_async_io(cr_async *a, int fd, int events)
     if (a == NULL || a->magic != CR__ASYNC_MAGIC)
         return;
     cr__aio_ready(a->io, fd, events);
+    if (a->free_later)
+        cr_async_free(a);
 }
 
 void
@@ -1171,6 +1188,8 @@ cr_async_timeout(cr_async *a)
     if (a == NULL || a->magic != CR__ASYNC_MAGIC)
         return;
     cr__aio_timeout(a->io);
+    if (a->free_later)
+        cr_async_free(a);
 }
 
 int

@@ -82,7 +82,9 @@ CR_EXPORT cr_status cr_async_new(cr_client *client, const cr_loop *loop,
  * requests on this handle then), give back what they obtained meanwhile,
  * stop watching every descriptor and free the handle. Holds taken earlier
  * stay held (release them first). NULL does nothing. Free it before its
- * client, on the loop's thread, never from one of its callbacks. */
+ * client, on the loop's thread. Called from one of its callbacks, it frees
+ * the handle when that callback's dispatch returns (requests started after
+ * it fail with CR_ECLOSED). */
 CR_EXPORT void cr_async_free(cr_async *async);
 
 /* cr_async_io: `fd` is ready for `events` (CR_WATCH_*). */

@@ -40,32 +40,49 @@ poll_loop_now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* One turn of the loop, sleeping at most max_ms. */
-static inline void
-poll_loop_turn(cr_async *a, int64_t max_ms)
+/* The descriptors to poll now, up to max, into p; their count. *timeout_ms
+ * gets the time until cr_async_timeout is due (-1: none). */
+static inline int
+poll_loop_prepare(cr_async *a, struct pollfd *p, int max, int64_t *timeout_ms)
 {
     cr_async_fd fds[64];
-    struct pollfd p[64];
-    int64_t timeout = -1;
-    int n = cr_async_fds(a, fds, 64, &timeout), i;
+    int n = cr_async_fds(a, fds, 64, timeout_ms), i;
 
     if (n > 64)
         n = 64;
+    if (n > max)
+        n = max;
     for (i = 0; i < n; i++) {
         p[i].fd = fds[i].fd;
         p[i].events = (short)((fds[i].events & CR_WATCH_READ ? POLLIN : 0) |
                               (fds[i].events & CR_WATCH_WRITE ? POLLOUT : 0));
         p[i].revents = 0;
     }
+    return n;
+}
+
+/* What poll() saw on a descriptor, as cr_async_io's events. */
+static inline int
+poll_loop_events(short revents)
+{
+    return (revents & (POLLIN | POLLERR | POLLHUP) ? CR_WATCH_READ : 0) |
+           (revents & POLLOUT ? CR_WATCH_WRITE : 0);
+}
+
+/* One turn of the loop, sleeping at most max_ms. */
+static inline void
+poll_loop_turn(cr_async *a, int64_t max_ms)
+{
+    struct pollfd p[64];
+    int64_t timeout = -1;
+    int n = poll_loop_prepare(a, p, 64, &timeout), i;
+
     if (timeout < 0 || timeout > max_ms)
         timeout = max_ms;
     if (poll(p, (nfds_t)n, (int)timeout) > 0) {
         for (i = 0; i < n; i++)
             if (p[i].revents != 0)
-                cr_async_io(a, p[i].fd,
-                            (p[i].revents & (POLLIN | POLLERR | POLLHUP)
-                                 ? CR_WATCH_READ : 0) |
-                            (p[i].revents & POLLOUT ? CR_WATCH_WRITE : 0));
+                cr_async_io(a, p[i].fd, poll_loop_events(p[i].revents));
     }
     cr_async_timeout(a); /* runs only what is due */
 }

@@ -336,6 +336,86 @@ test_async_free_ends_pending_requests_with_eclosed(void **state)
     cr_lock_free(l);
 }
 
+/* What a callback that frees its handle saw. */
+typedef struct freer {
+    cr_async *a;
+    cr_lock *other;
+    outcome o, late;
+    cr_status late_rc;
+    bool freed;
+} freer;
+
+static void
+free_from_callback(void *userdata, cr_status rc, int64_t value)
+{
+    freer *f = userdata;
+
+    record(&f->o, rc, value);
+    cr_async_free(f->a);
+    /* Still inside the dispatch: the handle lives, but takes nothing new. */
+    f->late_rc = cr_async_lock(f->a, f->other, cr_async_owner_id(), 0, 1000,
+                               record, &f->late, NULL);
+    f->freed = true;
+}
+
+/* A turn of the loop that stops calling into the handle once a callback
+ * freed it (that dispatch was the handle's last). */
+static void
+turn_until_freed(freer *f)
+{
+    struct pollfd p[64];
+    int64_t timeout = -1;
+    int n = poll_loop_prepare(f->a, p, 64, &timeout), i;
+
+    poll(p, (nfds_t)n, (int)(timeout < 0 || timeout > 10 ? 10 : timeout));
+    for (i = 0; i < n && !f->freed; i++)
+        if (p[i].revents != 0)
+            cr_async_io(f->a, p[i].fd, poll_loop_events(p[i].revents));
+    if (!f->freed)
+        cr_async_timeout(f->a);
+}
+
+/* cr_async_free from a callback: the handle goes when that dispatch
+ * returns, the other pending requests end with CR_ECLOSED once, and what
+ * is asked meanwhile is refused at once. */
+static void
+test_async_free_from_a_callback_waits_for_the_dispatch(void **state)
+{
+    freer f = {0};
+    outcome waiting = {0};
+    int64_t owner = cr_async_owner_id(), end;
+    cr_lock *free_lock, *held;
+
+    (void)state;
+    f.a = new_async();
+    assert_int_equal(cr_lock_new(test_client, "freed-in-cb", &free_lock), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "held-elsewhere", &held), CR_OK);
+    assert_int_equal(cr_lock_lock(held, 30000), CR_OK);
+    f.other = held;
+    assert_int_equal(cr_async_lock(f.a, held, cr_async_owner_id(),
+                                   CR_WAIT_FOREVER, 10000, record, &waiting,
+                                   NULL), CR_OK);
+    assert_int_equal(cr_async_lock(f.a, free_lock, owner, 0, 30000,
+                                   free_from_callback, &f, NULL), CR_OK);
+    end = poll_loop_now_ms() + slow(5000);
+    while (!f.freed && poll_loop_now_ms() < end)
+        turn_until_freed(&f);
+    assert_true(f.freed);
+    assert_int_equal(f.o.calls, 1);
+    assert_int_equal(f.o.rc, CR_OK);
+    assert_int_equal(f.late_rc, CR_ECLOSED);
+    assert_int_equal(f.late.calls, 0);
+    /* The waiter ended with the handle, once. */
+    assert_int_equal(waiting.calls, 1);
+    assert_int_equal(waiting.rc, CR_ECLOSED);
+    /* A hold obtained before the free stays held: its owner gives it back. */
+    assert_int_equal(redis_int("EXISTS freed-in-cb"), 1);
+    assert_int_equal(cr_lock_unlock_tid(free_lock, owner), CR_OK);
+    assert_int_equal(cr_lock_unlock(held), CR_OK);
+    cr_lock_free(free_lock);
+    cr_lock_free(held);
+}
+
 static void
 test_async_owner_ids_never_meet_thread_ids(void **state)
 {
@@ -662,6 +742,7 @@ main(void)
         T(test_async_many_pending_requests_keep_counters_exact),
         T(test_async_fenced_lock_gives_its_token),
         T(test_async_free_ends_pending_requests_with_eclosed),
+        T(test_async_free_from_a_callback_waits_for_the_dispatch),
         T(test_async_owner_ids_never_meet_thread_ids),
         T(test_async_bad_arguments_are_refused_without_a_callback),
         T(test_async_semaphore_acquire_waits_for_a_release_and_counts_exactly),
