@@ -111,10 +111,9 @@ pubsub_links(const char *url, cr_client *c)
 static cr_client *
 client_for(const char *url)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.pool_size = 8;
     if (cr_client_new(&o, &c) != CR_OK)

@@ -1336,6 +1336,7 @@ int main(int argc, char **argv)
     int code, parsed;
 
     memset(&cli, 0, sizeof(cli));
+    cli.conn = (cr_client_options)CR_CLIENT_OPTIONS_INIT;
     cli.args = &a;
     cli.sigfd = cli.events[0] = cli.events[1] = -1;
     parsed = cr__cli_parse_args(argc, argv, &a, err, sizeof(err));

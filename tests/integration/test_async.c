@@ -653,7 +653,7 @@ static void
 test_async_lock_granted_after_its_cancel_is_given_back(void **state)
 {
     cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     cr_async *a;
     cr_request *req = NULL;
@@ -667,7 +667,6 @@ test_async_lock_granted_after_its_cancel_is_given_back(void **state)
     assert_non_null(relay);
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
              cr_test_relay_port(relay));
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.command_timeout_ms = slow(5000);
     assert_int_equal(cr_client_new(&o, &c), CR_OK);

@@ -59,12 +59,11 @@ cluster_down(void **state)
 static cr_client *
 client(const char *query, int64_t watchdog_ms, int64_t sync_ms)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     char url[1100];
 
     snprintf(url, sizeof(url), "%s%s", cl.url, query != NULL ? query : "");
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     o.replica_sync_timeout_ms = sync_ms;
@@ -78,7 +77,7 @@ client(const char *query, int64_t watchdog_ms, int64_t sync_ms)
 static cr_client_stats
 stats(cr_client *c)
 {
-    cr_client_stats s;
+    cr_client_stats s = CR_CLIENT_STATS_INIT;
 
     assert_int_equal(cr_client_stats_get(c, &s), CR_OK);
     return s;
@@ -478,7 +477,7 @@ static void
 assert_renewed_cleanly(cr_client *c)
 {
     renew_arg r = {c, stats(c).renewal_calls + 3 * SPREAD};
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     assert_true(cr_test_wait_until(renewed_enough, &r, slow(10000)));
     st = stats(c);
@@ -730,7 +729,7 @@ static void
 test_cluster_replica_sync_longer_than_the_command_timeout(void **state)
 {
     const int64_t sync_ms = slow(1500);
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     char name[64];
     cr_lock *l;
@@ -743,7 +742,6 @@ test_cluster_replica_sync_longer_than_the_command_timeout(void **state)
     replica = replica_of(m[0]);
     assert_true(replica >= 0);
     name_on(name, sizeof(name), "longsync", m[0]);
-    memset(&o, 0, sizeof(o));
     o.url = cl.url;
     o.replica_sync_timeout_ms = sync_ms;
     o.command_timeout_ms = slow(500);

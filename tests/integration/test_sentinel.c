@@ -129,10 +129,9 @@ deployment_down(void **state)
 static cr_client *
 sentinel_client(int64_t watchdog_ms, int64_t sync_ms)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     o.replica_sync_timeout_ms = sync_ms;
@@ -264,7 +263,7 @@ test_sentinel_failover_keeps_a_synced_watchdog_lock_and_waiters_proceed(void **s
     cr_client *holder = sentinel_client(lease, 1000);
     cr_client *other = sentinel_client(lease, 0);
     cr_lock *held, *wanted;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     waiter w;
     int old_port = test_redis.port, i;
     int64_t released, end;
