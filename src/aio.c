@@ -91,6 +91,7 @@ typedef struct alink {
     int64_t replicas, replicas_at;
     cr__atimer timer;
     cr__atimer more;          /* replies left over from the last turn */
+    cr__atimer opener;        /* link_open_soon */
     struct alink *dirty_next; /* on io->dirty: has bytes to write */
     bool dirty;
     int64_t backoff, retry_at;
@@ -610,6 +611,25 @@ dispatch_end(cr__aio *io)
     }
 }
 
+static void link_open(alink *l);
+
+static void
+link_open_now(void *arg)
+{
+    link_open(arg);
+}
+
+/* Opens the link from the loop's next turn: a link that cannot open
+ * (its breaker, a refused connect) fails its commands from there, never
+ * inside the call that gave it one, whose request would be answered
+ * before it was even started. */
+static void
+link_open_soon(alink *l)
+{
+    if (l->state == L_DOWN && l->opener.index == 0)
+        cr__aio_after(l->io, &l->opener, 0, link_open_now, l);
+}
+
 /* Opens the link: resolve, breaker, connect. */
 static void
 link_open(alink *l)
@@ -641,7 +661,14 @@ link_open(alink *l)
     } else {
         snprintf(addr, sizeof(addr), "%s", io->client->url.path);
     }
-    if ((rc = cr__breaker_try(cfg->breakers, addr, &retry)) != CR_OK) {
+    if ((rc = cr__breaker_try(cfg->breakers, addr, &retry)) == CR_BUSY) {
+        /* No attempt slot yet: tried again when there is one; the queued
+         * commands' deadlines still hold (the link's timer). */
+        cr__aio_after(io, &l->opener, retry > 0 ? retry : 1, link_open_now, l);
+        link_schedule(l);
+        return;
+    }
+    if (rc != CR_OK) {
         link_fail(l, rc, NULL);
         return;
     }
@@ -946,7 +973,7 @@ redirect(alink *l, apend *e, bool ask, const char *host, int port)
     if (unsent)
         to->unsent++;
     if (to->state == L_DOWN)
-        link_open(to);
+        link_open_soon(to);
     else
         link_kick(to);
     link_schedule(to);
@@ -1246,7 +1273,7 @@ enqueue(alink *l, int kind, cr__buf *b, size_t tail, const cr__script *script,
     if (sync && l->replicas > 0 && queue_wait(l, deadline) != CR_OK)
         return CR_ENOMEM;
     if (l->state == L_DOWN)
-        link_open(l);
+        link_open_soon(l);
     else
         link_kick(l);
     if (l->state != L_DOWN || l->len > 0)
@@ -1672,7 +1699,7 @@ cr__aio_subscribe(cr__aio *io, const char *channel, cr__decode_fn decode,
             if (sub_send(l, s, true) == CR_OK)
                 link_kick(l);
         } else if (l->state == L_DOWN) {
-            link_open(l); /* link_up sends it */
+            link_open_soon(l); /* link_up sends it */
         }
         link_schedule(l);
     }
@@ -1843,6 +1870,7 @@ cr__aio_free(cr__aio *io)
         next = l->next;
         cr__aio_cancel_timer(io, &l->timer);
         cr__aio_cancel_timer(io, &l->more);
+        cr__aio_cancel_timer(io, &l->opener);
         cr__buf_free(&l->queued);
         free(l->q);
         free(l);

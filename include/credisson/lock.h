@@ -206,6 +206,17 @@ CR_EXPORT cr_status cr_fenced_lock_try_lock_and_get_token(cr_lock *lock,
 CR_EXPORT cr_status cr_fenced_lock_lock_and_get_token(cr_lock *lock,
                                                       int64_t lease_ms,
                                                       int64_t *token);
+/* Explicit-owner forms of the two calls above (Redisson's
+ * tryLockAndGetTokenAsync(wait, lease, unit, threadId) and
+ * lockAndGetTokenAsync(lease, unit, threadId)): thread_id as for
+ * cr_lock_try_lock_tid, an id from cr_async_owner_id() included. */
+CR_EXPORT cr_status cr_fenced_lock_try_lock_and_get_token_tid(
+    cr_lock *lock, int64_t thread_id, int64_t wait_ms, int64_t lease_ms,
+    int64_t *token);
+CR_EXPORT cr_status cr_fenced_lock_lock_and_get_token_tid(cr_lock *lock,
+                                                          int64_t thread_id,
+                                                          int64_t lease_ms,
+                                                          int64_t *token);
 /* cr_fenced_lock_get_token: the counter's current value (0 before any). */
 CR_EXPORT cr_status cr_fenced_lock_get_token(cr_lock *lock, int64_t *token);
 
