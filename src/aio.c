@@ -47,6 +47,10 @@
  * waits for the next turn (a timer of 0 ms), so that one dispatch stays
  * short whatever the backlog (cr__aio_spend). */
 #define DISPATCH_BUDGET 32
+/* A loop that calls cr_async_timeout this late has starved its waits and
+ * wake-ups: said in the log, once per LATE_LOG_EVERY_MS at most. */
+#define LATE_WARN_MS 1000
+#define LATE_LOG_EVERY_MS 10000
 
 enum { L_DOWN, L_RESOLVING, L_CONNECTING, L_UP };
 
@@ -138,6 +142,7 @@ struct cr__aio {
     cr__atimer **heap;
     size_t nheap, capheap;
     int64_t armed;            /* the due time the loop's timer is set for */
+    int64_t late_logged;      /* when a late loop was last logged */
     int dispatching;          /* inside cr__aio_ready or cr__aio_timeout */
     int budget;               /* of this dispatch, DISPATCH_BUDGET */
     alink *dirty;             /* links to write to when the dispatch ends */
@@ -266,6 +271,17 @@ cr__aio_timeout(cr__aio *io)
 {
     int64_t now = cr__now_ms();
 
+    if (io->armed >= 0 && now - io->armed > LATE_WARN_MS &&
+        now - io->late_logged > LATE_LOG_EVERY_MS) {
+        /* The leases are the watchdog thread's, safe; the loop's own
+         * work is not: the application blocked its loop. */
+        io->late_logged = now;
+        cr__log(&io->client->log, CR_LOG_WARN, "the event loop ran the "
+                "library's timer %lld ms late: its waits, wake-ups and "
+                "replies were held up that long (the leases of its holds "
+                "are renewed by the client's watchdog thread)",
+                (long long)(now - io->armed));
+    }
     io->armed = -1;
     dispatch_begin(io);
     while (io->nheap > 0 && io->heap[0]->due <= now && cr__aio_spend(io)) {

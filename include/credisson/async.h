@@ -30,7 +30,8 @@
  * Leases of holds taken here are renewed by the client's watchdog thread,
  * so a loop stalled by the application does not lose them; a lost hold is
  * reported as the blocking API's are (cr_lock_set_lost_callback: on the
- * client's lease-clock thread, CR_ELOST from the unlock).
+ * client's lease-clock thread, CR_ELOST from the unlock). A loop that runs
+ * the library's timer more than a second late is reported in the log.
  */
 #ifndef CREDISSON_ASYNC_H
 #define CREDISSON_ASYNC_H

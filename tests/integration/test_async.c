@@ -587,6 +587,62 @@ test_async_blocking_and_cli_clients_share_objects_with_exact_counts(void **state
     cr_latch_free(m.latch);
 }
 
+/* ------------------------------------------------------ a stalled loop */
+
+static void
+count_late_loop(void *userdata, cr_log_level level, const char *msg)
+{
+    if (level == CR_LOG_WARN && strstr(msg, "event loop ran") != NULL)
+        atomic_fetch_add((atomic_int *)userdata, 1);
+}
+
+/* Starts a 300 ms wait on "stalled" (held by the test's client) from `a`. */
+static void
+wait_on_held(cr_async *a, cr_lock *l, outcome *o)
+{
+    assert_int_equal(cr_async_lock(a, l, cr_async_owner_id(), 300, 30000,
+                                   record, o, NULL), CR_OK);
+}
+
+/* An application that blocks its loop past the library's timer is told in
+ * the log; one that turns it in time is not. */
+static void
+test_async_a_loop_blocked_past_a_timer_is_reported_in_the_log(void **state)
+{
+    cr_client_options opt = CR_CLIENT_OPTIONS_INIT;
+    atomic_int warned;
+    outcome first = {0}, second = {0};
+    cr_lock *held, *l;
+    cr_client *c = NULL;
+    cr_async *a = NULL;
+    int i;
+
+    (void)state;
+    atomic_init(&warned, 0);
+    opt.url = test_redis.url;
+    opt.log_fn = count_late_loop;
+    opt.log_userdata = &warned;
+    assert_int_equal(cr_client_new(&opt, &c), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "stalled", &held), CR_OK);
+    assert_int_equal(cr_lock_lock(held, 30000), CR_OK);
+    assert_int_equal(cr_lock_new(c, "stalled", &l), CR_OK);
+    wait_on_held(a, l, &first);
+    assert_int_equal(await(a, &first, slow(5000)), CR_BUSY);
+    assert_int_equal(atomic_load(&warned), 0);
+    wait_on_held(a, l, &second);
+    for (i = 0; i < 5; i++)
+        poll_loop_turn(a, 10);
+    usleep(1500 * 1000); /* the application blocks its loop */
+    assert_int_equal(await(a, &second, slow(5000)), CR_BUSY);
+    assert_int_equal(atomic_load(&warned), 1);
+    assert_int_equal(cr_lock_unlock(held), CR_OK);
+    cr_async_free(a);
+    cr_lock_free(l);
+    cr_lock_free(held);
+    cr_client_free(c);
+}
+
 static void
 test_async_fenced_lock_gives_its_token_and_shares_it_with_the_tid_calls(void **state)
 {
@@ -1056,6 +1112,7 @@ main(void)
         T(test_async_hold_is_released_by_the_blocking_tid_call),
         T(test_async_many_pending_requests_keep_counters_exact),
         T(test_async_blocking_and_cli_clients_share_objects_with_exact_counts),
+        T(test_async_a_loop_blocked_past_a_timer_is_reported_in_the_log),
         T(test_async_fenced_lock_gives_its_token_and_shares_it_with_the_tid_calls),
         T(test_async_free_ends_pending_requests_with_eclosed),
         T(test_async_free_from_a_callback_waits_for_the_dispatch),
