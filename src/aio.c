@@ -149,13 +149,14 @@ struct cr__aio {
     uint64_t tickets;
     uint64_t pongs, pings;
     cr__atimer linger;
-    /* The resolver thread and its queue. */
+    /* The resolver thread and its queue; what other threads post. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_t resolver;
     bool resolver_started, resolver_stop;
     resolve_job *todo, *done;
-    int resolved_fd;          /* eventfd: jobs done */
+    cr__apost *posted;
+    int wake_fd;              /* eventfd: jobs done, posts (-1: none yet) */
 };
 
 static void link_fail(alink *l, cr_status rc, const char *why);
@@ -316,9 +317,9 @@ cr__aio_fds(cr__aio *io, cr_async_fd *fds, int max, int64_t *timeout_ms)
     int n = 0;
     alink *l;
 
-    if (io->resolver_started) {
+    if (io->wake_fd >= 0) {
         if (n < max)
-            fds[n] = (cr_async_fd){io->resolved_fd, CR_WATCH_READ};
+            fds[n] = (cr_async_fd){io->wake_fd, CR_WATCH_READ};
         n++;
     }
     for (l = io->links; l != NULL; l = l->next)
@@ -365,7 +366,7 @@ resolver_main(void *arg)
         pthread_mutex_lock(&io->mu);
         j->next = io->done;
         io->done = j;
-        if (write(io->resolved_fd, &one, sizeof(one)) < 0) {
+        if (write(io->wake_fd, &one, sizeof(one)) < 0) {
             /* the counter is full: it is readable anyway */
         }
     }
@@ -373,16 +374,39 @@ resolver_main(void *arg)
     return NULL;
 }
 
-/* Takes the answers of the resolver (on the loop). */
+/* Runs what other threads posted, oldest first (on the loop). */
 static void
-resolved(cr__aio *io)
+run_posted(cr__aio *io)
+{
+    cr__apost *p, *next, *fifo = NULL;
+
+    pthread_mutex_lock(&io->mu);
+    p = io->posted;
+    io->posted = NULL;
+    pthread_mutex_unlock(&io->mu);
+    for (; p != NULL; p = next) {
+        next = p->next;
+        p->next = fifo;
+        fifo = p;
+    }
+    for (p = fifo; p != NULL; p = next) {
+        next = p->next;
+        p->fn(p->ctx);
+    }
+}
+
+/* The wake-up descriptor is readable: the resolver's answers and the
+ * posts (on the loop). */
+static void
+woken(cr__aio *io)
 {
     uint64_t n;
     resolve_job *j, *next;
 
-    if (read(io->resolved_fd, &n, sizeof(n)) < 0) {
+    if (read(io->wake_fd, &n, sizeof(n)) < 0) {
         /* nothing to read: another turn took it */
     }
+    run_posted(io);
     pthread_mutex_lock(&io->mu);
     j = io->done;
     io->done = NULL;
@@ -403,6 +427,44 @@ resolved(cr__aio *io)
             freeaddrinfo(j->ai);
         free(j);
     }
+}
+
+/* Opens the wake-up descriptor once, watched from then on (io->mu
+ * held). */
+static cr_status
+wake_open(cr__aio *io)
+{
+    if (io->wake_fd >= 0)
+        return CR_OK;
+    if ((io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        return cr__fail(CR_ENOMEM, "cannot make an eventfd");
+    io->loop.watch(io->loop.data, io->wake_fd, CR_WATCH_READ);
+    return CR_OK;
+}
+
+cr_status
+cr__aio_post_ready(cr__aio *io)
+{
+    cr_status rc;
+
+    pthread_mutex_lock(&io->mu);
+    rc = wake_open(io);
+    pthread_mutex_unlock(&io->mu);
+    return rc;
+}
+
+void
+cr__aio_post(cr__aio *io, cr__apost *p)
+{
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&io->mu);
+    p->next = io->posted;
+    io->posted = p;
+    if (write(io->wake_fd, &one, sizeof(one)) < 0) {
+        /* the counter is full: it is readable anyway */
+    }
+    pthread_mutex_unlock(&io->mu);
 }
 
 /* Resolves the link's host: at once when numeric, else on the resolver
@@ -432,20 +494,14 @@ resolve(alink *l)
     snprintf(j->host, sizeof(j->host), "%s", l->host);
     j->port = l->port;
     pthread_mutex_lock(&io->mu);
-    if (!io->resolver_started) {
-        io->resolved_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (io->resolved_fd < 0 ||
-            pthread_create(&io->resolver, NULL, resolver_main, io) != 0) {
-            if (io->resolved_fd >= 0)
-                close(io->resolved_fd);
-            io->resolved_fd = -1;
-            pthread_mutex_unlock(&io->mu);
-            free(j);
-            return cr__fail(CR_ENOMEM, "cannot start the resolver thread");
-        }
-        io->resolver_started = true;
-        io->loop.watch(io->loop.data, io->resolved_fd, CR_WATCH_READ);
+    if (!io->resolver_started &&
+        (wake_open(io) != CR_OK ||
+         pthread_create(&io->resolver, NULL, resolver_main, io) != 0)) {
+        pthread_mutex_unlock(&io->mu);
+        free(j);
+        return cr__fail(CR_ENOMEM, "cannot start the resolver thread");
     }
+    io->resolver_started = true;
     j->next = io->todo;
     io->todo = j;
     pthread_cond_signal(&io->cv);
@@ -1183,8 +1239,8 @@ cr__aio_ready(cr__aio *io, int fd, int events)
     alink *l;
 
     dispatch_begin(io);
-    if (io->resolver_started && fd == io->resolved_fd) {
-        resolved(io);
+    if (io->wake_fd >= 0 && fd == io->wake_fd) {
+        woken(io);
     } else {
         for (l = io->links; l != NULL; l = l->next)
             if (l->fd == fd) {
@@ -1845,7 +1901,7 @@ cr__aio_new(cr_client *c, const cr_loop *loop, cr__aio **out)
     io->client = c;
     io->loop = *loop;
     io->armed = -1;
-    io->resolved_fd = -1;
+    io->wake_fd = -1;
     io->cluster = c->url.is_cluster;
     io->sharded = io->cluster && strcmp(c->publish_cmd, "spublish") == 0;
     pthread_mutex_init(&io->mu, NULL);
@@ -1897,8 +1953,11 @@ cr__aio_free(cr__aio *io)
         pthread_cond_signal(&io->cv);
         pthread_mutex_unlock(&io->mu);
         pthread_join(io->resolver, NULL);
-        io->loop.watch(io->loop.data, io->resolved_fd, 0);
-        close(io->resolved_fd);
+    }
+    run_posted(io); /* their senders are done: the caller joined them */
+    if (io->wake_fd >= 0) {
+        io->loop.watch(io->loop.data, io->wake_fd, 0);
+        close(io->wake_fd);
     }
     for (j = io->todo; j != NULL; j = jn) {
         jn = j->next;

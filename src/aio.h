@@ -81,6 +81,22 @@ bool cr__aio_dispatching(const cr__aio *io);
  * a timer of 0 ms. Outside a dispatch always true. */
 bool cr__aio_spend(cr__aio *io);
 
+/* Work posted to the loop from another thread. */
+typedef struct cr__apost {
+    struct cr__apost *next;
+    void (*fn)(void *ctx);
+    void *ctx;
+} cr__apost;
+
+/* cr__aio_post_ready: make posting possible (the wake-up descriptor, then
+ * watched); on the loop, before the first post. CR_OK or CR_ENOMEM. */
+cr_status cr__aio_post_ready(cr__aio *io);
+
+/* cr__aio_post: from any thread, once cr__aio_post_ready succeeded: run
+ * p->fn(p->ctx) on the loop at its next turn (in cr__aio_free at the
+ * latest, whose caller has stopped every poster). p is the poster's. */
+void cr__aio_post(cr__aio *io, cr__apost *p);
+
 /* cr__aio_after: run fn(ctx) from the loop at the latest once `ms` passed
  * (0: at its next turn), replacing what `t` was set for. */
 void cr__aio_after(cr__aio *io, cr__atimer *t, int64_t ms,

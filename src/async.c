@@ -16,6 +16,8 @@
  */
 #include "config.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,7 @@
 
 static atomic_int_fast64_t next_owner = 0;
 
-enum { Q_WAIT, Q_SCRIPT };
+enum { Q_WAIT, Q_SCRIPT, Q_THREAD };
 
 /* The object of a waiting request that is not a lock. */
 enum { O_SEM = 1, O_PERMIT, O_LATCH };
@@ -88,6 +90,8 @@ struct cr_request {
     unsigned char raw_id[16]; /* a permit's id */
     /* Reply readers of one-command requests. */
     cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
+    /* A MultiLock's or RedLock's call, on a thread of its own. */
+    struct thread_call *call;
 };
 
 struct cr_async {
@@ -209,6 +213,21 @@ request_new(cr_async *a, int kind, cr_async_fn fn, void *userdata)
     return q;
 }
 
+/* Takes back a request that could not start: no callback runs. */
+static void
+discard(cr_request *q)
+{
+    cr_async *a = q->async;
+
+    if (q->prev != NULL)
+        q->prev->next = q->next;
+    else
+        a->pending = q->next;
+    if (q->next != NULL)
+        q->next->prev = q->prev;
+    free(q);
+}
+
 /* The guard of every call that starts a request. */
 static cr_status
 enter(cr_async *a)
@@ -260,14 +279,7 @@ start_script(cr_async *a, cr__script_call *call, unsigned flags,
     q->read = read;
     q->busy = true;
     if ((rc = cr__aio_script(a->io, call, flags, script_replied, q)) != CR_OK) {
-        q->ended = true; /* no callback: the call fails */
-        if (q->prev != NULL)
-            q->prev->next = q->next;
-        else
-            a->pending = q->next;
-        if (q->next != NULL)
-            q->next->prev = q->prev;
-        free(q);
+        discard(q);
         return rc;
     }
     if (out != NULL)
@@ -626,6 +638,121 @@ wait_begin(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
     cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, step_later, q);
 }
 
+/* ------------------------------------------- MultiLock and RedLock */
+
+/* Their sub-locks may live on other clients, whose links this handle does
+ * not have: the blocking call runs on a thread of its own, in slices of
+ * THREAD_SLICE_MS at most, so that a cancel or a free is seen between
+ * two; the outcome is posted to the loop. */
+#define THREAD_SLICE_MS 200
+
+typedef struct thread_call {
+    cr__apost post;
+    cr_request *q;            /* NULL once it ended without the outcome */
+    cr_lock *lock;
+    int64_t owner, wait_ms, lease_ms;
+    bool unlock;
+    atomic_bool stop;         /* cancelled, or the handle is being freed */
+    bool joined;              /* by cr_async_free */
+    cr_status rc;
+    char err[256];
+    pthread_t thread;
+} thread_call;
+
+static void *
+thread_call_run(void *arg)
+{
+    thread_call *t = arg;
+    int64_t start = cr__now_ms(), left;
+
+    if (t->unlock) {
+        t->rc = cr_lock_unlock_tid(t->lock, t->owner);
+    } else {
+        do {
+            left = t->wait_ms < 0 ? THREAD_SLICE_MS
+                                  : t->wait_ms - (cr__now_ms() - start);
+            t->rc = cr_lock_try_lock_tid(t->lock, t->owner,
+                                         left > THREAD_SLICE_MS
+                                             ? THREAD_SLICE_MS
+                                             : left > 0 ? left : 0,
+                                         t->lease_ms);
+        } while (t->rc == CR_BUSY && !atomic_load(&t->stop) &&
+                 (t->wait_ms < 0 || cr__now_ms() - start < t->wait_ms));
+    }
+    snprintf(t->err, sizeof(t->err), "%s", cr_last_error());
+    cr__aio_post(t->q->async->io, &t->post);
+    return NULL;
+}
+
+/* Gives back, in the background, what a thread call took after its
+ * request ended. */
+static void
+give_back_run(void *arg)
+{
+    thread_call *t = arg;
+
+    cr_lock_unlock_tid(t->lock, t->owner);
+}
+
+/* The thread call's outcome, on the loop. */
+static void
+thread_call_done(void *ctx)
+{
+    thread_call *t = ctx;
+    cr_request *q = t->q;
+    cr_status rc = t->rc == CR_OK ? CR_OK : cr__fail(t->rc, "%s", t->err);
+
+    if (!t->joined)
+        pthread_join(t->thread, NULL);
+    q->busy = false;
+    q->call = NULL;
+    if (!t->unlock && t->rc == CR_OK && (q->ended || q->cancelled)) {
+        /* Obtained after the cancel or the free: given back. */
+        cr__object_background(t->lock, give_back_run, free, t);
+        t = NULL;
+    }
+    free(t);
+    if (q->ended)
+        late_reply(q);
+    else
+        end(q, rc); /* CR_ECANCELED when cancelled */
+}
+
+/* Starts the blocking call of a MultiLock or RedLock on a thread. */
+static cr_status
+start_thread_call(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
+                  int64_t lease_ms, bool unlock, cr_async_fn fn,
+                  void *userdata, cr_request **req)
+{
+    thread_call *t = calloc(1, sizeof(*t));
+    cr_request *q;
+    cr_status rc;
+
+    if (t == NULL || (q = request_new(a, Q_THREAD, fn, userdata)) == NULL) {
+        free(t);
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    t->post = (cr__apost){NULL, thread_call_done, t};
+    t->q = q;
+    t->lock = l;
+    t->owner = owner;
+    t->wait_ms = wait_ms;
+    t->lease_ms = lease_ms;
+    t->unlock = unlock;
+    atomic_init(&t->stop, false);
+    q->call = t;
+    q->busy = true;
+    if ((rc = cr__aio_post_ready(a->io)) != CR_OK ||
+        pthread_create(&t->thread, NULL, thread_call_run, t) != 0) {
+        discard(q);
+        free(t);
+        cr__client_leave(a->client);
+        return rc != CR_OK ? rc : cr__fail(CR_ENOMEM, "cannot start a thread");
+    }
+    return started(a, q, req);
+}
+
 cr_status
 cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
               int64_t lease_ms, cr_async_fn fn, void *userdata,
@@ -639,15 +766,15 @@ cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
         return rc;
     if ((rc = cr__lock_enter(l)) == CR_OK) {
         cr__lock_leave(l);
-        if (l->kind == NULL)
-            rc = cr__fail(CR_ENOTSUP, "a %s has no asynchronous form",
-                          l->label);
-        else if (owner <= 0)
+        if (owner <= 0)
             rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
                           (long long)owner);
         else if ((rc = cr__check_wait(wait_ms)) == CR_OK)
             rc = cr__check_lease(lease_ms, "CR_LEASE_WATCHDOG");
     }
+    if (rc == CR_OK && l->kind == NULL)
+        return start_thread_call(a, l, owner, wait_ms, lease_ms, false, fn,
+                                 userdata, req);
     if (rc == CR_OK && (q = request_new(a, Q_WAIT, fn, userdata)) == NULL)
         rc = CR_ENOMEM;
     if (rc != CR_OK) {
@@ -742,8 +869,8 @@ cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
     if ((rc = cr__lock_enter(l)) == CR_OK) {
         cr__lock_leave(l);
         if (l->kind == NULL)
-            rc = cr__fail(CR_ENOTSUP, "a %s has no asynchronous form",
-                          l->label);
+            return start_thread_call(a, l, owner, 0, 0, true, fn, userdata,
+                                     req);
     }
     if (rc == CR_OK)
         rc = cr__unlock_begin(l, &u);
@@ -1280,10 +1407,17 @@ cr_async_free(cr_async *a)
                                     "being freed");
 
         q->cancelled = true;
-        if (q->kind == Q_WAIT)
+        if (q->kind == Q_WAIT) {
             abandon(q, closed);
-        else
+        } else {
+            if (q->kind == Q_THREAD && q->call != NULL) {
+                /* Its slice ends; cr__aio_free runs its outcome. */
+                atomic_store(&q->call->stop, true);
+                pthread_join(q->call->thread, NULL);
+                q->call->joined = true;
+            }
             end(q, closed);
+        }
     }
     cr__aio_free(a->io); /* commands out end now: their requests ended */
     run_callbacks(a, true); /* the loop's part is gone */
@@ -1328,5 +1462,7 @@ cr_async_cancel(cr_request *q)
     q->cancelled = true;
     if (q->kind == Q_WAIT)
         end_wait_now(q, CR_ECANCELED);
+    else if (q->kind == Q_THREAD && q->call != NULL)
+        atomic_store(&q->call->stop, true); /* ends at its next slice */
     /* A one-command request ends when its command answers. */
 }

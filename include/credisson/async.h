@@ -133,23 +133,23 @@ CR_EXPORT void cr_async_cancel(cr_request *req);
 
 /* ------------------------------------------------------------- locks */
 
-/* cr_async_lock: tryLockAsync(wait_ms, lease_ms, owner) of any lock kind
- * (MultiLock and RedLock excepted): CR_OK when obtained (value: the
- * fencing token of a fenced lock), CR_BUSY when the wait ran out.
- * wait_ms CR_WAIT_FOREVER: lockAsync. `req` may be NULL.
- * Returns CR_OK (started), CR_ENOTSUP (MultiLock, RedLock), CR_EINVAL
- * (owner not positive; bad wait or lease; a handle that is not live),
- * CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
+/* cr_async_lock: tryLockAsync(wait_ms, lease_ms, owner) of any lock kind:
+ * CR_OK when obtained (value: the fencing token of a fenced lock),
+ * CR_BUSY when the wait ran out. wait_ms CR_WAIT_FOREVER: lockAsync. `req`
+ * may be NULL. A MultiLock or RedLock (whose sub-locks may be on other
+ * clients) runs its blocking call on a thread of its own, in slices of
+ * 200 ms so that a cancel or a free ends it within a slice and a command.
+ * Returns CR_OK (started), CR_EINVAL (owner not positive; bad wait or
+ * lease; a handle that is not live), CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_async_lock(cr_async *async, cr_lock *lock,
                                   int64_t owner, int64_t wait_ms,
                                   int64_t lease_ms, cr_async_fn fn,
                                   void *userdata, cr_request **req);
 
 /* cr_async_unlock: unlockAsync(owner): CR_OK, CR_ENOTOWNER, CR_ELOST to the
- * callback.
- * Returns CR_OK (started), CR_ENOTSUP (MultiLock, RedLock), CR_EINVAL,
- * CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO (in a cluster: no node known
- * for the name's slot). */
+ * callback (a MultiLock's or RedLock's on a thread, as above).
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
 CR_EXPORT cr_status cr_async_unlock(cr_async *async, cr_lock *lock,
                                     int64_t owner, cr_async_fn fn,
                                     void *userdata, cr_request **req);

@@ -643,6 +643,133 @@ test_async_a_loop_blocked_past_a_timer_is_reported_in_the_log(void **state)
     cr_client_free(c);
 }
 
+/* ------------------------------------------------ MultiLock and RedLock */
+
+/* Three sub-locks "m:a", "m:b", "m:c" on the test's client. */
+static void
+sub_locks(cr_lock *subs[3])
+{
+    static const char *const names[3] = {"m:a", "m:b", "m:c"};
+    int i;
+
+    for (i = 0; i < 3; i++)
+        assert_int_equal(cr_lock_new(test_client, names[i], &subs[i]), CR_OK);
+}
+
+/* Fields that owner holds in the three sub-locks' hashes. */
+static long long
+held_by(int64_t owner)
+{
+    char field[128];
+
+    snprintf(field, sizeof(field), "%s:%lld", cr_client_id(test_client),
+             (long long)owner);
+    return redis_int("HEXISTS m:a %s", field) +
+           redis_int("HEXISTS m:b %s", field) +
+           redis_int("HEXISTS m:c %s", field);
+}
+
+/* A MultiLock taken, waited for and released on the loop; a RedLock too;
+ * the blocking _tid call releases what the loop took. */
+static void
+test_async_multilock_and_redlock_are_taken_without_blocking_the_loop(void **state)
+{
+    cr_async *a = new_async();
+    int64_t owner = cr_async_owner_id(), start;
+    outcome o = {0}, u = {0}, w = {0}, r = {0};
+    cr_lock *subs[3], *multi, *red, *other;
+
+    (void)state;
+    sub_locks(subs);
+    assert_int_equal(cr_multilock_new(subs, 3, &multi), CR_OK);
+    assert_int_equal(cr_redlock_new(subs, 3, &red), CR_OK);
+    assert_int_equal(cr_async_lock(a, multi, owner, 0, 30000, record, &o,
+                                   NULL), CR_OK);
+    assert_int_equal(o.calls, 0); /* never inside the call */
+    assert_int_equal(await(a, &o, slow(5000)), CR_OK);
+    assert_int_equal(held_by(owner), 3);
+    assert_int_equal(cr_async_unlock(a, multi, owner, record, &u, NULL), CR_OK);
+    assert_int_equal(await(a, &u, slow(5000)), CR_OK);
+    assert_int_equal(redis_int("EXISTS m:a m:b m:c"), 0);
+    /* One sub-lock held elsewhere: a wait that runs out, within its
+     * bound, then one that gets all three once it is released. */
+    assert_int_equal(cr_lock_new(test_client, "m:b", &other), CR_OK);
+    assert_int_equal(cr_lock_lock(other, 30000), CR_OK);
+    memset(&o, 0, sizeof(o));
+    start = poll_loop_now_ms();
+    assert_int_equal(cr_async_lock(a, multi, owner, 300, 30000, record, &o,
+                                   NULL), CR_OK);
+    assert_int_equal(await(a, &o, slow(5000)), CR_BUSY);
+    assert_true(o.at - start <= 300 + slow(2500));
+    assert_int_equal(held_by(owner), 0);
+    assert_int_equal(cr_async_lock(a, multi, owner, CR_WAIT_FOREVER, 30000,
+                                   record, &w, NULL), CR_OK);
+    for (int i = 0; i < 20; i++)
+        poll_loop_turn(a, 10);
+    assert_int_equal(w.calls, 0);
+    assert_int_equal(cr_lock_unlock(other), CR_OK);
+    assert_int_equal(await(a, &w, slow(5000)), CR_OK);
+    assert_int_equal(held_by(owner), 3);
+    assert_int_equal(cr_lock_unlock_tid(multi, owner), CR_OK);
+    assert_int_equal(held_by(owner), 0);
+    /* A RedLock: a majority suffices. */
+    assert_int_equal(cr_lock_lock(other, 30000), CR_OK);
+    assert_int_equal(cr_async_lock(a, red, owner, 1000, 30000, record, &r,
+                                   NULL), CR_OK);
+    assert_int_equal(await(a, &r, slow(5000)), CR_OK);
+    assert_int_equal(held_by(owner), 2);
+    memset(&u, 0, sizeof(u));
+    assert_int_equal(cr_async_unlock(a, red, owner, record, &u, NULL), CR_OK);
+    assert_int_equal(await(a, &u, slow(5000)), CR_OK);
+    assert_int_equal(held_by(owner), 0);
+    assert_int_equal(cr_lock_unlock(other), CR_OK);
+    cr_async_free(a);
+    cr_lock_free(red);
+    cr_lock_free(multi);
+    cr_lock_free(other);
+    for (int i = 0; i < 3; i++)
+        cr_lock_free(subs[i]);
+}
+
+/* Cancelled while it waits, and freed while it waits: it ends (within a
+ * slice and a command), its callback runs once, and nothing stays held. */
+static void
+test_async_multilock_cancel_and_free_end_the_wait_and_leave_nothing(void **state)
+{
+    cr_async *a = new_async();
+    int64_t owner = cr_async_owner_id();
+    outcome c = {0}, f = {0};
+    cr_lock *subs[3], *multi, *other;
+    cr_request *req = NULL;
+    int i;
+
+    (void)state;
+    sub_locks(subs);
+    assert_int_equal(cr_multilock_new(subs, 3, &multi), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "m:c", &other), CR_OK);
+    assert_int_equal(cr_lock_lock(other, 30000), CR_OK);
+    assert_int_equal(cr_async_lock(a, multi, owner, CR_WAIT_FOREVER, 30000,
+                                   record, &c, &req), CR_OK);
+    for (i = 0; i < 20; i++)
+        poll_loop_turn(a, 10);
+    cr_async_cancel(req);
+    assert_int_equal(await(a, &c, slow(5000)), CR_ECANCELED);
+    assert_int_equal(held_by(owner), 0);
+    assert_int_equal(cr_async_lock(a, multi, owner, CR_WAIT_FOREVER, 30000,
+                                   record, &f, NULL), CR_OK);
+    for (i = 0; i < 20; i++)
+        poll_loop_turn(a, 10);
+    cr_async_free(a);
+    assert_int_equal(f.calls, 1);
+    assert_int_equal(f.rc, CR_ECLOSED);
+    assert_int_equal(held_by(owner), 0);
+    assert_int_equal(cr_lock_unlock(other), CR_OK);
+    cr_lock_free(multi);
+    cr_lock_free(other);
+    for (i = 0; i < 3; i++)
+        cr_lock_free(subs[i]);
+}
+
 static void
 test_async_fenced_lock_gives_its_token_and_shares_it_with_the_tid_calls(void **state)
 {
@@ -821,8 +948,8 @@ test_async_bad_arguments_are_refused_without_a_callback(void **state)
                      CR_EINVAL);
     assert_int_equal(cr_async_lock(a, l, 1, 0, 0, record, &o, NULL),
                      CR_EINVAL);
-    assert_int_equal(cr_async_lock(a, m, 1, 0, 1000, record, &o, NULL),
-                     CR_ENOTSUP);
+    assert_int_equal(cr_async_lock(a, m, 0, 0, 1000, record, &o, NULL),
+                     CR_EINVAL);
     poll_loop_turn(a, 20);
     assert_int_equal(o.calls, 0);
     cr_async_free(a);
@@ -1113,6 +1240,8 @@ main(void)
         T(test_async_many_pending_requests_keep_counters_exact),
         T(test_async_blocking_and_cli_clients_share_objects_with_exact_counts),
         T(test_async_a_loop_blocked_past_a_timer_is_reported_in_the_log),
+        T(test_async_multilock_and_redlock_are_taken_without_blocking_the_loop),
+        T(test_async_multilock_cancel_and_free_end_the_wait_and_leave_nothing),
         T(test_async_fenced_lock_gives_its_token_and_shares_it_with_the_tid_calls),
         T(test_async_free_ends_pending_requests_with_eclosed),
         T(test_async_free_from_a_callback_waits_for_the_dispatch),
