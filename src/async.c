@@ -167,6 +167,18 @@ run_done(void *arg)
         cr__aio_after(a->io, &a->done_timer, 0, run_done, a);
 }
 
+/* Takes `q` off its handle's pending list. */
+static void
+unlink_pending(cr_request *q)
+{
+    if (q->prev != NULL)
+        q->prev->next = q->next;
+    else
+        q->async->pending = q->next;
+    if (q->next != NULL)
+        q->next->prev = q->prev;
+}
+
 /* Ends `q` with `rc`: its callback runs at the loop's next turn. */
 static void
 end(cr_request *q, cr_status rc)
@@ -180,12 +192,7 @@ end(cr_request *q, cr_status rc)
     cr__aio_cancel_timer(a->io, &q->timer);
     cr__aio_cancel_timer(a->io, &q->bound);
     cr__aio_wake_stop(a->io, &q->sleeper);
-    if (q->prev != NULL)
-        q->prev->next = q->next;
-    else
-        a->pending = q->next;
-    if (q->next != NULL)
-        q->next->prev = q->prev;
+    unlink_pending(q);
     q->done_next = NULL;
     *a->done_tail = q;
     a->done_tail = &q->done_next;
@@ -217,14 +224,7 @@ request_new(cr_async *a, int kind, cr_async_fn fn, void *userdata)
 static void
 discard(cr_request *q)
 {
-    cr_async *a = q->async;
-
-    if (q->prev != NULL)
-        q->prev->next = q->next;
-    else
-        a->pending = q->next;
-    if (q->next != NULL)
-        q->next->prev = q->prev;
+    unlink_pending(q);
     free(q);
 }
 
