@@ -35,6 +35,7 @@
 #define CR__CLI_EXIT_CONFIG 78      /* configuration, TLS, not supported
                                      * (EX_CONFIG) */
 #define CR__CLI_EXIT_NOTSUP CR__CLI_EXIT_CONFIG
+#define CR__CLI_EXIT_NOTHING 79     /* inspect: nothing under the name */
 #define CR__CLI_EXIT_CANNOT_RUN 126 /* CMD found but not runnable */
 #define CR__CLI_EXIT_NOT_FOUND 127  /* CMD not found */
 
@@ -55,7 +56,7 @@ typedef struct cr__cli {
     const char *env_drop[4];
     cr_client *client;      /* NULL until connected, and after an abort */
     int64_t tid;            /* the owner thread id of every hold */
-    bool status_line;       /* --verbose and stderr is a terminal */
+    bool status_line;       /* stderr is a terminal, no --no-status */
     bool abandoned;         /* a waiting thread was left running: exit now */
     char wait_error[256];   /* cr_last_error() of a failed waiting call */
     int sigfd;              /* signalfd of the forwarded signals, or -1 */

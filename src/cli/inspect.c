@@ -371,6 +371,7 @@ int cr__cli_inspect(cr__cli *cli)
 {
     cr_object_info *in = NULL;
     cr_status rc = cr_object_inspect(cli->client, cli->args->name, &in);
+    int code;
 
     if (rc != CR_OK)
         return cr__cli_fail(cli, rc, "cannot inspect '%s'", cli->name_shown);
@@ -378,8 +379,11 @@ int cr__cli_inspect(cr__cli *cli)
         print_json(cli, in);
     else
         print_text(cli, in);
+    /* The snapshot is printed either way; a name that holds nothing has
+     * a status of its own, so that scripts need not read the output. */
+    code = in->kind == CR_OBJECT_NONE ? CR__CLI_EXIT_NOTHING : CR__CLI_EXIT_OK;
     cr_object_info_free(in);
-    return CR__CLI_EXIT_OK;
+    return code;
 }
 
 /* ----------------------------------------------------------- status line */
