@@ -733,8 +733,8 @@ static bool env_add_credentials(cr__cli *cli, char **env, size_t max)
 }
 
 /* The status line while waiting for a lock, a permit or a latch. */
-static void wait_status(cr__cli *cli, void *ctx, int64_t waited_ms,
-                        char *buf, size_t len)
+static void wait_status(cr__cli *cli, cr_client *client, void *ctx,
+                        int64_t waited_ms, char *buf, size_t len)
 {
     const char *what = cli->args->command == CR__CLI_SEMAPHORE
                            ? "a permit of semaphore"
@@ -743,7 +743,7 @@ static void wait_status(cr__cli *cli, void *ctx, int64_t waited_ms,
     char state[384], waited[32];
 
     (void)ctx;
-    cr__cli_summary(cli, state, sizeof(state));
+    cr__cli_summary(cli, client, state, sizeof(state));
     snprintf(buf, len, "waiting %s for %s '%s'%s%s",
              cr__cli_fmt_ms(waited_ms, waited, sizeof(waited)), what,
              cli->name_shown, state[0] != '\0' ? ": " : "", state);
@@ -1389,6 +1389,7 @@ int main(int argc, char **argv)
         _exit(code);
     }
     cr_client_free(cli.client);
+    cr__cli_status_end(&cli);
     cr__cli_signals_stop(&cli);
     free_settings(&cli);
     if (fflush(stdout) != 0 && code == 0) {

@@ -134,26 +134,6 @@ test_waiter_runs_once_holder_is_done() {
     wait "$holder"
 }
 
-test_verbose_shows_holder_on_a_terminal() {
-    # script(1) gives credisson a terminal; without it there is nothing to
-    # look at.
-    command -v script >/dev/null || return 0
-    cli_exec lock tty -- sh -c 'echo "$CREDISSON_LOCK_OWNER" >owner;
-        exec sleep 1' &
-    local holder=$!
-    wait_until 5000 test -s owner || fail "holder never ran"
-    script -qec "$CLI_BIN lock tty -v -- echo acquired" /dev/null >typescript
-    expect_eq "$?" 0 "exit status"
-    local shown
-    shown=$(tr '\r' '\n' <typescript)
-    expect_contains "$shown" "waiting " "status line"
-    expect_contains "$shown" "for lock 'tty': held by $(cut -c1-8 owner)..." \
-        "status line"
-    expect_contains "$shown" "(count 1, lease " "status line"
-    expect_contains "$shown" "acquired" "the command's output"
-    wait "$holder"
-}
-
 test_lease_is_not_renewed() {
     # After a second: about 4000 left of the 5 s lease; a renewal by the
     # watchdog would have set it to at most 300, one by the lease to ~5000.
@@ -536,7 +516,6 @@ run_test test_command_sees_lock_name_and_owner
 run_test test_wait_zero_exits_75_when_held
 run_test test_nonblock_quiet_and_conflict_exit_code
 run_test test_waiter_runs_once_holder_is_done
-run_test test_verbose_shows_holder_on_a_terminal
 run_test test_lease_is_not_renewed
 run_test test_lease_running_out_under_command_exits_76
 run_test test_lost_lock_stops_command_and_exits_76
