@@ -10,6 +10,7 @@
 #ifndef CR_CLI_H
 #define CR_CLI_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -153,6 +154,15 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
  * last wait, once cli->client is freed (which cuts off a reading still
  * under way). Nothing when there was none. */
 void cr__cli_status_end(cr__cli *cli);
+
+/* cr__cli_sync_init: make a mutex and a condition whose timed waits run
+ * on the monotonic clock, that of cr__cli_now_ms(). */
+void cr__cli_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv);
+
+/* cr__cli_sleep_until: wait on cv (made by cr__cli_sync_init; mu held)
+ * until `until` (monotonic ms) or until *stop is set. Returns *stop. */
+bool cr__cli_sleep_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                         const bool *stop, int64_t until);
 
 /* cr__cli_now_ms: milliseconds on the monotonic clock, the clock of every
  * deadline the runner keeps. */

@@ -998,20 +998,6 @@ static void permit_undo(void *ctx)
     permit_give_back(ctx);
 }
 
-/* Sleeps on the job's condition until `until` (monotonic ms) or until the
- * thread is asked to end; mu is held. Returns whether it was asked. */
-static bool permit_sleep(permit_job *j, int64_t until)
-{
-    struct timespec ts;
-
-    ts.tv_sec = until / 1000;
-    ts.tv_nsec = (until % 1000) * 1000000;
-    while (!j->stop &&
-           pthread_cond_timedwait(&j->cv, &j->mu, &ts) != ETIMEDOUT)
-        ;
-    return j->stop;
-}
-
 /* The renewing thread. Without --lease it extends the lease every third
  * of it, and a renewal that succeeds moves the deadline to its sending
  * time plus the lease, less the margin; a failed one leaves the deadline
@@ -1030,7 +1016,7 @@ static void *permit_main(void *arg)
         every = 1;
     pthread_mutex_lock(&j->mu);
     next = cr__cli_now_ms() + every;
-    while (!permit_sleep(j, next)) {
+    while (!cr__cli_sleep_until(&j->cv, &j->mu, &j->stop, next)) {
         pthread_mutex_unlock(&j->mu);
         sent = cr__cli_now_ms();
         updated = false;
@@ -1066,7 +1052,6 @@ static void *permit_main(void *arg)
  * cannot be started. */
 static bool permit_watch(permit_job *j)
 {
-    pthread_condattr_t attr;
     int64_t asked = cr__cli_now_ms(), left = 0;
     cr_status rc;
 
@@ -1076,11 +1061,7 @@ static bool permit_watch(permit_job *j)
     else
         j->deadline = j->asked_ms + j->lease_ms - lease_margin(j->lease_ms);
     j->lost = rc == CR_ENOTOWNER;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    cr__cli_sync_init(&j->mu, &j->cv);
     j->sync_made = true;
     j->started = pthread_create(&j->thread, NULL, permit_main, j) == 0;
     return j->started;

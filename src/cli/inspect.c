@@ -243,19 +243,23 @@ static const char *until_text(int64_t at, int64_t now, char *buf, size_t len)
 }
 
 /* Writes who an owner's client is: "host h, pid p, a.b.c.d:port", "not
- * connected", "unknown". */
-static const char *client_text(const cr_owner_info *w, char *buf, size_t len)
+ * connected", "unknown"; `brief` (for the status line) leaves the address
+ * out and says "client unknown". */
+static const char *client_text(const cr_owner_info *w, bool brief, char *buf,
+                               size_t len)
 {
     char host[80];
 
     if (w->presence == CR_PRESENCE_CONNECTED)
-        snprintf(buf, len, "host %s, pid %ld, %s",
+        snprintf(buf, len, "host %s, pid %ld%s%s",
                  cr__cli_printable(w->host != NULL ? w->host : "?", host,
                                    sizeof(host)),
-                 w->pid, w->addr != NULL ? w->addr : "?");
+                 w->pid, brief ? "" : ", ",
+                 brief ? "" : w->addr != NULL ? w->addr : "?");
+    else if (w->presence == CR_PRESENCE_GONE)
+        snprintf(buf, len, "not connected");
     else
-        snprintf(buf, len, "%s", w->presence == CR_PRESENCE_GONE
-                                     ? "not connected" : "unknown");
+        snprintf(buf, len, "%s", brief ? "client unknown" : "unknown");
     return buf;
 }
 
@@ -277,7 +281,7 @@ static void print_holders(const cr_object_info *in)
             printf(", %s", h->ttl_ms >= -1 ? lease_text(h->ttl_ms, t, sizeof(t))
                                            : "hold keys expired");
         printf(")\n            client: %s\n",
-               client_text(&h->who, who, sizeof(who)));
+               client_text(&h->who, false, who, sizeof(who)));
     }
 }
 
@@ -349,7 +353,7 @@ static void print_text(const cr__cli *cli, const cr_object_info *in)
                        until_text(w->deadline_ms, in->now_ms, t, sizeof(t)));
             else
                 fputs(" (no deadline)", stdout);
-            printf(", client: %s\n", client_text(&w->who, who, sizeof(who)));
+            printf(", client: %s\n", client_text(&w->who, false, who, sizeof(who)));
         }
     }
     if (in->has_token)
@@ -403,23 +407,6 @@ static void short_owner(const cr_owner_info *w, char *buf, size_t len)
         snprintf(buf, len, "%s", clean);
 }
 
-/* Writes who a holder's client is, short, for the status line: "host h,
- * pid p", "not connected", "client unknown". */
-static const char *holder_text(const cr_owner_info *w, char *buf, size_t len)
-{
-    char host[80];
-
-    if (w->presence == CR_PRESENCE_CONNECTED)
-        snprintf(buf, len, "host %s, pid %ld",
-                 cr__cli_printable(w->host != NULL ? w->host : "?", host,
-                                   sizeof(host)),
-                 w->pid);
-    else
-        snprintf(buf, len, "%s", w->presence == CR_PRESENCE_GONE
-                                     ? "not connected" : "client unknown");
-    return buf;
-}
-
 /* The place (from 1) of this run's owner, "<client id>:<thread id>", in
  * a fair lock's queue as listed; 0 when it is not listed. */
 static size_t queue_place(const cr__cli *cli, cr_client *client,
@@ -469,7 +456,7 @@ void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len)
             seen_since_ms = now;
         }
         snprintf(buf + n, len - n, "held by %s (%s)%s for %s+, count %lld, "
-                 "%s", who, holder_text(&h->who, host, sizeof(host)),
+                 "%s", who, client_text(&h->who, true, host, sizeof(host)),
                  in->nholders > 1 ? " and others" : "",
                  cr__cli_fmt_ms(now - seen_since_ms, d, sizeof(d)),
                  (long long)h->count, lease_text(in->ttl_ms, t, sizeof(t)));

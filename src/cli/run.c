@@ -234,18 +234,27 @@ typedef struct status_job {
  * client is freed (cr__cli_status_end). */
 static status_job *status_reader;
 
-/* Sleeps on the job's condition until `until` (monotonic ms) or until the
- * wait is over; mu is held. Returns whether it is over. */
-static bool status_sleep(status_job *j, int64_t until)
+void cr__cli_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(mu, NULL);
+    pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+bool cr__cli_sleep_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                         const bool *stop, int64_t until)
 {
     struct timespec ts;
 
     ts.tv_sec = until / 1000;
     ts.tv_nsec = (until % 1000) * 1000000;
-    while (!j->stop &&
-           pthread_cond_timedwait(&j->cv, &j->mu, &ts) != ETIMEDOUT)
+    while (!*stop && pthread_cond_timedwait(cv, mu, &ts) != ETIMEDOUT)
         ;
-    return j->stop;
+    return *stop;
 }
 
 /* The reading thread: a reading at once, then one every STATUS_EVERY_MS
@@ -268,7 +277,8 @@ static void *status_main(void *arg)
         j->fresh = true;
         ignored = write(j->cli->events[1], "S", 1);
         (void)ignored;
-        status_sleep(j, cr__cli_now_ms() + STATUS_EVERY_MS);
+        cr__cli_sleep_until(&j->cv, &j->mu, &j->stop,
+                            cr__cli_now_ms() + STATUS_EVERY_MS);
     }
     pthread_mutex_unlock(&j->mu);
     return NULL;
@@ -279,7 +289,6 @@ static void *status_main(void *arg)
 static status_job *status_start(cr__cli *cli, cr__cli_status_fn fn,
                                 void *ctx, int64_t start)
 {
-    pthread_condattr_t attr;
     status_job *j;
 
     if (status_reader != NULL)
@@ -292,11 +301,7 @@ static status_job *status_start(cr__cli *cli, cr__cli_status_fn fn,
     j->fn = fn;
     j->ctx = ctx;
     j->start = start;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    cr__cli_sync_init(&j->mu, &j->cv);
     if (pthread_create(&j->thread, NULL, status_main, j) != 0) {
         pthread_mutex_destroy(&j->mu);
         pthread_cond_destroy(&j->cv);
