@@ -1221,11 +1221,14 @@ typedef struct latch_job {
     cr_latch *latch;
 } latch_job;
 
-/* The waiting thread's call for latch await. */
+/* The waiting thread's call for latch await: with --must-exist, a latch
+ * never set is waited for as a closed one. */
 static cr_status latch_await(void *ctx)
 {
     latch_job *j = ctx;
 
+    if (j->cli->args->must_exist)
+        return cr_latch_await_opened(j->latch, j->cli->args->wait_ms);
     return cr_latch_await(j->latch, j->cli->args->wait_ms);
 }
 

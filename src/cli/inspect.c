@@ -464,7 +464,10 @@ void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len)
                (in->kind == CR_OBJECT_NONE && cli->args->command == CR__CLI_LOCK)) {
         snprintf(buf + strlen(buf), len - strlen(buf), "free");
     } else if (cli->args->command == CR__CLI_LATCH) {
-        snprintf(buf, len, "count %lld", (long long)in->value);
+        if (in->kind == CR_OBJECT_NONE)
+            snprintf(buf, len, "not set yet");
+        else
+            snprintf(buf, len, "count %lld", (long long)in->value);
     } else if (cli->args->command == CR__CLI_SEMAPHORE) {
         snprintf(buf, len, "%lld available, %lld issued",
                  (long long)(in->has_value ? in->value : 0),

@@ -110,7 +110,8 @@ test_library_exports_exactly_the_map() {
 test_exports_carry_the_version_node() {
     local nodes sym node bad=""
     nodes=$(map_nodes)
-    expect_eq "$(printf '%s\n' "$nodes" | grep -c '')" 1 "version nodes"
+    [ "$(printf '%s\n' "$nodes" | grep -c '')" -ge 1 ] ||
+        fail "no version node in $MAP"
     if ! exported | grep -q '@@'; then
         # Linked without the version script (a linker that takes none):
         # visibility alone made the list above.
