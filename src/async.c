@@ -991,7 +991,7 @@ object_attempt(cr_request *q)
                                       a->client->latch_timeout_ms,
                                   &call);
     } else if (q->what == O_LATCH) {
-        rc = cr__latch_look_call(q->obj, &call);
+        rc = cr__latch_look_call(q->obj, false, &call);
     } else {
         rc = cr__random_bytes(q->raw_id, sizeof(q->raw_id));
         if (rc == CR_OK)

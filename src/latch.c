@@ -147,7 +147,8 @@ cr__latch_count_down_call(const cr_latch *l, cr__script_call *call)
     return cr__build_latch_count_down(&(cr__latch_count_down_args){
         .count = l->raw, .channel = l->channel, .marker = l->marker,
         .publish = l->client->publish_cmd,
-        .grace_ms = CR_LATCH_EXPIRY_GRACE_MS}, call);
+        .grace_ms = CR_LATCH_EXPIRY_GRACE_MS,
+        .opened_ms = CR_LATCH_OPENED_MARK_MS}, call);
 }
 
 cr_status
@@ -239,11 +240,13 @@ cr__latch_decode(const char *payload, size_t len)
 }
 
 cr_status
-cr__latch_look_call(const cr_latch *l, cr__script_call *call)
+cr__latch_look_call(const cr_latch *l, bool must_exist,
+                    cr__script_call *call)
 {
     return cr__build_latch_await(&(cr__latch_await_args){
         .count = l->raw, .marker = l->marker,
-        .grace_ms = CR_LATCH_EXPIRY_GRACE_MS}, call);
+        .grace_ms = CR_LATCH_EXPIRY_GRACE_MS,
+        .must_exist = must_exist ? 1 : 0}, call);
 }
 
 cr_status
@@ -259,8 +262,8 @@ cr__latch_look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
         !cr__reply_int(r->element[0], &count) ||
         !cr__reply_int(r->element[1], &ttl))
         rc = cr__fail(CR_ESCRIPT, "latch look replied no pair of integers");
-    else if (count > 0)
-        rc = CR_BUSY;
+    else if (count > 0 || count == -2)
+        rc = CR_BUSY; /* closed, or (-2) never set when it must have been */
     else if (count == 0)
         rc = CR_OK;
     else
@@ -273,15 +276,15 @@ cr__latch_look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
 }
 
 /* One look at the latch (an attempt of the wait): CR_OK when open, CR_BUSY
- * with N's remaining time to live as the hint (-1: none) while closed,
- * CR_EEXPIRED when it expired. */
+ * with N's remaining time to live as the hint (-1: none) while closed (and
+ * with must_exist while it was never set), CR_EEXPIRED when it expired. */
 static cr_status
-look(cr_latch *l, int64_t *hint)
+look(cr_latch *l, bool must_exist, int64_t *hint)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    cr_status rc = cr__latch_look_call(l, &call);
+    cr_status rc = cr__latch_look_call(l, must_exist, &call);
 
     if (rc == CR_OK)
         rc = cr__script_call_run(l->client, &cmd, &call, &r);
@@ -295,8 +298,10 @@ cr__latch_channel(const cr_latch *l)
     return l->channel;
 }
 
-cr_status
-cr_latch_await(cr_latch *l, int64_t wait_ms)
+/* cr_latch_await and cr_latch_await_opened: the wait, with a latch never
+ * set taken as closed when must_exist. */
+static cr_status
+await_latch(cr_latch *l, int64_t wait_ms, bool must_exist)
 {
     cr__wait w;
     int64_t hint = -1;
@@ -308,11 +313,23 @@ cr_latch_await(cr_latch *l, int64_t wait_ms)
         goto out;
     cr__object_wait_begin(&w, l, l->channel, cr__latch_decode, true, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = look(l, &hint);
+        rc = look(l, must_exist, &hint);
     if (rc == CR_BUSY)
-        rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait ran out",
-                      l->name);
+        rc = cr__fail(CR_TIMEOUT, "latch %s still %s when the wait ran out",
+                      l->name, must_exist ? "closed or never set" : "closed");
 out:
     cr__object_leave(l);
     return rc;
+}
+
+cr_status
+cr_latch_await(cr_latch *l, int64_t wait_ms)
+{
+    return await_latch(l, wait_ms, false);
+}
+
+cr_status
+cr_latch_await_opened(cr_latch *l, int64_t wait_ms)
+{
+    return await_latch(l, wait_ms, true);
 }

@@ -25,7 +25,22 @@
  * and messages); to Java an expired latch reads as count 0 (open), and a
  * Java waiter blocked in await() is not woken by the expiry.
  * A C look at a latch key without a TTL (set again under the name by a
- * Java client) deletes a marker left by an earlier latch. Limits: a waiter
+ * Java client) deletes a marker left by an earlier latch.
+ *
+ * Opened or never set: Redisson deletes the key when the count reaches
+ * zero, so a latch that was opened and one that was never set look the
+ * same, and cr_latch_await (as Java's await) returns at once for both. A
+ * credisson count down that opens a latch therefore leaves the same
+ * marker key holding "opened", for CR_LATCH_OPENED_MARK_MS (one small key
+ * per latch name for that long; setting the latch again deletes it), and
+ * cr_latch_await_opened waits until the latch was set and opened: while
+ * the key is absent without a marker, it waits as for a closed latch.
+ * A latch opened by Java (whose countDown writes no marker), or deleted,
+ * leaves no marker: a waiter that is waiting then sees the "0" message and
+ * returns, one that comes later waits until its wait runs out. Versions of
+ * credisson before this marker read an "opened" marker in its last
+ * CR_LATCH_EXPIRY_GRACE_MS as an expiry: upgrade the C clients sharing
+ * latches together. Limits of the expiry: a waiter
  * that first looks more than the grace after the expiry sees "open"; one
  * that first looks after the deadline at a latch that a Java countDown had
  * opened shortly before it, or within the grace after an expiry at a latch
@@ -60,6 +75,8 @@ typedef struct cr_latch cr_latch;
 #define CR_LATCH_COUNT_MAX ((int64_t)2147483647)
 /* How much longer than an expiring latch its expiry marker lives. */
 #define CR_LATCH_EXPIRY_GRACE_MS ((int64_t)60000)
+/* How long the marker of a latch a credisson count down opened lives. */
+#define CR_LATCH_OPENED_MARK_MS ((int64_t)3600000)
 
 /* cr_latch_new: a handle on the latch `name` (Redisson
  * getCountDownLatch). The name is copied; nothing is sent to Redis.
@@ -110,6 +127,22 @@ CR_EXPORT cr_status cr_latch_get_count(cr_latch *latch, int64_t *count);
  * window), CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG,
  * CR_ETLS. */
 CR_EXPORT cr_status cr_latch_await(cr_latch *latch, int64_t wait_ms);
+
+/* cr_latch_await_opened: as cr_latch_await, but a latch that does not
+ * exist counts as open only when a credisson count down opened it (its
+ * marker says so, for CR_LATCH_OPENED_MARK_MS); one never set (or deleted,
+ * or opened by Java before the wait began, or opened longer ago than the
+ * marker lives) is waited for as a closed one, until it is set and opened
+ * or wait_ms runs out. A "0" message during the wait (a count down to zero
+ * by Java or C) opens it as for cr_latch_await. For a barrier whose set
+ * may come late or not at all (a typo in the name, a missing set).
+ * Returns CR_OK when open after it was set, CR_TIMEOUT when the wait ran
+ * out (closed, or never set), CR_EEXPIRED when the latch's expiry ran out
+ * before it opened, CR_EINVAL, CR_ENOMEM, CR_ECLOSED (client freed),
+ * CR_EFORKED, CR_EIO (Redis unreachable for longer than the reconnect
+ * window), CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG,
+ * CR_ETLS. */
+CR_EXPORT cr_status cr_latch_await_opened(cr_latch *latch, int64_t wait_ms);
 
 /* cr_latch_delete: delete the latch and its expiry marker (Redisson
  * delete). Publishes 1 when it existed, as Redisson does: Java waiters keep

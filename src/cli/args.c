@@ -55,7 +55,13 @@ typedef enum opt_id {
     OPT_SENTINEL_USER,
     OPT_SENTINEL_PASSWORD_FILE,
     OPT_CLIENT_NAME,
-    OPT_PASS_CREDENTIALS
+    OPT_PASS_CREDENTIALS,
+    OPT_COMMAND_TIMEOUT,
+    OPT_QUIET,
+    OPT_NO_STATUS,
+    OPT_NONBLOCK,
+    OPT_CONFLICT_EXIT_CODE,
+    OPT_MUST_EXIST
 } opt_id;
 
 #define BIT(id) ((uint64_t)1 << (id))
@@ -68,48 +74,116 @@ typedef enum opt_id {
     (BIT(OPT_USER) | BIT(OPT_PASSWORD_FILE) | BIT(OPT_SENTINEL_USER) |     \
      BIT(OPT_SENTINEL_PASSWORD_FILE) | BIT(OPT_CLIENT_NAME))
 #define GLOBAL_OPTS                                                        \
-    (BIT(OPT_URL) | BIT(OPT_TIMEOUT) | BIT(OPT_NAME_PREFIX) |              \
-     BIT(OPT_JSON) | BIT(OPT_VERBOSE) | BIT(OPT_HELP) | BIT(OPT_VERSION) | \
-     TLS_OPTS | CREDENTIAL_OPTS)
+    (BIT(OPT_URL) | BIT(OPT_TIMEOUT) | BIT(OPT_COMMAND_TIMEOUT) |          \
+     BIT(OPT_NAME_PREFIX) | BIT(OPT_JSON) | BIT(OPT_VERBOSE) |             \
+     BIT(OPT_QUIET) | BIT(OPT_NO_STATUS) | BIT(OPT_HELP) |                 \
+     BIT(OPT_VERSION) | TLS_OPTS | CREDENTIAL_OPTS)
+/* The options of a wait: how long, and what to do when it runs out. */
+#define WAIT_OPTS                                                          \
+    (BIT(OPT_WAIT) | BIT(OPT_NONBLOCK) | BIT(OPT_CONFLICT_EXIT_CODE))
 
 typedef struct opt_def {
     const char *name;  /* without the leading "--" */
     char short_name;   /* 0: none */
     bool has_value;
     opt_id id;
+    const char *arg;   /* the value's placeholder in help; NULL: none */
+    const char *help;  /* its lines in help, '\n' between them */
 } opt_def;
 
-/* Every option; which ones a command accepts is allowed_opts()'s. */
+/* Every option, in the order help lists them; which ones a command
+ * accepts is allowed_opts()'s. Help is made from this table, so that it
+ * lists exactly what the parser takes. */
 static const opt_def opt_defs[] = {
-    {"url", 0, true, OPT_URL},
-    {"timeout", 0, true, OPT_TIMEOUT},
-    {"name-prefix", 0, true, OPT_NAME_PREFIX},
-    {"json", 0, false, OPT_JSON},
-    {"verbose", 'v', false, OPT_VERBOSE},
-    {"help", 'h', false, OPT_HELP},
-    {"version", 'V', false, OPT_VERSION},
-    {"wait", 'w', true, OPT_WAIT},
-    {"lease", 0, true, OPT_LEASE},
-    {"fair", 0, false, OPT_FAIR},
-    {"fenced", 0, false, OPT_FENCED},
-    {"read", 0, false, OPT_READ},
-    {"write", 0, false, OPT_WRITE},
-    {"watchdog", 0, true, OPT_WATCHDOG},
-    {"kill-after", 0, true, OPT_KILL_AFTER},
-    {"permits", 0, true, OPT_PERMITS},
-    {"tls", 0, false, OPT_TLS},
-    {"insecure", 0, false, OPT_INSECURE},
-    {"cacert", 0, true, OPT_CACERT},
-    {"cacertdir", 0, true, OPT_CACERTDIR},
-    {"cert", 0, true, OPT_CERT},
-    {"key", 0, true, OPT_KEY},
-    {"sni", 0, true, OPT_SNI},
-    {"user", 0, true, OPT_USER},
-    {"password-file", 0, true, OPT_PASSWORD_FILE},
-    {"sentinel-user", 0, true, OPT_SENTINEL_USER},
-    {"sentinel-password-file", 0, true, OPT_SENTINEL_PASSWORD_FILE},
-    {"client-name", 0, true, OPT_CLIENT_NAME},
-    {"pass-credentials", 0, false, OPT_PASS_CREDENTIALS},
+    {"url", 0, true, OPT_URL, "URL",
+     "redis://[[user]:password@]host[:port][/db],\n"
+     "unix:///path/to.sock,\n"
+     "redis-sentinel://host:port[,host:port...]/master,\n"
+     "redis-cluster://host:port[,host:port...]\n"
+     "[?sharded=auto|on|off], or rediss://,\n"
+     "rediss-sentinel://, rediss-cluster:// for TLS;\n"
+     "default $CREDISSON_URL, else redis://127.0.0.1:6379"},
+    {"command-timeout", 0, true, OPT_COMMAND_TIMEOUT, "D",
+     "Redis connect and command timeout (default 3s)"},
+    {"timeout", 0, true, OPT_TIMEOUT, "D",
+     "before the command word: --command-timeout (its old\n"
+     "name); after 'latch NAME await': --wait"},
+    {"name-prefix", 0, true, OPT_NAME_PREFIX, "P",
+     "put P before every name (a Redisson NameMapper)"},
+    {"user", 0, true, OPT_USER, "NAME", "the ACL user ($CREDISSON_USER)"},
+    {"password-file", 0, true, OPT_PASSWORD_FILE, "F",
+     "the password: the first line of F\n"
+     "($CREDISSON_PASSWORD holds one too)"},
+    {"sentinel-user", 0, true, OPT_SENTINEL_USER, "NAME",
+     "the sentinels' own user ($CREDISSON_SENTINEL_USER)"},
+    {"sentinel-password-file", 0, true, OPT_SENTINEL_PASSWORD_FILE, "F",
+     "the sentinels' own password\n($CREDISSON_SENTINEL_PASSWORD)"},
+    {"client-name", 0, true, OPT_CLIENT_NAME, "N",
+     "name the connections N (CLIENT SETNAME)"},
+    {"tls", 0, false, OPT_TLS, NULL,
+     "use TLS: redis... URLs become rediss..."},
+    {"cacert", 0, true, OPT_CACERT, "F",
+     "verify the server with the CA certificates in F\n"
+     "($CREDISSON_CACERT; default: the system's)"},
+    {"cacertdir", 0, true, OPT_CACERTDIR, "D",
+     "... or with those in directory D ($CREDISSON_CACERTDIR)"},
+    {"cert", 0, true, OPT_CERT, "F",
+     "the client certificate for mutual TLS ($CREDISSON_CERT)"},
+    {"key", 0, true, OPT_KEY, "F",
+     "the client certificate's key ($CREDISSON_KEY)"},
+    {"sni", 0, true, OPT_SNI, "NAME",
+     "the server name asked for and verified ($CREDISSON_SNI)"},
+    {"insecure", 0, false, OPT_INSECURE, NULL,
+     "do not verify the server ($CREDISSON_INSECURE=1)"},
+    {"json", 0, false, OPT_JSON, NULL, "print data as JSON"},
+    {"quiet", 'q', false, OPT_QUIET, NULL,
+     "say nothing when not obtained in time (busy, gave up),\n"
+     "and show no status line"},
+    {"no-status", 0, false, OPT_NO_STATUS, NULL,
+     "show no status line while waiting on a terminal"},
+    {"verbose", 'v', false, OPT_VERBOSE, NULL,
+     "show the status line while waiting on a terminal\n"
+     "(the default; overrides --no-status)"},
+    {"help", 'h', false, OPT_HELP, NULL, "show help"},
+    {"version", 'V', false, OPT_VERSION, NULL, "show the version"},
+    {"wait", 'w', true, OPT_WAIT, "D",
+     "give up after D (0: one try); default: wait forever"},
+    {"nonblock", 'n', false, OPT_NONBLOCK, NULL,
+     "one try, no wait: --wait 0 (as flock -n)"},
+    {"conflict-exit-code", 'E', true, OPT_CONFLICT_EXIT_CODE, "N",
+     "exit with N (0-255) instead of 75 when not obtained in\n"
+     "time (as flock -E)"},
+    {"must-exist", 0, false, OPT_MUST_EXIST, NULL,
+     "a latch that was never set is not open: wait until it\n"
+     "is set and opened (see credisson(1) for Java's latches)"},
+    {"lease", 0, true, OPT_LEASE, "D",
+     "hold at most D, without renewal: CMD is stopped before\n"
+     "the lease runs out; default: renewed for as long as\n"
+     "CMD runs"},
+    {"fair", 0, false, OPT_FAIR, NULL,
+     "the fair lock (RFairLock): first come, first served"},
+    {"fenced", 0, false, OPT_FENCED, NULL,
+     "the fenced lock (RFencedLock): CMD gets a fencing\n"
+     "token that grows with every acquisition"},
+    {"read", 0, false, OPT_READ, NULL,
+     "the read side of a read/write lock"},
+    {"write", 0, false, OPT_WRITE, NULL,
+     "the write side of a read/write lock"},
+    {"permits", 0, true, OPT_PERMITS, "K",
+     "make the semaphore K permits in total first"},
+    {"watchdog", 0, true, OPT_WATCHDOG, "D",
+     "the lease renewed while CMD runs, every third of it\n"
+     "(default 30s)"},
+    {"kill-after", 0, true, OPT_KILL_AFTER, "D",
+     "SIGTERM CMD this long before the lease ends and\n"
+     "SIGKILL it then; when the hold is lost, SIGTERM\n"
+     "at once, SIGKILL D later (or at the end of the\n"
+     "lease); default a third of the lease, at most 10s;\n"
+     "shorter than the lease (than 2/3 of the watchdog's)"},
+    {"pass-credentials", 0, false, OPT_PASS_CREDENTIALS, NULL,
+     "give CMD the URL, user, password and TLS settings\n"
+     "(for a credisson run inside CMD); otherwise CMD\n"
+     "gets no password"},
 };
 #define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -124,6 +198,10 @@ typedef struct parser {
     bool action_set;     /* an action word was read */
     bool value_pending;  /* set/add still needs its number */
     bool help_word;      /* "help" was the command word */
+    /* --timeout after the command word, before an action says whether
+     * it is the wait or the Redis timeout (check() settles it). */
+    bool late_timeout;
+    int64_t late_timeout_ms;
 } parser;
 
 /* ------------------------------------------------------------- messages */
@@ -300,7 +378,7 @@ static bool is_negative_number(const char *s)
 /* The options each command's action accepts besides the global ones. */
 static uint64_t allowed_opts(const cr__cli_args *a)
 {
-    uint64_t run = BIT(OPT_WAIT) | BIT(OPT_LEASE) | BIT(OPT_WATCHDOG) |
+    uint64_t run = WAIT_OPTS | BIT(OPT_LEASE) | BIT(OPT_WATCHDOG) |
                    BIT(OPT_KILL_AFTER) | BIT(OPT_PASS_CREDENTIALS);
 
     switch (a->action) {
@@ -309,7 +387,7 @@ static uint64_t allowed_opts(const cr__cli_args *a)
             return run | KIND_OPTS;
         return run | BIT(OPT_PERMITS);
     case CR__CLI_LATCH_AWAIT:
-        return BIT(OPT_WAIT);
+        return WAIT_OPTS | BIT(OPT_MUST_EXIST);
     default:
         return 0;
     }
@@ -334,6 +412,48 @@ static const char *action_word(cr__cli_action act)
 
 /* ------------------------------------------------------------- options */
 
+/* The options of command c's own, those of all its actions. */
+static uint64_t own_opts(cr__cli_command c)
+{
+    cr__cli_args a;
+
+    memset(&a, 0, sizeof(a));
+    a.command = c;
+    switch (c) {
+    case CR__CLI_LOCK:
+    case CR__CLI_SEMAPHORE:
+        a.action = CR__CLI_RUN;
+        return allowed_opts(&a);
+    case CR__CLI_LATCH:
+        a.action = CR__CLI_LATCH_AWAIT;
+        return allowed_opts(&a);
+    default:
+        return 0;
+    }
+}
+
+size_t cr__cli_option_docs(cr__cli_command c, cr__cli_option_doc *out,
+                           size_t max)
+{
+    uint64_t mask = c == CR__CLI_NONE ? GLOBAL_OPTS : own_opts(c);
+    size_t k, n = 0;
+
+    for (k = 0; k < N_OPTS; k++) {
+        const opt_def *d = &opt_defs[k];
+
+        if (!(mask & BIT(d->id)))
+            continue;
+        if (n < max) {
+            out[n].short_name = d->short_name;
+            out[n].name = d->name;
+            out[n].arg = d->arg;
+            out[n].help = d->help;
+        }
+        n++;
+    }
+    return n;
+}
+
 /* Tells whether s can name a Redis connection (CLIENT SETNAME): printable
  * ASCII without spaces. */
 static bool is_client_name(const char *s)
@@ -353,10 +473,14 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     int64_t n;
     opt_id id = d->id;
 
-    /* After "latch NAME await", --timeout is the await's limit. */
+    /* --timeout is the old name of two options: before the command word,
+     * --command-timeout; after "latch NAME await", --wait. Elsewhere after
+     * the command word it is settled once the action is known. */
     if (id == OPT_TIMEOUT && a->command == CR__CLI_LATCH &&
         a->action == CR__CLI_LATCH_AWAIT)
         id = OPT_WAIT;
+    else if (id == OPT_TIMEOUT && a->command == CR__CLI_NONE)
+        id = OPT_COMMAND_TIMEOUT;
     p->given |= BIT(id);
     if (d->has_value && *v == '\0' && id != OPT_URL &&
         id != OPT_NAME_PREFIX && id != OPT_CLIENT_NAME)
@@ -416,6 +540,24 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     case OPT_VERBOSE:
         a->verbose = true;
         return 0;
+    case OPT_QUIET:
+        a->quiet = true;
+        return 0;
+    case OPT_NO_STATUS:
+        a->no_status = true;
+        return 0;
+    case OPT_NONBLOCK:
+        a->wait_ms = 0;
+        return 0;
+    case OPT_MUST_EXIST:
+        a->must_exist = true;
+        return 0;
+    case OPT_CONFLICT_EXIT_CODE:
+        if (cr__cli_parse_count(v, 0, 255, &n, why, sizeof(why)) != 0)
+            return fail(p->err, p->errlen, "invalid number '%s' for "
+                        "--conflict-exit-code: %s", quote(v, q), why);
+        a->conflict_exit_code = (int)n;
+        return 0;
     case OPT_HELP:
         a->help = true;
         return 0;
@@ -448,13 +590,17 @@ static int set_option(parser *p, const opt_def *d, const char *v)
                     "(examples: 500ms, 10s, 1.5m)", quote(v, q), d->name, why);
     switch (id) {
     case OPT_TIMEOUT:
+    case OPT_COMMAND_TIMEOUT:
     case OPT_LEASE:
     case OPT_WATCHDOG:
         if (n == 0)
             return fail(p->err, p->errlen, "--%s must be more than 0",
                         d->name);
-        if (id == OPT_TIMEOUT)
-            a->timeout_ms = n;
+        if (id == OPT_TIMEOUT) {
+            p->late_timeout = true;
+            p->late_timeout_ms = n;
+        } else if (id == OPT_COMMAND_TIMEOUT)
+            a->command_timeout_ms = n;
         else if (id == OPT_LEASE)
             a->lease_ms = n;
         else
@@ -578,7 +724,10 @@ static int option_before_command(parser *p, const opt_def *d, bool is_long)
     const char *of;
 
     switch (d->id) {
-    case OPT_WAIT: of = "lock, semaphore and latch await"; break;
+    case OPT_WAIT: case OPT_NONBLOCK: case OPT_CONFLICT_EXIT_CODE:
+        of = "lock, semaphore and latch await";
+        break;
+    case OPT_MUST_EXIST: of = "latch await"; break;
     case OPT_PERMITS: of = "semaphore"; break;
     case OPT_FAIR: case OPT_FENCED: case OPT_READ: case OPT_WRITE:
         of = "lock";
@@ -594,10 +743,12 @@ static int option_before_command(parser *p, const opt_def *d, bool is_long)
                 d->name, of);
 }
 
-/* Tells whether s can begin a duration: a digit, or "forever". */
-static bool looks_like_duration(const char *s)
+/* Tells whether s can begin the value of the short option d: for -w a
+ * duration (a digit, or "forever"), for -E a number. */
+static bool looks_like_value(const opt_def *d, const char *s)
 {
-    return is_digit(*s) || strcmp(s, "forever") == 0;
+    return is_digit(*s) ||
+           (d->id == OPT_WAIT && strcmp(s, "forever") == 0);
 }
 
 /* Reads options with getopt_long from argv[*i] on, until a word that is
@@ -693,16 +844,21 @@ static int parse_options(parser *p, int *i, stage st, stop *how)
         }
         if (st == STAGE_GLOBAL && !(BIT(d->id) & BEFORE_COMMAND_OPTS))
             return option_before_command(p, d, is_long);
-        /* -w's value attached in its word (-w5, -vw5) must look like a
-         * duration: "-wv" is not a wait of "v" but a word not understood,
-         * as it was before short options could be bundled. -w is the only
-         * short option with a value. */
+        /* The value of -w or -E attached in its word (-w5, -vw5, -E0)
+         * must look like one: "-wv" is not a wait of "v" but a word not
+         * understood, as it was before short options could be bundled.
+         * -w and -E are the only short options with a value. */
         if (!is_long && d->has_value && optind == before + 1 &&
-            !looks_like_duration(optarg)) {
+            !looks_like_value(d, optarg)) {
             char q[MAX_QUOTED + 4];
 
-            return fail(p->err, p->errlen, "unknown option '%s' (-%c takes "
-                        "a duration: -%c5, -%c 500ms)", quote(word, q),
+            if (d->id == OPT_WAIT)
+                return fail(p->err, p->errlen, "unknown option '%s' (-%c "
+                            "takes a duration: -%c5, -%c 500ms)",
+                            quote(word, q), d->short_name, d->short_name,
+                            d->short_name);
+            return fail(p->err, p->errlen, "unknown option '%s' (-%c "
+                        "takes a number: -%c0, -%c 3)", quote(word, q),
                         d->short_name, d->short_name, d->short_name);
         }
         if (set_option(p, d, optarg) != 0)
@@ -910,6 +1066,19 @@ static int check(parser *p)
                         action_word(a->action));
         }
     }
+    if (p->late_timeout) {
+        /* After the command word --timeout could mean the Redis timeout
+         * (its old meaning there) or the wait: where something waits it
+         * is refused, elsewhere it keeps its old meaning. */
+        if (a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT)
+            return fail(p->err, p->errlen, "--timeout after the command "
+                        "word is ambiguous here: use --wait D for how long "
+                        "to wait, --command-timeout D for Redis's timeout");
+        a->command_timeout_ms = p->late_timeout_ms;
+    }
+    if ((p->given & BIT(OPT_NONBLOCK)) && (p->given & BIT(OPT_WAIT)))
+        return fail(p->err, p->errlen, "-n (--nonblock) and --wait exclude "
+                    "each other");
     kinds = p->given & KIND_OPTS;
     if ((kinds & (kinds - 1)) != 0)
         return fail(p->err, p->errlen, "--fair, --fenced, --read and "
@@ -969,7 +1138,8 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     int i = 1;
 
     memset(out, 0, sizeof(*out));
-    out->timeout_ms = -1;
+    out->command_timeout_ms = -1;
+    out->conflict_exit_code = -1;
     out->wait_ms = CR__CLI_FOREVER;
     out->lease_ms = -1;
     out->watchdog_ms = -1;

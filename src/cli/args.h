@@ -68,10 +68,15 @@ typedef struct cr__cli_args {
 
     /* Global options. */
     const char *url;         /* --url; NULL: not given */
-    int64_t timeout_ms;      /* --timeout: Redis connect/command timeout */
+    /* --command-timeout (--timeout before the command word, and after
+     * the word of a command that does not wait): Redis's connect and
+     * command timeout; -1: not given. */
+    int64_t command_timeout_ms;
     const char *name_prefix; /* --name-prefix; NULL: none */
     bool json;               /* --json */
-    bool verbose;            /* -v, --verbose */
+    bool verbose;            /* -v, --verbose: the status line */
+    bool quiet;              /* -q, --quiet: no "busy", no status line */
+    bool no_status;          /* --no-status */
 
     /* TLS, as redis-cli's options; NULL: not given. */
     bool tls;                /* --tls: redis... URLs become rediss... */
@@ -95,7 +100,10 @@ typedef struct cr__cli_args {
     /* The object and the command's own options. */
     const char *name;
     cr__cli_lock_kind kind;
-    int64_t wait_ms;         /* --wait, --timeout of await; FOREVER default */
+    int64_t wait_ms;         /* --wait, --timeout of await, -n (0);
+                              * FOREVER by default */
+    int conflict_exit_code;  /* -E, --conflict-exit-code; -1: not given */
+    bool must_exist;         /* latch await --must-exist */
     int64_t lease_ms;        /* --lease; -1: watchdog renewal */
     int64_t watchdog_ms;     /* --watchdog; -1: the library's default */
     /* --kill-after; when not given, a third of the lease (--lease, else
@@ -135,6 +143,23 @@ int cr__cli_parse_duration(const char *s, bool allow_forever, int64_t *out_ms,
  * '-') between min and max inclusive. Returns 0, or -1 with a reason. */
 int cr__cli_parse_count(const char *s, int64_t min, int64_t max,
                         int64_t *out, char *err, size_t errlen);
+
+/* One option as help shows it: "-w, --wait D" and its lines of text
+ * ('\n' between them). */
+typedef struct cr__cli_option_doc {
+    char short_name;   /* 0: none */
+    const char *name;  /* without "--" */
+    const char *arg;   /* the value's placeholder; NULL: no value */
+    const char *help;
+} cr__cli_option_doc;
+
+/* cr__cli_option_docs: the options the parser takes for command c, in the
+ * order help lists them: with CR__CLI_NONE those of every command, else
+ * c's own (of all its actions). Writes at most max of them into out and
+ * returns how many there are. Help made from this lists exactly what the
+ * parser accepts. */
+size_t cr__cli_option_docs(cr__cli_command c, cr__cli_option_doc *out,
+                           size_t max);
 
 /* cr__cli_command_name: the word for a command ("lock"...), "" for none. */
 const char *cr__cli_command_name(cr__cli_command c);

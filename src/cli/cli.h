@@ -10,6 +10,7 @@
 #ifndef CR_CLI_H
 #define CR_CLI_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,6 +36,7 @@
 #define CR__CLI_EXIT_CONFIG 78      /* configuration, TLS, not supported
                                      * (EX_CONFIG) */
 #define CR__CLI_EXIT_NOTSUP CR__CLI_EXIT_CONFIG
+#define CR__CLI_EXIT_NOTHING 79     /* inspect: nothing under the name */
 #define CR__CLI_EXIT_CANNOT_RUN 126 /* CMD found but not runnable */
 #define CR__CLI_EXIT_NOT_FOUND 127  /* CMD not found */
 
@@ -55,7 +57,7 @@ typedef struct cr__cli {
     const char *env_drop[4];
     cr_client *client;      /* NULL until connected, and after an abort */
     int64_t tid;            /* the owner thread id of every hold */
-    bool status_line;       /* --verbose and stderr is a terminal */
+    bool status_line;       /* stderr is a terminal, no --no-status */
     bool abandoned;         /* a waiting thread was left running: exit now */
     char wait_error[256];   /* cr_last_error() of a failed waiting call */
     int sigfd;              /* signalfd of the forwarded signals, or -1 */
@@ -122,13 +124,19 @@ int cr__cli_signals_start(cr__cli *cli);
  * Safe on any thread (one write to the self-pipe). */
 void cr__cli_notify_lost(cr__cli *cli);
 
-/* Writes the status line shown while waiting, after waited_ms. */
-typedef void (*cr__cli_status_fn)(cr__cli *cli, void *ctx, int64_t waited_ms,
-                                  char *buf, size_t len);
+/* Writes the status line shown while waiting, after waited_ms, reading
+ * the object's state through `client` (the one the wait began with; the
+ * function runs on a thread of its own and must not read cli->client,
+ * which the main thread may clear). */
+typedef void (*cr__cli_status_fn)(cr__cli *cli, cr_client *client, void *ctx,
+                                  int64_t waited_ms, char *buf, size_t len);
 
 /* cr__cli_wait: run fn(ctx) on a thread of its own while the main thread
- * watches for signals and, with the status line, redraws it every half
- * second with `status` (NULL: none). Returns 0 when fn has returned, its
+ * watches for signals and, with the status line, draws it: `status`
+ * (NULL: none) is called on a third thread, at once and then half a
+ * second after each reading, and the main thread draws each line it
+ * writes; the line is cleared when the wait ends, and a reading under way
+ * then is not waited for (cr__cli_status_end joins its thread). Returns 0 when fn has returned, its
  * result in *rc. When a signal that ends waits (INT, TERM, HUP, QUIT)
  * arrives first, returns its number at once, within about a tenth of a
  * second whatever Redis does: a call that returns CR_OK within a short
@@ -141,6 +149,20 @@ typedef void (*cr__cli_status_fn)(cr__cli *cli, void *ctx, int64_t waited_ms,
 int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
                  void (*undo)(void *ctx), void *ctx, cr__cli_status_fn status,
                  cr_status *rc);
+
+/* cr__cli_status_end: join the thread that read the status line of the
+ * last wait, once cli->client is freed (which cuts off a reading still
+ * under way). Nothing when there was none. */
+void cr__cli_status_end(cr__cli *cli);
+
+/* cr__cli_sync_init: make a mutex and a condition whose timed waits run
+ * on the monotonic clock, that of cr__cli_now_ms(). */
+void cr__cli_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv);
+
+/* cr__cli_sleep_until: wait on cv (made by cr__cli_sync_init; mu held)
+ * until `until` (monotonic ms) or until *stop is set. Returns *stop. */
+bool cr__cli_sleep_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                         const bool *stop, int64_t until);
 
 /* cr__cli_now_ms: milliseconds on the monotonic clock, the clock of every
  * deadline the runner keeps. */
@@ -166,9 +188,11 @@ void cr__cli_signals_stop(cr__cli *cli);
 int cr__cli_inspect(cr__cli *cli);
 
 /* cr__cli_summary: one line on the object's state for the status line
- * ("held by ... for 3.2s+ (count 1, lease 27.0s left)"); the time held is
- * as seen by this process, from its first look. */
-void cr__cli_summary(cr__cli *cli, char *buf, size_t len);
+ * ("held by ... for 3.2s+ (count 1, lease 27.0s left; host h, pid p,
+ * a.b.c.d:port)", a fair lock's "place 2 of 3 in the queue"), read
+ * through `client`; the time held is as seen by this process, from its
+ * first look. Called by one thread at a time. */
+void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len);
 
 /* cr__cli_json_str: write s (len bytes) to f as a JSON string: valid UTF-8
  * as it is, control characters escaped, each byte of an invalid sequence

@@ -46,9 +46,11 @@
 
 /* ---------------------------------------------------------------- help */
 
-/* The help texts: one per command, the options every command takes, and
- * the exit codes shown after each. The man page says the same at more
- * length; keep them in step (and in step with cli.h's exit codes). */
+/* The help texts: one per command, the notes on options and the exit
+ * codes shown after each. The options themselves are listed from the
+ * parser's table (cr__cli_option_docs), so that help shows exactly what
+ * the parser takes. The man page says the same at more length; keep them
+ * in step (and in step with cli.h's exit codes). */
 static const char usage_main[] =
     "Usage: credisson [OPTIONS] COMMAND NAME ...\n"
     "\n"
@@ -56,53 +58,20 @@ static const char usage_main[] =
     "the objects are shared with the credisson library and Java Redisson.\n"
     "\n"
     "Commands:\n"
-    "  lock NAME [--wait D] [--lease D] [--fair|--fenced|--read|--write]\n"
-    "       [--] CMD [ARG...]\n"
+    "  lock NAME [-n | -w D] [-E N] [--lease D]\n"
+    "       [--fair|--fenced|--read|--write] [--] CMD [ARG...]\n"
     "                    run CMD while holding the lock NAME\n"
-    "  semaphore NAME [--permits K] [--wait D] [--lease D] [--] CMD "
-    "[ARG...]\n"
+    "  semaphore NAME [--permits K] [-n | -w D] [-E N] [--lease D]\n"
+    "       [--] CMD [ARG...]\n"
     "                    run CMD while holding one permit of NAME\n"
     "  semaphore NAME set K | add K | available\n"
-    "  latch NAME set N | count-down | await [--timeout D] | count\n"
+    "  latch NAME set N | count-down | count\n"
+    "  latch NAME await [-n | -w D] [-E N] [--must-exist]\n"
     "  inspect NAME      show what NAME is and its state\n"
     "  help [COMMAND]    show help; also COMMAND --help\n"
     "  version           show the version\n";
 
-static const char usage_options[] =
-    "\n"
-    "Options of every command (anywhere before CMD):\n"
-    "  --url URL         redis://[[user]:password@]host[:port][/db],\n"
-    "                    unix:///path/to.sock,\n"
-    "                    redis-sentinel://host:port[,host:port...]/master,\n"
-    "                    redis-cluster://host:port[,host:port...]\n"
-    "                    [?sharded=auto|on|off], or rediss://,\n"
-    "                    rediss-sentinel://, rediss-cluster:// for TLS;\n"
-    "                    default $CREDISSON_URL, else "
-    "redis://127.0.0.1:6379\n"
-    "  --timeout D       Redis connect and command timeout (default 3s)\n"
-    "  --name-prefix P   put P before every name (a Redisson NameMapper)\n"
-    "  --user NAME       the ACL user ($CREDISSON_USER)\n"
-    "  --password-file F the password: the first line of F\n"
-    "                    ($CREDISSON_PASSWORD holds one too)\n"
-    "  --sentinel-user NAME, --sentinel-password-file F\n"
-    "                    the sentinels' own user and password\n"
-    "                    ($CREDISSON_SENTINEL_USER, "
-    "$CREDISSON_SENTINEL_PASSWORD)\n"
-    "  --client-name N   name the connections N (CLIENT SETNAME)\n"
-    "  --tls             use TLS: redis... URLs become rediss...\n"
-    "  --cacert F        verify the server with the CA certificates in F\n"
-    "                    ($CREDISSON_CACERT; default: the system's)\n"
-    "  --cacertdir D     ... or with those in directory D "
-    "($CREDISSON_CACERTDIR)\n"
-    "  --cert F, --key F the client certificate and key for mutual TLS\n"
-    "                    ($CREDISSON_CERT, $CREDISSON_KEY)\n"
-    "  --sni NAME        the server name asked for and verified "
-    "($CREDISSON_SNI)\n"
-    "  --insecure        do not verify the server ($CREDISSON_INSECURE=1)\n"
-    "  --json            print data as JSON\n"
-    "  -v, --verbose     while waiting, show the holder on a terminal\n"
-    "  -h, --help        show help\n"
-    "  -V, --version     show the version\n"
+static const char usage_notes[] =
     "\n"
     "Options win over variables. A password in --url is hidden from ps\n"
     "once the command line is read.\n"
@@ -120,56 +89,26 @@ static const char usage_exit[] =
     "  71     system error (fork, pipe, memory)\n"
     "  74     CMD ran, but its lock or permit could not be released\n"
     "  75     not obtained in time: lock or permit busy, --wait or await "
-    "timed out,\n"
-    "         latch already set or expired\n"
+    "timed out\n"
+    "         (with -E N: N instead); latch already set, or expired\n"
     "  76     the lock or permit was lost, or its lease ran out, while CMD "
     "ran\n"
     "         (CMD was stopped)\n"
     "  77     credentials refused or missing, or an ACL refused a command\n"
     "  78     configuration error (TLS, password file), or not supported\n"
+    "  79     inspect: nothing under NAME\n"
     "  126    CMD cannot be run\n"
     "  127    CMD not found\n"
     "  128+N  CMD was killed by signal N, or the wait ended by it\n";
-
-/* What lock and semaphore say about running CMD under their hold. */
-#define USAGE_RUN_OPTIONS                                                  \
-    "  -w, --wait D      give up after D (0: one try); default: wait "     \
-    "forever\n"                                                            \
-    "  --watchdog D      the lease renewed while CMD runs, every third of "\
-    "it\n"                                                                 \
-    "                    (default 30s)\n"                                  \
-    "  --kill-after D    SIGTERM CMD this long before the lease ends and\n"\
-    "                    SIGKILL it then; when the hold is lost, SIGTERM\n"\
-    "                    at once, SIGKILL D later (or at the end of the\n" \
-    "                    lease); default a third of the lease, at most "   \
-    "10s;\n"                                                               \
-    "                    shorter than the lease (than 2/3 of the "         \
-    "watchdog's)\n"                                                        \
-    "  --pass-credentials\n"                                               \
-    "                    give CMD the URL, user, password and TLS "        \
-    "settings\n"                                                           \
-    "                    (for a credisson run inside CMD); otherwise CMD\n"\
-    "                    gets no password\n"
 
 static const char usage_lock[] =
     "Usage: credisson lock NAME [OPTIONS] [--] CMD [ARG...]\n"
     "\n"
     "Acquire the lock NAME (a Redisson RLock), run CMD while it is held, "
     "and\n"
-    "release it when CMD ends. The exit status is CMD's.\n"
-    "\n"
-    "Lock options:\n"
-    "  --lease D         hold at most D, without renewal: CMD is stopped "
-    "before\n"
-    "                    the lease runs out; default: renewed by the "
-    "watchdog\n"
-    "                    for as long as CMD runs\n"
-    "  --fair            the fair lock (RFairLock): first come, first "
-    "served\n"
-    "  --fenced          the fenced lock (RFencedLock): CMD gets a fencing\n"
-    "                    token that grows with every acquisition\n"
-    "  --read, --write   the read or the write side of a read/write lock\n"
-    USAGE_RUN_OPTIONS
+    "release it when CMD ends. The exit status is CMD's.\n";
+
+static const char tail_lock[] =
     "\n"
     "CMD sees CREDISSON_LOCK_NAME, CREDISSON_LOCK_OWNER and, with --fenced,\n"
     "CREDISSON_FENCING_TOKEN. Signals INT, TERM, HUP, QUIT, USR1 and USR2\n"
@@ -183,27 +122,21 @@ static const char usage_semaphore[] =
     "Run CMD while holding one permit of the semaphore NAME (a Redisson\n"
     "RPermitExpirableSemaphore): a permit expires unless renewed, so a\n"
     "killed credisson never keeps one. Or set the total number of permits,\n"
-    "add to it (K may be negative), or print how many are available.\n"
-    "\n"
-    "Semaphore options:\n"
-    "  --permits K       make the semaphore K permits in total first\n"
-    "  --lease D         hold the permit at most D, without renewal: CMD "
-    "is\n"
-    "                    stopped before it runs out; default: renewed for "
-    "as\n"
-    "                    long as CMD runs\n"
-    USAGE_RUN_OPTIONS
+    "add to it (K may be negative), or print how many are available.\n";
+
+static const char tail_semaphore[] =
     "\n"
     "CMD sees CREDISSON_SEMAPHORE_NAME and CREDISSON_PERMIT_ID.\n";
 
 static const char usage_latch[] =
-    "Usage: credisson latch NAME set N | count-down | await [--timeout D] "
-    "| count\n"
+    "Usage: credisson latch NAME set N | count-down | count\n"
+    "       credisson latch NAME await [OPTIONS]\n"
     "\n"
     "Work the count-down latch NAME (a Redisson RCountDownLatch): set its\n"
     "count when it has none, count it down by one, wait until it reaches "
-    "zero\n"
-    "(at most D with --timeout or --wait), or print its count.\n";
+    "zero,\n"
+    "or print its count. A latch that does not exist counts as open, as in\n"
+    "Redisson, unless await has --must-exist.\n";
 
 static const char usage_inspect[] =
     "Usage: credisson inspect NAME [--json]\n"
@@ -213,19 +146,76 @@ static const char usage_inspect[] =
     "pid and address of their process (or \"not connected\", \"unknown\"),\n"
     "the fair-lock queue with deadlines, read/write mode and readers,\n"
     "semaphore permits and issued expirable permits, a latch's count, a\n"
-    "fencing token. Works on objects made by Java Redisson too.\n";
+    "fencing token. Works on objects made by Java Redisson too. Nothing\n"
+    "under NAME: exit status 79.\n";
+
+/* The column where the text of an option starts in help. */
+#define HELP_COLUMN 20
+
+/* Prints the options the parser takes for `c` (CR__CLI_NONE: those of
+ * every command), one "  -w, --wait D" and its text each. */
+static void print_options(cr__cli_command c)
+{
+    cr__cli_option_doc docs[64];
+    size_t n = cr__cli_option_docs(c, docs, 64), i;
+
+    for (i = 0; i < n && i < 64; i++) {
+        const cr__cli_option_doc *d = &docs[i];
+        const char *line = d->help;
+        int w;
+
+        if (d->short_name != 0)
+            w = printf("  -%c, --%s", d->short_name, d->name);
+        else
+            w = printf("  --%s", d->name);
+        if (d->arg != NULL)
+            w += printf(" %s", d->arg);
+        /* The text on the same line when there is room, else below. */
+        if (w > HELP_COLUMN - 2) {
+            putchar('\n');
+            w = 0;
+        }
+        for (;;) {
+            size_t len = strcspn(line, "\n");
+
+            printf("%*s%.*s\n", HELP_COLUMN - w, "", (int)len, line);
+            w = 0;
+            if (line[len] == '\0')
+                break;
+            line += len + 1;
+        }
+    }
+}
 
 /* Prints the help for `c` (all commands for CR__CLI_NONE) on stdout. */
 static void print_help(cr__cli_command c)
 {
+    const char *tail = "";
+
     switch (c) {
-    case CR__CLI_LOCK: fputs(usage_lock, stdout); break;
-    case CR__CLI_SEMAPHORE: fputs(usage_semaphore, stdout); break;
-    case CR__CLI_LATCH: fputs(usage_latch, stdout); break;
+    case CR__CLI_LOCK:
+        fputs(usage_lock, stdout);
+        fputs("\nLock options:\n", stdout);
+        tail = tail_lock;
+        break;
+    case CR__CLI_SEMAPHORE:
+        fputs(usage_semaphore, stdout);
+        fputs("\nSemaphore options (of a command run):\n", stdout);
+        tail = tail_semaphore;
+        break;
+    case CR__CLI_LATCH:
+        fputs(usage_latch, stdout);
+        fputs("\nOptions of latch await:\n", stdout);
+        break;
     case CR__CLI_INSPECT: fputs(usage_inspect, stdout); break;
     default: fputs(usage_main, stdout); break;
     }
-    fputs(usage_options, stdout);
+    if (c == CR__CLI_LOCK || c == CR__CLI_SEMAPHORE || c == CR__CLI_LATCH)
+        print_options(c);
+    fputs(tail, stdout);
+    fputs("\nOptions of every command (anywhere before CMD):\n", stdout);
+    print_options(CR__CLI_NONE);
+    fputs(usage_notes, stdout);
     fputs(usage_exit, stdout);
 }
 
@@ -579,9 +569,9 @@ static int settle_connection(cr__cli *cli, const char *url)
         code = settle_credentials(cli);
     if (code != 0)
         return code;
-    if (a->timeout_ms > 0) {
-        cli->conn.connect_timeout_ms = a->timeout_ms;
-        cli->conn.command_timeout_ms = a->timeout_ms;
+    if (a->command_timeout_ms > 0) {
+        cli->conn.connect_timeout_ms = a->command_timeout_ms;
+        cli->conn.command_timeout_ms = a->command_timeout_ms;
     }
     if (a->watchdog_ms > 0)
         cli->conn.lock_watchdog_timeout_ms = a->watchdog_ms;
@@ -743,8 +733,8 @@ static bool env_add_credentials(cr__cli *cli, char **env, size_t max)
 }
 
 /* The status line while waiting for a lock, a permit or a latch. */
-static void wait_status(cr__cli *cli, void *ctx, int64_t waited_ms,
-                        char *buf, size_t len)
+static void wait_status(cr__cli *cli, cr_client *client, void *ctx,
+                        int64_t waited_ms, char *buf, size_t len)
 {
     const char *what = cli->args->command == CR__CLI_SEMAPHORE
                            ? "a permit of semaphore"
@@ -753,18 +743,24 @@ static void wait_status(cr__cli *cli, void *ctx, int64_t waited_ms,
     char state[384], waited[32];
 
     (void)ctx;
-    cr__cli_summary(cli, state, sizeof(state));
+    cr__cli_summary(cli, client, state, sizeof(state));
     snprintf(buf, len, "waiting %s for %s '%s'%s%s",
              cr__cli_fmt_ms(waited_ms, waited, sizeof(waited)), what,
              cli->name_shown, state[0] != '\0' ? ": " : "", state);
 }
 
-/* Says why a wait for `what` ("lock 'x'") ended without it, and returns
- * the exit code. */
+/* Says why a wait for `what` ("lock 'x'") ended without it, unless
+ * --quiet, and returns the exit code: 75, or -E's, when it was not
+ * obtained in time. */
 static int not_obtained(cr__cli *cli, const char *what, cr_status rc)
 {
+    const cr__cli_args *a = cli->args;
+    int busy = a->conflict_exit_code >= 0 ? a->conflict_exit_code
+                                          : CR__CLI_EXIT_BUSY;
     char waited[32];
 
+    if ((rc == CR_BUSY || rc == CR_TIMEOUT) && a->quiet)
+        return busy;
     if (rc == CR_BUSY && cli->args->wait_ms == 0)
         cr__cli_error(cli, "%s '%s': busy", what, cli->name_shown);
     else if (rc == CR_BUSY || rc == CR_TIMEOUT)
@@ -774,7 +770,7 @@ static int not_obtained(cr__cli *cli, const char *what, cr_status rc)
                                      sizeof(waited)));
     else
         return cr__cli_fail(cli, rc, "%s '%s'", what, cli->name_shown);
-    return CR__CLI_EXIT_BUSY;
+    return busy;
 }
 
 /* The margin a local deadline keeps before the end of a lease of lease_ms,
@@ -1002,20 +998,6 @@ static void permit_undo(void *ctx)
     permit_give_back(ctx);
 }
 
-/* Sleeps on the job's condition until `until` (monotonic ms) or until the
- * thread is asked to end; mu is held. Returns whether it was asked. */
-static bool permit_sleep(permit_job *j, int64_t until)
-{
-    struct timespec ts;
-
-    ts.tv_sec = until / 1000;
-    ts.tv_nsec = (until % 1000) * 1000000;
-    while (!j->stop &&
-           pthread_cond_timedwait(&j->cv, &j->mu, &ts) != ETIMEDOUT)
-        ;
-    return j->stop;
-}
-
 /* The renewing thread. Without --lease it extends the lease every third
  * of it, and a renewal that succeeds moves the deadline to its sending
  * time plus the lease, less the margin; a failed one leaves the deadline
@@ -1034,7 +1016,7 @@ static void *permit_main(void *arg)
         every = 1;
     pthread_mutex_lock(&j->mu);
     next = cr__cli_now_ms() + every;
-    while (!permit_sleep(j, next)) {
+    while (!cr__cli_sleep_until(&j->cv, &j->mu, &j->stop, next)) {
         pthread_mutex_unlock(&j->mu);
         sent = cr__cli_now_ms();
         updated = false;
@@ -1070,7 +1052,6 @@ static void *permit_main(void *arg)
  * cannot be started. */
 static bool permit_watch(permit_job *j)
 {
-    pthread_condattr_t attr;
     int64_t asked = cr__cli_now_ms(), left = 0;
     cr_status rc;
 
@@ -1080,11 +1061,7 @@ static bool permit_watch(permit_job *j)
     else
         j->deadline = j->asked_ms + j->lease_ms - lease_margin(j->lease_ms);
     j->lost = rc == CR_ENOTOWNER;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    cr__cli_sync_init(&j->mu, &j->cv);
     j->sync_made = true;
     j->started = pthread_create(&j->thread, NULL, permit_main, j) == 0;
     return j->started;
@@ -1244,11 +1221,14 @@ typedef struct latch_job {
     cr_latch *latch;
 } latch_job;
 
-/* The waiting thread's call for latch await. */
+/* The waiting thread's call for latch await: with --must-exist, a latch
+ * never set is waited for as a closed one. */
 static cr_status latch_await(void *ctx)
 {
     latch_job *j = ctx;
 
+    if (j->cli->args->must_exist)
+        return cr_latch_await_opened(j->latch, j->cli->args->wait_ms);
     return cr_latch_await(j->latch, j->cli->args->wait_ms);
 }
 
@@ -1366,7 +1346,10 @@ int main(int argc, char **argv)
         return 0;
     }
     cr__cli_printable(a.name, cli.name_shown, sizeof(cli.name_shown));
-    cli.status_line = a.verbose && isatty(STDERR_FILENO);
+    /* The status line: on a terminal, unless turned off (-v wins over
+     * --no-status, --quiet over both). */
+    cli.status_line = isatty(STDERR_FILENO) && !a.quiet &&
+                      (a.verbose || !a.no_status);
     code = settle_connection(&cli, cli.owned[0]);
     if (code == 0 && needs_loop(&a))
         code = cr__cli_signals_start(&cli);
@@ -1390,6 +1373,7 @@ int main(int argc, char **argv)
         _exit(code);
     }
     cr_client_free(cli.client);
+    cr__cli_status_end(&cli);
     cr__cli_signals_stop(&cli);
     free_settings(&cli);
     if (fflush(stdout) != 0 && code == 0) {

@@ -243,19 +243,23 @@ static const char *until_text(int64_t at, int64_t now, char *buf, size_t len)
 }
 
 /* Writes who an owner's client is: "host h, pid p, a.b.c.d:port", "not
- * connected", "unknown". */
-static const char *client_text(const cr_owner_info *w, char *buf, size_t len)
+ * connected", "unknown"; `brief` (for the status line) leaves the address
+ * out and says "client unknown". */
+static const char *client_text(const cr_owner_info *w, bool brief, char *buf,
+                               size_t len)
 {
     char host[80];
 
     if (w->presence == CR_PRESENCE_CONNECTED)
-        snprintf(buf, len, "host %s, pid %ld, %s",
+        snprintf(buf, len, "host %s, pid %ld%s%s",
                  cr__cli_printable(w->host != NULL ? w->host : "?", host,
                                    sizeof(host)),
-                 w->pid, w->addr != NULL ? w->addr : "?");
+                 w->pid, brief ? "" : ", ",
+                 brief ? "" : w->addr != NULL ? w->addr : "?");
+    else if (w->presence == CR_PRESENCE_GONE)
+        snprintf(buf, len, "not connected");
     else
-        snprintf(buf, len, "%s", w->presence == CR_PRESENCE_GONE
-                                     ? "not connected" : "unknown");
+        snprintf(buf, len, "%s", brief ? "client unknown" : "unknown");
     return buf;
 }
 
@@ -277,7 +281,7 @@ static void print_holders(const cr_object_info *in)
             printf(", %s", h->ttl_ms >= -1 ? lease_text(h->ttl_ms, t, sizeof(t))
                                            : "hold keys expired");
         printf(")\n            client: %s\n",
-               client_text(&h->who, who, sizeof(who)));
+               client_text(&h->who, false, who, sizeof(who)));
     }
 }
 
@@ -349,7 +353,7 @@ static void print_text(const cr__cli *cli, const cr_object_info *in)
                        until_text(w->deadline_ms, in->now_ms, t, sizeof(t)));
             else
                 fputs(" (no deadline)", stdout);
-            printf(", client: %s\n", client_text(&w->who, who, sizeof(who)));
+            printf(", client: %s\n", client_text(&w->who, false, who, sizeof(who)));
         }
     }
     if (in->has_token)
@@ -371,6 +375,7 @@ int cr__cli_inspect(cr__cli *cli)
 {
     cr_object_info *in = NULL;
     cr_status rc = cr_object_inspect(cli->client, cli->args->name, &in);
+    int code;
 
     if (rc != CR_OK)
         return cr__cli_fail(cli, rc, "cannot inspect '%s'", cli->name_shown);
@@ -378,8 +383,11 @@ int cr__cli_inspect(cr__cli *cli)
         print_json(cli, in);
     else
         print_text(cli, in);
+    /* The snapshot is printed either way; a name that holds nothing has
+     * a status of its own, so that scripts need not read the output. */
+    code = in->kind == CR_OBJECT_NONE ? CR__CLI_EXIT_NOTHING : CR__CLI_EXIT_OK;
     cr_object_info_free(in);
-    return CR__CLI_EXIT_OK;
+    return code;
 }
 
 /* ----------------------------------------------------------- status line */
@@ -399,36 +407,67 @@ static void short_owner(const cr_owner_info *w, char *buf, size_t len)
         snprintf(buf, len, "%s", clean);
 }
 
-void cr__cli_summary(cr__cli *cli, char *buf, size_t len)
+/* The place (from 1) of this run's owner, "<client id>:<thread id>", in
+ * a fair lock's queue as listed; 0 when it is not listed. */
+static size_t queue_place(const cr__cli *cli, cr_client *client,
+                          const cr_object_info *in)
+{
+    char own[128];
+    size_t i, n;
+
+    n = (size_t)snprintf(own, sizeof(own), "%s:%lld", cr_client_id(client),
+                         (long long)cli->tid);
+    for (i = 0; i < in->nqueue; i++)
+        if (in->queue[i].who.owner_len == n &&
+            memcmp(in->queue[i].who.owner, own, n) == 0)
+            return i + 1;
+    return 0;
+}
+
+void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len)
 {
     char who[128], t[64], d[32], host[160];
     int64_t now = mono_ms();
     cr_object_info *in = NULL;
 
     buf[0] = '\0';
-    if (cli->client == NULL ||
-        cr_object_inspect(cli->client, cli->args->name, &in) != CR_OK) {
+    if (client == NULL ||
+        cr_object_inspect(client, cli->args->name, &in) != CR_OK) {
         snprintf(buf, len, "(cannot read its state)");
         return;
     }
+    /* A fair lock's waiter first wants to know its place. */
+    if (in->queue_length > 0) {
+        size_t place = queue_place(cli, client, in);
+
+        if (place > 0)
+            snprintf(buf, len, "place %zu of %lld in the queue; ", place,
+                     (long long)in->queue_length);
+        else
+            snprintf(buf, len, "%lld queued; ", (long long)in->queue_length);
+    }
     if (in->nholders > 0) {
         const cr_holder_info *h = &in->holders[0];
+        size_t n = strlen(buf);
 
         short_owner(&h->who, who, sizeof(who));
         if (strcmp(seen_owner, who) != 0) {
             snprintf(seen_owner, sizeof(seen_owner), "%s", who);
             seen_since_ms = now;
         }
-        snprintf(buf, len, "held by %s%s for %s+ (count %lld, %s; %s)", who,
+        snprintf(buf + n, len - n, "held by %s (%s)%s for %s+, count %lld, "
+                 "%s", who, client_text(&h->who, true, host, sizeof(host)),
                  in->nholders > 1 ? " and others" : "",
                  cr__cli_fmt_ms(now - seen_since_ms, d, sizeof(d)),
-                 (long long)h->count, lease_text(in->ttl_ms, t, sizeof(t)),
-                 client_text(&h->who, host, sizeof(host)));
+                 (long long)h->count, lease_text(in->ttl_ms, t, sizeof(t)));
     } else if (is_lock(in->kind) ||
                (in->kind == CR_OBJECT_NONE && cli->args->command == CR__CLI_LOCK)) {
-        snprintf(buf, len, "free");
+        snprintf(buf + strlen(buf), len - strlen(buf), "free");
     } else if (cli->args->command == CR__CLI_LATCH) {
-        snprintf(buf, len, "count %lld", (long long)in->value);
+        if (in->kind == CR_OBJECT_NONE)
+            snprintf(buf, len, "not set yet");
+        else
+            snprintf(buf, len, "count %lld", (long long)in->value);
     } else if (cli->args->command == CR__CLI_SEMAPHORE) {
         snprintf(buf, len, "%lld available, %lld issued",
                  (long long)(in->has_value ? in->value : 0),
@@ -438,11 +477,6 @@ void cr__cli_summary(cr__cli *cli, char *buf, size_t len)
                      ", next expiry %s",
                      until_text(in->permits[0].expires_ms, in->now_ms, t,
                                 sizeof(t)));
-    }
-    if (in->queue_length > 0) {
-        size_t n = strlen(buf);
-
-        snprintf(buf + n, len - n, ", %lld queued", (long long)in->queue_length);
     }
     cr_object_info_free(in);
 }

@@ -209,6 +209,149 @@ void cr__cli_notify_lost(cr__cli *cli)
     (void)ignored;
 }
 
+/* ---------------------------------------------------------- status line */
+
+/* The thread that reads the object's state for the status line. It does
+ * the reading (one inspection, a round trip to Redis that a stalled
+ * server can hold up to the command timeout) so that the main thread
+ * never waits on Redis: signals end a wait as fast with the status line
+ * as without it, and the line changes no exit status and no deadline. */
+typedef struct status_job {
+    cr__cli *cli;
+    cr_client *client;    /* the client the wait began with */
+    cr__cli_status_fn fn;
+    void *ctx;
+    int64_t start;        /* when the wait began (monotonic ms) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;    /* on the monotonic clock */
+    bool stop;            /* the wait is over: read no more */
+    bool fresh;           /* line holds a reading not drawn yet */
+    char line[512];
+    pthread_t thread;
+} status_job;
+
+/* The reader of the wait under way, or of the last one: joined once the
+ * client is freed (cr__cli_status_end). */
+static status_job *status_reader;
+
+void cr__cli_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_mutex_init(mu, NULL);
+    pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+bool cr__cli_sleep_until(pthread_cond_t *cv, pthread_mutex_t *mu,
+                         const bool *stop, int64_t until)
+{
+    struct timespec ts;
+
+    ts.tv_sec = until / 1000;
+    ts.tv_nsec = (until % 1000) * 1000000;
+    while (!*stop && pthread_cond_timedwait(cv, mu, &ts) != ETIMEDOUT)
+        ;
+    return *stop;
+}
+
+/* The reading thread: a reading at once, then one every STATUS_EVERY_MS
+ * after the last one ended, each handed to the main loop ('S'). */
+static void *status_main(void *arg)
+{
+    status_job *j = arg;
+    char line[sizeof(j->line)];
+    ssize_t ignored;
+
+    pthread_mutex_lock(&j->mu);
+    while (!j->stop) {
+        pthread_mutex_unlock(&j->mu);
+        j->fn(j->cli, j->client, j->ctx, cr__cli_now_ms() - j->start, line,
+              sizeof(line));
+        pthread_mutex_lock(&j->mu);
+        if (j->stop)
+            break;
+        memcpy(j->line, line, sizeof(line));
+        j->fresh = true;
+        ignored = write(j->cli->events[1], "S", 1);
+        (void)ignored;
+        cr__cli_sleep_until(&j->cv, &j->mu, &j->stop,
+                            cr__cli_now_ms() + STATUS_EVERY_MS);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+/* Starts the reading thread for a wait; NULL when it cannot (then the
+ * wait shows no status line). */
+static status_job *status_start(cr__cli *cli, cr__cli_status_fn fn,
+                                void *ctx, int64_t start)
+{
+    status_job *j;
+
+    if (status_reader != NULL)
+        return NULL; /* one per run: the last one has not been joined */
+    j = calloc(1, sizeof(*j));
+    if (j == NULL)
+        return NULL;
+    j->cli = cli;
+    j->client = cli->client;
+    j->fn = fn;
+    j->ctx = ctx;
+    j->start = start;
+    cr__cli_sync_init(&j->mu, &j->cv);
+    if (pthread_create(&j->thread, NULL, status_main, j) != 0) {
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        free(j);
+        return NULL;
+    }
+    status_reader = j;
+    return j;
+}
+
+/* Copies the reading not drawn yet into buf; returns whether there was
+ * one. */
+static bool status_take(status_job *j, char *buf, size_t len)
+{
+    bool fresh;
+
+    pthread_mutex_lock(&j->mu);
+    fresh = j->fresh;
+    if (fresh)
+        snprintf(buf, len, "%s", j->line);
+    j->fresh = false;
+    pthread_mutex_unlock(&j->mu);
+    return fresh;
+}
+
+/* Tells the reading thread that the wait is over, without waiting for a
+ * reading under way: it ends by itself, or when the client is freed. */
+static void status_stop(status_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    j->stop = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+void cr__cli_status_end(cr__cli *cli)
+{
+    status_job *j = status_reader;
+
+    (void)cli;
+    if (j == NULL)
+        return;
+    status_stop(j);
+    pthread_join(j->thread, NULL);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+    status_reader = NULL;
+}
+
 /* ---------------------------------------------------------------- waits */
 
 /* How long a wait ended by a signal gives a call that may be finishing
@@ -364,8 +507,9 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
                  void (*undo)(void *ctx), void *ctx, cr__cli_status_fn status,
                  cr_status *rc)
 {
-    int64_t start = cr__cli_now_ms(), next_draw = start;
+    int64_t start = cr__cli_now_ms();
     bool drawn = false, returned = false;
+    status_job *reader = NULL;
     pthread_t thread;
     waiter *w = calloc(1, sizeof(*w));
     int stop = 0;
@@ -389,25 +533,18 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
         *rc = fn(ctx);
         return 0;
     }
+    if (cli->status_line && status != NULL && cli->client != NULL)
+        reader = status_start(cli, status, ctx, start);
     while (!returned && stop == 0) {
         struct pollfd p[2] = {{cli->sigfd, POLLIN, 0},
                               {cli->events[0], POLLIN, 0}};
-        int timeout = -1;
+        char line[512];
 
-        if (cli->status_line && status != NULL) {
-            int64_t now = cr__cli_now_ms();
-
-            if (now >= next_draw) {
-                char line[512];
-
-                status(cli, ctx, now - start, line, sizeof(line));
-                draw_status(line);
-                drawn = true;
-                next_draw = now + STATUS_EVERY_MS;
-            }
-            timeout = (int)(next_draw - now);
+        if (reader != NULL && status_take(reader, line, sizeof(line))) {
+            draw_status(line);
+            drawn = true;
         }
-        if (poll(p, 2, timeout) < 0 && errno != EINTR) {
+        if (poll(p, 2, -1) < 0 && errno != EINTR) {
             stop = SIGTERM; /* nothing left to wait with */
             break;
         }
@@ -418,6 +555,10 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
         if (stop == 0 && (p[1].revents & POLLIN))
             returned = drain_events(cli->events[0], 'R');
     }
+    /* The line goes before anything else is printed; a reading under way
+     * is not waited for (after a signal, freeing the client cuts it). */
+    if (reader != NULL)
+        status_stop(reader);
     if (drawn)
         draw_status(NULL);
     if (stop == 0) {

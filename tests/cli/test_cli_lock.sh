@@ -92,6 +92,36 @@ test_wait_zero_exits_75_when_held() {
     expect_eq "$?" 143 "holder's exit status (sleep killed by SIGTERM)"
 }
 
+# flock's forms: -n is one try, -E the status of a conflict, and -q keeps
+# the loser of a cron race silent.
+test_nonblock_quiet_and_conflict_exit_code() {
+    cli_exec lock busy -- sleep 30 &
+    local holder=$!
+    wait_until 5000 key_exists busy || fail "holder never locked"
+    run_cli lock busy -n -- touch ran
+    expect_eq "$rc" 75 "exit status of -n"
+    expect_contains "$err" "lock 'busy': busy" "stderr of -n"
+    run_cli -q lock busy -n -- touch ran
+    expect_eq "$rc" 75 "exit status of -q -n"
+    expect_eq "$err" "" "stderr of -q"
+    run_cli lock busy -qnE 0 -- touch ran
+    expect_eq "$rc" 0 "exit status of -E 0"
+    expect_eq "$err" "" "stderr of -qnE 0"
+    run_cli lock busy --wait 200ms --conflict-exit-code 3 -- touch ran
+    expect_eq "$rc" 3 "exit status of -E 3 after a wait"
+    expect_contains "$err" "gave up after 200ms" "stderr"
+    [ -e ran ] && fail "a command ran without the lock"
+    # -E is for conflicts only: the command's own status stays its own,
+    # and errors keep theirs.
+    kill -TERM "$holder"
+    wait "$holder"
+    run_cli lock busy -n -E 0 -- sh -c 'exit 7'
+    expect_eq "$rc" 7 "the command's status"
+    run_cli --url redis://127.0.0.1:1 -q lock busy -n -E 0 -- true
+    expect_eq "$rc" 69 "unreachable with -q -E 0"
+    expect_lines "$err" 1 "-q does not hide errors"
+}
+
 test_waiter_runs_once_holder_is_done() {
     cli_exec lock turn -- sh -c 'sleep 1; touch holder-done' &
     local holder=$!
@@ -101,26 +131,6 @@ test_waiter_runs_once_holder_is_done() {
     expect_eq "$out" ran "stdout"
     # Not a terminal: --verbose shows nothing.
     expect_eq "$err" "" "stderr"
-    wait "$holder"
-}
-
-test_verbose_shows_holder_on_a_terminal() {
-    # script(1) gives credisson a terminal; without it there is nothing to
-    # look at.
-    command -v script >/dev/null || return 0
-    cli_exec lock tty -- sh -c 'echo "$CREDISSON_LOCK_OWNER" >owner;
-        exec sleep 1' &
-    local holder=$!
-    wait_until 5000 test -s owner || fail "holder never ran"
-    script -qec "$CLI_BIN lock tty -v -- echo acquired" /dev/null >typescript
-    expect_eq "$?" 0 "exit status"
-    local shown
-    shown=$(tr '\r' '\n' <typescript)
-    expect_contains "$shown" "waiting " "status line"
-    expect_contains "$shown" "for lock 'tty': held by $(cut -c1-8 owner)..." \
-        "status line"
-    expect_contains "$shown" "(count 1, lease " "status line"
-    expect_contains "$shown" "acquired" "the command's output"
     wait "$holder"
 }
 
@@ -504,8 +514,8 @@ run_test test_exit_status_of_command_is_passed_through
 run_test test_command_not_found_exits_127_and_releases
 run_test test_command_sees_lock_name_and_owner
 run_test test_wait_zero_exits_75_when_held
+run_test test_nonblock_quiet_and_conflict_exit_code
 run_test test_waiter_runs_once_holder_is_done
-run_test test_verbose_shows_holder_on_a_terminal
 run_test test_lease_is_not_renewed
 run_test test_lease_running_out_under_command_exits_76
 run_test test_lost_lock_stops_command_and_exits_76

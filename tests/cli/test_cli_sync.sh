@@ -143,6 +143,31 @@ test_latch_await_timeout_exits_75() {
     expect_eq "$rc" 0 "a latch that does not exist is open"
 }
 
+# The README's CI recipe: the merge step may start before the latch is
+# set; with --must-exist it waits for the set and the last count down
+# instead of taking the missing latch for an open one.
+test_latch_await_must_exist_waits_for_the_set() {
+    run_cli latch typo await --wait 300ms
+    expect_eq "$rc" 0 "a latch never set is open without --must-exist"
+    run_cli latch typo await --must-exist --wait 300ms
+    expect_eq "$rc" 75 "never set, with --must-exist"
+    expect_contains "$err" "gave up after 300ms" "stderr"
+    run_cli latch typo await --must-exist -n -E 9
+    expect_eq "$rc" 9 "-n -E 9"
+    cli_exec latch build await --must-exist --wait 60s >/dev/null 2>&1 &
+    local merge=$!
+    wait_until 5000 latch_listeners_are build 1 ||
+        fail "the merge step never waited"
+    cli latch build set 2 || fail "set"
+    cli latch build count-down || fail "first count-down"
+    cli latch build count-down || fail "second count-down"
+    wait "$merge"
+    expect_eq "$?" 0 "the merge step's status once opened"
+    # Afterwards too: the latch was set and opened.
+    run_cli latch build await --must-exist -n
+    expect_eq "$rc" 0 "opened before the look"
+}
+
 test_latch_set_twice_exits_75() {
     run_cli latch twice set 2
     expect_eq "$rc" 0 "first set"
@@ -175,9 +200,12 @@ watch_death() {
     trap 'kill "$WATCHER" 2>/dev/null' EXIT
 }
 
-# Prints the expiry (epoch ms) of the only permit issued by semaphore $1.
+# Prints the expiry (epoch ms) of the only permit issued by semaphore $1:
+# its score, read by a script, since the member, a raw 16-byte id, may hold
+# a newline that would shift a line-by-line reading.
 permit_expiry() {
-    rcli zrange "{$1}:timeout" 0 -1 withscores | sed -n 2p
+    rcli eval "return redis.call('zrange', KEYS[1], 0, 0, 'withscores')[2]" \
+        1 "{$1}:timeout"
 }
 
 # Checks that ./died is earlier than the permit expiry $1.
@@ -247,6 +275,7 @@ run_test test_semaphore_lost_permit_stops_command
 run_test test_semaphore_set_add_available
 run_test test_latch_opens_for_waiters_in_other_processes
 run_test test_latch_await_timeout_exits_75
+run_test test_latch_await_must_exist_waits_for_the_set
 run_test test_latch_set_twice_exits_75
 run_test test_interrupted_latch_await_exits_130
 run_test test_semaphore_lease_ending_kills_command_before_the_permit_expires

@@ -39,6 +39,7 @@ count_of(cr_latch *l)
 typedef struct waiter {
     cr_latch *latch;
     int64_t wait_ms;
+    bool opened;     /* cr_latch_await_opened rather than cr_latch_await */
     cr_status rc;
     int64_t done_at;
     pthread_t thread;
@@ -49,18 +50,44 @@ waiter_run(void *arg)
 {
     waiter *w = arg;
 
-    w->rc = cr_latch_await(w->latch, w->wait_ms);
+    w->rc = w->opened ? cr_latch_await_opened(w->latch, w->wait_ms)
+                      : cr_latch_await(w->latch, w->wait_ms);
     w->done_at = cr_test_now_ms();
     return NULL;
+}
+
+/* Starts a waiter; `opened`: one that must see the latch set before it
+ * opens (cr_latch_await_opened). */
+static void
+waiter_begin(waiter *w, cr_latch *l, int64_t wait_ms, bool opened)
+{
+    memset(w, 0, sizeof(*w));
+    w->latch = l;
+    w->wait_ms = wait_ms;
+    w->opened = opened;
+    assert_int_equal(pthread_create(&w->thread, NULL, waiter_run, w), 0);
 }
 
 static void
 waiter_start(waiter *w, cr_latch *l, int64_t wait_ms)
 {
-    memset(w, 0, sizeof(*w));
-    w->latch = l;
-    w->wait_ms = wait_ms;
-    assert_int_equal(pthread_create(&w->thread, NULL, waiter_run, w), 0);
+    waiter_begin(w, l, wait_ms, false);
+}
+
+/* Checks that `key` is an "opened" marker with its lifetime. */
+static void
+assert_opened_marker(const char *key)
+{
+    char cmd[160], value[32];
+    long long ttl;
+
+    snprintf(cmd, sizeof(cmd), "GET %s", key);
+    assert_int_equal(redis_str(value, sizeof(value), cmd), 6);
+    assert_string_equal(value, "opened");
+    snprintf(cmd, sizeof(cmd), "PTTL %s", key);
+    ttl = redis_int(cmd);
+    assert_true(ttl > CR_LATCH_OPENED_MARK_MS - slow(5000) &&
+                ttl <= CR_LATCH_OPENED_MARK_MS);
 }
 
 /* ------------------------------------------------------- basic contract */
@@ -351,7 +378,9 @@ test_latch_with_expiry_counted_down_to_zero_is_open_not_expired(void **state)
     (void)state;
     assert_int_equal(redis_int("EXISTS {made-it}:credisson_latch_expiry"), 1);
     assert_int_equal(cr_latch_count_down(l), CR_OK);
-    assert_int_equal(redis_int("EXISTS made-it {made-it}:credisson_latch_expiry"), 0);
+    assert_int_equal(redis_int("EXISTS made-it"), 0);
+    /* The marker now says "opened", for an hour, not "expiring". */
+    assert_opened_marker("{made-it}:credisson_latch_expiry");
     assert_int_equal(cr_latch_await(l, CR_WAIT_FOREVER), CR_OK);
     assert_int_equal(cr_latch_count_down(l), CR_OK);
     cr_latch_free(l);
@@ -435,6 +464,123 @@ test_latch_set_without_expiry_forgets_an_earlier_expiry(void **state)
     assert_int_equal(redis_int("DECR reused"), 0);
     assert_int_equal(redis_int("DEL reused"), 1);
     assert_int_equal(cr_latch_await(l, 0), CR_OK);
+    cr_latch_free(l);
+}
+
+/* ------------------------------------------ a latch that must be set */
+
+static void
+test_latch_await_opened_waits_for_a_latch_never_set(void **state)
+{
+    cr_latch *l = latch("typo", 0, 0);
+    int64_t start = cr_test_now_ms(), took;
+
+    (void)state;
+    assert_int_equal(cr_latch_await(l, 0), CR_OK);    /* Redisson's way */
+    assert_int_equal(cr_latch_await_opened(l, 0), CR_TIMEOUT);
+    start = cr_test_now_ms();
+    assert_int_equal(cr_latch_await_opened(l, 300), CR_TIMEOUT);
+    took = cr_test_now_ms() - start;
+    assert_true(took >= 300 && took < 300 + slow(600));
+    assert_non_null(strstr(cr_last_error(), "never set"));
+    cr_latch_free(l);
+}
+
+static void
+test_latch_await_opened_returns_for_a_latch_a_count_down_opened(void **state)
+{
+    cr_latch *l = latch("done", 1, 0);
+
+    (void)state;
+    assert_int_equal(cr_latch_await_opened(l, 0), CR_TIMEOUT); /* closed */
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(redis_int("EXISTS done"), 0);
+    assert_opened_marker("{done}:credisson_latch_expiry");
+    assert_int_equal(cr_latch_await_opened(l, 0), CR_OK);
+    assert_int_equal(cr_latch_await(l, 0), CR_OK);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_await_opened_waiter_sees_the_set_then_the_last_count_down(
+    void **state)
+{
+    cr_latch *l = latch("late", 0, 0), *setter = latch("late", 0, 0);
+    bool set = false;
+    waiter w;
+    int64_t opened;
+
+    (void)state;
+    waiter_begin(&w, l, slow(10000), true);
+    /* Subscribed: it did not take the missing latch for an open one. */
+    await_subscribers("redisson_countdownlatch__channel__{late}", 1);
+    assert_int_equal(cr_latch_try_set_count(setter, 2, 0, &set), CR_OK);
+    assert_true(set);
+    assert_int_equal(cr_latch_count_down(setter), CR_OK);
+    opened = cr_test_now_ms();
+    assert_int_equal(cr_latch_count_down(setter), CR_OK);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(w.done_at >= opened);
+    assert_true(w.done_at - opened < slow(500));
+    cr_latch_free(l);
+    cr_latch_free(setter);
+}
+
+static void
+test_latch_await_opened_and_java_which_writes_no_marker(void **state)
+{
+    cr_latch *l = latch("java-set", 0, 0);
+    waiter w;
+
+    (void)state;
+    /* Java's trySetCount(1), then its countDown while a C waiter waits:
+     * the "0" message opens it. */
+    assert_true(redis_ok("SET java-set 1"));
+    waiter_begin(&w, l, slow(10000), true);
+    await_subscribers("redisson_countdownlatch__channel__{java-set}", 1);
+    assert_int_equal(redis_int("DECR java-set"), 0);
+    assert_int_equal(redis_int("DEL java-set"), 1);
+    assert_int_equal(redis_int("PUBLISH redisson_countdownlatch__channel__{java-set} 0"), 1);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    /* A waiter that comes afterwards finds no marker: never set, as far
+     * as it can tell. */
+    assert_int_equal(redis_int("EXISTS {java-set}:credisson_latch_expiry"), 0);
+    assert_int_equal(cr_latch_await_opened(l, 200), CR_TIMEOUT);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_set_again_forgets_that_it_was_opened(void **state)
+{
+    cr_latch *l = latch("again", 1, 0);
+    bool set = false;
+
+    (void)state;
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(cr_latch_await_opened(l, 0), CR_OK);
+    assert_int_equal(cr_latch_try_set_count(l, 1, 0, &set), CR_OK);
+    assert_true(set);
+    assert_int_equal(redis_int("EXISTS {again}:credisson_latch_expiry"), 0);
+    assert_int_equal(cr_latch_await_opened(l, 0), CR_TIMEOUT);
+    /* And a latch deleted is not opened. */
+    assert_int_equal(cr_latch_delete(l, NULL), CR_OK);
+    assert_int_equal(cr_latch_await_opened(l, 0), CR_TIMEOUT);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_opened_marker_near_its_end_is_not_an_expiry(void **state)
+{
+    cr_latch *l = latch("old-open", 0, 0);
+
+    (void)state;
+    /* In its last second, within the expiry grace: still "opened". */
+    assert_true(redis_ok("SET {old-open}:credisson_latch_expiry opened PX 1000"));
+    assert_int_equal(cr_latch_await(l, 0), CR_OK);
+    assert_int_equal(cr_latch_await_opened(l, 0), CR_OK);
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
     cr_latch_free(l);
 }
 
@@ -533,6 +679,12 @@ main(void)
         T(test_latch_name_set_again_by_java_after_an_expiry_is_not_expired),
         T(test_latch_set_to_zero_by_java_counts_down_as_open),
         T(test_latch_set_without_expiry_forgets_an_earlier_expiry),
+        T(test_latch_await_opened_waits_for_a_latch_never_set),
+        T(test_latch_await_opened_returns_for_a_latch_a_count_down_opened),
+        T(test_latch_await_opened_waiter_sees_the_set_then_the_last_count_down),
+        T(test_latch_await_opened_and_java_which_writes_no_marker),
+        T(test_latch_set_again_forgets_that_it_was_opened),
+        T(test_latch_opened_marker_near_its_end_is_not_an_expiry),
         T(test_latch_wire_keys_and_publishes_match_redisson),
         T(test_latch_bad_arguments_are_refused_with_einval),
 #undef T

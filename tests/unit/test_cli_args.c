@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,7 +230,7 @@ static void test_args_lock_with_separator(void **state)
     assert_int_equal(l.a.wait_ms, CR__CLI_FOREVER);
     assert_int_equal(l.a.lease_ms, -1);
     assert_int_equal(l.a.watchdog_ms, -1);
-    assert_int_equal(l.a.timeout_ms, -1);
+    assert_int_equal(l.a.command_timeout_ms, -1);
     assert_int_equal(l.a.kill_after_ms, 10000);
     assert_int_equal(l.a.kind, CR__CLI_LOCK_PLAIN);
 }
@@ -339,13 +340,13 @@ static void test_args_global_options_before_and_after_command(void **state)
     line_ok(&l, "--url redis://h:1/2 --timeout 2s lock jobs --json -v "
                 "--name-prefix app: -- true");
     assert_string_equal(l.a.url, "redis://h:1/2");
-    assert_int_equal(l.a.timeout_ms, 2000);
+    assert_int_equal(l.a.command_timeout_ms, 2000);
     assert_true(l.a.json);
     assert_true(l.a.verbose);
     assert_string_equal(l.a.name_prefix, "app:");
     line_ok(&l, "inspect x --url=unix:///s --timeout=100ms");
     assert_string_equal(l.a.url, "unix:///s");
-    assert_int_equal(l.a.timeout_ms, 100);
+    assert_int_equal(l.a.command_timeout_ms, 100);
 }
 
 static void test_args_refuses_missing_command(void **state)
@@ -505,7 +506,7 @@ static void test_args_latch_await_timeout_is_the_wait(void **state)
 
     (void)state;
     line_ok(&l, "--timeout 2s latch shards await --timeout 30s");
-    assert_int_equal(l.a.timeout_ms, 2000);
+    assert_int_equal(l.a.command_timeout_ms, 2000);
     assert_int_equal(l.a.wait_ms, 30000);
     line_ok(&l, "latch shards await -w 0");
     assert_int_equal(l.a.wait_ms, 0);
@@ -842,7 +843,7 @@ static void test_args_long_option_value_after_equals(void **state)
     line_ok(&l, "--url=redis://h:1 --timeout=250ms lock jobs --wait=5 "
                 "--lease=1m true");
     assert_string_equal(l.a.url, "redis://h:1");
-    assert_int_equal(l.a.timeout_ms, 250);
+    assert_int_equal(l.a.command_timeout_ms, 250);
     assert_int_equal(l.a.wait_ms, 5000);
     assert_int_equal(l.a.lease_ms, 60000);
     line_ok(&l, "semaphore s --permits=3 -- true");
@@ -930,10 +931,10 @@ static void test_args_unknown_option_at_each_stage(void **state)
                                               "lock");
     line_bad(&l, "semaphore s set 2 --frob", "unknown option '--frob' for "
                                               "semaphore");
-    line_bad(&l, "latch l await -q", "unknown option '-q' for latch");
+    line_bad(&l, "latch l await -k", "unknown option '-k' for latch");
     line_bad(&l, "inspect x --frob", "unknown option '--frob' for inspect");
-    line_bad(&l, "-vq lock jobs -- true", "unknown option '-q' in '-vq'");
-    line_bad(&l, "lock jobs -vq -- true", "unknown option '-q' in '-vq'");
+    line_bad(&l, "-vk lock jobs -- true", "unknown option '-k' in '-vk'");
+    line_bad(&l, "lock jobs -vk -- true", "unknown option '-k' in '-vk'");
     line_bad(&l, "lock jobs --json=yes -- true", "--json takes no value");
 }
 
@@ -958,7 +959,7 @@ static void test_args_command_option_before_command_word(void **state)
     line_ok(&l, "--pass-credentials -v --json --timeout 1s lock jobs "
                 "-- true");
     assert_true(l.a.pass_credentials);
-    assert_int_equal(l.a.timeout_ms, 1000);
+    assert_int_equal(l.a.command_timeout_ms, 1000);
 }
 
 static void test_args_argv_is_left_in_place(void **state)
@@ -997,10 +998,132 @@ static void test_args_parse_after_a_failed_bundle(void **state)
 
     (void)state;
     /* A parse that stops inside a word leaves nothing for the next. */
-    line_bad(&l, "lock jobs -vqw5 -- true", "unknown option '-q'");
+    line_bad(&l, "lock jobs -vkw5 -- true", "unknown option '-k'");
     line_ok(&l, "lock jobs -w5 -- true");
     assert_int_equal(l.a.wait_ms, 5000);
     assert_false(l.a.verbose);
+}
+
+/* ------------------------------------- flock's forms, the two timeouts */
+
+static void test_args_nonblock_is_a_wait_of_zero(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock jobs -n -- true");
+    assert_int_equal(l.a.wait_ms, 0);
+    line_ok(&l, "semaphore s --nonblock true");
+    assert_int_equal(l.a.wait_ms, 0);
+    line_ok(&l, "latch l await -n");
+    assert_int_equal(l.a.wait_ms, 0);
+    line_bad(&l, "lock jobs -n -w5 -- true", "exclude each other");
+    line_bad(&l, "latch l await -n --timeout 5", "exclude each other");
+    line_bad(&l, "-n lock jobs -- true", "comes after the command word");
+    line_bad(&l, "semaphore s -n set 3", "does not apply");
+}
+
+static void test_args_conflict_exit_code(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock jobs -- true");
+    assert_int_equal(l.a.conflict_exit_code, -1);
+    line_ok(&l, "lock jobs -nE0 -- true");
+    assert_int_equal(l.a.conflict_exit_code, 0);
+    assert_int_equal(l.a.wait_ms, 0);
+    line_ok(&l, "lock jobs -E 3 true");
+    assert_int_equal(l.a.conflict_exit_code, 3);
+    line_ok(&l, "latch l await --conflict-exit-code=255");
+    assert_int_equal(l.a.conflict_exit_code, 255);
+    line_bad(&l, "lock jobs -E 256 -- true", "out of range (0..255)");
+    line_bad(&l, "lock jobs -E -1 -- true", "invalid number");
+    line_bad(&l, "lock jobs -Ex -- true", "-E takes a number");
+    line_bad(&l, "latch l count -E 1", "does not apply");
+}
+
+static void test_args_quiet_and_status_switches(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "-q lock jobs -- true");
+    assert_true(l.a.quiet);
+    assert_false(l.a.no_status);
+    line_ok(&l, "lock jobs --no-status -qn -- true");
+    assert_true(l.a.quiet);
+    assert_true(l.a.no_status);
+    line_ok(&l, "latch l await --must-exist");
+    assert_true(l.a.must_exist);
+    line_bad(&l, "latch l count --must-exist", "does not apply");
+    line_bad(&l, "--must-exist latch l await", "comes after the command");
+}
+
+static void test_args_command_timeout_and_the_old_timeout(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "--command-timeout 2s lock jobs --wait 5 -- true");
+    assert_int_equal(l.a.command_timeout_ms, 2000);
+    assert_int_equal(l.a.wait_ms, 5000);
+    line_ok(&l, "lock jobs --command-timeout=1s -- true");
+    assert_int_equal(l.a.command_timeout_ms, 1000);
+    /* The old spelling, where it says one thing only. */
+    line_ok(&l, "--timeout 2s lock jobs -- true");
+    assert_int_equal(l.a.command_timeout_ms, 2000);
+    line_ok(&l, "latch l await --timeout 30s");
+    assert_int_equal(l.a.wait_ms, 30000);
+    assert_int_equal(l.a.command_timeout_ms, -1);
+    line_ok(&l, "semaphore s --timeout 1s set 3");
+    assert_int_equal(l.a.command_timeout_ms, 1000);
+    line_ok(&l, "inspect x --timeout 100ms");
+    assert_int_equal(l.a.command_timeout_ms, 100);
+    /* Where something waits, after the command word: refused. */
+    line_bad(&l, "lock jobs --timeout 5 -- true", "ambiguous");
+    line_bad(&l, "semaphore s --timeout 5 true", "ambiguous");
+    line_bad(&l, "latch l --timeout 5 await", "ambiguous");
+    line_bad(&l, "--command-timeout 0 lock jobs true", "more than 0");
+}
+
+/* Help is made from the parser's table: every option it lists for a
+ * command is accepted after that command's word, and every option the
+ * table has is listed for some command or for all. */
+static void test_args_option_docs_match_the_parser(void **state)
+{
+    static const cr__cli_command cmds[] = {CR__CLI_LOCK, CR__CLI_SEMAPHORE,
+                                           CR__CLI_LATCH};
+    static const char *const before[] = {"lock jobs", "semaphore s",
+                                         "latch l await"};
+    cr__cli_option_doc docs[64];
+    char text[256];
+    size_t n, i, k;
+    line l;
+
+    (void)state;
+    for (k = 0; k < 3; k++) {
+        n = cr__cli_option_docs(cmds[k], docs, 64);
+        assert_true(n > 0 && n <= 64);
+        for (i = 0; i < n; i++) {
+            const char *v = docs[i].arg == NULL             ? ""
+                            : strcmp(docs[i].arg, "D") == 0 ? " 1s"
+                                                            : " 3";
+
+            /* Options that exclude others are tried alone. */
+            snprintf(text, sizeof(text), "%s --%s%s%s", before[k],
+                     docs[i].name, v, k < 2 ? " -- true" : "");
+            if (strcmp(docs[i].name, "kill-after") == 0)
+                snprintf(text, sizeof(text), "%s --kill-after 1s -- true",
+                         before[k]);
+            line_ok(&l, text);
+        }
+    }
+    n = cr__cli_option_docs(CR__CLI_NONE, docs, 64);
+    assert_true(n > 0);
+    for (i = 0; i < n; i++)
+        assert_non_null(docs[i].help);
+    assert_true(cr__cli_option_docs(CR__CLI_INSPECT, docs, 64) == 0);
 }
 
 static void test_args_tolerates_missing_error_buffer(void **state)
@@ -1064,6 +1187,11 @@ int main(void)
         cmocka_unit_test(test_args_argv_is_left_in_place),
         cmocka_unit_test(test_args_negative_number_after_options),
         cmocka_unit_test(test_args_parse_after_a_failed_bundle),
+        cmocka_unit_test(test_args_nonblock_is_a_wait_of_zero),
+        cmocka_unit_test(test_args_conflict_exit_code),
+        cmocka_unit_test(test_args_quiet_and_status_switches),
+        cmocka_unit_test(test_args_command_timeout_and_the_old_timeout),
+        cmocka_unit_test(test_args_option_docs_match_the_parser),
         cmocka_unit_test(test_args_kill_after_defaults_to_a_third_of_the_lease),
         cmocka_unit_test(test_args_kill_after_must_be_shorter_than_the_lease),
         cmocka_unit_test(test_args_tls_options),
