@@ -18,6 +18,7 @@
 #include <credisson/rwlock.h>
 #include <credisson/semaphore.h>
 #include <credisson/latch.h>
+#include <credisson/ratelimiter.h>
 #include <credisson/multilock.h>
 #include <credisson/inspect.h>
 

@@ -40,6 +40,8 @@ static const struct {
     [CR__NAME_KEY_PREFIX] = {KEY_PREFIX, "", false},
     [CR__NAME_UNLOCK_LATCH] = {PREFIX, "redisson_unlock_latch", true},
     [CR__NAME_ACQUIRE_LATCH] = {PREFIX, "credisson_semaphore_acquire", true},
+    [CR__NAME_RATE_VALUE] = {SUFFIX, "value", false},
+    [CR__NAME_RATE_PERMITS] = {SUFFIX, "permits", false},
 };
 
 /* Shapes name `word` around `raw`. */

@@ -31,8 +31,11 @@ typedef enum cr__name_id {
     CR__NAME_KEY_PREFIX,        /* {N} (N when it has a '{'): what precedes
                                  * ":<reader>" in readers' timeout keys */
     CR__NAME_UNLOCK_LATCH,      /* redisson_unlock_latch:{N}:<request id> */
-    CR__NAME_ACQUIRE_LATCH      /* credisson_semaphore_acquire:{N}:<request
+    CR__NAME_ACQUIRE_LATCH,     /* credisson_semaphore_acquire:{N}:<request
                                  * id> (credisson's) */
+    CR__NAME_RATE_VALUE,        /* {N}:value, a rate limiter's permits left
+                                 * (OVERALL; PER_CLIENT adds ":<client id>") */
+    CR__NAME_RATE_PERMITS       /* {N}:permits, its grant records (likewise) */
 } cr__name_id;
 
 /* Redisson's two shapes, malloc'd (NULL: out of memory):

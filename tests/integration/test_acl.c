@@ -5,7 +5,8 @@
  * document and the test cannot drift apart), creates exactly that user on
  * a real server with a replica, and runs every object with it: every lock
  * kind with a waiter woken by pub/sub, the watchdog's renewals, the
- * semaphores, the latch, introspection and the replica-sync check. No call
+ * semaphores, the latch, the rate limiter, introspection and the
+ * replica-sync check. No call
  * may fail and the client may log no refusal. Then, one right at a time
  * taken away, what the user lacks is reported as such: CR_ENOPERM naming
  * the command, a refused SUBSCRIBE ending the wait at once, a refused ROLE
@@ -411,6 +412,36 @@ test_acl_documented_user_runs_semaphores_latches_and_inspect(void **state)
 }
 
 static void
+test_acl_documented_user_runs_the_rate_limiter(void **state)
+{
+    cr_client *a = locker(false);
+    cr_rate_limiter *rl, *pc;
+    cr_rate_config cfg;
+    int64_t v = 0;
+    bool yes = false;
+
+    (void)state;
+    assert_non_null(a);
+    OK(cr_rate_limiter_new(a, "app:rl", &rl));
+    OK(cr_rate_limiter_try_set_rate(rl, CR_RATE_OVERALL, 2, 200, 1000, &yes));
+    OK(cr_rate_limiter_get_config(rl, &cfg));
+    OK(cr_rate_limiter_try_acquire(rl, 2, 0));
+    /* A wait through the hint, and the reclaiming of expired records. */
+    OK(cr_rate_limiter_try_acquire(rl, 1, slow(5000)));
+    OK(cr_rate_limiter_available_permits(rl, &v));
+    OK(cr_rate_limiter_set_rate(rl, CR_RATE_OVERALL, 3, 200, 0));
+    OK(cr_rate_limiter_delete(rl, &yes));
+    OK(cr_rate_limiter_new(a, "app:pc", &pc));
+    OK(cr_rate_limiter_try_set_rate(pc, CR_RATE_PER_CLIENT, 1, 1000, 0, &yes));
+    OK(cr_rate_limiter_try_acquire(pc, 1, 0));
+    OK(cr_rate_limiter_delete(pc, &yes));
+    cr_rate_limiter_free(pc);
+    cr_rate_limiter_free(rl);
+    cr_client_free(a);
+    assert_int_equal(atomic_load(&refusals), 0);
+}
+
+static void
 test_acl_a_refused_script_is_enoperm_naming_the_command(void **state)
 {
     cr_client *a;
@@ -540,6 +571,7 @@ main(void)
     const struct CMUnitTest tests[] = {
         T(test_acl_documented_user_runs_every_lock_kind),
         T(test_acl_documented_user_runs_semaphores_latches_and_inspect),
+        T(test_acl_documented_user_runs_the_rate_limiter),
         T(test_acl_a_refused_script_is_enoperm_naming_the_command),
         T(test_acl_a_refused_subscribe_ends_the_wait_at_once),
         T(test_acl_replica_sync_without_role_fails_instead_of_turning_off),

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A separate process for the tests of the rate limiter, the barrier and
+ * the lock condition, run by fork + exec:
+ *   coord_worker rate URL NAME MS THREADS
+ *       THREADS threads share one client and take one permit at a time
+ *       from the rate limiter NAME (waiting for each at most until MS ms
+ *       after the start) until MS ms have passed; prints the number of
+ *       permits granted and a newline.
+ * Exits 0 on success, 1 with a message on stderr otherwise.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "credisson.h"
+
+/* Prints what failed and exits 1. */
+static void
+die(const char *what, cr_status rc)
+{
+    fprintf(stderr, "coord_worker: %s: %s (%s)\n", what, cr_strerror(rc),
+            cr_last_error());
+    exit(1);
+}
+
+/* Monotonic milliseconds, comparable between processes of one machine. */
+static long long
+mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes one line to stdout in one write. */
+static int
+say(const char *line)
+{
+    return write(1, line, strlen(line)) == (ssize_t)strlen(line) ? 0 : 1;
+}
+
+/* ------------------------------------------------------------------ rate */
+
+typedef struct rate_run {
+    cr_rate_limiter *limiter;
+    long long until; /* monotonic ms */
+    atomic_long granted;
+} rate_run;
+
+static void *
+rate_thread(void *arg)
+{
+    rate_run *r = arg;
+    long long now;
+
+    while ((now = mono_ms()) < r->until) {
+        cr_status rc = cr_rate_limiter_try_acquire(r->limiter, 1,
+                                                   r->until - now);
+
+        if (rc == CR_OK)
+            atomic_fetch_add(&r->granted, 1);
+        else if (rc != CR_BUSY)
+            die("cr_rate_limiter_try_acquire", rc);
+    }
+    return NULL;
+}
+
+/* The "rate" mode. */
+static int
+run_rate(cr_client *client, const char *name, long ms, int threads)
+{
+    pthread_t tids[64];
+    rate_run r;
+    char line[32];
+    cr_status rc;
+    int i;
+
+    if (threads < 1 || threads > 64)
+        return 2;
+    memset(&r, 0, sizeof(r));
+    if ((rc = cr_rate_limiter_new(client, name, &r.limiter)) != CR_OK)
+        die("cr_rate_limiter_new", rc);
+    r.until = mono_ms() + ms;
+    for (i = 0; i < threads; i++)
+        if (pthread_create(&tids[i], NULL, rate_thread, &r) != 0)
+            return 1;
+    for (i = 0; i < threads; i++)
+        pthread_join(tids[i], NULL);
+    cr_rate_limiter_free(r.limiter);
+    snprintf(line, sizeof(line), "%ld\n", atomic_load(&r.granted));
+    return say(line);
+}
+
+int
+main(int argc, char **argv)
+{
+    cr_client_options o;
+    cr_client *client = NULL;
+    cr_status rc;
+    int ret;
+
+    if (argc < 4) {
+        fprintf(stderr, "usage: coord_worker rate URL NAME ...\n");
+        return 2;
+    }
+    memset(&o, 0, sizeof(o));
+    o.url = argv[2];
+    if ((rc = cr_client_new(&o, &client)) != CR_OK)
+        die("cr_client_new", rc);
+    if (strcmp(argv[1], "rate") == 0 && argc == 6) {
+        ret = run_rate(client, argv[3], atol(argv[4]), atoi(argv[5]));
+    } else {
+        fprintf(stderr, "coord_worker: unknown mode or arguments: %s\n",
+                argv[1]);
+        ret = 2;
+    }
+    cr_client_free(client);
+    return ret;
+}
