@@ -256,6 +256,32 @@ def main():
         p("  ceiling: append to / unlink from 512 plain intrusive lists.")
         p("")
 
+    # ---------------------------------------------------------------- s9
+    s9 = [x for x in rows if x.get("bench") == "s9_ratelimiter"]
+    if s9:
+        p("Scenario 9: rate limiter, K workers taking one permit at a time")
+        row = "  {:<7} {:>3} {:>11} {:>8} {:>10} {:>10} {:>6} {:>9} {:>10} {:>6}".format
+        p(row("mode", "K", "rate", "grants", "grants/s", "ceiling/s", "ratio",
+              "max/window", "tries/grant", "errors"))
+        for r in s9:
+            capped = r.get("rate", 0) > 0
+            ceiling = r["ceiling_per_s"] if capped else (e1 or None)
+            ratio = r["ratio"] if capped else (
+                r["grants_per_s"] / e1 if e1 else None)
+            p(row(
+                r["mode"], r["workers"],
+                "{}/{}ms".format(r["rate"], r["interval_ms"]) if capped else "none",
+                fmt(r["grants"]), fmt(r["grants_per_s"]), fmt(ceiling),
+                fmt(ratio, 2), r.get("most_in_window") if capped else "-",
+                fmt(r.get("attempts_per_grant"), 2), r["errors"]))
+        p("  grants/s: in the whole intervals after the first grant; ceiling: the")
+        p("  limiter's own (rate per interval), or with no rate the single-connection")
+        p("  EVALSHA rate of the ceiling above. max/window: the most grants in any")
+        p("  interval-long window of this host's clock (the server stamps the")
+        p("  records). tries/grant: scripts the server ran per grant (1 + the")
+        p("  attempts that were told to wait).")
+        p("")
+
     for r in [x for x in rows if x.get("bench") == "note"]:
         p("note: " + r.get("text", ""))
 
@@ -310,6 +336,10 @@ def main():
               5.0, False, "ms",
               "bare pub/sub floor: %.1f ms" % (f64["all_p99_us"] / 1000.0)
               if f64 else "")
+    for mode in ("threads", "procs"):
+        rl = find(rows, "s9_ratelimiter", mode=mode, rate=1000)
+        t.add("rate limiter, 8 %s: grants >= 0.95 x its ceiling" % mode,
+              rl["ratio"] if rl else None, 0.95, True, "x")
     wd = find(rows, "s7_watchdog", locks=100000, watchdog_ms=3000)
     wd30 = find(rows, "s7_watchdog", locks=100000, watchdog_ms=30000)
     t.add("100k locks: one renewal call per 100 locks (+5 %)",

@@ -9,7 +9,7 @@
 # to five minutes; --quick about one.
 #
 #   bench/run.sh [--builddir DIR] [--url URL] [--seconds S] [--quick]
-#                [--only ceiling,s1,s2,s4,s5,s6,s7,s8] [--workers 2,8,32]
+#                [--only ceiling,s1,s2,s4,s5,s6,s7,s8,s9] [--workers 2,8,32]
 #                [--latch-workers 16,64]
 #                [--no-peers] [--pin] [--out FILE]
 #
@@ -37,7 +37,7 @@ builddir=$(pwd)
 url=
 seconds=3
 ceil_seconds=2
-only=ceiling,s1,s2,s4,s5,s6,s7,s8
+only=ceiling,s1,s2,s4,s5,s6,s7,s8,s9
 workers="2 8 32"
 latch_workers="16 64"
 peers=1
@@ -64,7 +64,8 @@ while [ $# -gt 0 ]; do
     shift
 done
 bin=$builddir/bench
-for p in ceiling bench_lock bench_latch bench_watchdog bench_wheel; do
+for p in ceiling bench_lock bench_latch bench_watchdog bench_wheel \
+    bench_ratelimiter; do
     if [ ! -x "$bin/$p" ]; then
         echo "run.sh: $bin/$p is missing: run 'make bench' in the build directory" >&2
         exit 2
@@ -269,6 +270,16 @@ if want s7; then
 fi
 if want s8; then
     run "$bin/bench_wheel"
+fi
+if want s9; then
+    # The rate limiter: 8 workers on a limiter of 1000 permits a second
+    # (its own ceiling), and on one no client reaches (the server's).
+    for mode in threads procs; do
+        run "$bin/bench_ratelimiter" --url "$url" --seconds "$seconds" \
+            --workers 8 --mode "$mode" --rate 1000 --interval-ms 1000
+        run "$bin/bench_ratelimiter" --url "$url" --seconds "$seconds" \
+            --workers 8 --mode "$mode" --rate 0
+    done
 fi
 
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
