@@ -40,7 +40,9 @@ typedef enum cr_status {
     CR_ENOPERM,     /* the ACL user may not run a command (or use a channel) */
     CR_ECONFIG,     /* the server is not what the configuration says: not
                      * Redis, a replica, protected mode; no retry mends it */
-    CR_ETLS         /* TLS failed: certificate, host name, handshake */
+    CR_ETLS,        /* TLS failed: certificate, host name, handshake */
+    CR_EBROKEN      /* a barrier's round was broken: a party timed out, was
+                     * cancelled or died, or the barrier was reset */
 } cr_status;
 
 /* cr_strerror: a static, never-NULL English text for `rc`. */

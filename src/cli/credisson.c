@@ -249,7 +249,8 @@ int cr__cli_exit_code(cr_status rc)
      * for its place in the table. */
     switch (rc) {
     case CR_OK: return CR__CLI_EXIT_OK;
-    case CR_BUSY: case CR_TIMEOUT: case CR_EEXPIRED: return CR__CLI_EXIT_BUSY;
+    case CR_BUSY: case CR_TIMEOUT: case CR_EEXPIRED: case CR_EBROKEN:
+        return CR__CLI_EXIT_BUSY;
     case CR_ELOST: return CR__CLI_EXIT_LOST;
     case CR_EINVAL: return CR__CLI_EXIT_USAGE;
     case CR_EIO: return CR__CLI_EXIT_UNAVAILABLE;
