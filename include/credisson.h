@@ -19,6 +19,7 @@
 #include <credisson/semaphore.h>
 #include <credisson/latch.h>
 #include <credisson/ratelimiter.h>
+#include <credisson/barrier.h>
 #include <credisson/multilock.h>
 #include <credisson/inspect.h>
 

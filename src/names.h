@@ -35,7 +35,11 @@ typedef enum cr__name_id {
                                  * id> (credisson's) */
     CR__NAME_RATE_VALUE,        /* {N}:value, a rate limiter's permits left
                                  * (OVERALL; PER_CLIENT adds ":<client id>") */
-    CR__NAME_RATE_PERMITS       /* {N}:permits, its grant records (likewise) */
+    CR__NAME_RATE_PERMITS,      /* {N}:permits, its grant records (likewise) */
+    CR__NAME_BARRIER_ARRIVALS,  /* credisson_barrier_arrivals:{N}, a cyclic
+                                 * barrier's parties waiting and their leases
+                                 * (credisson's) */
+    CR__NAME_BARRIER_CHANNEL    /* credisson_barrier__channel:{N} */
 } cr__name_id;
 
 /* Redisson's two shapes, malloc'd (NULL: out of memory):

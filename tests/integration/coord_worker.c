@@ -7,6 +7,14 @@
  *       from the rate limiter NAME (waiting for each at most until MS ms
  *       after the start) until MS ms have passed; prints the number of
  *       permits granted and a newline.
+ *   coord_worker barrier-rounds URL NAME PARTIES ROUNDS FD
+ *       ROUNDS times: arrive at the barrier NAME of PARTIES parties (count
+ *       itself in the coord_block mapped from descriptor FD), await it
+ *       without a limit, and check what it was told (coord_leave).
+ *   coord_worker barrier-wait URL NAME PARTIES WATCHDOG_MS
+ *       with a client whose leases last WATCHDOG_MS, await the barrier
+ *       without a limit (to be killed meanwhile), then print the status and
+ *       a newline.
  * Exits 0 on success, 1 with a message on stderr otherwise.
  */
 #include <pthread.h>
@@ -14,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "coord_block.h"
 #include "credisson.h"
 
 /* Prints what failed and exits 1. */
@@ -97,6 +107,64 @@ run_rate(cr_client *client, const char *name, long ms, int threads)
     return say(line);
 }
 
+/* ------------------------------------------------------------- barrier */
+
+/* The "barrier-rounds" mode. */
+static int
+run_barrier_rounds(cr_client *client, const char *name, int parties,
+                   int rounds, int fd)
+{
+    coord_block *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE,
+                          MAP_SHARED, fd, 0);
+    cr_barrier *bar = NULL;
+    cr_status rc;
+    int k;
+
+    if (b == MAP_FAILED || rounds > COORD_ROUNDS_MAX) {
+        perror("coord_worker: mmap");
+        return 1;
+    }
+    if ((rc = cr_barrier_new(client, name, parties, &bar)) != CR_OK)
+        die("cr_barrier_new", rc);
+    for (k = 0; k < rounds; k++) {
+        int64_t g = -1, i = -1;
+
+        coord_arrive(b, k);
+        if ((rc = cr_barrier_await(bar, CR_WAIT_FOREVER, &g, &i)) != CR_OK)
+            die("cr_barrier_await", rc);
+        coord_leave(b, k, parties, g, i);
+    }
+    atomic_fetch_add(&b->finished, 1);
+    cr_barrier_free(bar);
+    munmap(b, sizeof(*b));
+    return 0;
+}
+
+/* The "barrier-wait" mode. */
+static int
+run_barrier_wait(const char *url, const char *name, int parties,
+                 long watchdog_ms)
+{
+    cr_client_options o;
+    cr_client *client = NULL;
+    cr_barrier *bar = NULL;
+    char line[32];
+    cr_status rc;
+
+    memset(&o, 0, sizeof(o));
+    o.url = url;
+    o.lock_watchdog_timeout_ms = watchdog_ms;
+    if ((rc = cr_client_new(&o, &client)) != CR_OK)
+        die("cr_client_new", rc);
+    if ((rc = cr_barrier_new(client, name, parties, &bar)) != CR_OK)
+        die("cr_barrier_new", rc);
+    rc = cr_barrier_await(bar, CR_WAIT_FOREVER, NULL, NULL);
+    snprintf(line, sizeof(line), "%d\n", (int)rc);
+    cr_barrier_free(bar);
+    cr_client_free(client);
+    return say(line);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -106,15 +174,22 @@ main(int argc, char **argv)
     int ret;
 
     if (argc < 4) {
-        fprintf(stderr, "usage: coord_worker rate URL NAME ...\n");
+        fprintf(stderr, "usage: coord_worker rate|barrier-rounds|"
+                "barrier-wait URL NAME ...\n");
         return 2;
     }
+    if (strcmp(argv[1], "barrier-wait") == 0 && argc == 6)
+        return run_barrier_wait(argv[2], argv[3], atoi(argv[4]),
+                                atol(argv[5]));
     memset(&o, 0, sizeof(o));
     o.url = argv[2];
     if ((rc = cr_client_new(&o, &client)) != CR_OK)
         die("cr_client_new", rc);
     if (strcmp(argv[1], "rate") == 0 && argc == 6) {
         ret = run_rate(client, argv[3], atol(argv[4]), atoi(argv[5]));
+    } else if (strcmp(argv[1], "barrier-rounds") == 0 && argc == 7) {
+        ret = run_barrier_rounds(client, argv[3], atoi(argv[4]),
+                                 atoi(argv[5]), atoi(argv[6]));
     } else {
         fprintf(stderr, "coord_worker: unknown mode or arguments: %s\n",
                 argv[1]);

@@ -5,8 +5,8 @@
  * document and the test cannot drift apart), creates exactly that user on
  * a real server with a replica, and runs every object with it: every lock
  * kind with a waiter woken by pub/sub, the watchdog's renewals, the
- * semaphores, the latch, the rate limiter, introspection and the
- * replica-sync check. No call
+ * semaphores, the latch, the rate limiter, the barrier, introspection and
+ * the replica-sync check. No call
  * may fail and the client may log no refusal. Then, one right at a time
  * taken away, what the user lacks is reported as such: CR_ENOPERM naming
  * the command, a refused SUBSCRIBE ending the wait at once, a refused ROLE
@@ -441,6 +441,57 @@ test_acl_documented_user_runs_the_rate_limiter(void **state)
     assert_int_equal(atomic_load(&refusals), 0);
 }
 
+typedef struct barrier_party {
+    cr_barrier *barrier;
+    cr_status rc;
+    pthread_t thread;
+} barrier_party;
+
+static void *
+barrier_party_run(void *arg)
+{
+    barrier_party *p = arg;
+
+    p->rc = cr_barrier_await(p->barrier, slow(10000), NULL, NULL);
+    return NULL;
+}
+
+static void
+test_acl_documented_user_runs_the_barrier(void **state)
+{
+    cr_client *a = locker(false), *b = locker(false);
+    cr_barrier *ba, *bb;
+    barrier_party p;
+    int64_t v = 0;
+    bool yes = false;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    OK(cr_barrier_new(a, "app:bar", 2, &ba));
+    OK(cr_barrier_new(b, "app:bar", 2, &bb));
+    /* A round: one waits (subscribed, renewing its lease), one completes. */
+    memset(&p, 0, sizeof(p));
+    p.barrier = bb;
+    assert_int_equal(pthread_create(&p.thread, NULL, barrier_party_run, &p),
+                     0);
+    await_subscribers("credisson_barrier__channel:{app:bar}", 1);
+    OK(cr_barrier_await(ba, slow(10000), NULL, NULL));
+    pthread_join(p.thread, NULL);
+    OK(p.rc);
+    /* A round broken by a timeout, a reset, the queries, a delete. */
+    assert_int_equal(cr_barrier_await(ba, 0, NULL, NULL), CR_TIMEOUT);
+    OK(cr_barrier_is_broken(ba, &yes));
+    OK(cr_barrier_reset(ba));
+    OK(cr_barrier_get_number_waiting(ba, &v));
+    OK(cr_barrier_delete(ba, &yes));
+    cr_barrier_free(ba);
+    cr_barrier_free(bb);
+    cr_client_free(a);
+    cr_client_free(b);
+    assert_int_equal(atomic_load(&refusals), 0);
+}
+
 static void
 test_acl_a_refused_script_is_enoperm_naming_the_command(void **state)
 {
@@ -572,6 +623,7 @@ main(void)
         T(test_acl_documented_user_runs_every_lock_kind),
         T(test_acl_documented_user_runs_semaphores_latches_and_inspect),
         T(test_acl_documented_user_runs_the_rate_limiter),
+        T(test_acl_documented_user_runs_the_barrier),
         T(test_acl_a_refused_script_is_enoperm_naming_the_command),
         T(test_acl_a_refused_subscribe_ends_the_wait_at_once),
         T(test_acl_replica_sync_without_role_fails_instead_of_turning_off),

@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cyclic barrier (include/credisson/barrier.h; its protocol is in
+ * doc/coordination.md): the hash N (parties, generation, arrived, broken,
+ * each waiting party's arrival index, the outcomes of recent generations),
+ * the waiting parties with their lease deadlines in the zset
+ * credisson_barrier_arrivals:{N}, and the channel
+ * credisson_barrier__channel:{N} (0: a round completed; 1: a round broken,
+ * a reset, a deletion).
+ *
+ * An await runs through the shared waiting loop (wait.c): its first attempt
+ * is the arrival (barrier_arrive.lua), each later one a look
+ * (barrier_look.lua) that renews the party's lease and breaks the round
+ * when another party's lease has lapsed on the server's clock. Between
+ * looks the waiter sleeps until a message, the earliest lease it knows of,
+ * or a third of its own lease (when it must renew), whichever comes first.
+ * A message wakes every local waiter, which looks: the outcome of its own
+ * generation is kept in the hash, so a message missed or read late cannot
+ * mislead it.
+ *
+ * A wait that ends without an outcome (its time ran out, the client is
+ * being freed, Redis stayed unreachable) leaves (barrier_leave.lua), which
+ * breaks the round unless it ended first. An arrival whose reply was lost
+ * is simply sent again: the script finds the party waiting and keeps its
+ * arrival.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credisson/barrier.h"
+#include "object.h"
+
+#define BARRIER_MAGIC 0x43524252u /* "CRBR" */
+
+/* Outcomes kept in the hash: a waiter that looks more generations late
+ * than this finds its own forgotten (and reports its round broken). */
+#define OUTCOMES_KEPT 64
+
+/* The answers of the scripts (the first element of their replies). */
+#define ANSWER_WAITING 0
+#define ANSWER_COMPLETED 1
+#define ANSWER_BROKEN 2
+#define ANSWER_OTHER_PARTIES 3 /* barrier_arrive.lua */
+#define ANSWER_BROKE_IT 3      /* barrier_leave.lua */
+#define ANSWER_GONE 4
+
+static void free_own(void *obj);
+
+struct cr_barrier {
+    CR__OBJECT_FIELDS
+    int64_t parties;
+    char *arrivals; /* credisson_barrier_arrivals:{N} */
+    char *channel;  /* credisson_barrier__channel:{N} */
+};
+
+/* The guard of every call. */
+static cr_status
+enter(cr_barrier *b)
+{
+    return cr__object_enter(b, BARRIER_MAGIC, "barrier");
+}
+
+/* ------------------------------------------------------------- creation */
+
+cr_status
+cr_barrier_new(cr_client *c, const char *name, int64_t parties,
+               cr_barrier **out)
+{
+    cr_barrier *b = NULL;
+    cr_status rc = cr__check_out(out, "out");
+
+    if (rc == CR_OK)
+        rc = cr__check_range("parties", parties, 1, CR_BARRIER_PARTIES_MAX);
+    if (rc == CR_OK)
+        rc = cr__object_new(c, name, BARRIER_MAGIC, sizeof(*b), true,
+                            (void **)&b);
+    if (rc != CR_OK)
+        return rc;
+    b->parties = parties;
+    b->arrivals = cr__name(CR__NAME_BARRIER_ARRIVALS, b->raw);
+    b->channel = cr__name(CR__NAME_BARRIER_CHANNEL, b->raw);
+    if (b->arrivals == NULL || b->channel == NULL) {
+        cr__object_free(b, free_own);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    *out = b;
+    return CR_OK;
+}
+
+/* Frees what the handle owns beside its names. */
+static void
+free_own(void *obj)
+{
+    cr_barrier *b = obj;
+
+    free(b->arrivals);
+    free(b->channel);
+}
+
+void
+cr_barrier_free(cr_barrier *b)
+{
+    if (b == NULL || b->magic != BARRIER_MAGIC)
+        return;
+    cr__object_free(b, free_own);
+}
+
+const char *
+cr_barrier_name(const cr_barrier *b)
+{
+    return cr__object_name(b, BARRIER_MAGIC);
+}
+
+/* -------------------------------------------------------------- waiting */
+
+/* The barrier's messages: 0 (a round completed) and 1 (broken, reset,
+ * deleted) wake every waiter, which then looks at its own round. */
+static cr__wake
+decode(const char *payload, size_t len)
+{
+    int64_t n;
+
+    if (!cr__parse_i64(payload, len, &n))
+        return (cr__wake){0};
+    return (cr__wake){.wakes = CR__WAKE_ALL};
+}
+
+/* One await under way. */
+typedef struct await_ctx {
+    cr_barrier *barrier;
+    char owner[CR__OWNER_MAX];
+    int64_t lease_ms;
+    bool arrived; /* the arrival was answered: looks from now on (an
+                   * arrival whose reply was lost is sent again) */
+    int64_t generation, index;
+} await_ctx;
+
+/* The elements of a script's reply: *n integers into v (at most max);
+ * CR_ESCRIPT otherwise. Frees r. */
+static cr_status
+reply_ints(cr_barrier *b, cr__reply *r, int64_t *v, size_t max, size_t *n)
+{
+    size_t i;
+    cr_status rc = CR_OK;
+
+    if (r->type != CR__REPLY_ARRAY || r->elements == 0 || r->elements > max)
+        rc = CR_ESCRIPT;
+    for (i = 0; rc == CR_OK && i < r->elements; i++)
+        if (!cr__reply_int(r->element[i], &v[i]))
+            rc = CR_ESCRIPT;
+    *n = rc == CR_OK ? r->elements : 0;
+    cr__reply_free(r);
+    if (rc != CR_OK)
+        return cr__fail(rc, "barrier %s: a script replied no list of "
+                        "integers", b->name);
+    return CR_OK;
+}
+
+/* The hint of a waiting answer: the earliest lease's lapse, and at the
+ * latest the next renewal of this party's own (a third of its lease). */
+static int64_t
+hint_of(const await_ctx *a, int64_t lapse_ms)
+{
+    int64_t renew = a->lease_ms / 3 > 0 ? a->lease_ms / 3 : 1;
+
+    return lapse_ms < renew ? lapse_ms : renew;
+}
+
+/* The arrival: CR_BUSY (waiting, with the hint), CR_OK (this arrival
+ * completed the round), CR_EBROKEN, CR_EINVAL (other parties)... */
+static cr_status
+arrive(await_ctx *a, int64_t *hint)
+{
+    cr_barrier *b = a->barrier;
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t v[4];
+    size_t n = 0;
+    cr_status rc;
+
+    rc = cr__run_barrier_arrive(b->client, &cmd,
+        &(cr__barrier_arrive_args){
+            .barrier = b->raw, .arrivals = b->arrivals, .channel = b->channel,
+            .parties = b->parties, .owner = a->owner, .lease_ms = a->lease_ms,
+            .publish = b->client->publish_cmd, .keep = OUTCOMES_KEPT},
+        &r);
+    if (rc != CR_OK || (rc = reply_ints(b, r, v, 4, &n)) != CR_OK)
+        return rc;
+    switch (v[0]) {
+    case ANSWER_WAITING:
+        if (n != 4)
+            break;
+        a->arrived = true;
+        a->generation = v[1];
+        a->index = v[2];
+        *hint = hint_of(a, v[3]);
+        return CR_BUSY;
+    case ANSWER_COMPLETED:
+        if (n != 3)
+            break;
+        a->generation = v[1];
+        a->index = v[2];
+        return CR_OK;
+    case ANSWER_BROKEN:
+        return cr__fail(CR_EBROKEN, "barrier %s is broken (generation %lld): "
+                        "reset it to begin a new round", b->name,
+                        n > 1 ? (long long)v[1] : -1LL);
+    case ANSWER_OTHER_PARTIES:
+        return cr__fail(CR_EINVAL, "barrier %s has %lld parties, not %lld",
+                        b->name, (long long)v[1], (long long)b->parties);
+    }
+    return cr__fail(CR_ESCRIPT, "barrier %s: the arrival replied %lld",
+                    b->name, (long long)v[0]);
+}
+
+/* A look while waiting: CR_BUSY (waiting, with the hint), CR_OK
+ * (completed), CR_EBROKEN... */
+static cr_status
+look(await_ctx *a, int64_t *hint)
+{
+    cr_barrier *b = a->barrier;
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t v[2];
+    size_t n = 0;
+    cr_status rc;
+
+    rc = cr__run_barrier_look(b->client, &cmd,
+        &(cr__barrier_look_args){
+            .barrier = b->raw, .arrivals = b->arrivals, .channel = b->channel,
+            .owner = a->owner, .generation = a->generation,
+            .lease_ms = a->lease_ms, .publish = b->client->publish_cmd,
+            .keep = OUTCOMES_KEPT},
+        &r);
+    if (rc != CR_OK || (rc = reply_ints(b, r, v, 2, &n)) != CR_OK)
+        return rc;
+    switch (v[0]) {
+    case ANSWER_WAITING:
+        if (n != 2)
+            break;
+        *hint = hint_of(a, v[1]);
+        return CR_BUSY;
+    case ANSWER_COMPLETED:
+        return CR_OK;
+    case ANSWER_BROKEN:
+        return cr__fail(CR_EBROKEN, "barrier %s: the round of generation %lld "
+                        "was broken (a party timed out, was cancelled or "
+                        "died, or the barrier was reset)", b->name,
+                        (long long)a->generation);
+    case ANSWER_GONE:
+        return cr__fail(CR_EBROKEN, "barrier %s: the round of generation %lld "
+                        "is gone (the barrier was deleted)", b->name,
+                        (long long)a->generation);
+    }
+    return cr__fail(CR_ESCRIPT, "barrier %s: a look replied %lld", b->name,
+                    (long long)v[0]);
+}
+
+/* One attempt of the wait. */
+static cr_status
+attempt(await_ctx *a, int64_t *hint)
+{
+    *hint = -1;
+    return a->arrived ? look(a, hint) : arrive(a, hint);
+}
+
+/* The wait ended without an outcome (`rc`): leave, breaking the round
+ * unless it ended first. Returns the await's status. */
+static cr_status
+leave(await_ctx *a, cr_status rc)
+{
+    cr_barrier *b = a->barrier;
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t v[1], patience;
+    size_t n = 0;
+    cr_status left;
+    char why[256];
+
+    if (!a->arrived)
+        return rc; /* never arrived, or not known to: a lease ends it */
+    snprintf(why, sizeof(why), "%s", cr_last_error());
+    /* At most one try: the lease breaks the round if this cannot. */
+    patience = cr__call_patience_set(cr__now_ms());
+    left = cr__run_barrier_leave(b->client, &cmd,
+        &(cr__barrier_leave_args){
+            .barrier = b->raw, .arrivals = b->arrivals, .channel = b->channel,
+            .owner = a->owner, .generation = a->generation,
+            .publish = b->client->publish_cmd, .keep = OUTCOMES_KEPT},
+        &r);
+    cr__call_patience_set(patience);
+    if (left == CR_OK)
+        left = reply_ints(b, r, v, 1, &n);
+    if (left != CR_OK) {
+        /* Not left (nor known to be there): the lease ends it. */
+        return cr__fail(rc, "%s", why);
+    }
+    switch (v[0]) {
+    case ANSWER_COMPLETED:
+        return CR_OK;
+    case ANSWER_BROKEN:
+    case ANSWER_GONE:
+        return cr__fail(CR_EBROKEN, "barrier %s: the round of generation %lld "
+                        "was broken before this party's wait ended", b->name,
+                        (long long)a->generation);
+    default:
+        if (rc == CR_BUSY)
+            return cr__fail(CR_TIMEOUT, "barrier %s: %lld of %lld parties did "
+                            "not arrive in time; the round (generation %lld) "
+                            "is broken", b->name, (long long)a->index,
+                            (long long)b->parties, (long long)a->generation);
+        return cr__fail(rc, "%s (the round, generation %lld, is broken)", why,
+                        (long long)a->generation);
+    }
+}
+
+cr_status
+cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
+                 int64_t *index)
+{
+    await_ctx a;
+    cr__wait w;
+    int64_t hint = -1;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_wait(wait_ms)) != CR_OK)
+        goto out;
+    memset(&a, 0, sizeof(a));
+    a.barrier = b;
+    a.lease_ms = b->client->watchdog_timeout_ms;
+    cr__name_owner(b->client->id, cr_thread_id(), false, a.owner);
+    cr__object_wait_begin(&w, b, b->channel, decode, false, wait_ms);
+    for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
+        rc = attempt(&a, &hint);
+    if (rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL)
+        rc = leave(&a, rc);
+    if (rc == CR_OK) {
+        if (generation != NULL)
+            *generation = a.generation;
+        if (index != NULL)
+            *index = a.index;
+    }
+out:
+    cr__object_leave(b);
+    return rc;
+}
+
+/* ------------------------------------------------------- the other calls */
+
+cr_status
+cr_barrier_reset(cr_barrier *b)
+{
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__run_barrier_reset(b->client, &cmd,
+        &(cr__barrier_reset_args){
+            .barrier = b->raw, .arrivals = b->arrivals, .channel = b->channel,
+            .publish = b->client->publish_cmd, .keep = OUTCOMES_KEPT},
+        &r);
+    if (rc == CR_OK)
+        rc = cr__reply_i64(r, "barrier reset", &v);
+    cr__object_leave(b);
+    return rc;
+}
+
+cr_status
+cr_barrier_get_parties(cr_barrier *b, int64_t *parties)
+{
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(parties, "parties")) == CR_OK)
+        *parties = b->parties;
+    cr__object_leave(b);
+    return rc;
+}
+
+/* HGET of a count field of the hash (0 when absent). */
+static cr_status
+hash_count(cr_barrier *b, const char *field, int64_t *out)
+{
+    const char *argv[3] = {"HGET", b->raw, field};
+    cr__reply *r = NULL;
+    cr_status rc = cr__command_retry(b->client, 3, argv, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (r->type == CR__REPLY_NIL)
+        *out = 0;
+    else if (!cr__reply_int(r, out))
+        rc = cr__fail(CR_ESCRIPT, "barrier %s: %s is no count", b->name,
+                      field);
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr_barrier_get_number_waiting(cr_barrier *b, int64_t *waiting)
+{
+    int64_t v = 0;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(waiting, "waiting")) == CR_OK &&
+        (rc = hash_count(b, "arrived", &v)) == CR_OK)
+        *waiting = v;
+    cr__object_leave(b);
+    return rc;
+}
+
+cr_status
+cr_barrier_is_broken(cr_barrier *b, bool *broken)
+{
+    int64_t v = 0;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(broken, "broken")) == CR_OK &&
+        (rc = hash_count(b, "broken", &v)) == CR_OK)
+        *broken = v == 1;
+    cr__object_leave(b);
+    return rc;
+}
+
+cr_status
+cr_barrier_delete(cr_barrier *b, bool *deleted)
+{
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__run_barrier_delete(b->client, &cmd,
+        &(cr__barrier_delete_args){
+            .barrier = b->raw, .arrivals = b->arrivals, .channel = b->channel,
+            .publish = b->client->publish_cmd},
+        &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "barrier delete", &done);
+    if (rc == CR_OK && deleted != NULL)
+        *deleted = done;
+    cr__object_leave(b);
+    return rc;
+}
