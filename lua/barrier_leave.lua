@@ -1,4 +1,4 @@
---! keys: barrier arrivals channel
+--! keys: barrier arrivals even odd
 --! argv: owner generation:int publish keep:int
 -- Cyclic barrier: a waiter gives up (its wait ran out, or its client is
 -- being freed) and breaks the round, unless the round ended first.
@@ -25,5 +25,5 @@ end
 redis.call('del', KEYS[2])
 redis.call('hset', KEYS[1], 'o:' .. g, 0, 'arrived', 0, 'broken', 1)
 redis.call('hdel', KEYS[1], 'o:' .. (g - keep))
-redis.call(ARGV[3], KEYS[3], 1)
+redis.call(ARGV[3], KEYS[3 + g % 2], 1)
 return {3}

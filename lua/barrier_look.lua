@@ -1,4 +1,4 @@
---! keys: barrier arrivals channel
+--! keys: barrier arrivals even odd
 --! argv: owner generation:int lease_ms:int publish keep:int
 -- Cyclic barrier await, a look while waiting: renews the waiter's lease and
 -- breaks the round when another party's lease lapsed (on the server's
@@ -12,29 +12,34 @@ local clock = redis.call('time')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local g = tonumber(ARGV[2])
 local keep = tonumber(ARGV[5])
-local outcome = redis.call('hget', KEYS[1], 'o:' .. g)
-if outcome == '1' then
+local state = redis.call('hmget', KEYS[1], 'o:' .. g, 'generation')
+if state[1] == '1' then
     return {1}
-elseif outcome then
+elseif state[1] then
     return {2}
 end
-if tonumber(redis.call('hget', KEYS[1], 'generation')) ~= g or
-        not redis.call('zscore', KEYS[2], ARGV[1]) then
+if tonumber(state[2]) ~= g or not redis.call('zscore', KEYS[2], ARGV[1]) then
     return {4}
 end
-if #redis.call('zrangebyscore', KEYS[2], '-inf', now, 'limit', 0, 1) > 0 then
-    for _, m in ipairs(redis.call('zrange', KEYS[2], 0, -1)) do
-        redis.call('hdel', KEYS[1], m)
-    end
+local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+if tonumber(first[2]) <= now then
+    local waiting = redis.call('zrange', KEYS[2], 0, -1)
+    redis.call('hdel', KEYS[1], unpack(waiting))
     redis.call('del', KEYS[2])
-    redis.call('hset', KEYS[1], 'o:' .. g, 0, 'arrived', 0, 'broken', 1)
     redis.call('hdel', KEYS[1], 'o:' .. (g - keep))
-    redis.call(ARGV[4], KEYS[3], 1)
+    redis.call('hset', KEYS[1], 'o:' .. g, 0, 'arrived', 0, 'broken', 1)
+    redis.call(ARGV[4], KEYS[3 + g % 2], 1)
     return {2}
 end
-redis.call('zadd', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
-local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-local left = tonumber(first[2]) - now
+local deadline = now + tonumber(ARGV[3])
+redis.call('zadd', KEYS[2], deadline, ARGV[1])
+-- The earliest lease after this renewal: the first's, unless it was this
+-- party's own (then the next one's, if any, or the new deadline).
+local left = deadline - now
+local earliest = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+if tonumber(earliest[2]) - now < left then
+    left = tonumber(earliest[2]) - now
+end
 if left < 1 then
     left = 1
 end

@@ -1,4 +1,4 @@
---! keys: barrier arrivals channel
+--! keys: barrier arrivals even odd
 --! argv: publish keep:int
 -- Cyclic barrier reset (Java's CyclicBarrier.reset): the parties waiting
 -- in the current generation get "broken" (1 is published), and the next
@@ -18,7 +18,7 @@ if redis.call('hget', KEYS[1], 'broken') ~= '1' and
     redis.call('del', KEYS[2])
     redis.call('hset', KEYS[1], 'o:' .. g, 0)
     redis.call('hdel', KEYS[1], 'o:' .. (g - tonumber(ARGV[2])))
-    redis.call(ARGV[1], KEYS[3], 1)
+    redis.call(ARGV[1], KEYS[3 + g % 2], 1)
 end
 redis.call('hset', KEYS[1], 'generation', g + 1, 'arrived', 0, 'broken', 0)
 return 1

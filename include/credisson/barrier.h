@@ -20,8 +20,8 @@
  * await returns CR_EBROKEN at once) until cr_barrier_reset.
  *
  * Keys: the hash under the name, the sorted set
- * credisson_barrier_arrivals:{name} and the channel
- * credisson_barrier__channel:{name}, all in the name's cluster slot
+ * credisson_barrier_arrivals:{name} and the channels
+ * credisson_barrier__channel:{name}:0 and :1, all in the name's cluster slot
  * (doc/coordination.md has the protocol). Works on standalone servers,
  * Sentinel and Redis Cluster.
  *

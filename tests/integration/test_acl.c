@@ -475,7 +475,7 @@ test_acl_documented_user_runs_the_barrier(void **state)
     p.barrier = bb;
     assert_int_equal(pthread_create(&p.thread, NULL, barrier_party_run, &p),
                      0);
-    await_subscribers("credisson_barrier__channel:{app:bar}", 1);
+    await_subscribers("credisson_barrier__channel:{app:bar}:0", 1);
     OK(cr_barrier_await(ba, slow(10000), NULL, NULL));
     pthread_join(p.thread, NULL);
     OK(p.rc);

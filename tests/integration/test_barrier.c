@@ -159,8 +159,9 @@ test_barrier_one_party_passes_at_once(void **state)
 static void
 test_barrier_wire_keys_fields_leases_and_messages(void **state)
 {
-    const char *channel = "credisson_barrier__channel:{wire}";
-    cr_test_listener *li = cr_test_listener_start(&test_redis, &channel, 1);
+    const char *channels[2] = {"credisson_barrier__channel:{wire}:0",
+                               "credisson_barrier__channel:{wire}:1"};
+    cr_test_listener *li = cr_test_listener_start(&test_redis, channels, 2);
     cr_barrier *b = barrier("wire", 2);
     party p[2];
     char owner[128];
@@ -201,11 +202,13 @@ test_barrier_wire_keys_fields_leases_and_messages(void **state)
     assert_int_equal(redis_int("HGET wire o:0"), 1);
     assert_int_equal(redis_int("HEXISTS wire %s", owner), 0);
     assert_int_equal(redis_int("EXISTS credisson_barrier_arrivals:{wire}"), 0);
-    /* One message: 0, a round completed. */
+    /* One message: 0, a round completed, on the even generations'
+     * channel. */
     assert_int_equal(cr_test_listener_wait(li, 1, slow(2000)), 1);
+    assert_string_equal(cr_test_listener_get(li, 0)->channel, channels[0]);
     assert_string_equal(cr_test_listener_get(li, 0)->payload, "0");
     /* A reset with nobody waiting publishes nothing; one with a waiter
-     * publishes 1. */
+     * publishes 1 on its generation's channel: generation 2, even. */
     OK(cr_barrier_reset(b));
     assert_int_equal(redis_int("HGET wire generation"), 2);
     party_start(&p[0], b, CR_WAIT_FOREVER);
@@ -214,9 +217,20 @@ test_barrier_wire_keys_fields_leases_and_messages(void **state)
     pthread_join(p[0].thread, NULL);
     assert_int_equal(p[0].rc, CR_EBROKEN);
     assert_int_equal(cr_test_listener_wait(li, 2, slow(2000)), 2);
+    assert_string_equal(cr_test_listener_get(li, 1)->channel, channels[0]);
     assert_string_equal(cr_test_listener_get(li, 1)->payload, "1");
     assert_int_equal(redis_int("HGET wire o:2"), 0);
     assert_int_equal(redis_int("HGET wire generation"), 3);
+    /* Generation 3 is odd: its round's end goes on the other channel. */
+    party_start(&p[0], b, CR_WAIT_FOREVER);
+    party_start(&p[1], b, CR_WAIT_FOREVER);
+    pthread_join(p[0].thread, NULL);
+    pthread_join(p[1].thread, NULL);
+    OK(p[0].rc);
+    assert_int_equal(p[0].generation, 3);
+    assert_int_equal(cr_test_listener_wait(li, 3, slow(2000)), 3);
+    assert_string_equal(cr_test_listener_get(li, 2)->channel, channels[1]);
+    assert_string_equal(cr_test_listener_get(li, 2)->payload, "0");
     cr_test_listener_stop(li);
     cr_barrier_free(b);
 }
@@ -280,6 +294,64 @@ test_barrier_eight_processes_fifty_rounds_exact(void **state)
     assert_int_equal(redis_int("HGET fifty generation"), ROUNDS);
     munmap(blk, sizeof(*blk));
     close(fd);
+}
+
+/* A thread of one client running rounds. */
+typedef struct looper {
+    cr_barrier *barrier;
+    int rounds;
+    int64_t longest; /* ms, rounds after the first */
+    cr_status rc;
+    pthread_t thread;
+} looper;
+
+static void *
+looper_run(void *arg)
+{
+    looper *l = arg;
+    int k;
+
+    for (k = 0; k < l->rounds; k++) {
+        int64_t t0 = cr_test_now_ms(), took;
+
+        l->rc = cr_barrier_await(l->barrier, slow(30000), NULL, NULL);
+        if (l->rc != CR_OK)
+            break;
+        took = cr_test_now_ms() - t0;
+        if (k > 0 && took > l->longest)
+            l->longest = took;
+    }
+    return NULL;
+}
+
+static void
+test_barrier_threads_of_one_client_are_never_left_asleep(void **state)
+{
+    cr_client *c = new_client(30000); /* looks every 10 s, at least 1 s */
+    cr_barrier *b = NULL;
+    looper l[16];
+    int i;
+
+    (void)state;
+    assert_non_null(c);
+    OK(cr_barrier_new(c, "threads", 16, &b));
+    for (i = 0; i < 16; i++) {
+        memset(&l[i], 0, sizeof(l[i]));
+        l[i].barrier = b;
+        l[i].rounds = 1000;
+        assert_int_equal(pthread_create(&l[i].thread, NULL, looper_run, &l[i]),
+                         0);
+    }
+    for (i = 0; i < 16; i++) {
+        pthread_join(l[i].thread, NULL);
+        OK(l[i].rc);
+        /* A party the end of its round did not wake would sleep until its
+         * once-a-second look, and hold up the next round as long. */
+        assert_true(l[i].longest < slow(900));
+    }
+    assert_int_equal(redis_int("HGET threads generation"), 1000);
+    cr_barrier_free(b);
+    cr_client_free(c);
 }
 
 static void
@@ -472,6 +544,7 @@ main(void)
         T(test_barrier_one_party_passes_at_once),
         T(test_barrier_wire_keys_fields_leases_and_messages),
         T(test_barrier_eight_processes_fifty_rounds_exact),
+        T(test_barrier_threads_of_one_client_are_never_left_asleep),
         T(test_barrier_a_sigkilled_party_breaks_the_round_within_its_lease),
         T(test_barrier_waiters_keep_a_timer_at_the_earliest_lease),
         T(test_barrier_a_timeout_breaks_the_round_and_reset_begins_the_next),
