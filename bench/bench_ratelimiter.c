@@ -37,7 +37,6 @@
 #include "bench.h"
 
 #define LIMITER_NAME "bench:rl"
-#define MAX_WORKERS 256
 
 typedef struct shared {
     atomic_int ready;
@@ -53,27 +52,14 @@ typedef struct worker {
     cr_client *client; /* shared by threads; NULL: make one */
 } worker;
 
-/* Makes a client with the defaults on `url`; exits on failure. */
-static cr_client *
-new_client(const char *url)
-{
-    cr_client_options o;
-    cr_client *c = NULL;
-
-    memset(&o, 0, sizeof(o));
-    o.url = url;
-    if (cr_client_new(&o, &c) != CR_OK)
-        bench_die("cr_client_new: %s", cr_last_error());
-    return c;
-}
-
 /* A worker: one permit at a time until the end. */
 static void
-work(worker *w)
+work(void *arg)
 {
+    worker *w = arg;
     shared *sh = w->sh;
     bool own = w->client == NULL;
-    cr_client *c = own ? new_client(w->url) : w->client;
+    cr_client *c = own ? bench_client(w->url) : w->client;
     cr_rate_limiter *l = NULL;
     int64_t now, end;
 
@@ -96,13 +82,6 @@ work(worker *w)
     cr_rate_limiter_free(l);
     if (own)
         cr_client_free(c);
-}
-
-static void *
-thread_main(void *arg)
-{
-    work(arg);
-    return NULL;
 }
 
 /* The server's count of EVALSHA and EVAL calls so far. */
@@ -130,11 +109,10 @@ main(int argc, char **argv)
     bench_args a;
     shared *sh;
     worker w;
-    int k, i;
+    int k;
     bool procs;
     int64_t rate, interval_ms;
-    pid_t pids[MAX_WORKERS];
-    pthread_t tids[MAX_WORKERS];
+    bench_workers ws;
     cr_client *c;
     cr_rate_limiter *l = NULL;
     redisContext *info;
@@ -149,8 +127,6 @@ main(int argc, char **argv)
     procs = strcmp(bench_opt(&a, "--mode", "procs"), "procs") == 0;
     rate = atoll(bench_opt(&a, "--rate", "1000"));
     interval_ms = atoll(bench_opt(&a, "--interval-ms", "1000"));
-    if (k < 1 || k > MAX_WORKERS)
-        bench_die("--workers must be in 1..%d", MAX_WORKERS);
     if (rate < 0 || interval_ms < 1)
         bench_die("--rate must be >= 0 and --interval-ms >= 1");
     if (rate == 0) {
@@ -159,7 +135,7 @@ main(int argc, char **argv)
     }
     sh = bench_shared(sizeof(*sh));
     bench_samples_init(&sh->grants, 1u << 22, true);
-    c = new_client(a.url);
+    c = bench_client(a.url);
     if (cr_rate_limiter_new(c, LIMITER_NAME, &l) != CR_OK ||
         cr_rate_limiter_delete(l, NULL) != CR_OK ||
         cr_rate_limiter_set_rate(l, CR_RATE_OVERALL, rate, interval_ms, 0) !=
@@ -170,20 +146,7 @@ main(int argc, char **argv)
     w.sh = sh;
     if (!procs)
         w.client = c;
-    for (i = 0; i < k; i++) {
-        if (procs) {
-            fflush(NULL);
-            pids[i] = fork();
-            if (pids[i] < 0)
-                bench_die("fork failed");
-            if (pids[i] == 0) {
-                work(&w);
-                _exit(0);
-            }
-        } else if (pthread_create(&tids[i], NULL, thread_main, &w) != 0) {
-            bench_die("pthread_create failed");
-        }
-    }
+    bench_workers_start(&ws, k, procs, work, &w);
     while (atomic_load(&sh->ready) < k)
         bench_sleep_ns(1000000);
     info = bench_redis(a.url);
@@ -191,17 +154,7 @@ main(int argc, char **argv)
     atomic_store(&sh->end_ns, bench_now_ns() + 50000000 +
                               (int64_t)(a.seconds * 1e9));
     atomic_store(&sh->start_ns, bench_now_ns() + 50000000);
-    for (i = 0; i < k; i++) {
-        if (procs) {
-            int status = 0;
-
-            if (waitpid(pids[i], &status, 0) < 0 || !WIFEXITED(status) ||
-                WEXITSTATUS(status) != 0)
-                bench_die("worker process %d failed", i);
-        } else {
-            pthread_join(tids[i], NULL);
-        }
-    }
+    bench_workers_join(&ws, "worker");
     calls = script_calls(info) - calls;
     redisFree(info);
     cr_rate_limiter_delete(l, NULL);

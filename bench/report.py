@@ -282,6 +282,31 @@ def main():
         p("  attempts that were told to wait).")
         p("")
 
+    # ---------------------------------------------------------------- s10
+    s10 = [x for x in rows if x.get("bench") == "s10_barrier"]
+    if s10:
+        p("Scenario 10: cyclic barrier, K parties, rounds back to back")
+        row = "  {:<8} {:<7} {:>3} {:>7} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}".format
+        p(row("impl", "mode", "K", "rounds", "rounds/s", "p50 us", "p99 us",
+              "max us", "p50/fl", "p99/fl", "errors"))
+        for r in s10:
+            fl = find(rows, "s10_barrier", impl="floor", mode=r["mode"],
+                      workers=r["workers"])
+            p(row(
+                r["impl"], r["mode"], r["workers"], r["rounds"],
+                fmt(r["rounds_per_s"]), fmt(r["round_p50_us"]),
+                fmt(r["round_p99_us"]), fmt(r["round_max_us"]),
+                fmt(r["round_p50_us"] / fl["round_p50_us"]
+                    if fl and fl.get("round_p50_us") else None, 2),
+                fmt(r["round_p99_us"] / fl["round_p99_us"]
+                    if fl and fl.get("round_p99_us") else None, 2),
+                r["errors"]))
+        p("  round: a party's time between two of its releases (its arrival, the")
+        p("  wait for the slowest, the wake-up). floor: the same rounds with bare")
+        p("  hiredis, an INCR script per arrival and one PUBLISH per round to")
+        p("  SUBSCRIBEd connections; /fl: over the floor's.")
+        p("")
+
     for r in [x for x in rows if x.get("bench") == "note"]:
         p("note: " + r.get("text", ""))
 
@@ -340,6 +365,13 @@ def main():
         rl = find(rows, "s9_ratelimiter", mode=mode, rate=1000)
         t.add("rate limiter, 8 %s: grants >= 0.95 x its ceiling" % mode,
               rl["ratio"] if rl else None, 0.95, True, "x")
+    for k in (16, 64):
+        for mode in ("procs", "threads"):
+            br = find(rows, "s10_barrier", impl="barrier", mode=mode, workers=k)
+            bf = find(rows, "s10_barrier", impl="floor", mode=mode, workers=k)
+            t.add("barrier, %d %s: round p99 <= 2 x bare pub/sub floor" % (k, mode),
+                  br["round_p99_us"] / bf["round_p99_us"] if br and bf else None,
+                  2.0, False, "x")
     wd = find(rows, "s7_watchdog", locks=100000, watchdog_ms=3000)
     wd30 = find(rows, "s7_watchdog", locks=100000, watchdog_ms=30000)
     t.add("100k locks: one renewal call per 100 locks (+5 %)",
