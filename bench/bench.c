@@ -154,10 +154,9 @@ checked(redisContext *c, redisReply *r)
 cr_client *
 bench_client(const char *url)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = url;
     if (cr_client_new(&o, &c) != CR_OK)
         bench_die("cr_client_new: %s", cr_last_error());

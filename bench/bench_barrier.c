@@ -222,7 +222,7 @@ main(int argc, char **argv)
     redisFree(rc);
     bench_samples_sort(&sh->round);
 
-    bench_json_begin(&j, "s10_barrier");
+    bench_json_begin(&j, "s11_barrier");
     bench_json_str(&j, "impl", impl);
     bench_json_str(&j, "mode", procs ? "procs" : "threads");
     bench_json_int(&j, "workers", k);

@@ -574,10 +574,9 @@ find_impl(const char *name)
 static cr_client *
 new_client(const char *url)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = url;
     check(cr_client_new(&o, &c), "cr_client_new");
     return c;
@@ -708,7 +707,7 @@ work(worker *w)
     atomic_fetch_add(&sh->writes, writes);
     im->close(w);
     if (w->own_client) {
-        cr_client_stats st;
+        cr_client_stats st = CR_CLIENT_STATS_INIT;
 
         if (cr_client_stats_get(w->client, &st) == CR_OK) {
             atomic_fetch_add(&sh->commands, st.commands);
@@ -850,7 +849,7 @@ run(const run_cfg *cfg)
     end = bench_now_ns();
     cpu1 = bench_cpu_s();
     if (shared_client != NULL) {
-        cr_client_stats st;
+        cr_client_stats st = CR_CLIENT_STATS_INIT;
 
         if (cr_client_stats_get(shared_client, &st) == CR_OK) {
             atomic_fetch_add(&sh->commands, st.commands);

@@ -149,13 +149,13 @@ static void
 run(const char *url, size_t n, int64_t watchdog_ms, double periods,
     int threads)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *client = NULL;
     cr_lock **locks = calloc(n, sizeof(*locks));
     acquirer *qs = calloc((size_t)threads, sizeof(*qs));
     pthread_t *tids = calloc((size_t)threads, sizeof(*tids));
     redisContext *rc = bench_redis(url);
-    cr_client_stats s0, s1;
+    cr_client_stats s0 = CR_CLIENT_STATS_INIT, s1 = CR_CLIENT_STATS_INIT;
     double heap0, heap1, heap2, heap3, rss0, rss1, cpu0, cpu1;
     double period_s = (double)(watchdog_ms / 3) / 1e3, window;
     int64_t t0, t1, a0, a1;
@@ -167,7 +167,6 @@ run(const char *url, size_t n, int64_t watchdog_ms, double periods,
     if (locks == NULL || qs == NULL || tids == NULL)
         bench_die("out of memory");
     delete_keys(rc, n);
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     o.pool_size = threads;

@@ -283,14 +283,38 @@ def main():
         p("")
 
     # ---------------------------------------------------------------- s10
-    s10 = [x for x in rows if x.get("bench") == "s10_barrier"]
-    if s10:
-        p("Scenario 10: cyclic barrier, K parties, rounds back to back")
+    arows = [x for x in rows if x.get("bench") == "s10_async"]
+    e8 = ceil.get("evalsha_rps_8")
+    if arows:
+        p("Scenario 10: asynchronous API, one loop thread, against one thread per waiter")
+        row = "  {:<8} {:>8} {:>6} {:>8} {:>10} {:>7} {:>9} {:>8} {:>8} {:>8} {:>6} {:>8} {:>5}".format
+        p(row("mode", "requests", "locks", "threads", "acquired/s", "ratio", "B/pending",
+              "us/iter", "p99 us", "p99.9 us", "max us", "cold max", "subs"))
+        for r in arows:
+            p(row(r["mode"], fmt(r["requests"]), fmt(r["locks"]), fmt(r.get("threads", 1)),
+                  fmt(r["rate"]), fmt(r["rate"] / (e8 / 2) if e8 else None, 2),
+                  fmt(r.get("bytes_per_pending")), fmt(r.get("cpu_us_per_iteration"), 1),
+                  fmt(r.get("dispatch_p99_us"), 1), fmt(r.get("dispatch_p999_us"), 1),
+                  fmt(r.get("dispatch_max_us"), 1), fmt(r.get("cold_dispatch_max_us"), 1),
+                  fmt(r.get("pubsub_links"))))
+        p("  ratio: acquisitions (each an acquire and an unlock script) per second to")
+        p("  half the EVALSHA rate over 8 connections; B/pending: malloc'd bytes per")
+        p("  pending request; us/iter: the library's thread CPU per loop iteration;")
+        p("  p99/p99.9/max: thread CPU of one cr_async_io or cr_async_timeout call,")
+        p("  in the second of two passes of the same load; cold max: the longest in")
+        p("  the first pass, where first touches of fresh memory cost page faults;")
+        p("  subs: subscriber connections the server lists for the client.")
+        p("")
+
+    # ---------------------------------------------------------------- s11
+    s11 = [x for x in rows if x.get("bench") == "s11_barrier"]
+    if s11:
+        p("Scenario 11: cyclic barrier, K parties, rounds back to back")
         row = "  {:<8} {:<7} {:>3} {:>7} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}".format
         p(row("impl", "mode", "K", "rounds", "rounds/s", "p50 us", "p99 us",
               "max us", "p50/fl", "p99/fl", "errors"))
-        for r in s10:
-            fl = find(rows, "s10_barrier", impl="floor", mode=r["mode"],
+        for r in s11:
+            fl = find(rows, "s11_barrier", impl="floor", mode=r["mode"],
                       workers=r["workers"])
             p(row(
                 r["impl"], r["mode"], r["workers"], r["rounds"],
@@ -367,8 +391,8 @@ def main():
               rl["ratio"] if rl else None, 0.95, True, "x")
     for k in (16, 64):
         for mode in ("procs", "threads"):
-            br = find(rows, "s10_barrier", impl="barrier", mode=mode, workers=k)
-            bf = find(rows, "s10_barrier", impl="floor", mode=mode, workers=k)
+            br = find(rows, "s11_barrier", impl="barrier", mode=mode, workers=k)
+            bf = find(rows, "s11_barrier", impl="floor", mode=mode, workers=k)
             t.add("barrier, %d %s: round p99 <= 2 x bare pub/sub floor" % (k, mode),
                   br["round_p99_us"] / bf["round_p99_us"] if br and bf else None,
                   2.0, False, "x")
@@ -392,6 +416,27 @@ def main():
     t.add("100k locks: no lease lost, sampled PTTLs all > 0",
           1.0 if wd and wd["leases_lost"] == 0 and wd["pttl_alive"] == wd["pttl_sampled"]
           else (0.0 if wd else None), 1.0, True)
+
+    a100 = find(rows, "s10_async", mode="async", locks=100)
+    a1 = find(rows, "s10_async", mode="async", locks=1)
+    th = find(rows, "s10_async", mode="threads")
+    t.add("async, 10k pending: every request served, never two holders",
+          1.0 if a100 and a100["violations"] == 0 and a100["obtained"] == a100["requests"]
+          else (0.0 if a100 else None), 1.0, True)
+    t.add("async, 10k pending: <= 1 KiB per pending request",
+          a100["bytes_per_pending"] if a100 else None, 1024, False, "B")
+    t.add("async, 10k pending: longest dispatch <= 1 ms of CPU",
+          a100["dispatch_max_us"] / 1000.0 if a100 else None, 1.0, False, "ms",
+          "%.1f ms in the cold pass" % (a100["cold_dispatch_max_us"] / 1000.0)
+          if a100 else "")
+    t.add("async, 1k pending on one lock: longest dispatch <= 1 ms of CPU",
+          a1["dispatch_max_us"] / 1000.0 if a1 else None, 1.0, False, "ms",
+          "%.1f ms in the cold pass" % (a1["cold_dispatch_max_us"] / 1000.0)
+          if a1 else "")
+    t.add("async: one subscriber connection for all waiters",
+          a100["pubsub_links"] if a100 else None, 1, False, "links")
+    t.add("async, 10k pending: rate >= 1 thread per waiter's",
+          a100["rate"] / th["rate"] if a100 and th else None, 1.0, True, "x")
 
     p("Targets")
     for r in t.rows:

@@ -134,80 +134,82 @@ for f in "$@"; do
         done
         echo "} cr__${name}_args;"
         echo
+        echo "cr_status cr__build_$name(const cr__${name}_args *a,"
+        echo "    cr__script_call *call);"
         echo "cr_status cr__run_$name(cr_client *c, cr__cmd *cmd,"
         echo "    const cr__${name}_args *a, cr__reply **out);"
     } >> "$tmp_h"
     gen_c=$tmp_c.$name
+    fixed=0 ints=0 count=
+    for fl in $fields; do
+        t=${fl##*:}
+        n=${fl#*:}; n=${n%%:*}
+        if [ "$t" = var ]; then
+            count="$count + a->n_$n"
+        else
+            fixed=$((fixed + 1))
+        fi
+        if [ "$t" = int ]; then ints=$((ints + 1)); fi
+    done
+    if [ "$ints" -gt 8 ] || [ "$fixed" -gt 24 ]; then
+        echo "$f: more arguments than cr__script_call holds" >&2
+        exit 1
+    fi
     {
+        echo
+        echo "cr_status"
+        echo "cr__build_$name(const cr__${name}_args *a, cr__script_call *call)"
+        echo "{"
+        if [ -n "$count" ]; then
+            echo "    size_t i, j;"
+        else
+            echo "    size_t i;"
+        fi
+        echo
+        echo "    if (!cr__script_call_init(call, &cr__scripts[CR__SCRIPT_$upper],"
+        echo "                              CR__SCRIPT_ARGV0 + $fixed$count))"
+        echo "        return CR_ENOMEM;"
+        echo "    i = CR__SCRIPT_ARGV0;"
+        k=0 keys_done=
+        for fl in $fields; do
+            kind=${fl%%:*}
+            n=${fl#*:}; t=${n#*:}; n=${n%%:*}
+            if [ "$kind" = a ] && [ -z "$keys_done" ]; then
+                echo "    call->nkeys = i - CR__SCRIPT_ARGV0;"
+                keys_done=1
+            fi
+            case $t in
+            str) echo "    call->argv[i] = a->$n;"
+                 echo "    call->lens[i++] = strlen(a->$n);" ;;
+            int) echo "    call->argv[i] = call->ints[$k];"
+                 echo "    call->lens[i++] = cr__fmt_i64(call->ints[$k], a->$n);"
+                 k=$((k + 1)) ;;
+            bin) echo "    call->argv[i] = a->$n.p;"
+                 echo "    call->lens[i++] = a->$n.len;" ;;
+            var) echo "    for (j = 0; j < a->n_$n; j++) {"
+                 echo "        call->argv[i] = a->$n[j];"
+                 echo "        call->lens[i++] = a->${n}_lens != NULL ? a->${n}_lens[j]"
+                 echo "                                              : strlen(a->$n[j]);"
+                 echo "    }" ;;
+            esac
+        done
+        if [ -z "$keys_done" ]; then
+            echo "    call->nkeys = i - CR__SCRIPT_ARGV0;"
+        fi
+        echo "    call->argc = i;"
+        echo "    return CR_OK;"
+        echo "}"
         echo
         echo "cr_status"
         echo "cr__run_$name(cr_client *c, cr__cmd *cmd,"
         echo "    const cr__${name}_args *a, cr__reply **out)"
         echo "{"
-        fixed=0 ints=0 var= count=
-        for fl in $fields; do
-            t=${fl##*:}
-            n=${fl#*:}; n=${n%%:*}
-            if [ "$t" = var ]; then
-                var=$n count="$count + a->n_$n"
-            else
-                fixed=$((fixed + 1))
-            fi
-            if [ "$t" = int ]; then ints=$((ints + 1)); fi
-        done
-        echo "    enum { FIXED = CR__SCRIPT_ARGV0 + $fixed };"
-        echo "    char ints[$ints + 1][24];"
-        if [ -n "$var" ]; then
-            echo "    size_t n = FIXED$count, j;"
-            echo "    const char **argv = malloc(n * sizeof(*argv));"
-            echo "    size_t *lens = malloc(n * sizeof(*lens));"
-        else
-            echo "    const char *argv[FIXED];"
-            echo "    size_t lens[FIXED];"
-        fi
-        echo "    size_t i = CR__SCRIPT_ARGV0, keys;"
-        echo "    cr_status rc;"
+        echo "    cr__script_call call;"
+        echo "    cr_status rc = cr__build_$name(a, &call);"
         echo
-        echo "    (void)ints;"
-        if [ -n "$var" ]; then
-            echo "    if (argv == NULL || lens == NULL) {"
-            echo "        free(argv);"
-            echo "        free(lens);"
-            echo "        return CR_ENOMEM;"
-            echo "    }"
-        fi
-        k=0
-        for fl in $fields; do
-            kind=${fl%%:*}
-            n=${fl#*:}; t=${n#*:}; n=${n%%:*}
-            if [ "$kind" = a ] && [ -z "${keys_done:-}" ]; then
-                echo "    keys = i - CR__SCRIPT_ARGV0;"
-                keys_done=1
-            fi
-            case $t in
-            str) echo "    argv[i] = a->$n;"
-                 echo "    lens[i++] = strlen(a->$n);" ;;
-            int) echo "    argv[i] = ints[$k];"
-                 echo "    lens[i++] = cr__fmt_i64(ints[$k], a->$n);"
-                 k=$((k + 1)) ;;
-            bin) echo "    argv[i] = a->$n.p;"
-                 echo "    lens[i++] = a->$n.len;" ;;
-            var) echo "    for (j = 0; j < a->n_$n; j++) {"
-                 echo "        argv[i] = a->$n[j];"
-                 echo "        lens[i++] = a->${n}_lens != NULL ? a->${n}_lens[j] : strlen(a->$n[j]);"
-                 echo "    }" ;;
-            esac
-        done
-        if [ -z "${keys_done:-}" ]; then
-            echo "    keys = i - CR__SCRIPT_ARGV0;"
-        fi
-        keys_done=
-        echo "    rc = cr__script_run(c, cmd, &cr__scripts[CR__SCRIPT_$upper], keys, i,"
-        echo "                        argv, lens, out);"
-        if [ -n "$var" ]; then
-            echo "    free(argv);"
-            echo "    free(lens);"
-        fi
+        echo "    if (rc == CR_OK)"
+        echo "        rc = cr__script_call_run(c, cmd, &call, out);"
+        echo "    cr__script_call_free(&call);"
         echo "    return rc;"
         echo "}"
     } > "$gen_c"

@@ -50,11 +50,10 @@ write_counter(const char *path, long v)
 static cr_client *
 connect_or_die(const char *url, int64_t watchdog_ms)
 {
-    cr_client_options opts;
+    cr_client_options opts = CR_CLIENT_OPTIONS_INIT;
     cr_client *client;
     cr_status rc;
 
-    memset(&opts, 0, sizeof(opts));
     opts.url = url;
     opts.lock_watchdog_timeout_ms = watchdog_ms;
     rc = cr_client_new(&opts, &client);
@@ -107,7 +106,7 @@ long_hold(const char *url)
 {
     const int64_t watchdog = 1500;
     cr_client *client = connect_or_die(url, watchdog);
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     cr_lock *lock;
     int64_t ttl = 0;
     int i;

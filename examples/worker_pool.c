@@ -54,11 +54,10 @@ now_ms(void)
 static cr_client *
 connect_or_die(const char *url)
 {
-    cr_client_options opts;
+    cr_client_options opts = CR_CLIENT_OPTIONS_INIT;
     cr_client *client;
     cr_status rc;
 
-    memset(&opts, 0, sizeof(opts));
     opts.url = url;
     rc = cr_client_new(&opts, &client);
     if (rc != CR_OK) {

@@ -22,5 +22,6 @@
 #include <credisson/barrier.h>
 #include <credisson/multilock.h>
 #include <credisson/inspect.h>
+#include <credisson/async.h>
 
 #endif

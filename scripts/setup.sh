@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(build-essential autoconf automake libtool pkg-config
           libhiredis-dev uthash-dev libcmocka-dev valgrind
           redis-server redis-sentinel redis-tools
-          libssl-dev openssl
+          libssl-dev openssl libevent-dev libuv1-dev libev-dev
           clang libclang-rt-14-dev iproute2)
 missing=()
 for p in "${packages[@]}"; do

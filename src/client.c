@@ -172,6 +172,58 @@ or_default(int64_t value, int64_t dflt)
     return value > 0 ? value : dflt;
 }
 
+/* The smallest sizes the structs ever had: their end when `size` came in.
+ * Fields added later never change these. */
+#define OPTIONS_SIZE_FIRST \
+    (offsetof(cr_client_options, tls_insecure) + sizeof(bool))
+#define STATS_SIZE_FIRST \
+    (offsetof(cr_client_stats, failovers) + sizeof(uint64_t))
+
+/* Sizes past this are not a size of either struct but garbage (openat2's
+ * bound). */
+#define SIZE_MAX_PLAUSIBLE 4096
+
+/* The one rule for the public structs that carry their size (Linux's
+ * copy_struct_from_user): the caller's struct has `user_size` bytes, this
+ * library's `lib_size`, and only the first min(user_size, lib_size) bytes
+ * are copied from src to dst:
+ * - in (to_user false; src is the caller's, dst the library's, zeroed): a
+ *   smaller caller's struct leaves the fields it lacks at 0 (their
+ *   default); a larger one is taken only when every byte past lib_size is
+ *   0, else CR_ENOTSUP (a field this library does not know is set);
+ * - out (to_user true; dst is the caller's): the leading `size` member is
+ *   left as the caller set it and nothing past min() is written.
+ * A user_size below `first` (0: zeroed by hand, not initialised with
+ * `init`) or above SIZE_MAX_PLAUSIBLE is CR_EINVAL. */
+static cr_status
+sized_copy(void *dst, const void *src, size_t user_size, size_t lib_size,
+           size_t first, bool to_user, const char *type, const char *init)
+{
+    const size_t head = sizeof(size_t);
+    size_t n = user_size < lib_size ? user_size : lib_size;
+
+    if (user_size == 0)
+        return cr__fail(CR_EINVAL, "%s.size is 0: initialise the struct with "
+                        "%s (or set .size = sizeof(%s))", type, init, type);
+    if (user_size < first || user_size > SIZE_MAX_PLAUSIBLE)
+        return cr__fail(CR_EINVAL, "%s.size is %zu, not the size of any "
+                        "%s: initialise the struct with %s", type, user_size,
+                        type, init);
+    if (to_user) {
+        memcpy((char *)dst + head, (const char *)src + head, n - head);
+        return CR_OK;
+    }
+    for (size_t i = lib_size; i < user_size; i++)
+        if (((const unsigned char *)src)[i] != 0)
+            return cr__fail(CR_ENOTSUP, "%s has a field set that this "
+                            "library (%s) does not know: byte %zu of %zu "
+                            "is not 0 (it knows %zu); built against a "
+                            "newer credisson?", type, CR_VERSION_STR, i,
+                            user_size, lib_size);
+    memcpy(dst, src, n);
+    return CR_OK;
+}
+
 /* Checks the options' numbers: negative values are refused. */
 static cr_status
 check_options(const cr_client_options *o)
@@ -339,6 +391,7 @@ cr_status
 cr_client_new(const cr_client_options *opts, cr_client **out)
 {
     static const cr_client_options defaults;
+    cr_client_options given = CR_CLIENT_OPTIONS_INIT;
     cr_client *c;
     char err[256];
     cr_status rc;
@@ -347,8 +400,16 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     cr__clear_error();
     if (out == NULL)
         return cr__fail(CR_EINVAL, "out is NULL");
-    if (opts == NULL)
+    if (opts == NULL) {
         opts = &defaults;
+    } else {
+        rc = sized_copy(&given, opts, opts->size, sizeof(given),
+                        OPTIONS_SIZE_FIRST, false, "cr_client_options",
+                        "CR_CLIENT_OPTIONS_INIT");
+        if (rc != CR_OK)
+            return rc;
+        opts = &given;
+    }
     rc = check_options(opts);
     if (rc != CR_OK)
         return rc;
@@ -532,9 +593,11 @@ cr_client_id(const cr_client *c)
 cr_status
 cr_client_stats_get(cr_client *c, cr_client_stats *out)
 {
+    cr_client_stats now = CR_CLIENT_STATS_INIT;
+
     if (c == NULL || c->magic != CR__CLIENT_MAGIC || out == NULL)
         return cr__fail(CR_EINVAL, "client or out is NULL");
-#define COPY(f) out->f = atomic_load_explicit(&c->run.stats.f, memory_order_relaxed)
+#define COPY(f) now.f = atomic_load_explicit(&c->run.stats.f, memory_order_relaxed)
     COPY(acquisitions);
     COPY(contended_waits);
     COPY(wait_time_total_ms);
@@ -551,7 +614,8 @@ cr_client_stats_get(cr_client *c, cr_client_stats *out)
     COPY(topology_refreshes);
     COPY(failovers);
 #undef COPY
-    return CR_OK;
+    return sized_copy(out, &now, out->size, sizeof(now), STATS_SIZE_FIRST,
+                      true, "cr_client_stats", "CR_CLIENT_STATS_INIT");
 }
 
 const char *

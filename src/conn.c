@@ -43,6 +43,31 @@
 /* How much of a non-Redis answer is quoted in the message. */
 #define QUOTE_MAX 60
 
+/* One set-up command. */
+typedef enum step_kind { STEP_AUTH, STEP_NAME, STEP_SELECT, STEP_ROLE,
+                         STEP_PING } step_kind;
+
+typedef struct setup_step {
+    const char *argv[3];
+    int argc;
+    step_kind kind;
+    const char *what;
+} setup_step;
+
+/* The set-up of a connection: the steps sent in one round trip, and how
+ * far the checking of their answers has come. */
+typedef struct setup_state {
+    setup_step steps[5];
+    int n, checked;
+    cr__peer peer;
+    bool borrowed;   /* a sentinel was sent the master's credentials */
+    cr_status first; /* the first refusal that matters */
+    char db[24];
+} setup_state;
+
+/* Where an opening connection driven by a loop is (cr__conn_step). */
+enum { OPEN_DONE = 0, OPEN_CONNECTING, OPEN_HANDSHAKE, OPEN_SETUP };
+
 struct cr__conn {
     int fd;
     cr__tls_session *tls;
@@ -53,6 +78,11 @@ struct cr__conn {
     cr_status failed; /* the status of the last failed read or write */
     int abort_fd;
     char peer[300];
+    /* Opening without waiting (cr__conn_start): */
+    int opening;
+    const cr__conn_config *cfg;
+    char tls_name[256];
+    setup_state setup;
 };
 
 /* ----------------------------------------------------------------- waits */
@@ -408,6 +438,16 @@ cr__conn_append(cr__conn *c, int argc, const char *const *argv,
     return CR_OK;
 }
 
+cr_status
+cr__conn_append_raw(cr__conn *c, const char *data, size_t len)
+{
+    if (!cr__buf_reserve(&c->out, len))
+        return cr__fail(CR_ENOMEM, "out of memory");
+    memcpy(c->out.data + c->out.len, data, len);
+    c->out.len += len;
+    return CR_OK;
+}
+
 /* Quotes the first line of what a non-Redis server sent, printable. */
 static void
 quote_answer(const cr__conn *c, char *buf, size_t len)
@@ -690,17 +730,6 @@ handshake(cr__conn *c, cr__tls *tls, const char *name, int64_t deadline)
     return rc;
 }
 
-/* One set-up command. */
-typedef enum step_kind { STEP_AUTH, STEP_NAME, STEP_SELECT, STEP_ROLE,
-                         STEP_PING } step_kind;
-
-typedef struct setup_step {
-    const char *argv[3];
-    int argc;
-    step_kind kind;
-    const char *what;
-} setup_step;
-
 /* What a refusal of `step` means: CR_OK when the connection is usable
  * anyway (a name refused by an ACL; credentials borrowed from the master
  * that a sentinel refused; a password sent to a sentinel that has none).
@@ -724,63 +753,51 @@ refusal(const setup_step *step, const char *err, cr__peer peer,
     }
 }
 
-/* Reads the answers of `n` pipelined set-up steps and checks each; the
- * first refusal that matters decides. */
-static cr_status
-check_setup(cr__conn *c, const setup_step *steps, int n, cr__peer peer,
-            bool borrowed, int64_t deadline)
+/* Checks the answer `r` of the next set-up step of `c`. */
+static void
+check_step(cr__conn *c, const cr__reply *r)
 {
-    cr_status first = CR_OK;
-    int i;
+    setup_state *st = &c->setup;
+    const setup_step *step = &st->steps[st->checked++];
 
-    for (i = 0; i < n; i++) {
-        cr__reply *r = NULL;
-        cr_status rc = cr__conn_recv(c, deadline, &r);
+    if (st->first != CR_OK) {
+        ; /* already decided; the rest is read for a clean message */
+    } else if (r->type == CR__REPLY_ERROR) {
+        cr_status why = refusal(step, r->str, st->peer, st->borrowed);
 
-        if (rc != CR_OK)
-            return first != CR_OK ? first : rc;
-        if (first != CR_OK) {
-            ; /* already decided; read the rest for a clean message */
-        } else if (r->type == CR__REPLY_ERROR) {
-            cr_status why = refusal(&steps[i], r->str, peer, borrowed);
-
-            if (why != CR_OK)
-                first = cr__fail(why, "%s on %s refused: %s", steps[i].what,
+        if (why != CR_OK)
+            st->first = cr__fail(why, "%s on %s refused: %s", step->what,
                                  c->peer, r->str);
-        } else if (steps[i].kind == STEP_ROLE &&
-                   !(r->type == CR__REPLY_ARRAY && r->elements > 0 &&
-                     r->element[0]->type == CR__REPLY_STRING &&
-                     strcmp(r->element[0]->str, "master") == 0)) {
-            first = cr__fail(CR_EIO, "%s is not (yet) the master", c->peer);
-        }
-        cr__reply_free(r);
+    } else if (step->kind == STEP_ROLE &&
+               !(r->type == CR__REPLY_ARRAY && r->elements > 0 &&
+                 r->element[0]->type == CR__REPLY_STRING &&
+                 strcmp(r->element[0]->str, "master") == 0)) {
+        st->first = cr__fail(CR_EIO, "%s is not (yet) the master", c->peer);
     }
-    return first;
 }
 
-/* Sends the set-up commands the peer needs in one round trip and checks
- * their answers. */
+/* Queues the set-up commands the peer needs, to go in one round trip
+ * (no I/O). */
 static cr_status
-setup(cr__conn *c, const cr__conn_config *cfg, cr__peer peer,
-      int64_t deadline)
+queue_setup(cr__conn *c, const cr__conn_config *cfg, cr__peer peer)
 {
+    setup_state *st = &c->setup;
+    setup_step *steps = st->steps;
     const char *user = peer == CR__PEER_SENTINEL ? cfg->sentinel_user : cfg->user;
     const char *password = peer == CR__PEER_SENTINEL ? cfg->sentinel_password
                                                      : cfg->password;
-    bool borrowed = false;
-    setup_step steps[4];
-    char db[24];
     int n = 0, i;
     cr_status rc = CR_OK;
 
+    memset(st, 0, sizeof(*st));
+    st->peer = peer;
     if (peer == CR__PEER_SENTINEL && password == NULL && cfg->password != NULL) {
         /* As Redisson: the master's credentials, which a sentinel without
          * a password may refuse. */
         user = cfg->user;
         password = cfg->password;
-        borrowed = true;
+        st->borrowed = true;
     }
-    memset(steps, 0, sizeof(steps));
     if (password != NULL) {
         steps[n].argv[0] = "AUTH";
         steps[n].argv[1] = user != NULL ? user : password;
@@ -798,9 +815,9 @@ setup(cr__conn *c, const cr__conn_config *cfg, cr__peer peer,
         steps[n++].what = "CLIENT SETNAME";
     }
     if (peer != CR__PEER_SENTINEL && cfg->url->db != 0) {
-        cr__fmt_i64(db, cfg->url->db);
+        cr__fmt_i64(st->db, cfg->url->db);
         steps[n].argv[0] = "SELECT";
-        steps[n].argv[1] = db;
+        steps[n].argv[1] = st->db;
         steps[n].argc = 2;
         steps[n].kind = STEP_SELECT;
         steps[n++].what = "SELECT";
@@ -819,13 +836,34 @@ setup(cr__conn *c, const cr__conn_config *cfg, cr__peer peer,
         steps[n].kind = STEP_PING;
         steps[n++].what = "PING";
     }
+    st->n = n;
     for (i = 0; i < n && rc == CR_OK; i++)
         rc = cr__conn_append(c, steps[i].argc, steps[i].argv, NULL);
+    return rc;
+}
+
+/* Sends the set-up commands the peer needs in one round trip and checks
+ * their answers. */
+static cr_status
+setup(cr__conn *c, const cr__conn_config *cfg, cr__peer peer,
+      int64_t deadline)
+{
+    cr_status rc = queue_setup(c, cfg, peer);
+
     if (rc == CR_OK)
         rc = cr__conn_flush(c, deadline);
-    if (rc == CR_OK)
-        rc = check_setup(c, steps, n, peer, borrowed, deadline);
-    return rc;
+    while (rc == CR_OK && c->setup.checked < c->setup.n) {
+        cr__reply *r = NULL;
+
+        rc = cr__conn_recv(c, deadline, &r);
+        if (rc == CR_OK) {
+            check_step(c, r);
+            cr__reply_free(r);
+        } else if (c->setup.first != CR_OK) {
+            rc = c->setup.first;
+        }
+    }
+    return rc == CR_OK ? c->setup.first : rc;
 }
 
 cr_status
@@ -872,5 +910,193 @@ cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
     }
     c->replied = true;
     *out = c;
+    return CR_OK;
+}
+
+/* ------------------------------------------------- driven by an event loop */
+
+cr_status
+cr__breaker_try(cr__breakers *b, const char *addr, int64_t *retry_ms)
+{
+    int64_t now = cr__now_ms(), at;
+    breaker *k;
+
+    *retry_ms = 0;
+    if (b == NULL)
+        return CR_OK;
+    pthread_mutex_lock(&b->mu);
+    if ((k = find_breaker(b, addr)) == NULL) {
+        pthread_mutex_unlock(&b->mu);
+        return CR_ENOMEM;
+    }
+    at = k->tat - (int64_t)(BURST - 1) * EMISSION_MS;
+    if (at < k->blocked_until)
+        at = k->blocked_until;
+    if (at > now) {
+        cr_status final = k->final;
+        char why[200];
+
+        snprintf(why, sizeof(why), "%s", k->why);
+        pthread_mutex_unlock(&b->mu);
+        *retry_ms = at - now;
+        if (final != CR_OK)
+            return cr__fail(final, "%s", why);
+        return cr__fail(CR_BUSY, "%s: not tried again for %lld ms", addr,
+                        (long long)*retry_ms);
+    }
+    k->tat = (k->tat > now ? k->tat : now) + EMISSION_MS;
+    k->attempts++;
+    pthread_mutex_unlock(&b->mu);
+    return CR_OK;
+}
+
+cr_status
+cr__conn_start(const cr__conn_config *cfg, const struct sockaddr *sa,
+               socklen_t salen, const char *host, int port, cr__peer peer,
+               cr__conn **out)
+{
+    cr__conn *c = calloc(1, sizeof(*c));
+    cr_status rc;
+
+    *out = NULL;
+    if (c == NULL)
+        return CR_ENOMEM;
+    c->abort_fd = -1;
+    c->cfg = cfg;
+    if (host != NULL)
+        snprintf(c->peer, sizeof(c->peer), strchr(host, ':') != NULL ? "[%s]:%d"
+                                                                     : "%s:%d",
+                 host, port);
+    else
+        snprintf(c->peer, sizeof(c->peer), "%s", cfg->url->path);
+    snprintf(c->tls_name, sizeof(c->tls_name), "%s",
+             cfg->tls_name != NULL ? cfg->tls_name
+                                   : host != NULL ? host : "localhost");
+    c->fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        rc = cr__fail(CR_EIO, "cannot connect to %s: socket: %s", c->peer,
+                      strerror(errno));
+        cr__conn_free(c);
+        return rc;
+    }
+    if (sa->sa_family != AF_UNIX)
+        tune_tcp(c->fd);
+    c->opening = OPEN_CONNECTING;
+    if (connect(c->fd, sa, salen) != 0 && errno != EINPROGRESS &&
+        errno != EINTR) {
+        rc = cr__fail(CR_EIO, "cannot connect to %s: %s", c->peer,
+                      strerror(errno));
+        breaker_done(cfg->breakers, c->peer, rc, cr_last_error());
+        cr__conn_free(c);
+        return rc;
+    }
+    c->setup.peer = peer;
+    *out = c;
+    return CR_OK;
+}
+
+/* One step of an opening connection; see cr__conn_step. */
+static cr_status
+open_step(cr__conn *c, int *events)
+{
+    int err = 0, step;
+    socklen_t len = sizeof(err);
+    cr_status rc = CR_OK;
+
+    switch (c->opening) {
+    case OPEN_CONNECTING:
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+            err = errno;
+        if (err == EINPROGRESS || err == EALREADY) {
+            *events = CR__WANT_WRITE;
+            return CR_BUSY;
+        }
+        if (err != 0)
+            return cr__fail(CR_EIO, "cannot connect to %s: %s", c->peer,
+                            strerror(err));
+        if (c->cfg->tls != NULL) {
+            rc = cr__tls_session_new(c->cfg->tls, c->fd, c->tls_name, &c->tls);
+            if (rc != CR_OK)
+                return rc;
+            c->opening = OPEN_HANDSHAKE;
+        } else {
+            c->opening = OPEN_SETUP;
+            if ((rc = queue_setup(c, c->cfg, c->setup.peer)) != CR_OK)
+                return rc;
+        }
+        return open_step(c, events);
+    case OPEN_HANDSHAKE:
+        step = cr__tls_handshake(c->tls, &c->want, &rc);
+        if (step == 0) {
+            *events = c->want;
+            return CR_BUSY;
+        }
+        if (step < 0) {
+            char why[400];
+
+            snprintf(why, sizeof(why), "%s", cr_last_error());
+            return cr__fail(rc, "%s: %s", c->peer, why);
+        }
+        c->opening = OPEN_SETUP;
+        if ((rc = queue_setup(c, c->cfg, c->setup.peer)) != CR_OK)
+            return rc;
+        return open_step(c, events);
+    case OPEN_SETUP: {
+        bool pending = false;
+
+        if ((rc = cr__conn_send(c, &pending, events)) != CR_OK)
+            return rc;
+        while (c->setup.checked < c->setup.n) {
+            cr__reply *r = NULL;
+
+            if ((rc = cr__conn_poll_reply(c, &r)) != CR_OK)
+                return c->setup.first != CR_OK ? c->setup.first : rc;
+            if (r == NULL) {
+                if (!pending)
+                    *events = CR__WANT_READ;
+                return CR_BUSY;
+            }
+            check_step(c, r);
+            cr__reply_free(r);
+        }
+        if (c->setup.first != CR_OK)
+            return c->setup.first;
+        c->opening = OPEN_DONE;
+        c->replied = true;
+        return CR_OK;
+    }
+    default:
+        return CR_OK;
+    }
+}
+
+cr_status
+cr__conn_step(cr__conn *c, int *events)
+{
+    cr_status rc = open_step(c, events);
+
+    if (rc != CR_BUSY)
+        breaker_done(c->cfg->breakers, c->peer, rc, cr_last_error());
+    return rc;
+}
+
+cr_status
+cr__conn_send(cr__conn *c, bool *pending, int *events)
+{
+    *pending = false;
+    while (c->out.off < c->out.len) {
+        ssize_t n = write_some(c);
+
+        if (n > 0) {
+            c->out.off += (size_t)n;
+            continue;
+        }
+        if (n == -2)
+            return c->failed;
+        *pending = true;
+        *events = c->want;
+        return CR_OK;
+    }
+    c->out.off = c->out.len = 0;
     return CR_OK;
 }

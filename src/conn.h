@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "common.h"
 #include "resp.h"
@@ -75,6 +76,9 @@ void cr__conn_free(cr__conn *c);
 cr_status cr__conn_append(cr__conn *c, int argc, const char *const *argv,
                           const size_t *lens);
 
+/* cr__conn_append_raw: queue commands already in RESP (no I/O). */
+cr_status cr__conn_append_raw(cr__conn *c, const char *data, size_t len);
+
 /* cr__conn_flush: write everything queued before `deadline`. */
 cr_status cr__conn_flush(cr__conn *c, int64_t deadline);
 
@@ -121,6 +125,35 @@ cr_status cr__reply_status(const char *err);
 /* cr__status_is_final: whether no retry can mend `rc` (authentication,
  * permission, configuration, TLS): waits end at once on it. */
 bool cr__status_is_final(cr_status rc);
+
+/* ----------------------------------------------- driven by an event loop
+ *
+ * The same connection without a wait: the caller watches cr__conn_fd for
+ * what a call asks (CR__WANT_READ or CR__WANT_WRITE) and calls again. */
+
+/* cr__conn_start: begin connecting to socket address `sa` (resolved
+ * already) for host:port (host NULL: the URL's unix socket), to be set up
+ * as `peer` expects; drive it with cr__conn_step. Take an attempt of the
+ * address's breaker first (cr__breaker_try). Ownership: cr__conn_free. */
+cr_status cr__conn_start(const cr__conn_config *cfg, const struct sockaddr *sa,
+                         socklen_t salen, const char *host, int port,
+                         cr__peer peer, cr__conn **out);
+
+/* cr__conn_step: advance an opening connection: CR_OK once it is open and
+ * set up; CR_BUSY while it waits for *events; otherwise the failure, as
+ * cr__conn_open's (recorded with the breaker). */
+cr_status cr__conn_step(cr__conn *c, int *events);
+
+/* cr__conn_send: write what is queued as far as the socket takes it:
+ * CR_OK with *pending set when some is left (wait for *events), or the
+ * failure of the link. */
+cr_status cr__conn_send(cr__conn *c, bool *pending, int *events);
+
+/* cr__breaker_try: take an attempt slot of `addr` without waiting: CR_OK;
+ * CR_BUSY with *retry_ms until the next slot; or the final status the
+ * last attempt ended with (which no retry mends). */
+cr_status cr__breaker_try(cr__breakers *b, const char *addr,
+                          int64_t *retry_ms);
 
 /* ------------------------------------------------------------ breakers */
 

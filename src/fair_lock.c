@@ -52,28 +52,34 @@ enqueue_wait(const cr_lock *l, int64_t wait_ms)
  * when the script says 0 or less otherwise (the lock is free, or the tail
  * waiter's deadline has passed). */
 static cr_status
-fair_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
-             int64_t wait_ms, int64_t *hint)
+fair_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                  int64_t wait_ms, cr__script_call *call, char **tmp)
 {
-    int64_t wait = enqueue_wait(l, wait_ms), now = cr__wall_ms(), v;
-    cr__reply *r = NULL;
-    cr_status rc;
+    int64_t wait = enqueue_wait(l, wait_ms), now = cr__wall_ms();
 
+    (void)tmp;
     if (wait_ms == 0)
-        rc = cr__run_fair_lock_try_acquire(l->client, cmd,
+        return cr__build_fair_lock_try_acquire(
             &(cr__fair_lock_try_acquire_args){
                 .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
                 .lease_ms = lease_ms, .owner = owner, .now_ms = now,
                 .wait_ms = wait, .non_reentrant = l->kind->non_reentrant},
-            &r);
-    else
-        rc = cr__run_fair_lock_acquire(l->client, cmd,
-            &(cr__fair_lock_acquire_args){
-                .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
-                .lease_ms = lease_ms, .owner = owner, .wait_ms = wait,
-                .now_ms = now, .non_reentrant = l->kind->non_reentrant},
-            &r);
-    rc = cr__lock_acquire_reply(l, owner, rc, r, &v);
+            call);
+    return cr__build_fair_lock_acquire(
+        &(cr__fair_lock_acquire_args){
+            .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
+            .lease_ms = lease_ms, .owner = owner, .wait_ms = wait,
+            .now_ms = now, .non_reentrant = l->kind->non_reentrant},
+        call);
+}
+
+static cr_status
+fair_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
+                   cr_status rc, cr__reply *r, int64_t *hint)
+{
+    int64_t v = -1;
+
+    rc = cr__lock_acquire_reply(l, owner, wait_ms, rc, r, &v);
     if (rc == CR_BUSY)
         *hint = wait_ms == 0 || v == -1 ? -1 : v > 0 ? v : FREE_POLL_MS;
     return rc;
@@ -114,22 +120,15 @@ fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
 /* Unlock: RLock's replies, plus 2 when the lock was not held at all (the
  * head waiter was still woken, as in Redisson, whose script says 1). */
 static cr_status
-fair_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
+fair_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                 const cr__unlock *u, cr__script_call *call, char **tmp)
 {
-    cr__unlock u;
-    cr__reply *r = NULL;
-    cr_status rc = cr__unlock_begin(l, &u);
-
-    if (rc != CR_OK)
-        return rc;
-    rc = cr__run_fair_lock_unlock(l->client, &u.cmd,
-        &(cr__fair_lock_unlock_args){
-            .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
-            .channel = l->channel, .latch = u.latch, .message = 0,
-            .lease_ms = lease_ms, .owner = owner, .now_ms = cr__wall_ms(),
-            .publish = l->client->publish_cmd, .latch_ms = u.latch_ms},
-        &r);
-    return cr__unlock_end(l, &u, rc, r, result);
+    (void)tmp;
+    return cr__build_fair_lock_unlock(&(cr__fair_lock_unlock_args){
+        .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
+        .channel = l->channel, .latch = u->latch, .message = 0,
+        .lease_ms = lease_ms, .owner = owner, .now_ms = cr__wall_ms(),
+        .publish = l->client->publish_cmd, .latch_ms = u->latch_ms}, call);
 }
 
 /* forceUnlock: delete the hash and wake the head waiter. */
@@ -161,8 +160,9 @@ fair_force_unlock(cr_lock *l, bool *done)
     {                                                                         \
         .name = label, .hold_kind = CR__HOLD_PLAIN, .own_channel = true,      \
         .non_reentrant = nr, .min_sleep_ms = 10,                              \
-        .max_sleep_ms = HELD_POLL_MS, .acquire = fair_acquire,                \
-        .unlock = fair_unlock, .force_unlock = fair_force_unlock,             \
+        .max_sleep_ms = HELD_POLL_MS, .acquire_call = fair_acquire_call,      \
+        .acquire_reply = fair_acquire_reply, .unlock_call = fair_unlock_call, \
+        .force_unlock = fair_force_unlock,                                    \
         .delete_ = cr__lock_del, .is_locked = cr__rlock_is_locked,            \
         .give_up = fair_give_up,                                              \
     }

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "credisson/latch.h"
+#include "latches.h"
 #include "object.h"
 
 #define LATCH_MAGIC 0x4352434cu /* "CRCL" */
@@ -39,11 +40,13 @@ struct cr_latch {
 };
 
 /* The guard of every latch call. */
-static cr_status
-enter(cr_latch *l)
+cr_status
+cr__latch_enter(const cr_latch *l)
 {
     return cr__object_enter(l, LATCH_MAGIC, "latch");
 }
+
+#define enter cr__latch_enter
 
 /* ------------------------------------------------------------- creation */
 
@@ -99,8 +102,26 @@ cr_latch_name(const cr_latch *l)
 /* ----------------------------------------------------------- operations */
 
 cr_status
+cr__latch_set_call(const cr_latch *l, int64_t count, int64_t ttl_ms,
+                   cr__script_call *call)
+{
+    cr_status rc;
+
+    if ((rc = cr__check_range("count", count, 1,
+                              CR_LATCH_COUNT_MAX)) != CR_OK ||
+        (rc = cr__check_ttl(ttl_ms)) != CR_OK)
+        return rc;
+    return cr__build_latch_try_set_count(&(cr__latch_try_set_count_args){
+        .count = l->raw, .channel = l->channel, .marker = l->marker,
+        .count_value = count, .publish = l->client->publish_cmd,
+        .ttl_ms = ttl_ms, .marker_ms = ttl_ms + CR_LATCH_EXPIRY_GRACE_MS},
+        call);
+}
+
+cr_status
 cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
 {
+    cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     bool done = false;
@@ -108,52 +129,60 @@ cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__check_range("count", count, 1,
-                              CR_LATCH_COUNT_MAX)) != CR_OK ||
-        (rc = cr__check_ttl(ttl_ms)) != CR_OK)
-        goto out;
-    rc = cr__run_latch_try_set_count(l->client, &cmd,
-        &(cr__latch_try_set_count_args){
-            .count = l->raw, .channel = l->channel, .marker = l->marker,
-            .count_value = count, .publish = l->client->publish_cmd,
-            .ttl_ms = ttl_ms,
-            .marker_ms = ttl_ms + CR_LATCH_EXPIRY_GRACE_MS},
-        &r);
+    rc = cr__latch_set_call(l, count, ttl_ms, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "try_set_count", &done);
     if (rc == CR_OK && set != NULL)
         *set = done;
-out:
     cr__object_leave(l);
+    return rc;
+}
+
+cr_status
+cr__latch_count_down_call(const cr_latch *l, cr__script_call *call)
+{
+    return cr__build_latch_count_down(&(cr__latch_count_down_args){
+        .count = l->raw, .channel = l->channel, .marker = l->marker,
+        .publish = l->client->publish_cmd,
+        .grace_ms = CR_LATCH_EXPIRY_GRACE_MS}, call);
+}
+
+cr_status
+cr__latch_count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r)
+{
+    int64_t v = 0;
+
+    if (rc != CR_OK)
+        return rc;
+    if (!cr__reply_int(r, &v) || v < -2)
+        rc = cr__fail(CR_ESCRIPT, "count_down replied %s",
+                      r->type == CR__REPLY_INTEGER ? "a bad number"
+                                                   : "no integer");
+    else if (v == -1)
+        rc = cr__fail(CR_EEXPIRED, "latch %s expired before this count down",
+                      l->name);
+    cr__reply_free(r);
     return rc;
 }
 
 cr_status
 cr_latch_count_down(cr_latch *l)
 {
+    cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
-    int64_t v = 0;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_latch_count_down(l->client, &cmd,
-        &(cr__latch_count_down_args){.count = l->raw, .channel = l->channel,
-                                     .marker = l->marker,
-                                     .publish = l->client->publish_cmd,
-                                     .grace_ms = CR_LATCH_EXPIRY_GRACE_MS},
-        &r);
-    if (rc == CR_OK) {
-        if (!cr__reply_int(r, &v) || v < -2)
-            rc = cr__fail(CR_ESCRIPT, "count_down replied %s",
-                          r->type == CR__REPLY_INTEGER ? "a bad number"
-                                                       : "no integer");
-        else if (v == -1)
-            rc = cr__fail(CR_EEXPIRED, "latch %s expired before this count "
-                          "down", l->name);
-        cr__reply_free(r);
-    }
+    rc = cr__latch_count_down_call(l, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    rc = cr__latch_count_down_reply(l, rc, r);
     cr__object_leave(l);
     return rc;
 }
@@ -200,8 +229,8 @@ cr_latch_delete(cr_latch *l, bool *deleted)
 /* The latch's messages (protocol section 9): "0", the count reached zero,
  * wakes every waiter and opens it for good; "1" (a new count, or delete)
  * wakes nobody. */
-static cr__wake
-decode(const char *payload, size_t len)
+cr__wake
+cr__latch_decode(const char *payload, size_t len)
 {
     int64_t n;
     bool zero = cr__parse_i64(payload, len, &n) && n == 0;
@@ -209,22 +238,21 @@ decode(const char *payload, size_t len)
     return (cr__wake){.wakes = zero ? CR__WAKE_ALL : 0, .opens = zero};
 }
 
-/* One look at the latch (an attempt of the wait): CR_OK when open, CR_BUSY with
- * N's remaining time to live as the hint (-1: none) while closed,
- * CR_EEXPIRED when it expired. */
-static cr_status
-look(cr_latch *l, int64_t *hint)
+cr_status
+cr__latch_look_call(const cr_latch *l, cr__script_call *call)
 {
-    cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    cr__reply *r = NULL;
+    return cr__build_latch_await(&(cr__latch_await_args){
+        .count = l->raw, .marker = l->marker,
+        .grace_ms = CR_LATCH_EXPIRY_GRACE_MS}, call);
+}
+
+cr_status
+cr__latch_look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
+                     int64_t *hint)
+{
     int64_t count = 0, ttl = -1;
-    cr_status rc;
 
     *hint = -1;
-    rc = cr__run_latch_await(l->client, &cmd,
-        &(cr__latch_await_args){.count = l->raw, .marker = l->marker,
-                                .grace_ms = CR_LATCH_EXPIRY_GRACE_MS},
-        &r);
     if (rc != CR_OK)
         return rc;
     if (r->type != CR__REPLY_ARRAY || r->elements != 2 ||
@@ -244,6 +272,29 @@ look(cr_latch *l, int64_t *hint)
     return rc;
 }
 
+/* One look at the latch (an attempt of the wait): CR_OK when open, CR_BUSY
+ * with N's remaining time to live as the hint (-1: none) while closed,
+ * CR_EEXPIRED when it expired. */
+static cr_status
+look(cr_latch *l, int64_t *hint)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    cr_status rc = cr__latch_look_call(l, &call);
+
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return cr__latch_look_reply(l, rc, r, hint);
+}
+
+const char *
+cr__latch_channel(const cr_latch *l)
+{
+    return l->channel;
+}
+
 cr_status
 cr_latch_await(cr_latch *l, int64_t wait_ms)
 {
@@ -255,7 +306,7 @@ cr_latch_await(cr_latch *l, int64_t wait_ms)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    cr__object_wait_begin(&w, l, l->channel, decode, true, wait_ms);
+    cr__object_wait_begin(&w, l, l->channel, cr__latch_decode, true, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = look(l, &hint);
     if (rc == CR_BUSY)

@@ -16,18 +16,25 @@
  * which Redisson misreads as acquired). On CR_OK *hint is the token. The
  * token counter's key is l->key2. */
 static cr_status
-fenced_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
-               int64_t wait_ms, int64_t *hint)
+fenced_call(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
+            cr__script_call *call, char **tmp)
 {
-    cr__reply *r = NULL;
-    int64_t first, token;
-    cr_status rc;
-
     (void)wait_ms;
-    rc = cr__run_fenced_lock_acquire(l->client, cmd,
-        &(cr__fenced_lock_acquire_args){.lock = l->raw, .token = l->key2,
-                                        .lease_ms = lease_ms, .owner = owner},
-        &r);
+    (void)tmp;
+    return cr__build_fenced_lock_acquire(&(cr__fenced_lock_acquire_args){
+        .lock = l->raw, .token = l->key2, .lease_ms = lease_ms,
+        .owner = owner}, call);
+}
+
+static cr_status
+fenced_reply(cr_lock *l, const char *owner, int64_t wait_ms, cr_status rc,
+             cr__reply *r, int64_t *hint)
+{
+    int64_t first, token;
+
+    (void)l;
+    (void)owner;
+    (void)wait_ms;
     if (rc != CR_OK)
         return rc;
     if (r->type != CR__REPLY_ARRAY || r->elements != 2 ||
@@ -46,8 +53,19 @@ fenced_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
 
 /* delete() is a plain DEL of the lock and of the token counter, no publish
  * (Redisson's behaviour; the token sequence starts over). */
-static const cr__lock_kind fenced_kind =
-    CR__RLOCK_KIND("fenced lock", fenced_acquire, cr__lock_del, false);
+static const cr__lock_kind fenced_kind = {
+    .name = "fenced lock",
+    .hold_kind = CR__HOLD_PLAIN,
+    .min_sleep_ms = 1,
+    .max_sleep_ms = -1,
+    .acquire_call = fenced_call,
+    .acquire_reply = fenced_reply,
+    .unlock_call = cr__rlock_unlock_call,
+    .force_unlock = cr__rlock_force_unlock,
+    .delete_ = cr__lock_del,
+    .is_locked = cr__rlock_is_locked,
+    .give_up = cr__rlock_give_up,
+};
 
 cr_status
 cr_fenced_lock_new(cr_client *c, const char *name, cr_lock **out)
@@ -119,20 +137,13 @@ cr_fenced_lock_lock_and_get_token(cr_lock *l, int64_t lease_ms, int64_t *token)
 
 /* Spin unlock: RLock's unlock without the publish. */
 static cr_status
-spin_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
+spin_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                 const cr__unlock *u, cr__script_call *call, char **tmp)
 {
-    cr__unlock u;
-    cr__reply *r = NULL;
-    cr_status rc = cr__unlock_begin(l, &u);
-
-    if (rc != CR_OK)
-        return rc;
-    rc = cr__run_spin_lock_unlock(l->client, &u.cmd,
-        &(cr__spin_lock_unlock_args){.lock = l->raw, .latch = u.latch,
-                                     .lease_ms = lease_ms, .owner = owner,
-                                     .latch_ms = u.latch_ms},
-        &r);
-    return cr__unlock_end(l, &u, rc, r, result);
+    (void)tmp;
+    return cr__build_spin_lock_unlock(&(cr__spin_lock_unlock_args){
+        .lock = l->raw, .latch = u->latch, .lease_ms = lease_ms,
+        .owner = owner, .latch_ms = u->latch_ms}, call);
 }
 
 /* forceUnlock and delete are a plain DEL: nobody to tell. */
@@ -140,8 +151,9 @@ static const cr__lock_kind spin_kind = {
     .name = "spin lock",
     .hold_kind = CR__HOLD_PLAIN,
     .spin = true,
-    .acquire = cr__rlock_acquire,
-    .unlock = spin_unlock,
+    .acquire_call = cr__rlock_acquire_call,
+    .acquire_reply = cr__lock_acquire_reply,
+    .unlock_call = spin_unlock_call,
     .force_unlock = cr__lock_del,
     .delete_ = cr__lock_del,
     .is_locked = cr__rlock_is_locked,
@@ -159,22 +171,20 @@ cr_spin_lock_new(cr_client *c, const char *name, cr_lock **out)
 /* Non-reentrant acquire: as RLock's, but this owner taking it again gets
  * CR_EREENTRANT (Redisson raises IllegalMonitorStateException). */
 static cr_status
-non_reentrant_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
-                      int64_t lease_ms, int64_t wait_ms, int64_t *hint)
+non_reentrant_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                   int64_t wait_ms, cr__script_call *call, char **tmp)
 {
-    cr__reply *r = NULL;
-    cr_status rc = cr__run_non_reentrant_lock_acquire(l->client, cmd,
+    (void)wait_ms;
+    (void)tmp;
+    return cr__build_non_reentrant_lock_acquire(
         &(cr__non_reentrant_lock_acquire_args){.lock = l->raw,
                                                .lease_ms = lease_ms,
                                                .owner = owner},
-        &r);
-
-    (void)wait_ms;
-    return cr__lock_acquire_reply(l, owner, rc, r, hint);
+        call);
 }
 
 static const cr__lock_kind non_reentrant_kind =
-    CR__RLOCK_KIND("non-reentrant lock", non_reentrant_acquire,
+    CR__RLOCK_KIND("non-reentrant lock", non_reentrant_call,
                    cr__rlock_force_unlock, false);
 
 cr_status

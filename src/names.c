@@ -50,8 +50,12 @@ static const struct {
 static char *
 shaped(shape s, const char *word, const char *raw)
 {
-    bool tagged = strchr(raw, '{') != NULL;
+    bool tagged;
 
+    if (raw == NULL || word == NULL)
+        return NULL; /* callers check names first; this keeps printf's
+                      * arguments provably non-NULL */
+    tagged = strchr(raw, '{') != NULL;
     switch (s) {
     case PREFIX:
         return cr__strdup_printf(tagged ? "%s:%s" : "%s:{%s}", word, raw);

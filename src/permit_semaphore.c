@@ -41,13 +41,14 @@ struct cr_permit_semaphore {
     CR__SEM_FIELDS
 };
 
-static const cr__sem_kind pes_kind = {PES_MAGIC, "permit semaphore", true};
+const cr__sem_kind cr__permit_semaphore_kind = {PES_MAGIC, "permit semaphore",
+                                                true};
 
 /* The guard of every call. */
 static cr_status
 enter(cr_permit_semaphore *s)
 {
-    return cr__sem_enter(s, &pes_kind);
+    return cr__sem_enter(s, &cr__permit_semaphore_kind);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -56,13 +57,13 @@ cr_status
 cr_permit_semaphore_new(cr_client *c, const char *name,
                         cr_permit_semaphore **out)
 {
-    return cr__sem_new(c, name, &pes_kind, sizeof(**out), (void **)out);
+    return cr__sem_new(c, name, &cr__permit_semaphore_kind, sizeof(**out), (void **)out);
 }
 
 void
 cr_permit_semaphore_free(cr_permit_semaphore *s)
 {
-    cr__sem_free(s, &pes_kind);
+    cr__sem_free(s, &cr__permit_semaphore_kind);
 }
 
 const char *
@@ -147,17 +148,36 @@ resolve_lost_reply(attempt_ctx *a, bool *granted)
     return CR_OK;
 }
 
-/* Parses the acquire script's reply: 'OK' (granted), ':<expiry>' (busy,
- * with the time until that expiry as the hint) or nil (busy, no hint). */
-static cr_status
-acquire_reply(const cr__reply *r, int64_t *hint)
+cr_status
+cr__permit_acquire_call(const void *obj, int64_t lease_ms,
+                        const unsigned char *id, cr__script_call *call)
 {
-    if (r->type == CR__REPLY_NIL)
-        return CR_BUSY;
-    if (r->type == CR__REPLY_STRING && r->len == 2 &&
-        memcmp(r->str, "OK", 2) == 0)
-        return CR_OK;
-    if (r->type == CR__REPLY_STRING && r->len > 1 && r->str[0] == ':') {
+    const cr__sem *s = obj;
+    const char *ids[1] = {(const char *)id};
+    size_t id_lens[1] = {ID_BYTES};
+
+    return cr__build_permit_semaphore_try_acquire(
+        &(cr__permit_semaphore_try_acquire_args){
+            .permits = s->raw, .issued = s->issued, .channel = s->channel,
+            .k = 1, .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
+            .never = NEVER, .publish = s->client->publish_cmd, .ids = ids,
+            .ids_lens = id_lens, .n_ids = 1},
+        call);
+}
+
+cr_status
+cr__permit_acquire_reply(cr_status rc, cr__reply *r, int64_t *hint)
+{
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__fail(CR_ESCRIPT, "permit semaphore acquire replied neither OK, "
+                  "an expiry nor nil");
+    if (r->type == CR__REPLY_NIL) {
+        rc = CR_BUSY;
+    } else if (r->type == CR__REPLY_STRING && r->len == 2 &&
+               memcmp(r->str, "OK", 2) == 0) {
+        rc = CR_OK;
+    } else if (r->type == CR__REPLY_STRING && r->len > 1 && r->str[0] == ':') {
         char *end = NULL;
         double t = strtod(r->str + 1, &end);
 
@@ -166,11 +186,11 @@ acquire_reply(const cr__reply *r, int64_t *hint)
 
             *hint = left < 0 ? 0 : left > (double)CR_DURATION_MAX
                                        ? CR_DURATION_MAX : (int64_t)left;
-            return CR_BUSY;
+            rc = CR_BUSY;
         }
     }
-    return cr__fail(CR_ESCRIPT, "permit semaphore acquire replied neither OK, "
-                    "an expiry nor nil");
+    cr__reply_free(r);
+    return rc;
 }
 
 /* One attempt of the wait, with a fresh id and expiry. */
@@ -178,8 +198,7 @@ static cr_status
 attempt(attempt_ctx *a, int64_t *hint)
 {
     cr_permit_semaphore *s = a->sem;
-    const char *ids[1] = {(const char *)a->id};
-    size_t id_lens[1] = {ID_BYTES};
+    cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     cr_status rc;
@@ -197,21 +216,13 @@ attempt(attempt_ctx *a, int64_t *hint)
     rc = cr__random_bytes(a->id, ID_BYTES);
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_permit_semaphore_try_acquire(s->client, &cmd,
-        &(cr__permit_semaphore_try_acquire_args){
-            .permits = s->raw, .issued = s->issued, .channel = s->channel,
-            .k = 1, .expiry_ms = expiry_of(a->lease_ms),
-            .now_ms = cr__wall_ms(), .never = NEVER,
-            .publish = s->client->publish_cmd, .ids = ids,
-            .ids_lens = id_lens, .n_ids = 1},
-        &r);
+    rc = cr__permit_acquire_call(s, a->lease_ms, a->id, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
     if (rc == CR_EIO && cmd.sent)
         a->uncertain = true; /* it may have run: its reply was lost */
-    if (rc != CR_OK)
-        return rc;
-    rc = acquire_reply(r, hint);
-    cr__reply_free(r);
-    return rc;
+    return cr__permit_acquire_reply(rc, r, hint);
 }
 
 /* A permit whose grant may have come after its caller gave up. */
@@ -247,9 +258,8 @@ late_permit_done(void *arg)
     free(arg);
 }
 
-/* Leaves the permit `id` to the background (see late_permit_run). */
-static void
-give_back_later(cr_permit_semaphore *s, const unsigned char *id)
+void
+cr__permit_late(void *s, const unsigned char *id)
 {
     late_permit *p = calloc(1, sizeof(*p));
 
@@ -292,7 +302,7 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
         /* One look if a connection is at hand; else in the background,
          * which gives a permit granted too late back. */
         if (resolve_lost_reply(&a, &granted) != CR_OK)
-            give_back_later(s, a.id);
+            cr__permit_late(s, a.id);
         else if (granted)
             rc = CR_OK;
         cr__call_patience_set(patience);
@@ -330,25 +340,30 @@ cr_permit_semaphore_try_acquire(cr_permit_semaphore *s, int64_t wait_ms,
 
 /* ------------------------------------------------------------ releasing */
 
-/* Runs the release script for `hex`: *result 0 (not out), 1 (released) or
- * 2 (expired, not reclaimed yet, released all the same). */
-static cr_status
-release(cr_permit_semaphore *s, const char *hex, int64_t *result)
+cr_status
+cr__permit_release_call(const void *obj, const char *hex,
+                        unsigned char id[ID_BYTES], cr__script_call *call)
 {
-    unsigned char id[ID_BYTES];
-    int64_t sent = cr__now_us(), v = 0;
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
-    cr_status rc;
+    const cr__sem *s = obj;
+    cr_status rc = decode_id(hex, id);
 
-    if ((rc = decode_id(hex, id)) != CR_OK)
+    if (rc != CR_OK)
         return rc;
-    rc = cr__run_permit_semaphore_release(s->client, &cmd,
+    return cr__build_permit_semaphore_release(
         &(cr__permit_semaphore_release_args){
             .permits = s->raw, .channel = s->channel, .issued = s->issued,
             .id = {(const char *)id, ID_BYTES}, .one = 1,
             .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd},
-        &r);
+        call);
+}
+
+cr_status
+cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
+                         cr__reply *r, int64_t sent_us, int64_t *result)
+{
+    cr__sem *s = obj;
+    int64_t v = 0;
+
     if (rc != CR_OK ||
         (rc = cr__reply_i64(r, "permit semaphore release", &v)) != CR_OK)
         return rc;
@@ -357,9 +372,37 @@ release(cr_permit_semaphore *s, const char *hex, int64_t *result)
                         (long long)v);
     *result = v % 3;
     if (v >= 3)
-        cr__handoff_after_release(&s->handoff, s->client, s->channel,
-                                      v / 3, sent);
+        cr__handoff_after_release(&s->handoff, s->client, s->channel, v / 3,
+                                  sent_us);
+    if (result != NULL && *result == 0)
+        return cr__fail(CR_ENOTOWNER, "permit %s of %s is not out (released, "
+                        "expired or never issued)", hex, s->name);
+    if (*result == 2) {
+        CR__STAT_ADD(&s->client->run.stats, leases_lost, 1);
+        return cr__fail(CR_ELOST, "the lease of permit %s of %s had run out; "
+                        "the permit was given back all the same", hex,
+                        s->name);
+    }
     return CR_OK;
+}
+
+/* Runs the release script for `hex`: *result 0 (not out, CR_ENOTOWNER),
+ * 1 (released) or 2 (expired, not reclaimed yet, released all the same:
+ * CR_ELOST). */
+static cr_status
+release(cr_permit_semaphore *s, const char *hex, int64_t *result)
+{
+    unsigned char id[ID_BYTES];
+    int64_t sent = cr__now_us();
+    cr__script_call call = {0};
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
+    cr_status rc = cr__permit_release_call(s, hex, id, &call);
+
+    if (rc == CR_OK)
+        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return cr__permit_release_reply(s, hex, rc, r, sent, result);
 }
 
 cr_status
@@ -371,14 +414,6 @@ cr_permit_semaphore_release(cr_permit_semaphore *s, const char *id)
     if (rc != CR_OK)
         return rc;
     rc = release(s, id, &result);
-    if (rc == CR_OK && result == 0) {
-        rc = cr__fail(CR_ENOTOWNER, "permit %s of %s is not out (released, "
-                      "expired or never issued)", id, s->name);
-    } else if (rc == CR_OK && result == 2) {
-        CR__STAT_ADD(&s->client->run.stats, leases_lost, 1);
-        rc = cr__fail(CR_ELOST, "the lease of permit %s of %s had run out; the "
-                      "permit was given back all the same", id, s->name);
-    }
     cr__object_leave(s);
     return rc;
 }
@@ -393,8 +428,11 @@ cr_permit_semaphore_try_release(cr_permit_semaphore *s, const char *id,
     if (rc != CR_OK)
         return rc;
     rc = release(s, id, &result);
-    if (rc == CR_OK && released != NULL)
+    if ((rc == CR_OK || rc == CR_ENOTOWNER || rc == CR_ELOST) &&
+        released != NULL)
         *released = result == 1;
+    if (rc == CR_ENOTOWNER || rc == CR_ELOST)
+        rc = CR_OK; /* tryRelease: only whether it released */
     cr__object_leave(s);
     return rc;
 }
@@ -402,32 +440,45 @@ cr_permit_semaphore_try_release(cr_permit_semaphore *s, const char *id,
 /* --------------------------------------------------------------- leases */
 
 cr_status
+cr__permit_update_call(const void *obj, const char *hex, int64_t lease_ms,
+                       unsigned char id[ID_BYTES], cr__script_call *call)
+{
+    const cr__sem *s = obj;
+    cr_status rc;
+
+    if ((rc = decode_id(hex, id)) != CR_OK ||
+        (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK)
+        return rc;
+    return cr__build_permit_semaphore_update_lease_time(
+        &(cr__permit_semaphore_update_lease_time_args){
+            .permits = s->raw, .issued = s->issued, .channel = s->channel,
+            .id = {(const char *)id, ID_BYTES},
+            .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
+            .publish = s->client->publish_cmd},
+        call);
+}
+
+cr_status
 cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
                                       int64_t lease_ms, bool *updated)
 {
     unsigned char raw[ID_BYTES];
+    cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    int64_t v = 0;
+    bool v = false;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = decode_id(id, raw)) != CR_OK ||
-        (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK)
-        goto out;
-    rc = cr__run_permit_semaphore_update_lease_time(s->client, &cmd,
-        &(cr__permit_semaphore_update_lease_time_args){
-            .permits = s->raw, .issued = s->issued, .channel = s->channel,
-            .id = {(const char *)raw, ID_BYTES},
-            .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
-            .publish = s->client->publish_cmd},
-        &r);
+    rc = cr__permit_update_call(s, id, lease_ms, raw, &call);
     if (rc == CR_OK)
-        rc = cr__reply_i64(r, "update_lease_time", &v);
+        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "update_lease_time", &v);
     if (rc == CR_OK && updated != NULL)
-        *updated = v == 1;
-out:
+        *updated = v;
     cr__object_leave(s);
     return rc;
 }
@@ -520,7 +571,7 @@ cr_status
 cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
                                     bool *set)
 {
-    return cr__sem_try_set_permits(s, &pes_kind, permits, 0, set);
+    return cr__sem_try_set_permits(s, &cr__permit_semaphore_kind, permits, 0, set);
 }
 
 cr_status
@@ -549,11 +600,11 @@ out:
 cr_status
 cr_permit_semaphore_add_permits(cr_permit_semaphore *s, int64_t delta)
 {
-    return cr__sem_add_permits(s, &pes_kind, delta);
+    return cr__sem_add_permits(s, &cr__permit_semaphore_kind, delta);
 }
 
 cr_status
 cr_permit_semaphore_delete(cr_permit_semaphore *s, bool *deleted)
 {
-    return cr__sem_delete(s, &pes_kind, deleted);
+    return cr__sem_delete(s, &cr__permit_semaphore_kind, deleted);
 }

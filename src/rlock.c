@@ -10,34 +10,26 @@
 
 /* Acquire: nil when acquired, else the PTTL hint. */
 cr_status
-cr__rlock_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
-                  int64_t lease_ms, int64_t wait_ms, int64_t *hint)
+cr__rlock_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                       int64_t wait_ms, cr__script_call *call, char **tmp)
 {
-    cr__reply *r = NULL;
-    cr_status rc;
-
     (void)wait_ms;
-    rc = cr__run_lock_acquire(l->client, cmd, &(cr__lock_acquire_args){
-        .lock = l->raw, .lease_ms = lease_ms, .owner = owner}, &r);
-    return cr__lock_acquire_reply(l, owner, rc, r, hint);
+    (void)tmp;
+    return cr__build_lock_acquire(&(cr__lock_acquire_args){
+        .lock = l->raw, .lease_ms = lease_ms, .owner = owner}, call);
 }
 
 /* Unlock: nil (not held by the owner), 0 (holds remain), 1 or -n
  * (released; n subscribers heard it). */
 cr_status
-cr__rlock_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
+cr__rlock_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                      const cr__unlock *u, cr__script_call *call, char **tmp)
 {
-    cr__unlock u;
-    cr__reply *r = NULL;
-    cr_status rc = cr__unlock_begin(l, &u);
-
-    if (rc != CR_OK)
-        return rc;
-    rc = cr__run_lock_unlock(l->client, &u.cmd, &(cr__lock_unlock_args){
-        .lock = l->raw, .channel = l->channel, .latch = u.latch, .message = 0,
+    (void)tmp;
+    return cr__build_lock_unlock(&(cr__lock_unlock_args){
+        .lock = l->raw, .channel = l->channel, .latch = u->latch, .message = 0,
         .lease_ms = lease_ms, .owner = owner, .publish = l->client->publish_cmd,
-        .latch_ms = u.latch_ms}, &r);
-    return cr__unlock_end(l, &u, rc, r, result);
+        .latch_ms = u->latch_ms}, call);
 }
 
 /* forceUnlock (and delete): the hash goes and waiters are told. */
@@ -86,7 +78,8 @@ cr__rlock_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
 }
 
 static const cr__lock_kind rlock_kind =
-    CR__RLOCK_KIND("lock", cr__rlock_acquire, cr__rlock_force_unlock, true);
+    CR__RLOCK_KIND("lock", cr__rlock_acquire_call, cr__rlock_force_unlock,
+                   true);
 
 cr_status
 cr_lock_new(cr_client *c, const char *name, cr_lock **out)

@@ -38,56 +38,60 @@ struct cr_rwlock {
 /* ------------------------------------------------------------ read side */
 
 
+/* The reader's timeout prefix and its writer name, in one allocation
+ * (freed once the call was sent): *prefix, then *writer. */
+static cr_status
+reader_names(cr_lock *l, const char *owner, char **tmp, char **writer)
+{
+    char *prefix = cr__name_reader_timeouts(l->raw, owner);
+    size_t n;
+
+    if (prefix == NULL)
+        return cr__fail(CR_ENOMEM, "out of memory");
+    n = strlen(prefix) + 1;
+    *tmp = realloc(prefix, n + CR__OWNER_MAX);
+    if (*tmp == NULL) {
+        free(prefix);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    *writer = *tmp + n;
+    cr__name_switch_side(owner, true, *writer);
+    return CR_OK;
+}
+
 /* Read acquire: nil when taken, else the PTTL hint. */
 static cr_status
-read_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
-             int64_t wait_ms, int64_t *hint)
+read_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                  int64_t wait_ms, cr__script_call *call, char **tmp)
 {
-    char writer[CR__OWNER_MAX];
-    char *prefix = cr__name_reader_timeouts(l->raw, owner);
-    cr__reply *r = NULL;
-    cr_status rc;
+    char *writer;
+    cr_status rc = reader_names(l, owner, tmp, &writer);
 
     (void)wait_ms;
-    if (prefix == NULL)
-        return CR_ENOMEM;
-    cr__name_switch_side(owner, true, writer);
-    rc = cr__run_rwlock_read_acquire(l->client, cmd,
-        &(cr__rwlock_read_acquire_args){.lock = l->raw,
-                                        .reader_timeouts = prefix,
-                                        .lease_ms = lease_ms, .reader = owner,
-                                        .writer = writer},
-        &r);
-    free(prefix);
-    return cr__lock_acquire_reply(l, owner, rc, r, hint);
+    if (rc != CR_OK)
+        return rc;
+    return cr__build_rwlock_read_acquire(&(cr__rwlock_read_acquire_args){
+        .lock = l->raw, .reader_timeouts = *tmp, .lease_ms = lease_ms,
+        .reader = owner, .writer = writer}, call);
 }
 
 /* Read unlock: nil, 0 or 1 as RLock's; the lease is not used (the hash's
  * TTL is recomputed from the remaining readers' timeout keys). */
 static cr_status
-read_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
+read_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                 const cr__unlock *u, cr__script_call *call, char **tmp)
 {
-    char *prefix = cr__name_reader_timeouts(l->raw, owner);
-    cr__unlock u;
-    cr__reply *r = NULL;
-    cr_status rc;
+    char *writer;
+    cr_status rc = reader_names(l, owner, tmp, &writer);
 
     (void)lease_ms;
-    if (prefix == NULL)
-        return CR_ENOMEM;
-    if ((rc = cr__unlock_begin(l, &u)) != CR_OK) {
-        free(prefix);
+    if (rc != CR_OK)
         return rc;
-    }
-    rc = cr__run_rwlock_read_unlock(l->client, &u.cmd,
-        &(cr__rwlock_read_unlock_args){
-            .lock = l->raw, .channel = l->channel,
-            .reader_timeouts = prefix, .key_prefix = l->key2, .latch = u.latch,
-            .message = 0, .reader = owner, .publish = l->client->publish_cmd,
-            .latch_ms = u.latch_ms},
-        &r);
-    free(prefix);
-    return cr__unlock_end(l, &u, rc, r, result);
+    return cr__build_rwlock_read_unlock(&(cr__rwlock_read_unlock_args){
+        .lock = l->raw, .channel = l->channel, .reader_timeouts = *tmp,
+        .key_prefix = l->key2, .latch = u->latch, .message = 0,
+        .reader = owner, .publish = l->client->publish_cmd,
+        .latch_ms = u->latch_ms}, call);
 }
 
 /* forceUnlock (and delete) of one side: runs only in that side's mode. */
@@ -137,8 +141,9 @@ static const cr__lock_kind read_kind = {
     .hold_kind = CR__HOLD_READ,
     .min_sleep_ms = 1,
     .max_sleep_ms = -1,
-    .acquire = read_acquire,
-    .unlock = read_unlock,
+    .acquire_call = read_acquire_call,
+    .acquire_reply = cr__lock_acquire_reply,
+    .unlock_call = read_unlock_call,
     .force_unlock = read_force_unlock,
     .delete_ = read_force_unlock,
     .is_locked = read_is_locked,
@@ -166,52 +171,38 @@ is_upgrade(const cr_lock *l, const char *writer)
 /* Write acquire: nil when taken, else the PTTL hint; CR_EDEADLK instead of
  * the hint when the owner would wait for its own read holds. */
 static cr_status
-write_acquire(cr_lock *l, cr__cmd *cmd, const char *owner, int64_t lease_ms,
-              int64_t wait_ms, int64_t *hint)
+write_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                   int64_t wait_ms, cr__script_call *call, char **tmp)
 {
-    cr__reply *r = NULL;
-    cr_status rc;
-
     (void)wait_ms;
-    rc = cr__run_rwlock_write_acquire(l->client, cmd,
-        &(cr__rwlock_write_acquire_args){.lock = l->raw, .lease_ms = lease_ms,
-                                         .writer = owner},
-        &r);
-    if (rc != CR_OK)
-        return rc;
-    if (r->type == CR__REPLY_NIL)
-        rc = CR_OK;
-    else if (!cr__reply_int(r, hint))
-        rc = cr__fail(CR_ESCRIPT, "write acquire replied neither nil nor "
-                      "a ttl");
-    else if (is_upgrade(l, owner))
+    (void)tmp;
+    return cr__build_rwlock_write_acquire(&(cr__rwlock_write_acquire_args){
+        .lock = l->raw, .lease_ms = lease_ms, .writer = owner}, call);
+}
+
+static cr_status
+write_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
+                    cr_status rc, cr__reply *r, int64_t *hint)
+{
+    rc = cr__lock_acquire_reply(l, owner, wait_ms, rc, r, hint);
+    if (rc == CR_BUSY && is_upgrade(l, owner))
         rc = cr__fail(CR_EDEADLK, "write lock %s: this owner holds read holds "
                       "of it and no write hold; a read to write upgrade would "
                       "wait for itself (release the read holds first)",
                       l->name);
-    else
-        rc = CR_BUSY;
-    cr__reply_free(r);
     return rc;
 }
 
 /* Write unlock: nil, 0 or 1 as RLock's; publishes 1. */
 static cr_status
-write_unlock(cr_lock *l, const char *owner, int64_t lease_ms, int *result)
+write_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                  const cr__unlock *u, cr__script_call *call, char **tmp)
 {
-    cr__unlock u;
-    cr__reply *r = NULL;
-    cr_status rc = cr__unlock_begin(l, &u);
-
-    if (rc != CR_OK)
-        return rc;
-    rc = cr__run_rwlock_write_unlock(l->client, &u.cmd,
-        &(cr__rwlock_write_unlock_args){
-            .lock = l->raw, .channel = l->channel, .latch = u.latch,
-            .message = 1, .lease_ms = lease_ms, .writer = owner,
-            .publish = l->client->publish_cmd, .latch_ms = u.latch_ms},
-        &r);
-    return cr__unlock_end(l, &u, rc, r, result);
+    (void)tmp;
+    return cr__build_rwlock_write_unlock(&(cr__rwlock_write_unlock_args){
+        .lock = l->raw, .channel = l->channel, .latch = u->latch,
+        .message = 1, .lease_ms = lease_ms, .writer = owner,
+        .publish = l->client->publish_cmd, .latch_ms = u->latch_ms}, call);
 }
 
 static cr_status
@@ -233,8 +224,9 @@ static const cr__lock_kind write_kind = {
     .writer = true,
     .min_sleep_ms = 1,
     .max_sleep_ms = -1,
-    .acquire = write_acquire,
-    .unlock = write_unlock,
+    .acquire_call = write_acquire_call,
+    .acquire_reply = write_acquire_reply,
+    .unlock_call = write_unlock_call,
     .force_unlock = write_force_unlock,
     .delete_ = write_force_unlock,
     .is_locked = write_is_locked,

@@ -4,6 +4,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "conn.h"
@@ -52,32 +53,62 @@ cr__command_retry(cr_client *c, int argc, const char **argv,
     return cr__command(c, &cmd, argc, argv, lens, out);
 }
 
+bool
+cr__script_call_init(cr__script_call *call, const cr__script *s, size_t argc)
+{
+    call->script = s;
+    call->nkeys = 0;
+    call->argc = argc;
+    call->argv = call->small_argv;
+    call->lens = call->small_lens;
+    if (argc <= sizeof(call->small_argv) / sizeof(call->small_argv[0]))
+        return true;
+    call->argv = malloc(argc * sizeof(*call->argv));
+    call->lens = malloc(argc * sizeof(*call->lens));
+    return call->argv != NULL && call->lens != NULL;
+}
+
+void
+cr__script_call_free(cr__script_call *call)
+{
+    if (call->argv != call->small_argv) {
+        free(call->argv);
+        free(call->lens);
+        call->argv = call->small_argv;
+        call->lens = call->small_lens;
+    }
+}
+
+void
+cr__script_call_argv(cr__script_call *call, bool body, char nk[24])
+{
+    call->argv[0] = body ? "EVAL" : "EVALSHA";
+    call->lens[0] = body ? 4 : 7;
+    call->argv[1] = body ? call->script->body : call->script->sha1;
+    call->lens[1] = body ? call->script->len : 40;
+    call->lens[2] = cr__fmt_i64(nk, (int64_t)call->nkeys);
+    call->argv[2] = nk;
+}
+
 cr_status
-cr__script_run(cr_client *c, cr__cmd *cmd, const cr__script *s, size_t nkeys,
-               size_t argc, const char **argv, size_t *lens, cr__reply **out)
+cr__script_call_run(cr_client *c, cr__cmd *cmd, cr__script_call *call,
+                    cr__reply **out)
 {
     char nk[24];
     cr__reply *r = NULL;
     cr_status rc;
 
-    argv[0] = "EVALSHA";
-    lens[0] = 7;
-    argv[1] = s->sha1;
-    lens[1] = 40;
-    lens[2] = cr__fmt_i64(nk, (int64_t)nkeys);
-    argv[2] = nk;
-    rc = cr__transport_command(run(c)->transport, cmd, (int)argc, argv, lens, &r);
+    cr__script_call_argv(call, false, nk);
+    rc = cr__transport_command(run(c)->transport, cmd, (int)call->argc,
+                               call->argv, call->lens, &r);
     if (rc == CR_OK && r->type == CR__REPLY_ERROR &&
         strncmp(r->str, "NOSCRIPT", 8) == 0) {
         cr__reply_free(r);
         r = NULL;
         CR__STAT_ADD(&run(c)->stats, noscript_fallbacks, 1);
-        argv[0] = "EVAL";
-        lens[0] = 4;
-        argv[1] = s->body;
-        lens[1] = s->len;
-        rc = cr__transport_command(run(c)->transport, cmd, (int)argc, argv, lens,
-                                   &r);
+        cr__script_call_argv(call, true, nk);
+        rc = cr__transport_command(run(c)->transport, cmd, (int)call->argc,
+                                   call->argv, call->lens, &r);
     }
     if (rc == CR_OK && r->type == CR__REPLY_ERROR)
         return server_error(r);

@@ -39,19 +39,40 @@ typedef struct cr__script {
     size_t len;
 } cr__script;
 
-/* The first argv slot a generated call fills: cr__script_run puts the
+/* The first argv slot a generated call fills: the runner puts the
  * command, the SHA1 (or body) and the key count in the three before. */
 #define CR__SCRIPT_ARGV0 3
 
-/* cr__script_run: run script `s` with argv[3..argc)
- * (lens: their lengths), of which the first nkeys are keys; argv[0..2]
- * are the runner's. An error reply becomes its status (cr__reply_status:
- * CR_ESERVER, CR_ENOPERM...) with the server's text in cr_last_error().
- * The generated cr__run_<name>() calls are the way in.
+/* One script call, built by a generated cr__build_<name>() (its argv
+ * points into the args struct it was built from, and into `ints`) and
+ * sent by cr__script_call_run, or by the asynchronous transport. */
+typedef struct cr__script_call {
+    const cr__script *script;
+    size_t nkeys, argc;
+    const char **argv;
+    size_t *lens;
+    const char *small_argv[24]; /* argv and lens when they fit */
+    size_t small_lens[24];
+    char ints[8][24];           /* the :int arguments in decimal */
+} cr__script_call;
+
+/* cr__script_call_init: room for argc arguments (false: out of memory).
+ * cr__script_call_free: what init took (the call stays usable until
+ * then). */
+bool cr__script_call_init(cr__script_call *call, const cr__script *s,
+                          size_t argc);
+void cr__script_call_free(cr__script_call *call);
+
+/* cr__script_call_run: run `call` (EVALSHA, then EVAL on NOSCRIPT). An
+ * error reply becomes its status (cr__reply_status: CR_ESERVER,
+ * CR_ENOPERM...) with the server's text in cr_last_error().
  * Ownership: *out needs cr__reply_free(). */
-cr_status cr__script_run(cr_client *c, cr__cmd *cmd, const cr__script *s,
-                         size_t nkeys, size_t argc, const char **argv,
-                         size_t *lens, cr__reply **out);
+cr_status cr__script_call_run(cr_client *c, cr__cmd *cmd,
+                              cr__script_call *call, cr__reply **out);
+
+/* cr__script_call_argv: argv[0..2] of `call` for sending it by EVALSHA
+ * (`body` false) or by EVAL (true); `nk` holds the key count's digits. */
+void cr__script_call_argv(cr__script_call *call, bool body, char nk[24]);
 
 /* cr__command: one plain command; an error reply becomes its status as
  * with scripts. `lens` may be NULL for C strings. */

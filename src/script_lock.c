@@ -50,10 +50,8 @@ server_hold_count(cr_lock *l, const char *owner, int64_t *count)
     return rc;
 }
 
-/* This client's own count of `owner`'s holds (*lost, may be NULL: found
- * lost). */
-static int64_t
-local_hold_count(const cr_lock *l, const char *owner, bool *lost)
+int64_t
+cr__script_lock_holds(const cr_lock *l, const char *owner, bool *lost)
 {
     return cr__hold_count(l->client->renewal, l->kind->hold_kind, l->raw,
                           owner, lost);
@@ -64,8 +62,8 @@ local_hold_count(const cr_lock *l, const char *owner, bool *lost)
 /* A lock's messages (protocol section 2): "0", one hold released, lets
  * one waiter try; "1" (a write lock, or several readers, gone) lets all
  * try; both count as releases, which the releaser's turn counts. */
-static cr__wake
-decode(const char *payload, size_t len)
+cr__wake
+cr__lock_decode(const char *payload, size_t len)
 {
     int64_t n;
 
@@ -98,7 +96,7 @@ resolve_lost_reply(attempt_ctx *a, bool *acquired)
 
     if (rc != CR_OK)
         return rc;
-    *acquired = server > local_hold_count(a->lock, a->owner, NULL);
+    *acquired = server > cr__script_lock_holds(a->lock, a->owner, NULL);
     a->uncertain = false;
     return CR_OK;
 }
@@ -134,8 +132,9 @@ attempt(attempt_ctx *a, int64_t *hint)
     a->sent_ms = cr__now_ms();
     a->gen = cr__topology_generation(l->client->topology);
     a->cmd = (cr__cmd){.flags = CR__CMD_SYNC};
-    rc = l->kind->acquire(l, &a->cmd, a->owner, a->lease_ms, a->wait_ms, hint);
-    if (rc == CR_EREENTRANT && local_hold_count(l, a->owner, NULL) == 0) {
+    rc = cr__lock_kind_acquire(l, &a->cmd, a->owner, a->lease_ms, a->wait_ms,
+                               hint);
+    if (rc == CR_EREENTRANT && cr__script_lock_holds(l, a->owner, NULL) == 0) {
         /* The server has a hold of this owner that this client does not
          * know of: an earlier attempt whose reply was lost did acquire.
          * It is this owner's hold: take it up instead of refusing. */
@@ -149,15 +148,12 @@ attempt(attempt_ctx *a, int64_t *hint)
     return rc;
 }
 
-/* What an acquisition that had to return leaves to the background:
- * leaving a fair lock's queue, undoing a grant no replica saw, finding out
- * whether an attempt whose reply was lost was granted (and giving it back
- * if so). */
+/* What an acquisition leaves to the background (cr__script_lock_later). */
 typedef struct give_back {
     cr_lock *lock;
     char owner[CR__OWNER_MAX];
     int64_t lease_ms, wait_ms;
-    bool give_up, undo, resolve;
+    unsigned what;
 } give_back;
 
 /* The background job of a give_back. */
@@ -169,20 +165,25 @@ give_back_run(void *arg)
     int64_t server = 0;
     int ignored;
 
-    if (g->give_up && l->kind->give_up(l, g->owner, g->wait_ms) != CR_OK)
+    if ((g->what & CR__LATER_GIVE_UP) &&
+        l->kind->give_up(l, g->owner, g->wait_ms) != CR_OK)
         cr__log(&l->client->log, CR_LOG_WARN, "fair lock %s: %s stays in its "
                 "queue until its deadline", l->name, g->owner);
-    if (g->resolve && server_hold_count(l, g->owner, &server) == CR_OK)
-        /* granted after its caller gave up */
-        g->undo = server > local_hold_count(l, g->owner, NULL);
-    if (g->undo) {
-        cr_status rc = l->kind->unlock(l, g->owner, g->lease_ms, &ignored);
+    if ((g->what & CR__LATER_RESOLVE) &&
+        server_hold_count(l, g->owner, &server) == CR_OK &&
+        server > cr__script_lock_holds(l, g->owner, NULL))
+        g->what |= CR__LATER_UNDO; /* granted after its caller gave up */
+    if (g->what & CR__LATER_UNDO) {
+        cr_status rc = cr__lock_kind_unlock(l, g->owner, g->lease_ms, &ignored);
 
         cr__log(&l->client->log, rc == CR_OK ? CR_LOG_INFO : CR_LOG_WARN,
                 "%s %s: an acquisition of %s its caller was told it did not "
                 "get was given back: %s", l->kind->name, l->name, g->owner,
                 rc == CR_OK ? "done" : cr_last_error());
     }
+    if (g->what & CR__LATER_VERIFY)
+        cr__hold_verify(l->client->renewal, l->kind->hold_kind, l->raw,
+                        g->owner);
 }
 
 /* Frees a give_back; the handle may go. */
@@ -192,22 +193,21 @@ give_back_done(void *arg)
     free(arg);
 }
 
-/* Leaves `what` to the background for `owner`'s acquisition of `l`. */
-static void
-leave_to_background(cr_lock *l, const char *owner, int64_t lease_ms,
-                    int64_t wait_ms, bool give_up, bool undo, bool resolve)
+void
+cr__script_lock_later(cr_lock *l, const char *owner, int64_t lease_ms,
+                      int64_t wait_ms, unsigned what)
 {
-    give_back *g = calloc(1, sizeof(*g));
+    give_back *g;
 
-    if (g == NULL)
+    if (what == CR__LATER_GIVE_UP && l->kind->give_up == cr__rlock_give_up)
+        return; /* nothing to leave: no queue */
+    if ((g = calloc(1, sizeof(*g))) == NULL)
         return;
     g->lock = l;
     snprintf(g->owner, sizeof(g->owner), "%s", owner);
     g->lease_ms = lease_ms;
     g->wait_ms = wait_ms;
-    g->give_up = give_up;
-    g->undo = undo;
-    g->resolve = resolve;
+    g->what = what;
     cr__object_background(l, give_back_run, give_back_done, g);
 }
 
@@ -247,7 +247,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     a.gen = cr__topology_generation(l->client->topology);
     a.cmd = (cr__cmd){0};
     spec.channel = channel;
-    spec.decode = decode;
+    spec.decode = cr__lock_decode;
     /* The turn let to others came out of the wait budget (at least one
      * attempt is still made). */
     spec.wait_ms = wait_ms;
@@ -260,7 +260,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     spec.trust_open = false;
     /* Not when it holds the lock already: a reentrant lock() must not wait
      * behind the threads that wait for this very hold. */
-    spec.in_line = l->kind->in_line && local_hold_count(l, owner, NULL) == 0;
+    spec.in_line = l->kind->in_line && cr__script_lock_holds(l, owner, NULL) == 0;
     cr__wait_begin(&w, l->client, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = attempt(&a, &hint);
@@ -274,7 +274,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
          * could vanish in a failover; undo it and say so (a server that
          * refuses WAIT too: the check cannot work there). */
         snprintf(why, sizeof(why), "%s", cr_last_error());
-        if (l->kind->unlock(l, owner, a.lease_ms, &ignored) != CR_OK)
+        if (cr__lock_kind_unlock(l, owner, a.lease_ms, &ignored) != CR_OK)
             undo_later = true;
         rc = cr__fail(sync, "%s %s: %s; the acquisition was undone",
                       l->kind->name, l->name, why);
@@ -300,7 +300,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
 
         /* Granted while the client is being freed: the caller could not
          * release it any more; give it back now, within the free's grace. */
-        l->kind->unlock(l, owner, a.lease_ms, &ignored);
+        cr__lock_kind_unlock(l, owner, a.lease_ms, &ignored);
         rc = cr__fail(CR_ECLOSED, "the client is being freed (the lock, "
                       "granted meanwhile, was given back)");
     } else if (rc == CR_OK) {
@@ -313,7 +313,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
             int ignored;
 
             /* Nobody would renew or remember it: give it back. */
-            l->kind->unlock(l, owner, a.lease_ms, &ignored);
+            cr__lock_kind_unlock(l, owner, a.lease_ms, &ignored);
         } else {
             if (cr__topology_generation(l->client->topology) != a.gen)
                 /* The master moved since: is the hold on the new one? */
@@ -330,15 +330,18 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     }
     if (rc != CR_OK && rc != CR_ECLOSED &&
         (give_up_later || undo_later || resolve_later))
-        leave_to_background(l, owner, a.lease_ms, wait_ms, give_up_later,
-                            undo_later, resolve_later);
+        cr__script_lock_later(l, owner, a.lease_ms, wait_ms,
+                              (give_up_later ? CR__LATER_GIVE_UP : 0) |
+                              (undo_later ? CR__LATER_UNDO : 0) |
+                              (resolve_later ? CR__LATER_RESOLVE : 0));
     return rc;
 }
 
 cr_status
-cr__lock_acquire_reply(cr_lock *l, const char *owner, cr_status rc,
-                       cr__reply *r, int64_t *hint)
+cr__lock_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
+                       cr_status rc, cr__reply *r, int64_t *hint)
 {
+    (void)wait_ms;
     if (rc == CR_ESERVER && strstr(cr_last_error(), "NON_REENTRANT_REACQUIRE"))
         return cr__fail(CR_EREENTRANT, "%s is already held by %s", l->name,
                         owner);
@@ -358,6 +361,43 @@ cr__lock_acquire_reply(cr_lock *l, const char *owner, cr_status rc,
 /* ------------------------------------------------------------ releasing */
 
 cr_status
+cr__lock_kind_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
+                      int64_t lease_ms, int64_t wait_ms, int64_t *hint)
+{
+    cr__script_call call = {0};
+    cr__reply *r = NULL;
+    char *tmp = NULL;
+    cr_status rc = l->kind->acquire_call(l, owner, lease_ms, wait_ms, &call,
+                                         &tmp);
+
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, cmd, &call, &r);
+    cr__script_call_free(&call);
+    free(tmp);
+    return l->kind->acquire_reply(l, owner, wait_ms, rc, r, hint);
+}
+
+cr_status
+cr__lock_kind_unlock(cr_lock *l, const char *owner, int64_t lease_ms,
+                     int *result)
+{
+    cr__script_call call = {0};
+    cr__unlock u;
+    cr__reply *r = NULL;
+    char *tmp = NULL;
+    cr_status rc = cr__unlock_begin(l, &u);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = l->kind->unlock_call(l, owner, lease_ms, &u, &call, &tmp);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, &u.cmd, &call, &r);
+    cr__script_call_free(&call);
+    free(tmp);
+    return cr__unlock_end(l, &u, rc, r, result);
+}
+
+cr_status
 cr__unlock_begin(cr_lock *l, cr__unlock *u)
 {
     u->cmd = (cr__cmd){.flags = CR__CMD_RETRY | CR__CMD_SYNC};
@@ -368,20 +408,18 @@ cr__unlock_begin(cr_lock *l, cr__unlock *u)
 }
 
 cr_status
-cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc, cr__reply *r,
-               int *result)
+cr__unlock_reply(cr_lock *l, cr__reply *r, int *result, int64_t *heard)
 {
     int64_t v = 0;
+    cr_status rc;
 
-    if (rc != CR_OK) {
-        free(u->latch);
-        return rc;
-    }
+    *heard = 0;
     if (r->type == CR__REPLY_NIL) {
         rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this owner",
                       l->kind->name, l->name);
     } else if (cr__reply_int(r, &v) && v <= 1 && v > -1000000000) {
         *result = v != 0;
+        *heard = v < 0 ? -v : 0;
         rc = CR_OK;
     } else if (cr__reply_int(r, &v) && v == 2) {
         rc = cr__fail(CR_ENOTOWNER, "%s %s was not held by anyone (the head "
@@ -390,12 +428,23 @@ cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc, cr__reply *r,
         rc = cr__fail(CR_ESCRIPT, "unlock replied neither nil, 0 nor 1");
     }
     cr__reply_free(r);
-    cr__drop_latch(l->client, u->latch);
+    return rc;
+}
+
+cr_status
+cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc, cr__reply *r,
+               int *result)
+{
+    int64_t heard = 0;
+
+    if (rc == CR_OK) {
+        rc = cr__unlock_reply(l, r, result, &heard);
+        cr__drop_latch(l->client, u->latch);
+    }
     free(u->latch);
     if (rc == CR_OK)
-        cr__handoff_after_unlock(&l->handoff, l->client, l->channel,
-                                 v < 0 ? -v : 0, u->started_us,
-                                 l->kind->in_line);
+        cr__handoff_after_unlock(&l->handoff, l->client, l->channel, heard,
+                                 u->started_us, l->kind->in_line);
     return rc;
 }
 
@@ -412,11 +461,11 @@ script_release(cr_lock *l, int64_t tid)
     cr_status rc;
 
     owner_of(l, tid, owner);
-    local = local_hold_count(l, owner, &lost);
+    local = cr__script_lock_holds(l, owner, &lost);
     cr__hold_releasing(r, kind, l->raw, owner);
     lease = atomic_load(&l->lease_ms);
     sent = cr__now_ms();
-    rc = l->kind->unlock(l, owner, lease, &result);
+    rc = cr__lock_kind_unlock(l, owner, lease, &result);
     if (rc == CR_OK) {
         cr__hold_release(r, kind, l->raw, owner, result == 1,
                          cr__lease_valid_until(sent, lease));
@@ -523,7 +572,7 @@ script_is_lost(cr_lock *l, int64_t tid, bool *lost)
 
     owner_of(l, tid, owner);
     *lost = false;
-    local_hold_count(l, owner, lost);
+    cr__script_lock_holds(l, owner, lost);
     return CR_OK;
 }
 

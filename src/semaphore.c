@@ -38,13 +38,13 @@ struct cr_semaphore {
     CR__SEM_FIELDS
 };
 
-static const cr__sem_kind sem_kind = {SEM_MAGIC, "semaphore", false};
+const cr__sem_kind cr__semaphore_kind = {SEM_MAGIC, "semaphore", false};
 
 /* The guard of every semaphore call. */
 static cr_status
 enter(cr_semaphore *s)
 {
-    return cr__sem_enter(s, &sem_kind);
+    return cr__sem_enter(s, &cr__semaphore_kind);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -52,13 +52,13 @@ enter(cr_semaphore *s)
 cr_status
 cr_semaphore_new(cr_client *c, const char *name, cr_semaphore **out)
 {
-    return cr__sem_new(c, name, &sem_kind, sizeof(**out), (void **)out);
+    return cr__sem_new(c, name, &cr__semaphore_kind, sizeof(**out), (void **)out);
 }
 
 void
 cr_semaphore_free(cr_semaphore *s)
 {
-    cr__sem_free(s, &sem_kind);
+    cr__sem_free(s, &cr__semaphore_kind);
 }
 
 const char *
@@ -76,24 +76,22 @@ typedef struct attempt_ctx {
     char *latch; /* credisson_semaphore_acquire:{N}:<request id> */
 } attempt_ctx;
 
-/* One attempt of the wait: CR_OK when the permits were taken, by this
- * attempt or by an earlier one of the same call; CR_BUSY (no hint) when
- * there are too few. */
-static cr_status
-attempt(attempt_ctx *a, int64_t *hint)
+cr_status
+cr__sem_acquire_call(const void *obj, int64_t permits, const char *latch,
+                     int64_t latch_ms, cr__script_call *call)
 {
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
-    int64_t v = 0;
-    cr_status rc;
+    const cr__sem *s = obj;
 
-    *hint = -1;
-    rc = cr__run_semaphore_try_acquire(a->sem->client, &cmd,
-        &(cr__semaphore_try_acquire_args){.permits = a->sem->raw,
-                                          .latch = a->latch,
-                                          .count_value = a->permits,
-                                          .latch_ms = a->latch_ms},
-        &r);
+    return cr__build_semaphore_try_acquire(&(cr__semaphore_try_acquire_args){
+        .permits = s->raw, .latch = latch, .count_value = permits,
+        .latch_ms = latch_ms}, call);
+}
+
+cr_status
+cr__sem_acquire_reply(cr_status rc, cr__reply *r)
+{
+    int64_t v = 0;
+
     if (rc != CR_OK)
         return rc;
     if (!cr__reply_int(r, &v) || (v != 0 && v != 1))
@@ -104,11 +102,30 @@ attempt(attempt_ctx *a, int64_t *hint)
     return rc;
 }
 
+/* One attempt of the wait: CR_OK when the permits were taken, by this
+ * attempt or by an earlier one of the same call; CR_BUSY (no hint) when
+ * there are too few. */
+static cr_status
+attempt(attempt_ctx *a, int64_t *hint)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
+    cr_status rc = cr__sem_acquire_call(a->sem, a->permits, a->latch,
+                                        a->latch_ms, &call);
+
+    *hint = -1;
+    if (rc == CR_OK)
+        rc = cr__script_call_run(a->sem->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return cr__sem_acquire_reply(rc, r);
+}
+
 /* After a wait that ended in CR_EIO: did an attempt whose reply was lost
  * take the permits? Its latch says so: CR_OK with *taken, or the failure
  * of the look. */
 static cr_status
-latch_left_behind(cr_semaphore *s, const char *latch, bool *taken)
+latch_left_behind(cr__sem *s, const char *latch, bool *taken)
 {
     const char *argv[2] = {"EXISTS", latch};
     cr__reply *r = NULL;
@@ -125,7 +142,7 @@ latch_left_behind(cr_semaphore *s, const char *latch, bool *taken)
 
 /* Permits that may have been taken after their caller gave up. */
 typedef struct late_permits {
-    cr_semaphore *sem;
+    cr__sem *sem;
     char *latch;
     int64_t permits;
 } late_permits;
@@ -142,7 +159,7 @@ late_permits_run(void *arg)
     cr__log(&p->sem->client->log, CR_LOG_INFO, "semaphore %s: %lld "
             "permits taken after their caller gave up are given back",
             p->sem->name, (long long)p->permits);
-    if (cr_semaphore_release(p->sem, p->permits) == CR_OK)
+    if (cr_semaphore_release((cr_semaphore *)p->sem, p->permits) == CR_OK)
         cr__drop_latch(p->sem->client, p->latch);
 }
 
@@ -153,6 +170,21 @@ late_permits_done(void *arg)
 
     free(p->latch);
     free(p);
+}
+
+void
+cr__sem_late(void *obj, char *latch, int64_t permits)
+{
+    late_permits *late = calloc(1, sizeof(*late));
+
+    if (late == NULL) {
+        free(latch);
+        return;
+    }
+    late->sem = obj;
+    late->latch = latch;
+    late->permits = permits;
+    cr__object_background(obj, late_permits_run, late_permits_done, late);
 }
 
 /* Acquisition shared by acquire and try_acquire. */
@@ -189,20 +221,15 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         rc = attempt(&a, &hint);
     if (rc == CR_EIO) {
         int64_t patience = cr__call_patience_set(cr__now_ms());
-        late_permits *late;
         bool taken = false;
 
         /* One look if a connection is at hand; else in the background. */
-        if (latch_left_behind(s, a.latch, &taken) == CR_OK) {
+        if (latch_left_behind((cr__sem *)s, a.latch, &taken) == CR_OK) {
             if (taken)
                 rc = CR_OK;
-        } else if ((late = calloc(1, sizeof(*late))) != NULL) {
-            late->sem = s;
-            late->latch = a.latch;
-            late->permits = permits;
+        } else {
+            cr__sem_late(s, a.latch, permits);
             a.latch = NULL;
-            cr__object_background(s, late_permits_run, late_permits_done,
-                                  late);
         }
         cr__call_patience_set(patience);
     }
@@ -231,13 +258,43 @@ cr_semaphore_try_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 
 /* ------------------------------------------------------------ releasing */
 
+cr_status
+cr__sem_release_call(const void *obj, int64_t permits, bool only_if_exists,
+                     cr__script_call *call)
+{
+    const cr__sem *s = obj;
+
+    return cr__build_semaphore_release(&(cr__semaphore_release_args){
+        .permits = s->raw, .channel = s->channel, .count_value = permits,
+        .publish = s->client->publish_cmd, .if_exists = only_if_exists}, call);
+}
+
+cr_status
+cr__sem_release_reply(void *obj, cr_status rc, cr__reply *r, int64_t sent_us,
+                      bool *done)
+{
+    cr__sem *s = obj;
+    int64_t v = 0;
+
+    if (rc == CR_OK)
+        rc = cr__reply_i64(r, "semaphore release", &v);
+    if (rc == CR_OK) {
+        *done = v > 0;
+        if (v > 1)
+            cr__handoff_after_release(&s->handoff, s->client, s->channel,
+                                      v - 1, sent_us);
+    }
+    return rc;
+}
+
 /* Runs the release script; *done tells whether it released. */
 static cr_status
 release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
 {
+    cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
-    int64_t v = 0, sent;
+    int64_t sent;
     cr_status rc = enter(s);
 
     if (rc != CR_OK)
@@ -249,21 +306,11 @@ release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
         goto out;
     }
     sent = cr__now_us();
-    rc = cr__run_semaphore_release(s->client, &cmd,
-        &(cr__semaphore_release_args){.permits = s->raw,
-                                      .channel = s->channel,
-                                      .count_value = permits,
-                                      .publish = s->client->publish_cmd,
-                                      .if_exists = only_if_exists},
-        &r);
+    rc = cr__sem_release_call(s, permits, only_if_exists, &call);
     if (rc == CR_OK)
-        rc = cr__reply_i64(r, "semaphore release", &v);
-    if (rc == CR_OK) {
-        *done = v > 0;
-        if (v > 1)
-            cr__handoff_after_release(&s->handoff, s->client, s->channel,
-                                      v - 1, sent);
-    }
+        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    rc = cr__sem_release_reply(s, rc, r, sent, done);
 out:
     cr__object_leave(s);
     return rc;
@@ -295,13 +342,13 @@ cr_status
 cr_semaphore_try_set_permits(cr_semaphore *s, int64_t permits, int64_t ttl_ms,
                              bool *set)
 {
-    return cr__sem_try_set_permits(s, &sem_kind, permits, ttl_ms, set);
+    return cr__sem_try_set_permits(s, &cr__semaphore_kind, permits, ttl_ms, set);
 }
 
 cr_status
 cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
 {
-    return cr__sem_add_permits(s, &sem_kind, delta);
+    return cr__sem_add_permits(s, &cr__semaphore_kind, delta);
 }
 
 cr_status
@@ -366,7 +413,7 @@ cr_semaphore_available_permits(cr_semaphore *s, int64_t *permits)
 cr_status
 cr_semaphore_delete(cr_semaphore *s, bool *deleted)
 {
-    return cr__sem_delete(s, &sem_kind, deleted);
+    return cr__sem_delete(s, &cr__semaphore_kind, deleted);
 }
 
 /* ------------------------------------- shared with the permit semaphore */
@@ -455,24 +502,37 @@ cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
 }
 
 cr_status
+cr__sem_add_call(const void *obj, bool expirable, int64_t delta,
+                 cr__script_call *call)
+{
+    const cr__sem *s = obj;
+    cr_status rc = cr__check_delta(delta);
+
+    /* RSemaphore publishes the new count, the permit-expirable semaphore
+     * the change. */
+    if (rc != CR_OK)
+        return rc;
+    return cr__build_semaphore_add_permits(&(cr__semaphore_add_permits_args){
+        .permits = s->raw, .channel = s->channel, .delta = delta,
+        .publish = s->client->publish_cmd,
+        .what = expirable ? "delta" : "total"}, call);
+}
+
+cr_status
 cr__sem_add_permits(void *obj, const cr__sem_kind *k, int64_t delta)
 {
     cr__sem *s = obj;
+    cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     cr_status rc = cr__sem_enter(s, k);
 
     if (rc != CR_OK)
         return rc;
-    /* RSemaphore publishes the new count, the permit-expirable semaphore
-     * the change. */
-    if ((rc = cr__check_delta(delta)) == CR_OK)
-        rc = cr__run_semaphore_add_permits(s->client, &cmd,
-            &(cr__semaphore_add_permits_args){
-                .permits = s->raw, .channel = s->channel, .delta = delta,
-                .publish = s->client->publish_cmd,
-                .what = k->expirable ? "delta" : "total"},
-            &r);
+    rc = cr__sem_add_call(s, k->expirable, delta, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
     if (rc == CR_OK)
         cr__reply_free(r);
     cr__object_leave(s);

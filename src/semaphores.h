@@ -29,6 +29,10 @@ typedef struct cr__sem_kind {
     bool expirable;     /* the permit-expirable semaphore */
 } cr__sem_kind;
 
+/* The two kinds (semaphore.c, permit_semaphore.c). */
+extern const cr__sem_kind cr__semaphore_kind;
+extern const cr__sem_kind cr__permit_semaphore_kind;
+
 /* cr__sem_new: a handle of `size` bytes (starting with CR__SEM_FIELDS)
  * of kind `k` for `name`. cr__sem_free frees it (NULL and dead handles
  * are left alone); cr__sem_enter is its guard (end with
@@ -45,6 +49,52 @@ cr_status cr__sem_try_set_permits(void *s, const cr__sem_kind *k,
                                   int64_t permits, int64_t ttl_ms, bool *set);
 cr_status cr__sem_add_permits(void *s, const cr__sem_kind *k, int64_t delta);
 cr_status cr__sem_delete(void *s, const cr__sem_kind *k, bool *deleted);
+
+/* RSemaphore's calls in halves, a script call and the reading of its
+ * reply, so that the blocking and the asynchronous API send the same:
+ * an acquire attempt of `permits` under acquire latch `latch` (CR_OK
+ * taken, CR_BUSY too few), and a release (*done: released; the releaser's
+ * turn starts from `sent_us`). */
+cr_status cr__sem_acquire_call(const void *s, int64_t permits,
+                               const char *latch, int64_t latch_ms,
+                               cr__script_call *call);
+cr_status cr__sem_acquire_reply(cr_status rc, cr__reply *r);
+cr_status cr__sem_release_call(const void *s, int64_t permits,
+                               bool only_if_exists, cr__script_call *call);
+cr_status cr__sem_release_reply(void *s, cr_status rc, cr__reply *r,
+                                int64_t sent_us, bool *done);
+
+/* cr__sem_add_call: addPermits(delta) (checked) of either kind. */
+cr_status cr__sem_add_call(const void *s, bool expirable, int64_t delta,
+                           cr__script_call *call);
+
+/* cr__sem_late: after an acquisition that ended in CR_EIO, find out in the
+ * background whether its acquire latch (taken over) says the permits were
+ * taken, and give them back if so. */
+void cr__sem_late(void *s, char *latch, int64_t permits);
+
+/* RPermitExpirableSemaphore's calls in halves (16-byte ids, hex in
+ * `hex`): an acquire attempt of permit `id` (CR_OK granted, CR_BUSY with
+ * the time to the earliest expiry in *hint), a release (CR_ENOTOWNER: not
+ * out; CR_ELOST: its lease had run out; *result 0, 1 or 2 as the script's),
+ * an update of its lease (reply: 1 when updated, cr__reply_bool). */
+cr_status cr__permit_acquire_call(const void *s, int64_t lease_ms,
+                                  const unsigned char *id,
+                                  cr__script_call *call);
+cr_status cr__permit_acquire_reply(cr_status rc, cr__reply *r, int64_t *hint);
+cr_status cr__permit_release_call(const void *s, const char *hex,
+                                  unsigned char id[16], cr__script_call *call);
+cr_status cr__permit_release_reply(void *s, const char *hex, cr_status rc,
+                                   cr__reply *r, int64_t sent_us,
+                                   int64_t *result);
+cr_status cr__permit_update_call(const void *s, const char *hex,
+                                 int64_t lease_ms, unsigned char id[16],
+                                 cr__script_call *call);
+
+/* cr__permit_late: find out in the background whether the permit `id` of
+ * an acquisition that ended without it was granted, and give it back if
+ * so. */
+void cr__permit_late(void *s, const unsigned char *id);
 
 /* cr__sem_decode: a semaphore's message (protocol sections 7.2 and 8.2):
  * n > 0 permits came back, so up to n waiters may try. */

@@ -57,24 +57,64 @@ count_wait(cr_client *c, int64_t start)
         ;
 }
 
-void
-cr__wait_begin(cr__wait *w, cr_client *c, const cr__wait_spec *spec)
+/* The client's subscriptions (pubsub.h) as a wait uses them. */
+static int
+client_waiters(void *ps, const char *channel, cr__sub_mark *mark)
 {
     uint64_t count;
     int64_t at;
-    int local;
 
-    *w = (cr__wait){.client = c, .spec = *spec, .rc = CR_BUSY, .hint = -1,
-                    .phase = P_BEGIN};
+    return cr__pubsub_waiters(ps, channel, &count, &at, mark);
+}
+
+static bool
+client_confirmed(void *ps, void *sub)
+{
+    return cr__sub_confirmed(ps, sub);
+}
+
+static bool
+client_quiet_since(void *ps, void *sub, const cr__sub_mark *mark)
+{
+    return cr__sub_quiet_since(ps, sub, mark);
+}
+
+static void
+client_fence(void *ps, void *sub, cr__fence *f)
+{
+    cr__sub_fence(ps, sub, f);
+}
+
+static void
+client_unsubscribe(void *ps, void *sub)
+{
+    cr__pubsub_unsubscribe(ps, sub);
+}
+
+static const cr__wait_subs client_subs = {
+    client_waiters, client_confirmed, client_quiet_since, client_fence,
+    client_unsubscribe,
+};
+
+void
+cr__wait_begin_on(cr__wait *w, cr_client *c, const cr__wait_spec *spec,
+                  const cr__wait_subs *subs, void *ctx)
+{
+    *w = (cr__wait){.client = c, .subs = subs, .subs_ctx = ctx, .spec = *spec,
+                    .rc = CR_BUSY, .hint = -1, .phase = P_BEGIN};
     w->start = cr__now_ms();
     w->deadline = spec->wait_ms < 0 ? -1 : w->start + spec->wait_ms;
     w->fence.link = -1;
     cr__call_wait(c, spec->wait_ms);
-    local = spec->wait_ms != 0 && spec->channel != NULL
-                ? cr__pubsub_waiters(c->pubsub, spec->channel, &count, &at,
-                                     &w->mark)
-                : -1;
-    w->in_line = spec->in_line && local > 0;
+    if (spec->wait_ms != 0 && spec->channel != NULL)
+        w->in_line = subs->waiters(ctx, spec->channel, &w->mark) > 0 &&
+                     spec->in_line;
+}
+
+void
+cr__wait_begin(cr__wait *w, cr_client *c, const cr__wait_spec *spec)
+{
+    cr__wait_begin_on(w, c, spec, &client_subs, c->pubsub);
 }
 
 /* Ends the wait with w->rc: the last of the state it holds. */
@@ -84,7 +124,7 @@ finish(cr__wait *w, bool contended)
     cr_client *c = w->client;
 
     if (w->sub != NULL) {
-        cr__pubsub_unsubscribe(c->pubsub, w->sub);
+        w->subs->unsubscribe(w->subs_ctx, w->sub);
         w->sub = NULL;
     }
     if (w->rc == CR_OK)
@@ -128,7 +168,7 @@ plan_sleep(cr__wait *w, int64_t *sleep)
                                      ? w->hint : w->spec.min_sleep_ms)
                               : -1;
     }
-    if (!cr__sub_confirmed(w->client->pubsub, w->sub))
+    if (!w->subs->confirmed(w->subs_ctx, w->sub))
         *sleep = bound(*sleep, UNCONFIRMED_POLL_MS);
     *sleep = bound(*sleep, w->spec.max_sleep_ms);
     if (w->deadline >= 0) {
@@ -176,7 +216,7 @@ static cr__wait_do
 fence_then_sleep(cr__wait *w)
 {
     if (w->spec.trust_open && again(w->rc))
-        cr__sub_fence(w->client->pubsub, w->sub, &w->fence);
+        w->subs->fence(w->subs_ctx, w->sub, &w->fence);
     return sleep_or_stop(w);
 }
 
@@ -215,9 +255,11 @@ cr__wait_step(cr__wait *w)
             return finish(w, false);
         w->first = w->rc;
         /* Retries do not wait for a connection slot past the wait's end:
-         * they come back by themselves. */
-        w->patience = cr__call_patience_set(w->deadline);
-        w->patient = true;
+         * they come back by themselves (a thread's blocking waits). */
+        if (w->subs == &client_subs) {
+            w->patience = cr__call_patience_set(w->deadline);
+            w->patient = true;
+        }
         if (w->spec.channel == NULL) {
             w->delay = SPIN_INITIAL_MS;
             w->spins = 1;
@@ -239,7 +281,7 @@ cr__wait_step(cr__wait *w)
             return fence_then_sleep(w);
         }
         if (w->first == CR_BUSY &&
-            cr__sub_quiet_since(c->pubsub, w->sub, &w->mark)) {
+            w->subs->quiet_since(w->subs_ctx, w->sub, &w->mark)) {
             /* Subscribed since before the try and nothing read since: a
              * release after the try is still to come as a message, and a
              * try now would only see what the first saw. */
@@ -294,7 +336,7 @@ cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
         case CR__WAIT_SUBSCRIBE:
             w->woke = cr__pubsub_subscribe(c->pubsub, w->spec.channel,
                                            w->spec.decode, w->sleep_ms,
-                                           &w->sub);
+                                           (cr__sub **)&w->sub);
             break;
         case CR__WAIT_SLEEP:
             w->opened = false;

@@ -49,6 +49,17 @@ typedef struct cr__wait_spec {
     bool in_line;
 } cr__wait_spec;
 
+/* The subscriptions a wait uses: the client's (cr__wait_begin, the
+ * blocking pub/sub of pubsub.h, whose functions these mirror) or an event
+ * loop's. `sub` is what the subscribe request gave. */
+typedef struct cr__wait_subs {
+    int (*waiters)(void *ctx, const char *channel, cr__sub_mark *mark);
+    bool (*confirmed)(void *ctx, void *sub);
+    bool (*quiet_since)(void *ctx, void *sub, const cr__sub_mark *mark);
+    void (*fence)(void *ctx, void *sub, cr__fence *f);
+    void (*unsubscribe)(void *ctx, void *sub);
+} cr__wait_subs;
+
 /* What the state machine asks for next. */
 typedef enum cr__wait_do {
     CR__WAIT_ATTEMPT,   /* make one attempt; its status and hint (the
@@ -67,13 +78,15 @@ typedef enum cr__wait_do {
  * else ends the wait with that status. */
 typedef struct cr__wait {
     cr_client *client;
+    const cr__wait_subs *subs;
+    void *subs_ctx;
     cr__wait_spec spec;
     /* Inputs, set by whoever carried out the last request. */
     cr_status rc;        /* the last attempt's status (then the result) */
     int64_t hint;        /* its hint */
     cr_status woke;      /* a subscribe's or a sleep's status */
     bool opened;         /* a sleep read an opening message */
-    cr__sub *sub;        /* the subscription, once subscribed */
+    void *sub;           /* the subscription, once subscribed */
     /* Outputs. */
     int64_t sleep_ms;
     /* The machine's own. */
@@ -86,8 +99,11 @@ typedef struct cr__wait {
     uint64_t ticket;
 } cr__wait;
 
-/* cr__wait_begin: start a wait for `spec`. */
+/* cr__wait_begin: start a wait for `spec` on the client's subscriptions;
+ * cr__wait_begin_on: on `subs` (ctx: their first argument). */
 void cr__wait_begin(cr__wait *w, cr_client *c, const cr__wait_spec *spec);
+void cr__wait_begin_on(cr__wait *w, cr_client *c, const cr__wait_spec *spec,
+                       const cr__wait_subs *subs, void *ctx);
 
 /* cr__wait_step: after the request it last made was carried out (its
  * outcome in the inputs), the next one. */

@@ -50,9 +50,29 @@ typedef enum cr_sharded_pubsub {
     CR_SHARDED_OFF
 } cr_sharded_pubsub;
 
-/* Options for cr_client_new. A zeroed struct gives Redisson's defaults; every
- * field that is 0 or NULL takes the default written beside it. */
+/* Options for cr_client_new. Start from CR_CLIENT_OPTIONS_INIT, which sets
+ * `size` and leaves every other field 0 or NULL: each then takes the
+ * default written beside it (Redisson's), so set only what differs:
+ *
+ *     cr_client_options opts = CR_CLIENT_OPTIONS_INIT;
+ *     opts.url = "redis://10.0.0.5:6379";
+ *
+ * `size` lets the struct grow without breaking programs built before: the
+ * library reads only the first `size` bytes, so a program built against an
+ * older header gets the defaults of the fields it does not know, and one
+ * built against a newer header works with an older library as long as it
+ * leaves the fields that library does not know at 0 (otherwise
+ * cr_client_new fails with CR_ENOTSUP). A size of 0 (a struct zeroed by
+ * hand) is refused with CR_EINVAL.
+ *
+ * For those who change this header: fields are only ever added at the end,
+ * at an offset no smaller than the struct's size before (after its tail
+ * padding), with no implicit padding between or after them (add explicit
+ * pad members, which the initialiser zeroes: an older library checks that
+ * every byte past its struct is 0), and their 0 must mean what the library
+ * did before they existed. The same holds for cr_client_stats. */
 typedef struct cr_client_options {
+    size_t size;                      /* sizeof(cr_client_options) */
     /* redis://[user:password@]host[:port][/db], unix:///path/to.sock
      * (unix://[user:password@]/path?db=N), or for Sentinel
      * redis-sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]
@@ -126,8 +146,17 @@ typedef struct cr_client_options {
     bool tls_insecure;
 } cr_client_options;
 
-/* Counters since the client was created, cheap enough to stay on. */
+/* An initialiser for cr_client_options: every option at its default. As a
+ * value (to reset a struct): o = (cr_client_options)CR_CLIENT_OPTIONS_INIT. */
+#define CR_CLIENT_OPTIONS_INIT { .size = sizeof(cr_client_options) }
+
+/* Counters since the client was created, cheap enough to stay on. Start
+ * from CR_CLIENT_STATS_INIT: cr_client_stats_get fills the first `size`
+ * bytes only (at most what this library knows), so counters added to a
+ * newer header keep the value they had (0 from the initialiser) when the
+ * library running is older. */
 typedef struct cr_client_stats {
+    size_t size;                 /* sizeof(cr_client_stats) */
     uint64_t acquisitions;       /* locks, permits and latches obtained */
     uint64_t contended_waits;    /* calls that had to wait, whatever came of it */
     uint64_t wait_time_total_ms; /* summed over contended waits */
@@ -145,16 +174,21 @@ typedef struct cr_client_stats {
     uint64_t failovers;          /* Sentinel master switches followed */
 } cr_client_stats;
 
+/* An initialiser for cr_client_stats (sets `size`). */
+#define CR_CLIENT_STATS_INIT { .size = sizeof(cr_client_stats) }
+
 /* cr_client_new: connect to Redis as `opts` says (NULL: all defaults) and
  * start the client's threads. Only the first command connection is opened
  * here, so a server that is down is reported at once as CR_EIO.
  * Ownership: *out needs to be freed with cr_client_free().
- * Returns CR_OK, CR_EINVAL (bad URL or option), CR_EIO (unreachable: refused,
- * closed, silent, no sentinel knows the master), CR_EAUTH (credentials
- * refused or missing), CR_ENOPERM (the ACL user may not run a command the
- * set-up needs, such as ROLE under Sentinel), CR_ECONFIG (the server does
- * not speak the Redis protocol, is in protected mode, or SELECT failed),
- * CR_ETLS (a certificate, key or CA file that cannot be loaded, a
+ * Returns CR_OK, CR_EINVAL (bad URL or option; opts->size 0 or not a size
+ * the struct ever had: not made with CR_CLIENT_OPTIONS_INIT), CR_ENOTSUP (opts->size is larger
+ * than this library's struct and a field it does not know is set),
+ * CR_EIO (unreachable: refused, closed, silent, no sentinel knows the
+ * master), CR_EAUTH (credentials refused or missing), CR_ENOPERM (the ACL
+ * user may not run a command the set-up needs, such as ROLE under
+ * Sentinel), CR_ECONFIG (the server does not speak the Redis protocol, is
+ * in protected mode, or SELECT failed), CR_ETLS (a certificate, key or CA file that cannot be loaded, a
  * certificate that does not verify or name the host), CR_ENOMEM. */
 CR_EXPORT cr_status cr_client_new(const cr_client_options *opts,
                                   cr_client **out);
@@ -187,7 +221,11 @@ CR_EXPORT const char *cr_client_id(const cr_client *client);
  * are "<client id>:<thread id>". */
 CR_EXPORT int64_t cr_thread_id(void);
 
-/* cr_client_stats_get: copy the client's counters into *out. */
+/* cr_client_stats_get: copy the client's counters into *out, which says
+ * its size in out->size (CR_CLIENT_STATS_INIT); out->size is kept, and
+ * nothing past min(out->size, this library's struct) is written.
+ * Returns CR_OK, or CR_EINVAL (client or out NULL, out->size 0 or not a
+ * size the struct ever had). */
 CR_EXPORT cr_status cr_client_stats_get(cr_client *client,
                                         cr_client_stats *out);
 

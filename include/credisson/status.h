@@ -35,12 +35,15 @@ typedef enum cr_status {
     CR_EDEADLK,     /* the call would wait for the caller itself (rwlock upgrade) */
     CR_EREENTRANT,  /* a non-reentrant lock already held by this owner */
     CR_EEXPIRED,    /* the object expired while being waited on (latch expiry) */
-    CR_ENOTSUP,     /* the operation does not exist for this kind of object */
+    CR_ENOTSUP,     /* the operation does not exist for this kind of object;
+                     * cr_client_new: an option set that this library (older
+                     * than the header compiled with) does not have */
     CR_EAUTH,       /* the server refused the credentials, or wants some */
     CR_ENOPERM,     /* the ACL user may not run a command (or use a channel) */
     CR_ECONFIG,     /* the server is not what the configuration says: not
                      * Redis, a replica, protected mode; no retry mends it */
     CR_ETLS,        /* TLS failed: certificate, host name, handshake */
+    CR_ECANCELED,   /* an asynchronous request was cancelled */
     CR_EBROKEN      /* a barrier's round was broken: a party timed out, was
                      * cancelled or died, or the barrier was reset */
 } cr_status;

@@ -2,17 +2,21 @@
 /*
  * Parsing of the credisson command line: durations, counts, the command
  * word, the object's name, options (global ones anywhere before the command
- * to run, a command's own ones after its word) and the command to run.
- * Nothing here does I/O or reads the environment; text quoted back in an
- * error is shortened and stripped of control characters, and the value of
- * --url is never quoted, since it may carry a password. Two helpers work on
- * URL text for the caller: where a password sits (to hide it from ps) and
- * the TLS form of a scheme (--tls).
+ * to run, a command's own ones after its word), read with getopt_long, and
+ * the command to run.
+ * Nothing here does I/O or reads the environment (glibc's getopt reads
+ * POSIXLY_CORRECT, which the '+' of the optstring makes moot); text quoted
+ * back in an error is shortened and stripped of control characters, and
+ * the value of --url is never quoted, since it may carry a password. Two
+ * helpers work on URL text for the caller: where a password sits (to hide
+ * it from ps) and the TLS form of a scheme (--tls).
  */
 #include "config.h"
 
 #include "args.h"
 
+#include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +111,7 @@ static const opt_def opt_defs[] = {
     {"client-name", 0, true, OPT_CLIENT_NAME},
     {"pass-credentials", 0, false, OPT_PASS_CREDENTIALS},
 };
+#define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
 /* The state of one parse. */
 typedef struct parser {
@@ -466,75 +471,282 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     }
 }
 
-/* Finds the option definition for a long name of len bytes, or a short
- * letter (name NULL); NULL when there is none. */
-static const opt_def *find_opt(const char *name, size_t len, char letter)
+/* The options that may come before the command word: those of every
+ * command, and --pass-credentials, a credential setting (check() refuses
+ * it for what runs no command). The others belong to a command. */
+#define BEFORE_COMMAND_OPTS (GLOBAL_OPTS | BIT(OPT_PASS_CREDENTIALS))
+
+/* The value getopt_long returns for option d: its letter, or a number past
+ * every char for an option with a long name only. */
+static int getopt_value(const opt_def *d)
+{
+    return d->short_name != 0 ? (unsigned char)d->short_name
+                              : UCHAR_MAX + 1 + (int)d->id;
+}
+
+/* The option getopt_long returned `value` for; NULL when there is none. */
+static const opt_def *opt_of_value(int value)
 {
     size_t i;
 
-    for (i = 0; i < sizeof(opt_defs) / sizeof(opt_defs[0]); i++) {
-        const opt_def *d = &opt_defs[i];
-
-        if (name == NULL ? d->short_name == letter && letter != 0
-                         : strlen(d->name) == len &&
-                               memcmp(d->name, name, len) == 0)
-            return d;
-    }
+    for (i = 0; i < N_OPTS; i++)
+        if (getopt_value(&opt_defs[i]) == value)
+            return &opt_defs[i];
     return NULL;
 }
 
-/* Parses the option at argv[*i] (which starts with '-'), taking its value
- * from the same word after '=' or from the next word. Advances *i past
- * what it used. Returns 0 or -1. */
-static int parse_option(parser *p, int *i)
+/* The option whose long name is the len bytes at name; NULL when none. */
+static const opt_def *opt_of_name(const char *name, size_t len)
 {
-    const char *w = p->argv[*i], *v = NULL, *eq;
-    char q[MAX_QUOTED + 4];
-    const opt_def *d;
+    size_t i;
 
-    if (w[1] == '-') {
-        eq = strchr(w + 2, '=');
-        d = find_opt(w + 2, eq != NULL ? (size_t)(eq - w - 2) : strlen(w + 2),
-                     0);
-        if (d == NULL) {
-            char name[MAX_QUOTED + 4];
+    for (i = 0; i < N_OPTS; i++)
+        if (strlen(opt_defs[i].name) == len &&
+            memcmp(opt_defs[i].name, name, len) == 0)
+            return &opt_defs[i];
+    return NULL;
+}
 
-            if (eq != NULL) {
-                /* Quote the name only: the value may be a secret. */
-                size_t n = (size_t)(eq - w);
+/* Where the options parse_options reads stand: before the command word,
+ * where only some are accepted, or after it. */
+typedef enum stage {
+    STAGE_GLOBAL = 0,
+    STAGE_COMMAND
+} stage;
 
-                if (n > MAX_QUOTED)
-                    n = MAX_QUOTED;
-                memcpy(name, w, n);
-                name[n] = '\0';
-                w = name;
-            }
-            return fail(p->err, p->errlen, "unknown option '%s'",
-                        quote(w, q));
+/* How a run of options ended. */
+typedef enum stop {
+    STOP_END = 0, /* no word left */
+    STOP_WORD,    /* at a word that is not an option */
+    STOP_DASHDASH /* at "--", which is passed */
+} stop;
+
+/* Tells whether a word "--" comes anywhere from argv[i] on. */
+static bool dashdash_ahead(const parser *p, int i)
+{
+    for (; i < p->argc; i++)
+        if (strcmp(p->argv[i], "--") == 0)
+            return true;
+    return false;
+}
+
+/* Refuses the option word `word` that getopt_long did not know. `letter`
+ * is the unknown letter in a word of short options (0 for a long one).
+ * After NAME, where a word that is not an option starts the command to
+ * run, says where a command that starts with '-' goes, unless a "--"
+ * comes further on. Returns -1. */
+static int unknown_option(parser *p, stage st, const char *word, int letter,
+                          int next)
+{
+    const cr__cli_args *a = p->a;
+    char spelled[MAX_QUOTED + 4], q[MAX_QUOTED + 4], q2[MAX_QUOTED + 4];
+    char where[64] = "", in[MAX_QUOTED + 16] = "";
+    const char *hint = "";
+    bool runs = a->command == CR__CLI_LOCK ||
+                (a->command == CR__CLI_SEMAPHORE && !p->action_set);
+
+    if (letter != 0) {
+        spelled[0] = '-';
+        spelled[1] = (char)letter;
+        spelled[2] = '\0';
+        if (strlen(word) > 2)
+            snprintf(in, sizeof(in), " in '%s'", quote(word, q2));
+    } else {
+        /* The name only, up to '=': the value may be a secret. */
+        size_t n = strcspn(word, "=");
+
+        if (n > MAX_QUOTED)
+            n = MAX_QUOTED;
+        memcpy(spelled, word, n);
+        spelled[n] = '\0';
+    }
+    if (st == STAGE_COMMAND) {
+        snprintf(where, sizeof(where), " for %s",
+                 cr__cli_command_name(a->command));
+        if (runs && a->name != NULL && !dashdash_ahead(p, next))
+            hint = " (a command to run that starts with '-' goes after "
+                   "'--')";
+    }
+    return fail(p->err, p->errlen, "unknown option '%s'%s%s%s",
+                quote(spelled, q), in, where, hint);
+}
+
+/* Refuses option d, which belongs to a command, before the command word.
+ * Returns -1. */
+static int option_before_command(parser *p, const opt_def *d, bool is_long)
+{
+    const char *of;
+
+    switch (d->id) {
+    case OPT_WAIT: of = "lock, semaphore and latch await"; break;
+    case OPT_PERMITS: of = "semaphore"; break;
+    case OPT_FAIR: case OPT_FENCED: case OPT_READ: case OPT_WRITE:
+        of = "lock";
+        break;
+    default: of = "lock and semaphore"; break;
+    }
+    if (is_long)
+        return fail(p->err, p->errlen, "option --%s comes after the "
+                    "command word, not before it (an option of %s)",
+                    d->name, of);
+    return fail(p->err, p->errlen, "option -%c comes after the command "
+                "word, not before it (--%s, an option of %s)", d->short_name,
+                d->name, of);
+}
+
+/* Tells whether s can begin a duration: a digit, or "forever". */
+static bool looks_like_duration(const char *s)
+{
+    return is_digit(*s) || strcmp(s, "forever") == 0;
+}
+
+/* Reads options with getopt_long from argv[*i] on, until a word that is
+ * not an option, a "--" or the end; at STAGE_GLOBAL, refuses those of a
+ * command. While a number is due (set/add K), a negative one ends the run
+ * as a word. Sets *i to the word it stopped at (the word after "--") and
+ * *how to why it stopped. Returns 0, or -1 on a usage error.
+ *
+ * getopt_long is given argv from the word before argv[*i] on, as if that
+ * word were the program's name, with its state reset ("optind = 0"), and
+ * an optstring starting with '+': it then stops at the first word that is
+ * not an option and never reorders argv, so the command to run stays
+ * argv's own tail and --url's value stays in its own word, where the
+ * caller hides its password. Its messages are off (opterr and ':'): the
+ * reasons are made here. It would take a long option's name by any
+ * unambiguous beginning ("--pass" for --pass-credentials); every option is
+ * checked against the whole name as spelled. */
+static int parse_options(parser *p, int *i, stage st, stop *how)
+{
+    struct option longopts[N_OPTS + 1];
+    char shortopts[3 + 2 * N_OPTS + 1];
+    char **sub = p->argv + *i - 1;
+    int subc = p->argc - *i + 1, c, before, at, n = 0;
+    size_t k;
+
+    shortopts[n++] = '+';
+    shortopts[n++] = ':';
+    for (k = 0; k < N_OPTS; k++) {
+        const opt_def *d = &opt_defs[k];
+
+        longopts[k].name = d->name;
+        longopts[k].has_arg = d->has_value ? required_argument : no_argument;
+        longopts[k].flag = NULL;
+        longopts[k].val = getopt_value(d);
+        if (d->short_name != 0) {
+            shortopts[n++] = d->short_name;
+            if (d->has_value)
+                shortopts[n++] = ':';
         }
-        if (eq != NULL) {
-            if (!d->has_value)
+    }
+    memset(&longopts[N_OPTS], 0, sizeof(longopts[N_OPTS]));
+    shortopts[n] = '\0';
+
+    optind = 0;
+    opterr = 0;
+    for (;;) {
+        const char *word;
+        const opt_def *d;
+        bool is_long;
+
+        /* Before its first call getopt_long's optind is 0, for argv[1]. */
+        before = optind > 0 ? optind : 1;
+        if (p->value_pending && before < subc &&
+            is_negative_number(sub[before])) {
+            *how = STOP_WORD;
+            at = before;
+            break;
+        }
+        c = getopt_long(subc, sub, shortopts, longopts, NULL);
+        if (c == -1) {
+            /* It stops at a word's start: argv[before] is the word that
+             * ended the options, or there was none left. */
+            if (optind == before + 1 && strcmp(sub[before], "--") == 0)
+                *how = STOP_DASHDASH;
+            else
+                *how = optind < subc ? STOP_WORD : STOP_END;
+            at = optind;
+            break;
+        }
+        /* The word getopt_long has just read from: it moves optind past
+         * a word of short options only after its last letter. */
+        word = sub[before];
+        is_long = word[1] == '-';
+        d = c == '?' || c == ':' ? opt_of_value(optopt) : opt_of_value(c);
+        if (is_long) {
+            size_t len = strcspn(word + 2, "=");
+            const opt_def *exact = opt_of_name(word + 2, len);
+
+            if (exact == NULL || exact != d)
+                return unknown_option(p, st, word, 0, optind - 1 + *i);
+            if (c == '?')
                 return fail(p->err, p->errlen, "option --%s takes no value",
                             d->name);
-            v = eq + 1;
+        } else if (c == '?' || d == NULL) {
+            return unknown_option(p, st, word, optopt, optind - 1 + *i);
         }
-    } else {
-        d = w[2] == '\0' ? find_opt(NULL, 0, w[1]) : NULL;
-        if (d == NULL)
-            return fail(p->err, p->errlen, "unknown option '%s'",
-                        quote(w, q));
+        if (c == ':') {
+            if (is_long)
+                return fail(p->err, p->errlen, "option --%s needs a value",
+                            d->name);
+            return fail(p->err, p->errlen, "option -%c (--%s) needs a "
+                        "value", d->short_name, d->name);
+        }
+        if (st == STAGE_GLOBAL && !(BIT(d->id) & BEFORE_COMMAND_OPTS))
+            return option_before_command(p, d, is_long);
+        /* -w's value attached in its word (-w5, -vw5) must look like a
+         * duration: "-wv" is not a wait of "v" but a word not understood,
+         * as it was before short options could be bundled. -w is the only
+         * short option with a value. */
+        if (!is_long && d->has_value && optind == before + 1 &&
+            !looks_like_duration(optarg)) {
+            char q[MAX_QUOTED + 4];
+
+            return fail(p->err, p->errlen, "unknown option '%s' (-%c takes "
+                        "a duration: -%c5, -%c 500ms)", quote(word, q),
+                        d->short_name, d->short_name, d->short_name);
+        }
+        if (set_option(p, d, optarg) != 0)
+            return -1;
     }
-    if (d->has_value && v == NULL) {
-        if (*i + 1 >= p->argc)
-            return fail(p->err, p->errlen, "option --%s needs a value",
-                        d->name);
-        v = p->argv[++*i];
-    }
-    (*i)++;
-    return set_option(p, d, v);
+    *i += at - 1;
+    return 0;
 }
 
 /* ----------------------------------------------------------- positionals */
+
+/* The synopsis of a command, for messages. */
+static const char *synopsis(cr__cli_command c)
+{
+    switch (c) {
+    case CR__CLI_LOCK: return "lock NAME [OPTIONS] [--] CMD [ARG...]";
+    case CR__CLI_SEMAPHORE:
+        return "semaphore NAME [OPTIONS] [--] CMD [ARG...] | set K | add K "
+               "| available";
+    case CR__CLI_LATCH:
+        return "latch NAME set N | count-down | await [--timeout D] | count";
+    case CR__CLI_INSPECT: return "inspect NAME [--json]";
+    default: break;
+    }
+    return "";
+}
+
+/* Refuses a missing NAME; `dashdash` when a "--" stood where it should
+ * be. Returns -1. */
+static int missing_name(parser *p, bool dashdash)
+{
+    cr__cli_command c = p->a->command;
+
+    return fail(p->err, p->errlen, "missing NAME after '%s' (%s%s)",
+                cr__cli_command_name(c),
+                dashdash ? "unexpected '--': " : "", synopsis(c));
+}
+
+/* Refuses a "--" where no command to run can follow. Returns -1. */
+static int unexpected_dashdash(parser *p)
+{
+    return fail(p->err, p->errlen, "unexpected '--': only 'lock NAME' and "
+                "'semaphore NAME' run a command");
+}
 
 /* Takes the rest of argv, from index i, as the command to run. */
 static int take_command(parser *p, int i)
@@ -542,14 +754,16 @@ static int take_command(parser *p, int i)
     if (i >= p->argc)
         return fail(p->err, p->errlen, "missing the command to run after "
                     "'--'");
+    p->a->action = CR__CLI_RUN;
+    p->action_set = true;
     p->a->cmd = &p->argv[i];
     p->a->cmd_argc = p->argc - i;
     return 0;
 }
 
-/* Handles the positional word at argv[*i] and advances *i past it.
- * Returns 0, -1 on a usage error, or 1 when the word is the first of the
- * command to run (then *i is left on it). */
+/* Handles the word argv[*i] after NAME, which is not an option, and
+ * advances *i past it. Returns 0, -1 on a usage error, or 1 when the word
+ * is the first of the command to run (then *i is left on it). */
 static int parse_positional(parser *p, int *i)
 {
     cr__cli_args *a = p->a;
@@ -557,32 +771,6 @@ static int parse_positional(parser *p, int *i)
     char why[CR__CLI_ERR_MAX], q[MAX_QUOTED + 4];
     int64_t n;
 
-    if (a->command == CR__CLI_NONE) {
-        if (strcmp(w, "help") == 0 && !p->help_word) {
-            p->help_word = true;
-            a->help = true;
-            (*i)++;
-            return 0;
-        }
-        a->command = command_of(w);
-        if (a->command == CR__CLI_NONE)
-            return fail(p->err, p->errlen, "unknown command '%s' (use lock, "
-                        "semaphore, latch or inspect)", quote(w, q));
-        if (a->command == CR__CLI_INSPECT)
-            a->action = CR__CLI_SHOW;
-        (*i)++;
-        return 0;
-    }
-    if (a->command == CR__CLI_VERSION)
-        return fail(p->err, p->errlen, "unexpected argument '%s'",
-                    quote(w, q));
-    if (a->name == NULL) {
-        if (*w == '\0')
-            return fail(p->err, p->errlen, "NAME is empty");
-        a->name = w;
-        (*i)++;
-        return 0;
-    }
     if (p->value_pending) {
         int64_t min = a->action == CR__CLI_SEM_ADD     ? -CR__CLI_COUNT_MAX
                       : a->action == CR__CLI_LATCH_SET ? 1
@@ -609,7 +797,6 @@ static int parse_positional(parser *p, int *i)
             } else if (strcmp(w, "available") == 0) {
                 a->action = CR__CLI_SEM_AVAILABLE;
             } else {
-                a->action = CR__CLI_RUN;
                 return 1; /* the command to run starts here */
             }
             (*i)++;
@@ -698,8 +885,7 @@ static int check(parser *p)
     if (a->command == CR__CLI_VERSION)
         return 0;
     if (a->name == NULL)
-        return fail(p->err, p->errlen, "missing NAME after '%s'",
-                    cr__cli_command_name(a->command));
+        return missing_name(p, false);
     if (a->command == CR__CLI_LOCK && a->cmd == NULL)
         return fail(p->err, p->errlen, "missing the command to run (put it "
                     "after --)");
@@ -733,11 +919,54 @@ static int check(parser *p)
     return 0;
 }
 
+/* The words after NAME (after the command word for version): options,
+ * the action and its number, and the command to run, which starts at
+ * "--" or at the first word of lock or semaphore that is not an option.
+ * Returns 0 or -1. */
+static int parse_after_name(parser *p, int i)
+{
+    cr__cli_args *a = p->a;
+    stop how;
+    int rc;
+
+    for (;;) {
+        if (parse_options(p, &i, STAGE_COMMAND, &how) != 0)
+            return -1;
+        if (how == STOP_END)
+            return 0;
+        if (how == STOP_DASHDASH) {
+            bool runs = a->command == CR__CLI_LOCK ||
+                        (a->command == CR__CLI_SEMAPHORE && !p->action_set);
+
+            if (!runs)
+                return unexpected_dashdash(p);
+            return take_command(p, i);
+        }
+        if (a->command == CR__CLI_VERSION) {
+            char q[MAX_QUOTED + 4];
+
+            return fail(p->err, p->errlen, "unexpected argument '%s'",
+                        quote(p->argv[i], q));
+        }
+        rc = parse_positional(p, &i);
+        if (rc < 0)
+            return -1;
+        if (rc == 1)
+            return take_command(p, i);
+    }
+}
+
+/* The command line is read in stages: options of every command, up to
+ * the command word ("help" may come first); the command word; options,
+ * up to NAME; then options, the action and its number, up to the command
+ * to run. Each run of options is parse_options()'s. */
 int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
                        size_t errlen)
 {
+    char q[MAX_QUOTED + 4];
     parser p;
-    int i = 1, rc;
+    stop how;
+    int i = 1;
 
     memset(out, 0, sizeof(*out));
     out->timeout_ms = -1;
@@ -754,38 +983,47 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     p.a = out;
     p.err = err;
     p.errlen = errlen;
-    while (i < argc) {
-        const char *w = argv[i];
 
-        if (strcmp(w, "--") == 0) {
-            bool runs = out->command == CR__CLI_LOCK ||
-                        (out->command == CR__CLI_SEMAPHORE &&
-                         (!p.action_set || out->action == CR__CLI_RUN));
-
-            if (!runs || out->name == NULL)
-                return fail(err, errlen, "unexpected '--': only 'lock NAME' "
-                            "and 'semaphore NAME' run a command");
-            out->action = CR__CLI_RUN;
-            p.action_set = true;
-            if (take_command(&p, i + 1) != 0)
-                return -1;
-            break;
-        }
-        if (w[0] == '-' && w[1] != '\0' &&
-            !(p.value_pending && is_negative_number(w)))
-            rc = parse_option(&p, &i);
-        else
-            rc = parse_positional(&p, &i);
-        if (rc < 0)
+    /* 1. Options before the command word, and "help" once. */
+    for (;;) {
+        if (parse_options(&p, &i, STAGE_GLOBAL, &how) != 0)
             return -1;
-        if (rc == 1) {
-            /* A plain word after NAME starts the command to run. */
-            out->action = CR__CLI_RUN;
-            p.action_set = true;
-            take_command(&p, i);
+        if (how == STOP_DASHDASH)
+            return unexpected_dashdash(&p);
+        if (how == STOP_END)
+            return check(&p);
+        if (strcmp(argv[i], "help") != 0 || p.help_word)
             break;
-        }
+        p.help_word = true;
+        out->help = true;
+        i++;
     }
+
+    /* 2. The command word. */
+    out->command = command_of(argv[i]);
+    if (out->command == CR__CLI_NONE)
+        return fail(err, errlen, "unknown command '%s' (use lock, "
+                    "semaphore, latch or inspect)", quote(argv[i], q));
+    if (out->command == CR__CLI_INSPECT)
+        out->action = CR__CLI_SHOW;
+    i++;
+
+    /* 3. Options up to NAME, and NAME. */
+    if (out->command != CR__CLI_VERSION) {
+        if (parse_options(&p, &i, STAGE_COMMAND, &how) != 0)
+            return -1;
+        if (how == STOP_DASHDASH)
+            return missing_name(&p, true);
+        if (how == STOP_END)
+            return check(&p);
+        if (argv[i][0] == '\0')
+            return fail(err, errlen, "NAME is empty");
+        out->name = argv[i++];
+    }
+
+    /* 4. Options, the action, the command to run. */
+    if (parse_after_name(&p, i) != 0)
+        return -1;
     return check(&p);
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The command line of the credisson tool, parsed into a plain structure.
- * This module is pure: it reads only its arguments, does no I/O, reads no
- * environment and keeps no state, so it can be unit-tested and fuzzed on
- * its own. Every failure is a usage error with a one-line reason.
+ * This module reads only its arguments, does no I/O and keeps no state of
+ * its own, so it can be unit-tested and fuzzed on its own. It reads
+ * options with getopt_long, whose state (optind, optarg, optopt, opterr)
+ * is the process's: each parse resets it, and no other thread may use
+ * getopt meanwhile. Every failure is a usage error with a one-line reason.
  */
 #ifndef CR_CLI_ARGS_H
 #define CR_CLI_ARGS_H
@@ -108,9 +110,13 @@ typedef struct cr__cli_args {
     int cmd_argc;
 } cr__cli_args;
 
-/* cr__cli_parse_args: parse argv[1..argc-1] into *out.
- * Nothing is written to argv: hiding a password given in --url is the
- * caller's (cr__cli_url_password finds it).
+/* cr__cli_parse_args: parse argv[1..argc-1] into *out, in stages: options
+ * of every command, the command word, options and NAME, then options and
+ * the action or the command to run (from "--", or from the first word of
+ * lock or semaphore after NAME that is not an option).
+ * Nothing is written to argv and nothing in it is moved: hiding a password
+ * given in --url is the caller's (cr__cli_url_password finds it in the
+ * string `url` points into, which is inside that option's own word).
  * Returns 0 on success; -1 on a usage error, with a one-line reason in err
  * (errlen bytes, always NUL-terminated when errlen > 0). *out is filled in
  * either case, so a caller can still print help for the command named. */

@@ -259,7 +259,7 @@ int cr__cli_exit_code(cr_status rc)
     case CR_ECONFIG: case CR_ETLS: case CR_ENOTSUP:
         return CR__CLI_EXIT_CONFIG;
     case CR_ENOTOWNER: case CR_ESERVER: case CR_ESCRIPT: case CR_ECLOSED:
-    case CR_EFORKED: case CR_EDEADLK: case CR_EREENTRANT:
+    case CR_EFORKED: case CR_EDEADLK: case CR_EREENTRANT: case CR_ECANCELED:
         return CR__CLI_EXIT_SOFTWARE;
     }
     return CR__CLI_EXIT_SOFTWARE;
@@ -1337,6 +1337,7 @@ int main(int argc, char **argv)
     int code, parsed;
 
     memset(&cli, 0, sizeof(cli));
+    cli.conn = (cr_client_options)CR_CLIENT_OPTIONS_INIT;
     cli.args = &a;
     cli.sigfd = cli.events[0] = cli.events[1] = -1;
     parsed = cr__cli_parse_args(argc, argv, &a, err, sizeof(err));

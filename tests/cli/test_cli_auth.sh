@@ -123,6 +123,23 @@ test_password_in_url_is_hidden_from_ps() {
         "ps"
 }
 
+test_password_in_url_is_hidden_from_ps_wherever_given() {
+    [ "${CR_TEST_SLOW:-0}" = 1 ] && return 0
+    local stars
+    stars=$(printf '%s' "$PASSWORD" | tr -c '' '*')
+    # --url after NAME, with its value after '=', among bundled options.
+    cli_exec lock ps -vw5 --url="redis://:$PASSWORD@127.0.0.1:$PORT" -- \
+        sh -c 'touch ready; exec sleep 30' &
+    local pid=$! args
+    wait_until 5000 file_exists ready || fail "command never started"
+    args=$(ps -o args= -p "$pid")
+    kill -TERM "$pid"
+    wait "$pid"
+    expect_not_contains "$args" "$PASSWORD" "ps"
+    expect_contains "$args" \
+        "lock ps -vw5 --url=redis://:$stars@127.0.0.1:$PORT -- sh" "ps"
+}
+
 test_command_gets_no_password() {
     local url="redis://:$PASSWORD@127.0.0.1:$PORT"
     CREDISSON_PASSWORD=$PASSWORD CREDISSON_SENTINEL_PASSWORD=$PASSWORD \
@@ -224,6 +241,7 @@ run_test test_missing_password_exits_77_with_hint
 run_test test_user_and_password_for_an_acl_user
 run_test test_acl_refusing_scripts_exits_77
 run_test test_password_in_url_is_hidden_from_ps
+run_test test_password_in_url_is_hidden_from_ps_wherever_given
 run_test test_command_gets_no_password
 run_test test_pass_credentials_lets_a_nested_run_connect
 run_test test_client_name_names_the_connections

@@ -154,6 +154,67 @@ test_version_shows_versions() {
     expect_eq "$rc" 0 "exit status of version"
 }
 
+# The command line is read with getopt_long: short options bundle, values
+# attach. These are parsed, then fail on the unreachable server (69), not
+# as usage errors.
+test_bundled_and_attached_options_are_read() {
+    local url=redis://127.0.0.1:1
+    run_cli -vV
+    expect_eq "$rc" 0 "exit status of -vV"
+    expect_contains "$out" "(library " "-vV"
+    run_cli lock -vh
+    expect_eq "$rc" 0 "exit status of lock -vh"
+    expect_contains "$out" "Usage: credisson lock NAME" "lock -vh"
+    run_cli --url "$url" --timeout 1s lock jobs -vw5 -- true
+    expect_usage_error 69 "127.0.0.1:1"
+    run_cli --url="$url" --timeout=1s lock -w0 jobs --wait=5 true
+    expect_usage_error 69 "127.0.0.1:1"
+    run_cli --url "$url" semaphore s -vw 1s --permits=2 true
+    expect_usage_error 69 "127.0.0.1:1"
+}
+
+test_missing_name_exits_64() {
+    run_cli lock -- true
+    expect_usage_error 64 "missing NAME after 'lock'"
+    run_cli semaphore --wait 5 -- true
+    expect_usage_error 64 "missing NAME after 'semaphore'"
+    run_cli inspect --json
+    expect_usage_error 64 "missing NAME after 'inspect'"
+}
+
+# Without --, a word starting with '-' after NAME is an option of the
+# tool; after --, every word is the command's.
+test_command_that_looks_like_an_option() {
+    run_cli lock jobs -x
+    expect_usage_error 64 "unknown option '-x' for lock"
+    expect_contains "$err" "goes after '--'" "stderr"
+    run_cli --url redis://127.0.0.1:1 lock jobs -- -x
+    expect_usage_error 69 "127.0.0.1:1"
+}
+
+test_unknown_option_at_each_stage_exits_64() {
+    run_cli --frob lock jobs -- true
+    expect_usage_error 64 "unknown option '--frob'"
+    run_cli lock --frob jobs -- true
+    expect_usage_error 64 "unknown option '--frob' for lock"
+    run_cli lock jobs -vq -- true
+    expect_usage_error 64 "unknown option '-q' in '-vq'"
+    run_cli latch jobs await --frob
+    expect_usage_error 64 "unknown option '--frob' for latch"
+    # No long option is taken by its beginning.
+    run_cli lock jobs --wai 5 -- true
+    expect_usage_error 64 "unknown option '--wai'"
+}
+
+test_command_option_before_command_word_exits_64() {
+    run_cli --wait 5 lock jobs -- true
+    expect_usage_error 64 "option --wait comes after the command word"
+    run_cli -w5 semaphore s -- true
+    expect_usage_error 64 "option -w comes after the command word"
+    run_cli --fenced lock jobs -- true
+    expect_usage_error 64 "option --fenced comes after the command word"
+}
+
 test_man_page_is_clean() {
     command -v groff >/dev/null || return 0
     local w
@@ -176,4 +237,9 @@ run_test test_lock_help_lists_every_option_of_lock
 run_test test_exit_status_table_is_the_same_in_help_man_page_and_code
 run_test test_version_shows_versions
 run_test test_man_page_is_clean
+run_test test_bundled_and_attached_options_are_read
+run_test test_missing_name_exits_64
+run_test test_command_that_looks_like_an_option
+run_test test_unknown_option_at_each_stage_exits_64
+run_test test_command_option_before_command_word_exits_64
 finish

@@ -145,13 +145,12 @@ static int
 run_barrier_wait(const char *url, const char *name, int parties,
                  long watchdog_ms)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *client = NULL;
     cr_barrier *bar = NULL;
     char line[32];
     cr_status rc;
 
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     if ((rc = cr_client_new(&o, &client)) != CR_OK)
@@ -168,7 +167,7 @@ run_barrier_wait(const char *url, const char *name, int parties,
 int
 main(int argc, char **argv)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *client = NULL;
     cr_status rc;
     int ret;
@@ -181,7 +180,6 @@ main(int argc, char **argv)
     if (strcmp(argv[1], "barrier-wait") == 0 && argc == 6)
         return run_barrier_wait(argv[2], argv[3], atoi(argv[4]),
                                 atol(argv[5]));
-    memset(&o, 0, sizeof(o));
     o.url = argv[2];
     if ((rc = cr_client_new(&o, &client)) != CR_OK)
         die("cr_client_new", rc);

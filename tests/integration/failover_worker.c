@@ -135,7 +135,7 @@ monitor(void *arg)
     uint64_t seen = 0;
 
     while (!atomic_load(&finished)) {
-        cr_client_stats st;
+        cr_client_stats st = CR_CLIENT_STATS_INIT;
 
         if (cr_client_stats_get(c, &st) == CR_OK && st.failovers > seen) {
             char msg[32];
@@ -226,7 +226,7 @@ round_once(cr_lock *lock, int64_t lease_ms, long hold_ms, int worker)
 int
 main(int argc, char **argv)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *client = NULL;
     cr_lock *lock = NULL;
     pthread_t mon;
@@ -248,7 +248,6 @@ main(int argc, char **argv)
     lease_ms = atoll(argv[3]);
     hold_ms = atol(argv[4]);
     worker = atoi(argv[6]);
-    memset(&o, 0, sizeof(o));
     o.url = argv[1];
     o.lock_watchdog_timeout_ms = atoll(argv[7]);
     o.command_timeout_ms = 1000;

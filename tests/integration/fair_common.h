@@ -33,10 +33,9 @@ wall_ms(void)
 static inline cr_client *
 client_with(int64_t watchdog_ms, int64_t fair_wait_ms)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = test_redis.url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     o.fair_lock_wait_timeout_ms = fair_wait_ms;

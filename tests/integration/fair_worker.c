@@ -115,7 +115,7 @@ count(cr_lock *lock, const char *url, long n, const char *key)
 int
 main(int argc, char **argv)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *client = NULL;
     cr_lock *lock = NULL;
     cr_rwlock *rw = NULL;
@@ -129,7 +129,6 @@ main(int argc, char **argv)
     }
     mode = argv[1];
     rwmode = strcmp(mode, "write-count") == 0 || strcmp(mode, "read-hold") == 0;
-    memset(&o, 0, sizeof(o));
     o.url = argv[2];
     if (strcmp(mode, "wait") == 0)
         o.fair_lock_wait_timeout_ms = atoll(argv[4]);

@@ -60,10 +60,9 @@ redis_down(void **state)
 static inline cr_client *
 new_client(int64_t watchdog_ms)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = test_redis.url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     o.command_timeout_ms = slow(2000);
@@ -238,7 +237,7 @@ static inline bool
 renewals_reached(void *arg)
 {
     renewals *r = arg;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     return cr_client_stats_get(r->client, &st) == CR_OK &&
            st.renewals_sent >= r->at_least;
@@ -249,7 +248,7 @@ renewals_reached(void *arg)
 static inline void
 await_more_renewals(cr_client *c, uint64_t more)
 {
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     renewals want = {c, 0};
 
     assert_int_equal(cr_client_stats_get(c, &st), CR_OK);
@@ -321,7 +320,7 @@ lock_is_lost(void *arg)
 static inline uint64_t
 commands_of(cr_client *c)
 {
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     return cr_client_stats_get(c, &st) == CR_OK ? st.commands : 0;
 }

@@ -58,7 +58,7 @@ bump(redisContext *c, const char *key)
 int
 main(int argc, char **argv)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *client = NULL;
     cr_lock *lock = NULL;
     cr_status rc;
@@ -67,7 +67,6 @@ main(int argc, char **argv)
         fprintf(stderr, "usage: lock_worker count|hold URL NAME ...\n");
         return 2;
     }
-    memset(&o, 0, sizeof(o));
     o.url = argv[2];
     if (strcmp(argv[1], "hold") == 0)
         o.lock_watchdog_timeout_ms = atoll(argv[4]);

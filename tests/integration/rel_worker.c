@@ -112,7 +112,7 @@ run_hold(cr_lock *lock, cr_hist *h, int worker)
 int
 main(int argc, char **argv)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *client = NULL;
     cr_rwlock *rw = NULL;
     cr_lock *lock = NULL;
@@ -131,7 +131,6 @@ main(int argc, char **argv)
         return 1;
     }
     worker = atoi(argv[7]);
-    memset(&o, 0, sizeof(o));
     o.url = argv[2];
     o.lock_watchdog_timeout_ms = atoll(argv[5]);
     o.command_timeout_ms = atoll(argv[8]);

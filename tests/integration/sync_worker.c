@@ -78,7 +78,7 @@ run_sem(cr_client *client, const char *name, long rounds, int fd)
 int
 main(int argc, char **argv)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *client = NULL;
     cr_status rc;
     int ret = 0;
@@ -88,7 +88,6 @@ main(int argc, char **argv)
                 "NAME ...\n");
         return 2;
     }
-    memset(&o, 0, sizeof(o));
     o.url = argv[2];
     if ((rc = cr_client_new(&o, &client)) != CR_OK)
         die("cr_client_new", rc);

@@ -105,10 +105,9 @@ log_refusals(void *userdata, cr_log_level level, const char *msg)
 static cr_client *
 locker(bool sync)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.lock_watchdog_timeout_ms = 300;
     o.command_timeout_ms = slow(2000);
@@ -580,14 +579,13 @@ test_acl_replica_sync_without_wait_undoes_the_acquisition(void **state)
 static void
 test_acl_wrong_or_missing_password_is_eauth(void **state)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     char bad[256];
 
     (void)state;
     snprintf(bad, sizeof(bad), "redis://locker:wrong@127.0.0.1:%d",
              test_redis.port);
-    memset(&o, 0, sizeof(o));
     o.url = bad;
     assert_int_equal(cr_client_new(&o, &c), CR_EAUTH);
     assert_null(strstr(cr_last_error(), "wrong"));

@@ -56,10 +56,9 @@ bound_ms(int64_t wait_ms)
 static cr_client *
 short_client(const char *url)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.command_timeout_ms = CMD_TIMEOUT_MS;
     o.connect_timeout_ms = CMD_TIMEOUT_MS;

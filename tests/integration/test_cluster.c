@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "credisson.h"
+#include "poll_loop.h"
 #include "redis_cluster.h"
 
 static cr_test_cluster cl;
@@ -58,12 +59,11 @@ cluster_down(void **state)
 static cr_client *
 client(const char *query, int64_t watchdog_ms, int64_t sync_ms)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     char url[1100];
 
     snprintf(url, sizeof(url), "%s%s", cl.url, query != NULL ? query : "");
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     o.replica_sync_timeout_ms = sync_ms;
@@ -77,7 +77,7 @@ client(const char *query, int64_t watchdog_ms, int64_t sync_ms)
 static cr_client_stats
 stats(cr_client *c)
 {
-    cr_client_stats s;
+    cr_client_stats s = CR_CLIENT_STATS_INIT;
 
     assert_int_equal(cr_client_stats_get(c, &s), CR_OK);
     return s;
@@ -477,7 +477,7 @@ static void
 assert_renewed_cleanly(cr_client *c)
 {
     renew_arg r = {c, stats(c).renewal_calls + 3 * SPREAD};
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     assert_true(cr_test_wait_until(renewed_enough, &r, slow(10000)));
     st = stats(c);
@@ -662,10 +662,25 @@ replica_of(int m)
     return -1;
 }
 
+/* Whether master `*arg` lists a replica in ROLE (one the replica-sync
+ * check counts). */
+static bool
+lists_a_replica(void *arg)
+{
+    redisReply *r = cr_test_cluster_cmd(&cl, *(int *)arg, "ROLE");
+    bool listed = r != NULL && r->type == REDIS_REPLY_ARRAY &&
+                  r->elements >= 3 && r->element[2]->type == REDIS_REPLY_ARRAY &&
+                  r->element[2]->elements > 0;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return listed;
+}
+
 static void
 test_cluster_replica_sync_undoes_unacknowledged_acquisitions(void **state)
 {
-    cr_client *c = client(NULL, 0, 200);
+    cr_client *c;
     char name[64], rwname[64];
     cr_lock *plain, *fair;
     cr_rwlock *rw;
@@ -675,6 +690,12 @@ test_cluster_replica_sync_undoes_unacknowledged_acquisitions(void **state)
     masters(m);
     replica = replica_of(m[0]);
     assert_true(replica >= 0);
+    /* The client counts the replicas when its connections first need them
+     * (then once a second): only once the master lists its replica again
+     * (an earlier test may have left it resynchronising) does every count
+     * see it. */
+    assert_true(cr_test_wait_until(lists_a_replica, &m[0], slow(10000)));
+    c = client(NULL, 0, 200);
     name_on(name, sizeof(name), "sync", m[0]);
     name_on(rwname, sizeof(rwname), "syncrw", m[0]);
     assert_int_equal(cr_lock_new(c, name, &plain), CR_OK);
@@ -708,7 +729,7 @@ static void
 test_cluster_replica_sync_longer_than_the_command_timeout(void **state)
 {
     const int64_t sync_ms = slow(1500);
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     char name[64];
     cr_lock *l;
@@ -721,7 +742,6 @@ test_cluster_replica_sync_longer_than_the_command_timeout(void **state)
     replica = replica_of(m[0]);
     assert_true(replica >= 0);
     name_on(name, sizeof(name), "longsync", m[0]);
-    memset(&o, 0, sizeof(o));
     o.url = cl.url;
     o.replica_sync_timeout_ms = sync_ms;
     o.command_timeout_ms = slow(500);
@@ -865,6 +885,78 @@ test_cluster_master_failover_waiters_proceed_counter_exact(void **state)
     cr_client_free(sh.client);
 }
 
+/* ----------------------------------------------------- asynchronous API */
+
+typedef struct async_outcome {
+    int calls;
+    cr_status rc;
+} async_outcome;
+
+static void
+async_record(void *userdata, cr_status rc, int64_t value)
+{
+    async_outcome *o = userdata;
+
+    (void)value;
+    o->calls++;
+    o->rc = rc;
+}
+
+static bool
+async_called(void *arg)
+{
+    return ((async_outcome *)arg)->calls > 0;
+}
+
+/* The asynchronous API in a cluster: each request goes to the master of
+ * its slot, and a waiter is woken through the sharded pub/sub link of its
+ * channel's slot master. */
+static void
+test_cluster_async_requests_reach_every_master_and_wake_by_sharded_pubsub(void **state)
+{
+    cr_client *c = client("?sharded=on", 0, 0);
+    cr_client *other = client("?sharded=on", 0, 0);
+    cr_async *a = NULL;
+    char name[64];
+    int m[3], i;
+
+    (void)state;
+    masters(m);
+    assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
+    for (i = 0; i < 3; i++) {
+        async_outcome o = {0}, u = {0}, w = {0};
+        int64_t owner = cr_async_owner_id();
+        cr_lock *l, *theirs;
+
+        name_on(name, sizeof(name), "async", m[i]);
+        assert_int_equal(cr_lock_new(c, name, &l), CR_OK);
+        assert_int_equal(cr_lock_new(other, name, &theirs), CR_OK);
+        assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, async_record,
+                                       &o, NULL), CR_OK);
+        assert_true(poll_loop_until(a, async_called, &o, slow(5000)));
+        assert_int_equal(o.rc, CR_OK);
+        assert_int_equal(AT_KEY(name, "EXISTS %s", name), 1);
+        assert_int_equal(cr_async_unlock(a, l, owner, async_record, &u, NULL),
+                         CR_OK);
+        assert_true(poll_loop_until(a, async_called, &u, slow(5000)));
+        assert_int_equal(u.rc, CR_OK);
+        assert_int_equal(cr_lock_lock(theirs, 30000), CR_OK);
+        assert_int_equal(cr_async_lock(a, l, owner, slow(10000), 30000,
+                                       async_record, &w, NULL), CR_OK);
+        poll_loop_turn(a, 100);
+        assert_int_equal(w.calls, 0);
+        assert_int_equal(cr_lock_unlock(theirs), CR_OK);
+        assert_true(poll_loop_until(a, async_called, &w, slow(5000)));
+        assert_int_equal(w.rc, CR_OK);
+        assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
+        cr_lock_free(theirs);
+        cr_lock_free(l);
+    }
+    cr_async_free(a);
+    cr_client_free(other);
+    cr_client_free(c);
+}
+
 int
 main(void)
 {
@@ -874,6 +966,7 @@ main(void)
         cmocka_unit_test(test_cluster_unlock_wakes_waiter_by_sharded_pubsub),
         cmocka_unit_test(test_cluster_unlock_wakes_waiter_by_classic_pubsub),
         cmocka_unit_test(test_cluster_unlock_publishes_with_spublish),
+        cmocka_unit_test(test_cluster_async_requests_reach_every_master_and_wake_by_sharded_pubsub),
         cmocka_unit_test(test_cluster_refuses_names_whose_keys_split),
         cmocka_unit_test(test_cluster_watchdog_renews_locks_in_every_slot),
         cmocka_unit_test(test_cluster_watchdog_renews_read_holds_in_every_slot),

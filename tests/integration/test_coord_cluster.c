@@ -61,10 +61,9 @@ cluster_down(void **state)
 static cr_client *
 client(int64_t watchdog_ms)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = cl.url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     o.command_timeout_ms = slow(2000);

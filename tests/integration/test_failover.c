@@ -326,10 +326,9 @@ static cr_client *
 client_as(const char *sentinel_url, const char *sentinel_user,
           const char *sentinel_pw, int64_t watchdog_ms)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = sentinel_url;
     o.sentinel_username = sentinel_user;
     o.sentinel_password = sentinel_pw;
@@ -353,7 +352,7 @@ client_at(const char *sentinel_url, int64_t watchdog_ms)
 static uint64_t
 failovers_of(cr_client *c)
 {
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     return cr_client_stats_get(c, &st) == CR_OK ? st.failovers : 0;
 }
@@ -988,12 +987,11 @@ static cr_status
 auth_client(int k, const char *sentinel_user, const char *sentinel_pw,
             cr_client **out)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     char u[128];
 
     snprintf(u, sizeof(u), "redis-sentinel://127.0.0.1:%d/%s",
              auth_sentinels[k].port, auth_names[k]);
-    memset(&o, 0, sizeof(o));
     o.url = u;
     o.password = MASTER_PW;
     o.sentinel_username = sentinel_user;
@@ -1055,10 +1053,9 @@ auth_wait_run(void *arg)
 static cr_client *
 auth_direct_client(void)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = auth_master.url;
     o.password = MASTER_PW;
     o.command_timeout_ms = slow(2000);

@@ -275,7 +275,7 @@ test_fair_lock_waiter_still_subscribed_tries_once_before_it_sleeps(void **state)
 {
     cr_client *wc = client_with(30000, 0);
     cr_lock *holder, *l;
-    cr_client_stats st0, st1;
+    cr_client_stats st0 = CR_CLIENT_STATS_INIT, st1 = CR_CLIENT_STATS_INIT;
     long long subs;
     bool lingered;
     waiter a, b;
@@ -348,7 +348,7 @@ static bool
 client_sent_more(void *arg)
 {
     sent *s = arg;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     return cr_client_stats_get(s->client, &st) == CR_OK &&
            st.commands > s->more_than;
@@ -358,7 +358,7 @@ static void
 test_fair_lock_dead_head_waiter_delays_others_only_until_its_deadline(void **state)
 {
     cr_client *wc = client_with(30000, 0);
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     cr_lock *holder, *l;
     waiter w;
     sent s;

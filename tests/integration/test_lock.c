@@ -241,7 +241,7 @@ static void
 test_lock_watchdog_keeps_lock_alive_for_several_timeouts(void **state)
 {
     cr_lock *l;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     int64_t end;
 
     (void)state;
@@ -266,7 +266,7 @@ static void
 test_lock_watchdog_stops_renewing_after_unlock(void **state)
 {
     cr_lock *l;
-    cr_client_stats before, after;
+    cr_client_stats before = CR_CLIENT_STATS_INIT, after = CR_CLIENT_STATS_INIT;
 
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "stopped", &l), CR_OK);
@@ -354,7 +354,7 @@ static void
 test_lock_lost_is_reported_when_key_deleted_behind_the_holder(void **state)
 {
     lost_record rec = LOST_RECORD_INIT;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     cr_lock *l;
     bool lost = true;
 
@@ -386,7 +386,7 @@ static void
 test_lock_unlock_that_finds_the_hold_gone_calls_the_callback_first(void **state)
 {
     lost_record rec = LOST_RECORD_INIT;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     cr_lock *l;
 
     (void)state;
@@ -1395,11 +1395,10 @@ test_lock_names_with_braces_and_huge_names_work(void **state)
 static void
 test_client_new_refuses_bad_url_and_options(void **state)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
     (void)state;
-    memset(&o, 0, sizeof(o));
     o.url = "http://127.0.0.1:1";
     assert_int_equal(cr_client_new(&o, &c), CR_EINVAL);
     assert_non_null(strstr(cr_last_error(), "http"));
@@ -1416,7 +1415,7 @@ test_client_new_refuses_bad_url_and_options(void **state)
 static void
 test_client_new_reports_unreachable_server_as_eio(void **state)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     cr_test_redis gone;
 
@@ -1424,7 +1423,6 @@ test_client_new_reports_unreachable_server_as_eio(void **state)
     /* A port that was free a moment ago and has no server. */
     assert_int_equal(cr_test_redis_start(&gone, NULL), 0);
     cr_test_redis_destroy(&gone);
-    memset(&o, 0, sizeof(o));
     o.url = gone.url;
     o.connect_timeout_ms = 500;
     assert_int_equal(cr_client_new(&o, &c), CR_EIO);
@@ -1478,7 +1476,7 @@ test_client_stats_count_acquisitions_and_contended_waits(void **state)
 {
     cr_client *other = new_client(30000);
     cr_lock *mine, *theirs;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "stats", &mine), CR_OK);
@@ -1764,14 +1762,13 @@ static void
 test_lock_holds_released_while_renewals_fly_are_not_reported_lost(
     void **state)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     churner w[4];
     int i;
 
     (void)state;
-    memset(&o, 0, sizeof(o));
     o.url = test_redis.url;
     o.lock_watchdog_timeout_ms = slow(150);
     o.lock_watchdog_batch_size = 2;

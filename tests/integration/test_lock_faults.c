@@ -61,7 +61,7 @@ test_lock_waiting_survives_script_flush(void **state)
 {
     cr_lock *theirs, *mine;
     cr_client *other = hold_elsewhere("flushed", &theirs);
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     waiter w;
     int64_t released;
 
@@ -95,7 +95,7 @@ static bool
 reconnected(void *arg)
 {
     reconnect_watch *rw = arg;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     return cr_client_stats_get(rw->client, &st) == CR_OK &&
            st.reconnects > rw->before;
@@ -107,7 +107,7 @@ test_lock_waiting_survives_client_kill_of_the_pubsub_connection(void **state)
     const char *channel = "redisson_lock__channel:{killed}";
     cr_lock *theirs, *mine;
     cr_client *other = hold_elsewhere("killed", &theirs);
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     reconnect_watch rw = {test_client, 0};
     waiter w;
     int64_t released;
@@ -160,10 +160,9 @@ a_link_was_lost(void *arg)
 static cr_client *
 link_watching_client(void)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = test_redis.url;
     o.command_timeout_ms = 1000;
     o.reconnect_window_ms = slow(30000);
@@ -219,7 +218,7 @@ test_lock_waiter_reading_a_silent_link_recovers_when_it_is_dropped(void **state)
     const char *channel = "redisson_lock__channel:{silent}";
     cr_lock *theirs, *mine;
     cr_client *other = hold_elsewhere("silent", &theirs), *c;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     reconnect_watch rw = {NULL, 0};
     waiter w;
     int64_t released;

@@ -955,14 +955,13 @@ test_wire_name_prefix_is_part_of_the_key_and_the_channel(void **state)
 {
     const char *ch = "redisson_lock__channel:{app:pre}";
     cr_test_listener *li = listen_on(&ch, 1);
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     char owner[96];
     cr_lock *l;
     size_t n;
 
     (void)state;
-    memset(&o, 0, sizeof(o));
     o.url = test_redis.url;
     o.command_timeout_ms = slow(2000);
     o.name_prefix = "app:";

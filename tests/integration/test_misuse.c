@@ -77,7 +77,7 @@ test_misuse_null_handles_are_refused_with_einval_and_a_message(void **state)
     char id[CR_PERMIT_ID_LEN + 1] = "0123456789abcdef0123456789abcdef";
     int64_t n = 7;
     bool b = true;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     (void)state;
     /* Frees of NULL do nothing; names of NULL are "". */
@@ -695,7 +695,7 @@ test_misuse_bad_client_options_and_urls_are_refused(void **state)
 
     (void)state;
     for (i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
-        memset(&o, 0, sizeof(o));
+        o = (cr_client_options)CR_CLIENT_OPTIONS_INIT;
         o.url = urls[i];
         EXPECT(cr_client_new(&o, &c), CR_EINVAL);
     }
@@ -709,7 +709,7 @@ test_misuse_bad_client_options_and_urls_are_refused(void **state)
     free(long_url);
 #define BAD_OPTION(field, value)                                              \
     do {                                                                      \
-        memset(&o, 0, sizeof(o));                                             \
+        o = (cr_client_options)CR_CLIENT_OPTIONS_INIT;                        \
         o.url = test_redis.url;                                               \
         o.field = (value);                                                    \
         EXPECT(cr_client_new(&o, &c), CR_EINVAL);                             \
@@ -817,12 +817,11 @@ admin(const char *fmt, ...)
 static cr_status
 client_as(const char *user, const char *pw, cr_client **out)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     char url[256];
 
     snprintf(url, sizeof(url), "redis://%s:%s@127.0.0.1:%d", user, pw,
              test_redis.port);
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.command_timeout_ms = slow(2000);
     o.lock_watchdog_timeout_ms = 3000;
@@ -989,14 +988,13 @@ static cr_status
 fake_client(const fake_server *f, const char *pw, int64_t timeout_ms,
             cr_client **out)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     char url[128];
 
     if (pw != NULL)
         snprintf(url, sizeof(url), "redis://:%s@127.0.0.1:%d", pw, f->port);
     else
         snprintf(url, sizeof(url), "redis://127.0.0.1:%d", f->port);
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.command_timeout_ms = timeout_ms;
     o.connect_timeout_ms = timeout_ms;
@@ -1145,10 +1143,9 @@ no_secret_in(const char *text, const char *where)
 static cr_status
 logged_client(const char *url, cr_client **out)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_status rc;
 
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.command_timeout_ms = slow(1000);
     o.connect_timeout_ms = slow(1000);

@@ -60,7 +60,7 @@ clients_up(void **state)
     for (i = 0; i < SERVERS; i++) {
         if (servers[i].pid == 0 && cr_test_redis_restart(&servers[i]) != 0)
             return -1;
-        memset(&o, 0, sizeof(o));
+        o = (cr_client_options)CR_CLIENT_OPTIONS_INIT;
         o.url = servers[i].url;
         o.lock_watchdog_timeout_ms = 300;
         o.connect_timeout_ms = 300;
@@ -147,13 +147,12 @@ test_multilock_takes_every_sub_lock_and_unlocks_everywhere(void **state)
 static void
 test_multilock_fails_whole_and_leaves_nothing_when_one_sub_lock_is_held(void **state)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *other;
     cr_lock *blocker, *m;
     int64_t start;
 
     (void)state;
-    memset(&o, 0, sizeof(o));
     o.url = servers[1].url;
     assert_int_equal(cr_client_new(&o, &other), CR_OK);
     assert_int_equal(cr_lock_new(other, "m", &blocker), CR_OK);
@@ -384,12 +383,11 @@ test_multilock_contacts_servers_in_parallel(void **state)
 
     (void)state;
     for (i = 0; i < SERVERS; i++) {
-        cr_client_options o;
+        cr_client_options o = CR_CLIENT_OPTIONS_INIT;
         char url[64];
 
         assert_int_equal(relay_start(&relays[i], &servers[i]), 0);
         snprintf(url, sizeof(url), "redis://127.0.0.1:%d", relays[i].port);
-        memset(&o, 0, sizeof(o));
         o.url = url;
         o.command_timeout_ms = slow(5000);
         assert_int_equal(cr_client_new(&o, &c[i]), CR_OK);

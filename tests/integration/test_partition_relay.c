@@ -67,7 +67,7 @@ test_partition_relay_frozen_holder_is_told_before_its_key_expires_and_another_ge
     const int64_t lease_ms = slow(1) > 1 ? 8000 : 4000;
     cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
     cr_hist *h = cr_hist_new(16, 2);
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *holder = NULL;
     cr_lock *held, *wanted;
     cr_hist_report rep;
@@ -82,7 +82,6 @@ test_partition_relay_frozen_holder_is_told_before_its_key_expires_and_another_ge
     assert_non_null(h);
     atomic_store(&lost_at_us, 0);
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d", cr_test_relay_port(relay));
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.lock_watchdog_timeout_ms = lease_ms;
     /* A renewal sent into the frozen relay waits four leases for its

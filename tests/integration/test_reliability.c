@@ -223,10 +223,9 @@ static cr_client *
 fault_client(const cr_test_redis *srv, int64_t watchdog_ms,
              int64_t command_timeout_ms)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
-    memset(&o, 0, sizeof(o));
     o.url = srv->url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     o.command_timeout_ms = command_timeout_ms;
@@ -626,7 +625,7 @@ static void
 test_reliability_client_kill_at_random_moments_keeps_exclusion(void **state)
 {
     unsigned seed = fault_seed();
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     int64_t end;
     int kills = 0;
     run r;
@@ -652,7 +651,7 @@ test_reliability_client_kill_at_random_moments_keeps_exclusion(void **state)
 static void
 test_reliability_script_flush_in_a_loop_keeps_exclusion(void **state)
 {
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     int64_t end;
     int flushes = 0;
     run r;
@@ -857,7 +856,7 @@ static bool
 renewed_more(void *arg)
 {
     uint64_t *before = arg;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     return cr_client_stats_get(test_client, &st) == CR_OK &&
            st.renewals_sent >= before[0] + before[1];
@@ -867,7 +866,7 @@ static void
 test_reliability_fork_child_cannot_touch_holds_and_parent_renewal_goes_on(void **state)
 {
     cr_lock *l, *fenced;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     uint64_t want[2];
     char verdict = '?';
     bool held = false;
@@ -976,7 +975,7 @@ static bool
 spinning(void *arg)
 {
     uint64_t *before = arg;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
 
     return cr_client_stats_get(test_client, &st) == CR_OK &&
            st.commands >= *before + 3;
@@ -1013,7 +1012,7 @@ test_reliability_client_freed_while_threads_wait_returns_eclosed(void **state)
     obj theirs[NHELD];
     blocked b[NB];
     cr_latch *setter;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     uint64_t before;
     size_t i;
     char name[64];

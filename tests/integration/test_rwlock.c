@@ -465,7 +465,7 @@ test_rwlock_read_to_write_upgrade_fails_at_once_with_edeadlk(void **state)
 static void
 test_rwlock_watchdog_renews_readers_across_several_periods(void **state)
 {
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     cr_rwlock *rw, *other;
     char mine[96], k1[160], k2[160];
     int64_t end;
@@ -509,14 +509,13 @@ test_rwlock_watchdog_renews_readers_across_several_periods(void **state)
 static void
 test_rwlock_watchdog_renews_mixed_holds_in_batches_of_one_hash(void **state)
 {
-    cr_client_options o;
-    cr_client_stats st;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     cr_client *c = NULL;
     cr_rwlock *a, *b;
     int64_t end;
 
     (void)state;
-    memset(&o, 0, sizeof(o));
     o.url = test_redis.url;
     o.lock_watchdog_timeout_ms = 300;
     o.lock_watchdog_batch_size = 1;
@@ -558,7 +557,7 @@ test_rwlock_watchdog_renews_mixed_holds_in_batches_of_one_hash(void **state)
 static void
 test_rwlock_write_renewal_survives_a_read_unlock_of_the_same_thread(void **state)
 {
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     cr_rwlock *rw;
     int64_t end;
 

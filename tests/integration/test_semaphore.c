@@ -558,13 +558,12 @@ test_semaphore_names_with_braces_and_prefix_use_redisson_names(void **state)
     const char *channels[2] = {"redisson_sc:app{7}sem", "redisson_sc:{pre:x}"};
     const char *want0[] = {"1"};
     cr_test_listener *li = listen_on(channels, 2);
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *prefixed = NULL;
     cr_semaphore *a, *b;
     const cr_test_message *m;
 
     (void)state;
-    memset(&o, 0, sizeof(o));
     o.url = test_redis.url;
     o.name_prefix = "pre:";
     assert_int_equal(cr_client_new(&o, &prefixed), CR_OK);

@@ -47,13 +47,12 @@ wait_lock(void *arg)
 static cr_client *
 relay_client(const cr_test_relay *relay)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     char url[64];
 
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
              cr_test_relay_port(relay));
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.command_timeout_ms = TIMEOUT_MS;
     o.connect_timeout_ms = TIMEOUT_MS;
@@ -198,7 +197,7 @@ test_storm_client_new_against_each_broken_server_is_bounded(void **state)
     (void)state;
     for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         cr_test_fault_server *f = cr_test_fault_start(modes[i]);
-        cr_client_options o;
+        cr_client_options o = CR_CLIENT_OPTIONS_INIT;
         cr_client *c = NULL;
         char url[64];
         int64_t start, took;
@@ -207,7 +206,6 @@ test_storm_client_new_against_each_broken_server_is_bounded(void **state)
         assert_non_null(f);
         snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
                  cr_test_fault_port(f));
-        memset(&o, 0, sizeof(o));
         o.url = url;
         o.command_timeout_ms = TIMEOUT_MS;
         o.connect_timeout_ms = TIMEOUT_MS;

@@ -32,7 +32,7 @@ print_log(void *userdata, cr_log_level level, const char *msg)
 static void
 tls_options(cr_client_options *o, const char *url, const char *ca)
 {
-    memset(o, 0, sizeof(*o));
+    *o = (cr_client_options)CR_CLIENT_OPTIONS_INIT;
     o->log_fn = print_log;
     o->log_level = CR_LOG_INFO;
     o->url = url;
@@ -275,7 +275,7 @@ test_tls_insecure_accepts_any_certificate(void **state)
 static void
 test_tls_plain_client_on_a_tls_port_ends_in_time_without_a_storm(void **state)
 {
-    cr_client_options o;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
     char url[128];
     long long before = connections_received(&test_redis);
@@ -284,7 +284,6 @@ test_tls_plain_client_on_a_tls_port_ends_in_time_without_a_storm(void **state)
 
     (void)state;
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d", test_redis.tls_port);
-    memset(&o, 0, sizeof(o));
     o.url = url;
     o.command_timeout_ms = 500;
     o.connect_timeout_ms = 500;
@@ -395,7 +394,7 @@ test_tls_sentinel_deployment_with_a_waiter_and_a_failover(void **state)
     char args[256], conf[512], url[512];
     cr_client_options o;
     cr_client *c1 = NULL, *c2 = NULL;
-    cr_client_stats st;
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
     long long new_port;
     size_t off;
     cr_lock *l;

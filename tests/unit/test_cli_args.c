@@ -788,6 +788,221 @@ static void test_args_inspect(void **state)
     assert_true(l.a.json);
 }
 
+/* ------------------------------------------- getopt_long's forms, stages */
+
+static void test_args_short_options_bundle(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock jobs -vw5 -- true");
+    assert_true(l.a.verbose);
+    assert_int_equal(l.a.wait_ms, 5000);
+    assert_int_equal(l.a.cmd_argc, 1);
+    line_ok(&l, "lock jobs -vw 250ms true");
+    assert_true(l.a.verbose);
+    assert_int_equal(l.a.wait_ms, 250);
+    assert_string_equal(l.a.cmd[0], "true");
+    /* -V wins over everything, as --version does. */
+    line_ok(&l, "-vV");
+    assert_true(l.a.verbose);
+    assert_int_equal(l.a.command, CR__CLI_VERSION);
+    line_ok(&l, "lock -vh");
+    assert_true(l.a.help);
+    assert_true(l.a.verbose);
+    assert_int_equal(l.a.command, CR__CLI_LOCK);
+    line_ok(&l, "-hv semaphore");
+    assert_true(l.a.help);
+    assert_int_equal(l.a.command, CR__CLI_SEMAPHORE);
+}
+
+static void test_args_short_option_value_attached(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "lock jobs -w5 -- true");
+    assert_int_equal(l.a.wait_ms, 5000);
+    line_ok(&l, "lock -w0 jobs true");
+    assert_int_equal(l.a.wait_ms, 0);
+    assert_string_equal(l.a.name, "jobs");
+    line_ok(&l, "lock jobs -w1.5m true");
+    assert_int_equal(l.a.wait_ms, 90000);
+    line_ok(&l, "latch l await -wforever");
+    assert_int_equal(l.a.wait_ms, CR__CLI_FOREVER);
+    line_bad(&l, "lock jobs -w5x -- true", "invalid duration '5x' for --wait");
+    line_bad(&l, "lock jobs -vw", "option -w (--wait) needs a value");
+}
+
+static void test_args_long_option_value_after_equals(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "--url=redis://h:1 --timeout=250ms lock jobs --wait=5 "
+                "--lease=1m true");
+    assert_string_equal(l.a.url, "redis://h:1");
+    assert_int_equal(l.a.timeout_ms, 250);
+    assert_int_equal(l.a.wait_ms, 5000);
+    assert_int_equal(l.a.lease_ms, 60000);
+    line_ok(&l, "semaphore s --permits=3 -- true");
+    assert_int_equal(l.a.permits, 3);
+    line_bad(&l, "lock jobs --wait= -- true", "--wait is empty");
+}
+
+static void test_args_long_options_are_not_abbreviated(void **state)
+{
+    line l;
+
+    (void)state;
+    /* getopt_long would take each of these for the one option they
+     * begin; the tool knows its options by their whole names only. */
+    line_bad(&l, "lock jobs --wai 5 -- true", "unknown option '--wai'");
+    line_bad(&l, "--ur redis://h lock jobs -- true", "unknown option '--ur'");
+    line_bad(&l, "--sentinel x lock jobs -- true",
+             "unknown option '--sentinel'");
+    line_bad(&l, "--pass semaphore s -- true", "unknown option '--pass'");
+    line_bad(&l, "lock jobs --jso=1 -- true", "unknown option '--jso'");
+    line_bad(&l, "--ur=redis://:secret@h lock jobs -- true",
+             "unknown option '--ur'");
+    assert_null(strstr(l.err, "secret"));
+    line_bad(&l, "--password s3cr3t lock x -- true", "unknown option");
+    assert_null(strstr(l.err, "s3cr3t"));
+}
+
+static void test_args_missing_name(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "lock -- true", "missing NAME after 'lock'");
+    assert_non_null(strstr(l.err, "lock NAME [OPTIONS] [--] CMD"));
+    line_bad(&l, "lock --wait 5 -- true", "missing NAME after 'lock'");
+    line_bad(&l, "semaphore -w5", "missing NAME after 'semaphore'");
+    line_bad(&l, "semaphore -- true", "missing NAME after 'semaphore'");
+    line_bad(&l, "latch -v", "missing NAME after 'latch'");
+    line_bad(&l, "inspect --json", "missing NAME after 'inspect'");
+    assert_non_null(strstr(l.err, "inspect NAME"));
+}
+
+static void test_args_command_that_looks_like_an_option(void **state)
+{
+    line l;
+
+    (void)state;
+    /* Without '--', a word starting with '-' after NAME is an option of
+     * the tool; an unknown one is refused, saying where a command that
+     * starts with '-' goes. */
+    line_bad(&l, "lock jobs -x", "unknown option '-x' for lock");
+    assert_non_null(strstr(l.err, "after '--'"));
+    line_bad(&l, "lock jobs --rm -rf", "unknown option '--rm' for lock");
+    assert_non_null(strstr(l.err, "after '--'"));
+    line_bad(&l, "semaphore s -w5 -x", "unknown option '-x' for semaphore");
+    assert_non_null(strstr(l.err, "after '--'"));
+    /* With a '--' further on, the word was meant for the tool. */
+    line_bad(&l, "lock jobs -x -- true", "unknown option '-x' for lock");
+    assert_null(strstr(l.err, "after '--'"));
+    /* After '--', every word is the command's. */
+    line_ok(&l, "lock jobs -- -x");
+    assert_int_equal(l.a.cmd_argc, 1);
+    assert_string_equal(l.a.cmd[0], "-x");
+    line_ok(&l, "semaphore s -w5 -- --help -V");
+    assert_false(l.a.help);
+    assert_int_equal(l.a.command, CR__CLI_SEMAPHORE);
+    assert_int_equal(l.a.wait_ms, 5000);
+    assert_string_equal(l.a.cmd[0], "--help");
+    /* So is every word after the command's first. */
+    line_ok(&l, "lock jobs make -w5 --help");
+    assert_int_equal(l.a.wait_ms, CR__CLI_FOREVER);
+    assert_false(l.a.help);
+    assert_int_equal(l.a.cmd_argc, 3);
+}
+
+static void test_args_unknown_option_at_each_stage(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "--frob lock jobs -- true", "unknown option '--frob'");
+    line_bad(&l, "lock --frob jobs -- true", "unknown option '--frob' for "
+                                              "lock");
+    line_bad(&l, "lock jobs --frob -- true", "unknown option '--frob' for "
+                                              "lock");
+    line_bad(&l, "semaphore s set 2 --frob", "unknown option '--frob' for "
+                                              "semaphore");
+    line_bad(&l, "latch l await -q", "unknown option '-q' for latch");
+    line_bad(&l, "inspect x --frob", "unknown option '--frob' for inspect");
+    line_bad(&l, "-vq lock jobs -- true", "unknown option '-q' in '-vq'");
+    line_bad(&l, "lock jobs -vq -- true", "unknown option '-q' in '-vq'");
+    line_bad(&l, "lock jobs --json=yes -- true", "--json takes no value");
+}
+
+static void test_args_command_option_before_command_word(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "--wait 5 lock jobs -- true",
+             "option --wait comes after the command word");
+    line_bad(&l, "-w5 lock jobs -- true",
+             "option -w comes after the command word");
+    line_bad(&l, "-vw 5 semaphore s -- true",
+             "option -w comes after the command word");
+    line_bad(&l, "--fair lock jobs -- true", "option --fair comes after");
+    assert_non_null(strstr(l.err, "lock"));
+    line_bad(&l, "--permits=2 semaphore s -- true",
+             "option --permits comes after");
+    line_bad(&l, "--kill-after 1s lock jobs -- true",
+             "option --kill-after comes after");
+    /* The options of every command stay where they were allowed. */
+    line_ok(&l, "--pass-credentials -v --json --timeout 1s lock jobs "
+                "-- true");
+    assert_true(l.a.pass_credentials);
+    assert_int_equal(l.a.timeout_ms, 1000);
+}
+
+static void test_args_argv_is_left_in_place(void **state)
+{
+    line l;
+    int k;
+
+    (void)state;
+    /* Nothing is moved: the command is argv's own tail, and --url (the
+     * last one given) points into its own word, the one the caller
+     * blots its password out of. */
+    line_ok(&l, "--url redis://:pw@h lock jobs -vw5 --url=redis://:pw2@h "
+                "make -j2 --url x");
+    for (k = 1; k <= 10; k++)
+        assert_ptr_equal(l.argv[k], l.words[k]);
+    assert_ptr_equal(l.a.url, l.words[6] + 6);
+    assert_ptr_equal(l.a.cmd, &l.argv[7]);
+    assert_int_equal(l.a.cmd_argc, 4);
+}
+
+static void test_args_negative_number_after_options(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "semaphore s add --json -v -2");
+    assert_int_equal(l.a.action, CR__CLI_SEM_ADD);
+    assert_int_equal(l.a.value, -2);
+    assert_true(l.a.json);
+    line_bad(&l, "semaphore s add -v -x", "unknown option '-x'");
+}
+
+static void test_args_parse_after_a_failed_bundle(void **state)
+{
+    line l;
+
+    (void)state;
+    /* A parse that stops inside a word leaves nothing for the next. */
+    line_bad(&l, "lock jobs -vqw5 -- true", "unknown option '-q'");
+    line_ok(&l, "lock jobs -w5 -- true");
+    assert_int_equal(l.a.wait_ms, 5000);
+    assert_false(l.a.verbose);
+}
+
 static void test_args_tolerates_missing_error_buffer(void **state)
 {
     char *argv[] = {"credisson", "frob", NULL};
@@ -838,6 +1053,17 @@ int main(void)
         cmocka_unit_test(test_args_version_forms),
         cmocka_unit_test(test_args_inspect),
         cmocka_unit_test(test_args_tolerates_missing_error_buffer),
+        cmocka_unit_test(test_args_short_options_bundle),
+        cmocka_unit_test(test_args_short_option_value_attached),
+        cmocka_unit_test(test_args_long_option_value_after_equals),
+        cmocka_unit_test(test_args_long_options_are_not_abbreviated),
+        cmocka_unit_test(test_args_missing_name),
+        cmocka_unit_test(test_args_command_that_looks_like_an_option),
+        cmocka_unit_test(test_args_unknown_option_at_each_stage),
+        cmocka_unit_test(test_args_command_option_before_command_word),
+        cmocka_unit_test(test_args_argv_is_left_in_place),
+        cmocka_unit_test(test_args_negative_number_after_options),
+        cmocka_unit_test(test_args_parse_after_a_failed_bundle),
         cmocka_unit_test(test_args_kill_after_defaults_to_a_third_of_the_lease),
         cmocka_unit_test(test_args_kill_after_must_be_shorter_than_the_lease),
         cmocka_unit_test(test_args_tls_options),

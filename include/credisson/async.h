@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The asynchronous API: every waiting or round-trip operation of locks,
+ * semaphores and latches without blocking a thread, for servers built
+ * around an event loop (Redisson's RLockAsync, RSemaphoreAsync,
+ * RPermitExpirableSemaphoreAsync, RCountDownLatchAsync). The wire
+ * protocol is the same as the blocking API's: asynchronous, blocking and
+ * Java clients share every object.
+ *
+ * A cr_async binds a client to one event loop. The library tells the loop
+ * which descriptors to watch and when to call back (cr_loop); the
+ * application owns the loop, as with libcurl's multi interface. Ready
+ * adapters: credisson/async_libevent.h, async_libuv.h, async_libev.h; a
+ * loop of one's own (poll, epoll) uses cr_async_fds.
+ *
+ * Requests: each call below starts one. It returns CR_OK when the request
+ * was accepted (its callback will run exactly once), or a failure (bad
+ * arguments, a closed handle: no callback runs). The callback runs on the
+ * loop, never from inside the call that started the request, with the
+ * status the blocking call would return (CR_OK obtained, CR_BUSY or
+ * CR_TIMEOUT when the wait ran out, CR_ECANCELED when cancelled, CR_EIO...).
+ *
+ * Owners: a lock is held by an owner id, not by a thread. Take ids from
+ * cr_async_owner_id(): they come from a range that never meets the thread
+ * ids the blocking API gives threads, and the blocking API's _tid calls
+ * accept them (a hold taken here can be released there, and the reverse).
+ *
+ * Thread safety: a cr_async and its requests are used from the loop's
+ * thread only. Several cr_async (several loops) may share one client.
+ * Leases of holds taken here are renewed by the client's watchdog thread,
+ * so a loop stalled by the application does not lose them; a lost hold is
+ * reported as the blocking API's are (cr_lock_set_lost_callback: on the
+ * client's lease-clock thread, CR_ELOST from the unlock).
+ */
+#ifndef CREDISSON_ASYNC_H
+#define CREDISSON_ASYNC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <credisson/client.h>
+#include <credisson/latch.h>
+#include <credisson/lock.h>
+#include <credisson/semaphore.h>
+#include <credisson/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cr_async cr_async;
+typedef struct cr_request cr_request;
+
+/* What a descriptor is watched for. */
+#define CR_WATCH_READ 1
+#define CR_WATCH_WRITE 2
+
+/* The loop interface. Both functions are called on the loop's thread,
+ * from inside the library's calls. */
+typedef struct cr_loop {
+    /* Watch `fd` for `events` (CR_WATCH_*), replacing what it was watched
+     * for; 0: stop watching it (it may be closed next). When it is ready,
+     * call cr_async_io(async, fd, ready_events). */
+    void (*watch)(void *data, int fd, int events);
+    /* Call cr_async_timeout(async) once `ms` milliseconds from now (0: as
+     * soon as the loop can), replacing the timer set before; -1: no timer. */
+    void (*timer)(void *data, int64_t ms);
+    void *data;
+} cr_loop;
+
+/* cr_async_new: bind `client` to the loop `loop` (copied). Nothing is sent
+ * until the first request.
+ * Ownership: *out needs to be freed with cr_async_free().
+ * Returns CR_OK, CR_EINVAL (NULL client, loop or function), CR_ENOMEM,
+ * CR_EFORKED, CR_ECLOSED. */
+CR_EXPORT cr_status cr_async_new(cr_client *client, const cr_loop *loop,
+                                 cr_async **out);
+
+/* cr_async_free: complete every request still pending with CR_ECLOSED
+ * (their callbacks run inside this call; a callback may not start new
+ * requests on this handle then), give back what they obtained meanwhile,
+ * stop watching every descriptor and free the handle. Holds taken earlier
+ * stay held (release them first). NULL does nothing. Free it before its
+ * client, on the loop's thread. Called from one of its callbacks, it frees
+ * the handle when that callback's dispatch returns (requests started after
+ * it fail with CR_ECLOSED). */
+CR_EXPORT void cr_async_free(cr_async *async);
+
+/* cr_async_io: `fd` is ready for `events` (CR_WATCH_*). */
+CR_EXPORT void cr_async_io(cr_async *async, int fd, int events);
+
+/* cr_async_timeout: the timer set with cr_loop.timer ran out. */
+CR_EXPORT void cr_async_timeout(cr_async *async);
+
+/* A loop of one's own: the descriptors to watch now and how long the loop
+ * may sleep (-1: until a descriptor is ready), to pass to poll() or
+ * epoll_wait(); then cr_async_io for each ready one and cr_async_timeout
+ * when the time ran out. Use with a cr_loop whose functions do nothing. */
+typedef struct cr_async_fd {
+    int fd;
+    int events; /* CR_WATCH_* */
+} cr_async_fd;
+
+/* cr_async_fds: up to `max` descriptors into fds; returns how many there
+ * are (more than max: call again with room for all). *timeout_ms gets the
+ * time until cr_async_timeout is due. */
+CR_EXPORT int cr_async_fds(cr_async *async, cr_async_fd *fds, int max,
+                           int64_t *timeout_ms);
+
+/* cr_async_owner_id: a fresh owner id from the asynchronous range (above
+ * 2^62), never one a thread of this process gets from cr_thread_id(). */
+CR_EXPORT int64_t cr_async_owner_id(void);
+
+/* Callbacks. `value` is the operation's number: the fencing token of a
+ * fenced lock (0 otherwise), the permits drained, 1 when try_set_count
+ * set the count; `id` the permit id of an expirable semaphore's acquire
+ * (borrowed for the call). */
+typedef void (*cr_async_fn)(void *userdata, cr_status rc, int64_t value);
+typedef void (*cr_async_permit_fn)(void *userdata, cr_status rc,
+                                   const char *id);
+
+/* cr_async_cancel: stop a pending request. Its callback runs (later, on
+ * the loop) with CR_ECANCELED, unless it had completed already (then
+ * nothing happens). A lock or permit obtained after the cancel is given
+ * back by the library, as Redisson's lockAsync does. A request that only
+ * changes state (unlock, release, count down, add, drain, set count) may
+ * have reached Redis: cancelling it only drops its callback's result (it
+ * still runs, with CR_ECANCELED). `req` is the handle a call gave; it is
+ * valid until its callback has run. */
+CR_EXPORT void cr_async_cancel(cr_request *req);
+
+/* ------------------------------------------------------------- locks */
+
+/* cr_async_lock: tryLockAsync(wait_ms, lease_ms, owner) of any lock kind
+ * (MultiLock and RedLock excepted): CR_OK when obtained (value: the
+ * fencing token of a fenced lock), CR_BUSY when the wait ran out.
+ * wait_ms CR_WAIT_FOREVER: lockAsync. `req` may be NULL. */
+CR_EXPORT cr_status cr_async_lock(cr_async *async, cr_lock *lock,
+                                  int64_t owner, int64_t wait_ms,
+                                  int64_t lease_ms, cr_async_fn fn,
+                                  void *userdata, cr_request **req);
+
+/* cr_async_unlock: unlockAsync(owner): CR_OK, CR_ENOTOWNER, CR_ELOST. */
+CR_EXPORT cr_status cr_async_unlock(cr_async *async, cr_lock *lock,
+                                    int64_t owner, cr_async_fn fn,
+                                    void *userdata, cr_request **req);
+
+/* -------------------------------------------------------- semaphores */
+
+/* cr_async_semaphore_acquire: tryAcquireAsync(permits, wait_ms) (wait_ms
+ * CR_WAIT_FOREVER: acquireAsync): CR_OK or CR_BUSY. */
+CR_EXPORT cr_status cr_async_semaphore_acquire(cr_async *async,
+                                               cr_semaphore *sem,
+                                               int64_t permits,
+                                               int64_t wait_ms,
+                                               cr_async_fn fn, void *userdata,
+                                               cr_request **req);
+
+/* cr_async_semaphore_release: releaseAsync(permits). */
+CR_EXPORT cr_status cr_async_semaphore_release(cr_async *async,
+                                               cr_semaphore *sem,
+                                               int64_t permits,
+                                               cr_async_fn fn, void *userdata,
+                                               cr_request **req);
+
+/* cr_async_semaphore_add_permits: addPermitsAsync(delta). */
+CR_EXPORT cr_status cr_async_semaphore_add_permits(cr_async *async,
+                                                   cr_semaphore *sem,
+                                                   int64_t delta,
+                                                   cr_async_fn fn,
+                                                   void *userdata,
+                                                   cr_request **req);
+
+/* cr_async_semaphore_drain_permits: drainPermitsAsync: value = drained. */
+CR_EXPORT cr_status cr_async_semaphore_drain_permits(cr_async *async,
+                                                     cr_semaphore *sem,
+                                                     cr_async_fn fn,
+                                                     void *userdata,
+                                                     cr_request **req);
+
+/* cr_async_permit_acquire: tryAcquireAsync(wait_ms, lease_ms) of an
+ * expirable semaphore (lease_ms CR_LEASE_NONE: no lease): the permit id
+ * (CR_PERMIT_ID_LEN hex digits) to the callback with CR_OK, NULL with
+ * CR_BUSY. */
+CR_EXPORT cr_status cr_async_permit_acquire(cr_async *async,
+                                            cr_permit_semaphore *sem,
+                                            int64_t wait_ms, int64_t lease_ms,
+                                            cr_async_permit_fn fn,
+                                            void *userdata, cr_request **req);
+
+/* cr_async_permit_release: releaseAsync(id): CR_OK, CR_ENOTOWNER. */
+CR_EXPORT cr_status cr_async_permit_release(cr_async *async,
+                                            cr_permit_semaphore *sem,
+                                            const char *id, cr_async_fn fn,
+                                            void *userdata, cr_request **req);
+
+/* cr_async_permit_update_lease: updateLeaseTimeAsync(id, lease_ms):
+ * value 1 when the permit is still out and has its new lease. */
+CR_EXPORT cr_status cr_async_permit_update_lease(cr_async *async,
+                                                 cr_permit_semaphore *sem,
+                                                 const char *id,
+                                                 int64_t lease_ms,
+                                                 cr_async_fn fn,
+                                                 void *userdata,
+                                                 cr_request **req);
+
+/* ------------------------------------------------------------ latches */
+
+/* cr_async_latch_await: awaitAsync(wait_ms): CR_OK once open, CR_TIMEOUT,
+ * CR_EEXPIRED. */
+CR_EXPORT cr_status cr_async_latch_await(cr_async *async, cr_latch *latch,
+                                         int64_t wait_ms, cr_async_fn fn,
+                                         void *userdata, cr_request **req);
+
+/* cr_async_latch_count_down: countDownAsync. */
+CR_EXPORT cr_status cr_async_latch_count_down(cr_async *async,
+                                              cr_latch *latch,
+                                              cr_async_fn fn, void *userdata,
+                                              cr_request **req);
+
+/* cr_async_latch_try_set_count: trySetCountAsync(count, ttl_ms): value 1
+ * when set. */
+CR_EXPORT cr_status cr_async_latch_try_set_count(cr_async *async,
+                                                 cr_latch *latch,
+                                                 int64_t count, int64_t ttl_ms,
+                                                 cr_async_fn fn,
+                                                 void *userdata,
+                                                 cr_request **req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

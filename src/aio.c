@@ -1,0 +1,1875 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connections driven by an event loop (aio.h).
+ *
+ * A link is one connection, command or subscriber, to one server. It is
+ * opened when first needed: its name resolved (on the resolver thread
+ * unless numeric), the address's breaker asked for a slot, then
+ * cr__conn_start/cr__conn_step as the descriptor becomes ready. Commands
+ * given to a link before it is up wait as RESP bytes and go out first
+ * when it is. Every command waits for its reply in a ring, in order;
+ * the oldest one's deadline is the link's timer. A link that fails, by
+ * I/O, a deadline or a master that moved, hands every command it holds
+ * CR_EIO (telling which had been written out) and is opened again on
+ * the next need; a subscriber link comes back by itself while anyone is
+ * subscribed, resubscribes, and wakes every sleeper to look again, as a
+ * message may have been missed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <uthash.h>
+
+#include "aio.h"
+#include "cluster.h"
+#include "conn.h"
+#include "slot.h"
+#include "topology.h"
+
+#define LINGER_MS 250
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
+#define PING_AFTER_MS 5000
+#define REPLICAS_RECOUNT_MS 1000
+#define MAX_REDIRECTS 5
+/* The work one dispatch (a call of cr_async_io or cr_async_timeout) may
+ * do, in replies read, timers run and callbacks run together: the rest
+ * waits for the next turn (a timer of 0 ms), so that one dispatch stays
+ * short whatever the backlog (cr__aio_spend). */
+#define DISPATCH_BUDGET 32
+
+enum { L_DOWN, L_RESOLVING, L_CONNECTING, L_UP };
+
+/* What a link waits for a reply to. */
+enum { E_CMD, E_SCRIPT, E_WAIT, E_ROLE, E_SUB, E_UNSUB, E_PING, E_DROP };
+
+typedef struct asub asub;
+
+typedef struct apend {
+    int kind;
+    cr__areply_fn fn;
+    void *ctx;
+    int64_t deadline;
+    unsigned flags;
+    char *bytes;              /* CMD, SCRIPT: the command as sent */
+    size_t len;
+    size_t tail;              /* SCRIPT: where its arguments begin */
+    const cr__script *script;
+    int argc;
+    bool eval;                /* SCRIPT: sent as EVAL already */
+    cr__reply *held;          /* SCRIPT followed by WAIT: its reply */
+    cr_status held_rc;
+    int redirects;
+    asub *sub;                /* SUB, UNSUB */
+} apend;
+
+typedef struct alink {
+    struct alink *next;
+    cr__aio *io;
+    bool sub;                 /* the subscriber link */
+    int node;                 /* cluster node; -1 otherwise */
+    char host[256];           /* "": the URL's unix socket */
+    int port;
+    unsigned gen;             /* the topology's generation it was opened for */
+    int state;
+    cr__conn *conn;
+    int fd, watched;
+    cr__buf queued;           /* commands for a link not up yet */
+    apend *q;                 /* ring of commands awaiting replies */
+    size_t head, len, cap;
+    size_t unsent;            /* the last ones of the ring are in `queued` */
+    int64_t replicas, replicas_at;
+    cr__atimer timer;
+    cr__atimer more;          /* replies left over from the last turn */
+    struct alink *dirty_next; /* on io->dirty: has bytes to write */
+    bool dirty;
+    int64_t backoff, retry_at;
+    int64_t last_rx, ping_sent;
+    struct addrinfo *ai;      /* resolved */
+    cr_status resolved;       /* the resolver's answer */
+} alink;
+
+struct asub {
+    UT_hash_handle hh;
+    char *channel;
+    cr__decode_fn decode;
+    int refs;
+    int64_t permits;
+    bool confirmed;
+    bool sent;                /* SUBSCRIBE is the last command sent for it */
+    int inflight;
+    alink *link;
+    cr__asleeper *sleepers;   /* by ticket */
+    cr__asleeper *confirming; /* waiting for the confirmation */
+    uint64_t confirms, messages, counted;
+    int64_t counted_at;
+    uint64_t open_pongs;      /* the link's PONGs when an opening message came */
+    int64_t idle_since;
+    unsigned resets;
+};
+
+/* A name to resolve on the resolver thread. */
+typedef struct resolve_job {
+    struct resolve_job *next;
+    alink *link;              /* NULL once the link went */
+    char host[256];
+    int port;
+    struct addrinfo *ai;
+    int err;
+} resolve_job;
+
+struct cr__aio {
+    cr_client *client;
+    cr_loop loop;
+    bool cluster, sharded, closing;
+    alink *links;
+    asub *subs;
+    cr__atimer **heap;
+    size_t nheap, capheap;
+    int64_t armed;            /* the due time the loop's timer is set for */
+    int dispatching;          /* inside cr__aio_ready or cr__aio_timeout */
+    int budget;               /* of this dispatch, DISPATCH_BUDGET */
+    alink *dirty;             /* links to write to when the dispatch ends */
+    uint64_t tickets;
+    uint64_t pongs, pings;
+    cr__atimer linger;
+    /* The resolver thread and its queue. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t resolver;
+    bool resolver_started, resolver_stop;
+    resolve_job *todo, *done;
+    int resolved_fd;          /* eventfd: jobs done */
+};
+
+static void link_fail(alink *l, cr_status rc, const char *why);
+static void dispatch_begin(cr__aio *io);
+static void dispatch_end(cr__aio *io);
+static void wake_permitted(cr__aio *io, asub *s);
+static void link_drive(alink *l, int events);
+
+/* --------------------------------------------------------------- timers */
+
+static void
+heap_swap(cr__aio *io, size_t a, size_t b)
+{
+    cr__atimer *t = io->heap[a];
+
+    io->heap[a] = io->heap[b];
+    io->heap[b] = t;
+    io->heap[a]->index = a + 1;
+    io->heap[b]->index = b + 1;
+}
+
+static void
+heap_up(cr__aio *io, size_t i)
+{
+    while (i > 0 && io->heap[(i - 1) / 2]->due > io->heap[i]->due) {
+        heap_swap(io, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static void
+heap_down(cr__aio *io, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+
+        if (l < io->nheap && io->heap[l]->due < io->heap[m]->due)
+            m = l;
+        if (r < io->nheap && io->heap[r]->due < io->heap[m]->due)
+            m = r;
+        if (m == i)
+            return;
+        heap_swap(io, i, m);
+        i = m;
+    }
+}
+
+/* Sets the loop's timer for the earliest due timer, when it changed. */
+static void
+arm(cr__aio *io)
+{
+    int64_t due = io->nheap > 0 ? io->heap[0]->due : -1, now;
+
+    if (due == io->armed)
+        return;
+    io->armed = due;
+    if (due < 0) {
+        io->loop.timer(io->loop.data, -1);
+        return;
+    }
+    now = cr__now_ms();
+    io->loop.timer(io->loop.data, due > now ? due - now : 0);
+}
+
+void
+cr__aio_cancel_timer(cr__aio *io, cr__atimer *t)
+{
+    size_t i;
+
+    if (t->index == 0)
+        return;
+    i = t->index - 1;
+    t->index = 0;
+    if (i != io->nheap - 1) {
+        io->heap[i] = io->heap[io->nheap - 1];
+        io->heap[i]->index = i + 1;
+        io->nheap--;
+        heap_down(io, i);
+        heap_up(io, i);
+    } else {
+        io->nheap--;
+    }
+    arm(io);
+}
+
+void
+cr__aio_after(cr__aio *io, cr__atimer *t, int64_t ms, void (*fn)(void *ctx),
+              void *ctx)
+{
+    cr__aio_cancel_timer(io, t);
+    if (io->nheap == io->capheap) {
+        size_t cap = io->capheap ? 2 * io->capheap : 64;
+        cr__atimer **h = realloc(io->heap, cap * sizeof(*h));
+
+        if (h == NULL) { /* no room: run it at the next turn of anything */
+            ms = 0;
+            return;
+        }
+        io->heap = h;
+        io->capheap = cap;
+    }
+    t->due = cr__now_ms() + (ms > 0 ? ms : 0);
+    t->fn = fn;
+    t->ctx = ctx;
+    io->heap[io->nheap++] = t;
+    t->index = io->nheap;
+    heap_up(io, io->nheap - 1);
+    arm(io);
+}
+
+void
+cr__aio_timeout(cr__aio *io)
+{
+    int64_t now = cr__now_ms();
+
+    io->armed = -1;
+    dispatch_begin(io);
+    while (io->nheap > 0 && io->heap[0]->due <= now && cr__aio_spend(io)) {
+        cr__atimer *t = io->heap[0];
+
+        cr__aio_cancel_timer(io, t);
+        t->fn(t->ctx);
+    }
+    dispatch_end(io);
+    arm(io);
+}
+
+/* ------------------------------------------------------------- watching */
+
+/* Tells the loop what the link's descriptor is watched for now. */
+static void
+set_watch(alink *l, int fd, int events)
+{
+    if (l->fd == fd && l->watched == events)
+        return;
+    if (l->fd >= 0 && l->fd != fd && l->watched != 0)
+        l->io->loop.watch(l->io->loop.data, l->fd, 0);
+    l->fd = fd;
+    l->watched = events;
+    if (fd >= 0)
+        l->io->loop.watch(l->io->loop.data, fd, events);
+}
+
+int
+cr__aio_fds(cr__aio *io, cr_async_fd *fds, int max, int64_t *timeout_ms)
+{
+    int n = 0;
+    alink *l;
+
+    if (io->resolver_started) {
+        if (n < max)
+            fds[n] = (cr_async_fd){io->resolved_fd, CR_WATCH_READ};
+        n++;
+    }
+    for (l = io->links; l != NULL; l = l->next)
+        if (l->fd >= 0 && l->watched != 0) {
+            if (n < max)
+                fds[n] = (cr_async_fd){l->fd, l->watched};
+            n++;
+        }
+    if (io->nheap == 0) {
+        *timeout_ms = -1;
+    } else {
+        int64_t now = cr__now_ms();
+
+        *timeout_ms = io->heap[0]->due > now ? io->heap[0]->due - now : 0;
+    }
+    return n;
+}
+
+/* -------------------------------------------------------- the resolver */
+
+static void *
+resolver_main(void *arg)
+{
+    cr__aio *io = arg;
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&io->mu);
+    while (!io->resolver_stop) {
+        resolve_job *j = io->todo;
+        struct addrinfo hints;
+        char service[16];
+
+        if (j == NULL) {
+            pthread_cond_wait(&io->cv, &io->mu);
+            continue;
+        }
+        io->todo = j->next;
+        pthread_mutex_unlock(&io->mu);
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        snprintf(service, sizeof(service), "%d", j->port);
+        j->err = getaddrinfo(j->host, service, &hints, &j->ai);
+        pthread_mutex_lock(&io->mu);
+        j->next = io->done;
+        io->done = j;
+        if (write(io->resolved_fd, &one, sizeof(one)) < 0) {
+            /* the counter is full: it is readable anyway */
+        }
+    }
+    pthread_mutex_unlock(&io->mu);
+    return NULL;
+}
+
+/* Takes the answers of the resolver (on the loop). */
+static void
+resolved(cr__aio *io)
+{
+    uint64_t n;
+    resolve_job *j, *next;
+
+    if (read(io->resolved_fd, &n, sizeof(n)) < 0) {
+        /* nothing to read: another turn took it */
+    }
+    pthread_mutex_lock(&io->mu);
+    j = io->done;
+    io->done = NULL;
+    pthread_mutex_unlock(&io->mu);
+    for (; j != NULL; j = next) {
+        alink *l = j->link;
+
+        next = j->next;
+        if (l != NULL && l->state == L_RESOLVING) {
+            l->ai = j->ai;
+            j->ai = NULL;
+            l->resolved = j->err == 0 ? CR_OK
+                          : cr__fail(CR_EIO, "cannot resolve %s: %s", l->host,
+                                     gai_strerror(j->err));
+            link_drive(l, 0);
+        }
+        if (j->ai != NULL)
+            freeaddrinfo(j->ai);
+        free(j);
+    }
+}
+
+/* Resolves the link's host: at once when numeric, else on the resolver
+ * thread (the link waits in L_RESOLVING). */
+static cr_status
+resolve(alink *l)
+{
+    cr__aio *io = l->io;
+    struct addrinfo hints;
+    char service[16];
+    resolve_job *j;
+    int e;
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST;
+    snprintf(service, sizeof(service), "%d", l->port);
+    e = getaddrinfo(l->host, service, &hints, &l->ai);
+    if (e == 0) {
+        l->resolved = CR_OK;
+        return CR_OK;
+    }
+    if ((j = calloc(1, sizeof(*j))) == NULL)
+        return CR_ENOMEM;
+    j->link = l;
+    snprintf(j->host, sizeof(j->host), "%s", l->host);
+    j->port = l->port;
+    pthread_mutex_lock(&io->mu);
+    if (!io->resolver_started) {
+        io->resolved_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (io->resolved_fd < 0 ||
+            pthread_create(&io->resolver, NULL, resolver_main, io) != 0) {
+            if (io->resolved_fd >= 0)
+                close(io->resolved_fd);
+            io->resolved_fd = -1;
+            pthread_mutex_unlock(&io->mu);
+            free(j);
+            return cr__fail(CR_ENOMEM, "cannot start the resolver thread");
+        }
+        io->resolver_started = true;
+        io->loop.watch(io->loop.data, io->resolved_fd, CR_WATCH_READ);
+    }
+    j->next = io->todo;
+    io->todo = j;
+    pthread_cond_signal(&io->cv);
+    pthread_mutex_unlock(&io->mu);
+    l->state = L_RESOLVING;
+    return CR_BUSY;
+}
+
+/* The link is going: the resolver's answer for it is dropped. */
+static void
+forget_jobs(cr__aio *io, alink *l)
+{
+    resolve_job *j;
+
+    pthread_mutex_lock(&io->mu);
+    for (j = io->todo; j != NULL; j = j->next)
+        if (j->link == l)
+            j->link = NULL;
+    for (j = io->done; j != NULL; j = j->next)
+        if (j->link == l)
+            j->link = NULL;
+    pthread_mutex_unlock(&io->mu);
+}
+
+/* ---------------------------------------------------------------- links */
+
+/* The newest entry of the ring (to fill), growing it; NULL: no memory. */
+static apend *
+push(alink *l)
+{
+    apend *e;
+
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16, i;
+        apend *q = malloc(cap * sizeof(*q));
+
+        if (q == NULL)
+            return NULL;
+        for (i = 0; i < l->len; i++)
+            q[i] = l->q[(l->head + i) % l->cap];
+        free(l->q);
+        l->q = q;
+        l->cap = cap;
+        l->head = 0;
+    }
+    e = &l->q[(l->head + l->len++) % l->cap];
+    memset(e, 0, sizeof(*e));
+    return e;
+}
+
+/* The oldest entry, taken out (by value). */
+static apend
+pop(alink *l)
+{
+    apend e = l->q[l->head];
+
+    l->head = (l->head + 1) % l->cap;
+    l->len--;
+    if (l->unsent > l->len)
+        l->unsent = l->len;
+    return e;
+}
+
+/* Re-arms the link's timer: the oldest command's deadline, a reconnection,
+ * or a PING after silence on a subscriber link. */
+static void link_tick(void *arg);
+
+static void
+link_schedule(alink *l)
+{
+    cr__aio *io = l->io;
+    int64_t at = -1, now = cr__now_ms();
+
+    if (l->len > 0)
+        at = l->q[l->head].deadline;
+    if (l->state == L_DOWN && l->sub && l->retry_at > 0)
+        at = at < 0 || l->retry_at < at ? l->retry_at : at;
+    if (l->state == L_UP && l->sub && l->ping_sent == 0) {
+        int64_t ping = l->last_rx + PING_AFTER_MS;
+
+        at = at < 0 || ping < at ? ping : at;
+    }
+    if (at < 0)
+        cr__aio_cancel_timer(io, &l->timer);
+    else
+        cr__aio_after(io, &l->timer, at > now ? at - now : 0, link_tick, l);
+}
+
+/* Queues RESP bytes on the link: on the connection when up, else to go
+ * first when it is. */
+static cr_status
+link_put(alink *l, const char *data, size_t len, bool *unsent)
+{
+    *unsent = l->state != L_UP;
+    if (l->state == L_UP)
+        return cr__conn_append_raw(l->conn, data, len);
+    if (!cr__buf_reserve(&l->queued, len))
+        return cr__fail(CR_ENOMEM, "out of memory");
+    memcpy(l->queued.data + l->queued.len, data, len);
+    l->queued.len += len;
+    return CR_OK;
+}
+
+/* Writes what the connection holds and watches for what it needs. */
+static void
+link_flush(alink *l)
+{
+    bool pending = false;
+    int events = 0;
+    cr_status rc;
+
+    if (l->state != L_UP)
+        return;
+    if ((rc = cr__conn_send(l->conn, &pending, &events)) != CR_OK) {
+        link_fail(l, rc, NULL);
+        return;
+    }
+    set_watch(l, cr__conn_fd(l->conn),
+              CR_WATCH_READ | (pending ? CR_WATCH_WRITE : 0));
+}
+
+/* Has what was queued on the link written: when the current dispatch ends,
+ * so that the commands of one turn of the loop go in one write, or, outside
+ * a dispatch, when the loop next finds the descriptor writable. */
+static void
+link_kick(alink *l)
+{
+    cr__aio *io = l->io;
+
+    if (l->state != L_UP)
+        return;
+    if (io->dispatching == 0) {
+        set_watch(l, l->fd, CR_WATCH_READ | CR_WATCH_WRITE);
+    } else if (!l->dirty) {
+        l->dirty = true;
+        l->dirty_next = io->dirty;
+        io->dirty = l;
+    }
+}
+
+bool
+cr__aio_dispatching(const cr__aio *io)
+{
+    return io->dispatching > 0;
+}
+
+/* Starts a dispatch (they do not nest, but a callback may free the handle
+ * inside one: see cr_async_free). */
+static void
+dispatch_begin(cr__aio *io)
+{
+    if (io->dispatching++ == 0)
+        io->budget = DISPATCH_BUDGET;
+}
+
+bool
+cr__aio_spend(cr__aio *io)
+{
+    if (io->dispatching == 0)
+        return true;
+    if (io->budget <= 0)
+        return false;
+    io->budget--;
+    return true;
+}
+
+/* Ends a dispatch: writes what its links queued. */
+static void
+dispatch_end(cr__aio *io)
+{
+    if (--io->dispatching > 0)
+        return;
+    while (io->dirty != NULL) {
+        alink *l = io->dirty;
+
+        io->dirty = l->dirty_next;
+        l->dirty = false;
+        link_flush(l);
+    }
+}
+
+/* Opens the link: resolve, breaker, connect. */
+static void
+link_open(alink *l)
+{
+    cr__aio *io = l->io;
+    const cr__conn_config *cfg = &io->client->conn_cfg;
+    char addr[300];
+    int64_t retry = 0;
+    cr_status rc;
+
+    if (l->state != L_DOWN)
+        return;
+    if (io->client->topology != NULL)
+        cr__topology_master(io->client->topology, l->host, sizeof(l->host),
+                            &l->port, &l->gen);
+    if (l->host[0] != '\0') {
+        snprintf(addr, sizeof(addr), strchr(l->host, ':') != NULL ? "[%s]:%d"
+                                                                  : "%s:%d",
+                 l->host, l->port);
+        if (l->ai == NULL && (rc = resolve(l)) != CR_OK) {
+            if (rc != CR_BUSY)
+                link_fail(l, rc, NULL);
+            return;
+        }
+        if (l->resolved != CR_OK) {
+            link_fail(l, l->resolved, NULL);
+            return;
+        }
+    } else {
+        snprintf(addr, sizeof(addr), "%s", io->client->url.path);
+    }
+    if ((rc = cr__breaker_try(cfg->breakers, addr, &retry)) != CR_OK) {
+        link_fail(l, rc, NULL);
+        return;
+    }
+    if (l->host[0] != '\0') {
+        rc = cr__conn_start(cfg, l->ai->ai_addr, l->ai->ai_addrlen, l->host,
+                            l->port, io->client->topology != NULL
+                                         ? CR__PEER_MASTER : CR__PEER_DATA,
+                            &l->conn);
+    } else {
+        struct sockaddr_un sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.sun_family = AF_UNIX;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", io->client->url.path);
+        rc = cr__conn_start(cfg, (struct sockaddr *)&sa, sizeof(sa), NULL, 0,
+                            CR__PEER_DATA, &l->conn);
+    }
+    if (rc != CR_OK) {
+        link_fail(l, rc, NULL);
+        return;
+    }
+    l->state = L_CONNECTING;
+    link_drive(l, CR_WATCH_WRITE);
+}
+
+/* Sends the SUBSCRIBE or UNSUBSCRIBE each subscription of this link now
+ * needs. */
+static cr_status sub_send(alink *l, asub *s, bool subscribe);
+
+static void
+link_up(alink *l)
+{
+    cr__aio *io = l->io;
+    asub *s, *tmp;
+    cr_status rc = CR_OK;
+
+    l->state = L_UP;
+    l->backoff = 0;
+    l->retry_at = 0;
+    l->last_rx = cr__now_ms();
+    l->ping_sent = 0;
+    if (l->queued.len > 0)
+        rc = cr__conn_append_raw(l->conn, l->queued.data, l->queued.len);
+    l->queued.len = l->queued.off = 0;
+    l->unsent = 0;
+    if (rc == CR_OK && l->sub)
+        HASH_ITER(hh, io->subs, s, tmp)
+            if (s->link == l && s->refs > 0 && !s->sent)
+                if ((rc = sub_send(l, s, true)) != CR_OK)
+                    break;
+    if (rc != CR_OK) {
+        link_fail(l, rc, NULL);
+        return;
+    }
+    link_flush(l);
+    link_schedule(l);
+}
+
+/* Ends the held reply of a script whose WAIT answered. */
+static void
+deliver(apend *e, cr_status rc, cr__reply *r, cr__cmd *cmd)
+{
+    if (e->fn != NULL)
+        e->fn(e->ctx, rc, r, cmd);
+    else
+        cr__reply_free(r);
+    free(e->bytes);
+}
+
+/* The link broke (or the master moved, or a deadline passed): every
+ * command it holds ends with CR_EIO, and a subscriber link comes back
+ * after a backoff when anyone is subscribed. */
+static void
+link_fail(alink *l, cr_status rc, const char *why)
+{
+    cr__aio *io = l->io;
+    size_t n = l->len, unsent = l->unsent, i;
+    char keep[400];
+
+    if (why != NULL)
+        rc = cr__fail(rc, "%s: %s", l->host[0] ? l->host : "redis", why);
+    snprintf(keep, sizeof(keep), "%s", cr_last_error());
+    forget_jobs(io, l);
+    set_watch(l, -1, 0);
+    cr__aio_cancel_timer(io, &l->more);
+    cr__conn_free(l->conn);
+    l->conn = NULL;
+    if (l->ai != NULL)
+        freeaddrinfo(l->ai);
+    l->ai = NULL;
+    l->state = L_DOWN;
+    l->queued.len = l->queued.off = 0;
+    l->unsent = 0;
+    l->ping_sent = 0;
+    for (i = 0; i < n; i++) {
+        apend e = pop(l);
+        cr__cmd cmd = {.flags = e.flags, .sent = i < n - unsent, .sync = CR_OK};
+
+        if (e.held != NULL)
+            cr__reply_free(e.held);
+        e.held = NULL;
+        cr__fail(rc == CR_OK ? CR_EIO : rc, "%s", keep);
+        deliver(&e, rc == CR_OK || rc == CR_ECONFIG ? CR_EIO : rc, NULL,
+                &cmd);
+    }
+    if (l->sub) {
+        asub *x, *tmp;
+        bool wanted = false;
+
+        HASH_ITER(hh, io->subs, x, tmp) {
+            if (x->link != l)
+                continue;
+            x->confirmed = false;
+            x->sent = false;
+            x->inflight = 0;
+            x->resets++;
+            wanted |= x->refs > 0;
+        }
+        l->backoff = l->backoff == 0 ? BACKOFF_MIN_MS
+                     : l->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
+                                                       : l->backoff * 2;
+        l->retry_at = wanted && !io->closing ? cr__now_ms() + l->backoff : 0;
+        /* Waiters look again: a message may have been lost. */
+        HASH_ITER(hh, io->subs, x, tmp)
+            if (x->link == l) {
+                x->permits = x->refs;
+                wake_permitted(io, x);
+            }
+    }
+    link_schedule(l);
+}
+
+/* Sends what a link needs once it is up or every so often: a PING after
+ * silence, a reconnection. */
+static void
+link_tick(void *arg)
+{
+    alink *l = arg;
+    int64_t now = cr__now_ms();
+
+    if (l->len > 0 && l->q[l->head].deadline <= now) {
+        link_fail(l, CR_EIO, "no reply in time");
+        return;
+    }
+    if (l->state == L_DOWN && l->sub && l->retry_at > 0 &&
+        l->retry_at <= now) {
+        l->retry_at = 0;
+        link_open(l);
+        return;
+    }
+    if (l->state == L_UP && l->sub && l->ping_sent == 0 &&
+        now >= l->last_rx + PING_AFTER_MS) {
+        static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+        apend *e = push(l);
+        bool unsent;
+
+        if (e != NULL) {
+            e->kind = E_PING;
+            e->deadline = now + l->io->client->command_timeout_ms;
+            if (link_put(l, ping, sizeof(ping) - 1, &unsent) == CR_OK) {
+                l->ping_sent = now;
+                l->io->pings++;
+                link_flush(l);
+            }
+        }
+    }
+    link_schedule(l);
+}
+
+/* The link's reply to `e`, or its error. */
+static void handle_sub_reply(alink *l, const cr__reply *r);
+
+/* Sends the script of `e` again as EVAL (after NOSCRIPT), with its WAIT. */
+static cr_status
+resend_eval(alink *l, apend *e)
+{
+    cr__buf b = {0};
+    char head[64], nk[24];
+    size_t nklen;
+    int n;
+    bool unsent;
+    apend *f;
+    cr_status rc = CR_ENOMEM;
+
+    /* The key count is the element before the arguments: re-read it from
+     * the EVALSHA form (its digits end at the tail). */
+    {
+        const char *p = e->bytes + e->tail - 2, *start;
+
+        while (p > e->bytes && p[-1] != '\n')
+            p--;
+        start = p;
+        nklen = (size_t)(e->bytes + e->tail - 2 - start);
+        if (nklen >= sizeof(nk))
+            return CR_ESCRIPT;
+        memcpy(nk, start, nklen);
+        nk[nklen] = '\0';
+    }
+    n = snprintf(head, sizeof(head), "*%d\r\n$4\r\nEVAL\r\n$%zu\r\n", e->argc,
+                 e->script->len);
+    if (cr__buf_reserve(&b, (size_t)n + e->script->len + 2 + 32 + nklen +
+                                e->len - e->tail)) {
+        memcpy(b.data, head, (size_t)n);
+        b.len = (size_t)n;
+        memcpy(b.data + b.len, e->script->body, e->script->len);
+        b.len += e->script->len;
+        b.len += (size_t)sprintf(b.data + b.len, "\r\n$%zu\r\n%s\r\n", nklen,
+                                 nk);
+        memcpy(b.data + b.len, e->bytes + e->tail, e->len - e->tail);
+        b.len += e->len - e->tail;
+        if ((f = push(l)) != NULL) {
+            *f = *e;
+            f->eval = true;
+            f->bytes = NULL;
+            f->len = 0;
+            rc = link_put(l, b.data, b.len, &unsent);
+            if (unsent)
+                l->unsent++;
+        }
+    }
+    cr__buf_free(&b);
+    return rc;
+}
+
+/* The WAIT that follows a SYNC script: queued after it. */
+static cr_status
+queue_wait(alink *l, int64_t deadline)
+{
+    cr__aio *io = l->io;
+    char replicas[24], timeout[24];
+    const char *argv[3] = {"WAIT", replicas, timeout};
+    cr__buf b = {0};
+    apend *e;
+    bool unsent;
+    cr_status rc = CR_ENOMEM;
+
+    cr__fmt_i64(replicas, l->replicas);
+    cr__fmt_i64(timeout, io->client->conn_cfg.sync_timeout_ms);
+    if (cr__resp_append(&b, 3, argv, NULL) && (e = push(l)) != NULL) {
+        e->kind = E_WAIT;
+        e->deadline = deadline + io->client->conn_cfg.sync_timeout_ms;
+        rc = link_put(l, b.data, b.len, &unsent);
+        if (unsent)
+            l->unsent++;
+    }
+    cr__buf_free(&b);
+    return rc;
+}
+
+/* The WAIT behind the oldest command, when there is one. */
+static apend *
+wait_behind(alink *l)
+{
+    return l->len > 0 && l->q[l->head].kind == E_WAIT ? &l->q[l->head] : NULL;
+}
+
+/* Sends `e` to the node another one redirected it to (ASK: behind an
+ * ASKING). True when sent. */
+static bool
+redirect(alink *l, apend *e, bool ask, const char *host, int port)
+{
+    cr__aio *io = l->io;
+    static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
+    alink *to;
+    apend *f;
+    bool unsent;
+
+    for (to = io->links; to != NULL; to = to->next)
+        if (!to->sub && strcmp(to->host, host) == 0 && to->port == port)
+            break;
+    if (to == NULL) {
+        if ((to = calloc(1, sizeof(*to))) == NULL)
+            return false;
+        to->io = io;
+        to->fd = -1;
+        to->node = -2; /* known by address only */
+        snprintf(to->host, sizeof(to->host), "%s", host);
+        to->port = port;
+        to->next = io->links;
+        io->links = to;
+    }
+    if (ask) {
+        if ((f = push(to)) == NULL)
+            return false;
+        f->kind = E_DROP;
+        f->deadline = e->deadline;
+        if (link_put(to, asking, sizeof(asking) - 1, &unsent) != CR_OK) {
+            to->len--;
+            return false;
+        }
+        if (unsent)
+            to->unsent++;
+    }
+    if ((f = push(to)) == NULL)
+        return false;
+    *f = *e;
+    f->redirects++;
+    if (link_put(to, e->bytes, e->len, &unsent) != CR_OK) {
+        to->len--;
+        return false;
+    }
+    if (unsent)
+        to->unsent++;
+    if (to->state == L_DOWN)
+        link_open(to);
+    else
+        link_kick(to);
+    link_schedule(to);
+    return true;
+}
+
+/* Handles the reply to the oldest command of a command link. */
+static void
+handle_reply(alink *l, cr__reply *r)
+{
+    cr__aio *io = l->io;
+    apend e = pop(l), *w;
+    cr__cmd cmd = {.flags = e.flags, .sent = true, .sync = CR_OK};
+    cr_status rc = CR_OK;
+    bool ask = false;
+    unsigned slot;
+    char host[256];
+    int port;
+
+    switch (e.kind) {
+    case E_ROLE:
+        l->replicas = r->type == CR__REPLY_ARRAY && r->elements >= 3 &&
+                              r->element[2]->type == CR__REPLY_ARRAY
+                          ? (int64_t)r->element[2]->elements : 0;
+        l->replicas_at = cr__now_ms();
+        cr__reply_free(r);
+        return;
+    case E_DROP:
+    case E_PING:
+        cr__reply_free(r);
+        return;
+    case E_WAIT:
+        /* It holds the reply of the script before it (else nobody waits
+         * for it). */
+        if (e.held != NULL) {
+            if (r->type == CR__REPLY_ERROR) {
+                rc = cr__reply_status(r->str);
+                cmd.sync = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc,
+                                    "replica sync is on but %s refused WAIT: "
+                                    "%s", l->host, r->str);
+            } else if (r->type != CR__REPLY_INTEGER || r->integer == 0) {
+                cmd.sync = cr__fail(CR_EIO, "no replica acknowledged within "
+                                    "the sync timeout (master %s)", l->host);
+            }
+            deliver(&e, CR_OK, e.held, &cmd);
+        }
+        cr__reply_free(r);
+        return;
+    default:
+        break;
+    }
+    w = wait_behind(l);
+    if (r->type != CR__REPLY_ERROR) {
+        if (w != NULL && e.kind == E_SCRIPT) {
+            /* Held until the WAIT behind it answers. */
+            w->fn = e.fn;
+            w->ctx = e.ctx;
+            w->flags = e.flags;
+            w->held = r;
+            free(e.bytes);
+            return;
+        }
+        deliver(&e, CR_OK, r, &cmd);
+        return;
+    }
+    if (w != NULL)
+        w->kind = E_DROP;
+    if (e.kind == E_SCRIPT && !e.eval && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        CR__STAT_ADD(&io->client->run.stats, noscript_fallbacks, 1);
+        cr__reply_free(r);
+        if (resend_eval(l, &e) != CR_OK) {
+            deliver(&e, cr__fail(CR_ENOMEM, "out of memory"), NULL, &cmd);
+            return;
+        }
+        if ((e.flags & CR__CMD_SYNC) && l->replicas > 0 &&
+            io->client->conn_cfg.sync_timeout_ms > 0)
+            queue_wait(l, e.deadline);
+        free(e.bytes);
+        link_kick(l);
+        return;
+    }
+    if (io->cluster && e.bytes != NULL && e.redirects < MAX_REDIRECTS &&
+        cr__parse_redirect(r->str, &ask, &slot, host, sizeof(host), &port)) {
+        cr__reply_free(r);
+        CR__STAT_ADD(&io->client->run.stats, redirects, 1);
+        if (redirect(l, &e, ask, host, port))
+            return;
+        deliver(&e, cr__fail(CR_EIO, "a redirection could not be sent"),
+                NULL, &cmd);
+        return;
+    }
+    if (strncmp(r->str, "READONLY", 8) == 0) {
+        /* The master is a replica now: nothing ran. */
+        cmd.sent = false;
+        if (io->client->topology != NULL)
+            cr__topology_hint(io->client->topology);
+        rc = cr__fail(CR_EIO, "%s: %s", l->host, r->str);
+        cr__reply_free(r);
+        deliver(&e, rc, NULL, &cmd);
+        link_fail(l, CR_EIO, "it became a replica");
+        return;
+    }
+    rc = cr__fail(cr__reply_status(r->str), "%s", r->str);
+    if (rc == CR_EIO)
+        cmd.sent = false; /* LOADING, MASTERDOWN: nothing ran */
+    cr__reply_free(r);
+    deliver(&e, rc, NULL, &cmd);
+}
+
+static void
+link_more(void *arg)
+{
+    link_drive(arg, CR_WATCH_READ);
+}
+
+/* Reads the replies that have come, as many as the dispatch's budget
+ * allows. */
+static void
+link_read(alink *l)
+{
+    for (;;) {
+        cr__reply *r = NULL;
+        cr_status rc;
+
+        if (!cr__aio_spend(l->io)) {
+            cr__aio_after(l->io, &l->more, 0, link_more, l);
+            return;
+        }
+        rc = cr__conn_poll_reply(l->conn, &r);
+
+        if (rc != CR_OK) {
+            link_fail(l, rc, NULL);
+            return;
+        }
+        if (r == NULL)
+            return;
+        l->last_rx = cr__now_ms();
+        if (l->sub) {
+            handle_sub_reply(l, r);
+            cr__reply_free(r);
+        } else if (l->len > 0) {
+            handle_reply(l, r);
+        } else {
+            cr__reply_free(r);
+        }
+        if (l->state != L_UP)
+            return;
+    }
+}
+
+static void
+link_drive(alink *l, int events)
+{
+    int want = 0;
+    cr_status rc;
+
+    switch (l->state) {
+    case L_RESOLVING:
+        l->state = L_DOWN;
+        link_open(l);
+        return;
+    case L_CONNECTING:
+        rc = cr__conn_step(l->conn, &want);
+        if (rc == CR_BUSY) {
+            set_watch(l, cr__conn_fd(l->conn),
+                      want == CR__WANT_WRITE ? CR_WATCH_WRITE : CR_WATCH_READ);
+            return;
+        }
+        if (rc != CR_OK) {
+            link_fail(l, rc, NULL);
+            return;
+        }
+        link_up(l);
+        return;
+    case L_UP:
+        if (events & CR_WATCH_READ)
+            link_read(l);
+        if (l->state == L_UP)
+            link_flush(l);
+        if (l->state == L_UP)
+            link_schedule(l);
+        return;
+    default:
+        return;
+    }
+}
+
+void
+cr__aio_ready(cr__aio *io, int fd, int events)
+{
+    alink *l;
+
+    dispatch_begin(io);
+    if (io->resolver_started && fd == io->resolved_fd) {
+        resolved(io);
+    } else {
+        for (l = io->links; l != NULL; l = l->next)
+            if (l->fd == fd) {
+                link_drive(l, events);
+                break;
+            }
+    }
+    dispatch_end(io);
+}
+
+/* The command link for `slot` (-1: any), made when new. */
+static alink *
+cmd_link(cr__aio *io, int64_t slot)
+{
+    char host[256] = "";
+    int port = 0, node = -1;
+    alink *l;
+
+    if (io->cluster) {
+        node = cr__transport_node_addr(io->client->run.transport, slot, host,
+                                       sizeof(host), &port);
+        if (node < 0)
+            return NULL;
+    } else if (io->client->topology == NULL) {
+        if (!io->client->url.is_unix) {
+            snprintf(host, sizeof(host), "%s", io->client->url.host);
+            port = io->client->url.port;
+        }
+    }
+    for (l = io->links; l != NULL; l = l->next)
+        if (!l->sub && (io->cluster ? (l->node == node ||
+                                       (strcmp(l->host, host) == 0 &&
+                                        l->port == port))
+                                    : true))
+            break;
+    if (l == NULL) {
+        if ((l = calloc(1, sizeof(*l))) == NULL)
+            return NULL;
+        l->io = io;
+        l->fd = -1;
+        l->node = node;
+        snprintf(l->host, sizeof(l->host), "%s", host);
+        l->port = port;
+        l->next = io->links;
+        io->links = l;
+    }
+    /* Sentinel: a link to a master that has since moved goes. */
+    if (io->client->topology != NULL && l->state != L_DOWN &&
+        cr__topology_generation(io->client->topology) != l->gen)
+        link_fail(l, CR_EIO, "the master moved");
+    return l;
+}
+
+/* Queues one command (RESP in b) of `kind` on `l`. */
+static cr_status
+enqueue(alink *l, int kind, cr__buf *b, size_t tail, const cr__script *script,
+        int argc, unsigned flags, cr__areply_fn fn, void *ctx)
+{
+    cr__aio *io = l->io;
+    int64_t deadline = cr__now_ms() + io->client->command_timeout_ms;
+    bool sync = (flags & CR__CMD_SYNC) && io->client->conn_cfg.sync_timeout_ms > 0;
+    bool unsent;
+    apend *e;
+    cr_status rc;
+
+    if (sync && (l->replicas_at == 0 ||
+                 cr__now_ms() - l->replicas_at > REPLICAS_RECOUNT_MS)) {
+        static const char role[] = "*1\r\n$4\r\nROLE\r\n";
+
+        if ((e = push(l)) == NULL)
+            return CR_ENOMEM;
+        e->kind = E_ROLE;
+        e->deadline = deadline;
+        if ((rc = link_put(l, role, sizeof(role) - 1, &unsent)) != CR_OK) {
+            l->len--;
+            return rc;
+        }
+        if (unsent)
+            l->unsent++;
+        l->replicas_at = cr__now_ms(); /* counted before the next need */
+        l->replicas = 1;                /* until ROLE says otherwise */
+    }
+    if ((e = push(l)) == NULL)
+        return CR_ENOMEM;
+    e->kind = kind;
+    e->fn = fn;
+    e->ctx = ctx;
+    e->deadline = deadline;
+    e->flags = flags;
+    e->bytes = b->data;
+    e->len = b->len;
+    e->tail = tail;
+    e->script = script;
+    e->argc = argc;
+    if ((rc = link_put(l, b->data, b->len, &unsent)) != CR_OK) {
+        l->len--;
+        return rc;
+    }
+    b->data = NULL; /* the entry owns the bytes now */
+    if (unsent)
+        l->unsent++;
+    if (sync && l->replicas > 0 && queue_wait(l, deadline) != CR_OK)
+        return CR_ENOMEM;
+    if (l->state == L_DOWN)
+        link_open(l);
+    else
+        link_kick(l);
+    if (l->state != L_DOWN || l->len > 0)
+        link_schedule(l);
+    return CR_OK;
+}
+
+/* Where the argument after the first n of a RESP command begins. */
+static size_t
+resp_skip(const char *p, int n)
+{
+    const char *q = strchr(p, '\n') + 1; /* "*<argc>\r\n" */
+
+    while (n-- > 0) {
+        size_t len = (size_t)strtoull(q + 1, NULL, 10); /* "$<len>\r\n" */
+
+        q = strchr(q, '\n') + 1 + len + 2;
+    }
+    return (size_t)(q - p);
+}
+
+cr_status
+cr__aio_script(cr__aio *io, const cr__script_call *call, unsigned flags,
+               cr__areply_fn fn, void *ctx)
+{
+    cr__script_call c = *call;
+    const char *argv_small[24];
+    size_t lens_small[24];
+    char nk[24];
+    cr__buf b = {0};
+    alink *l;
+    cr_status rc;
+
+    if (io->closing)
+        return cr__fail(CR_ECLOSED, "the asynchronous handle is being freed");
+    /* A copy of the argument vectors, whose first three slots are ours. */
+    c.argv = argv_small;
+    c.lens = lens_small;
+    if (call->argc > 24) {
+        c.argv = malloc(call->argc * sizeof(*c.argv));
+        c.lens = malloc(call->argc * sizeof(*c.lens));
+        if (c.argv == NULL || c.lens == NULL) {
+            if (c.argv != argv_small)
+                free((void *)c.argv);
+            if (c.lens != lens_small)
+                free(c.lens);
+            return CR_ENOMEM;
+        }
+    }
+    memcpy(c.argv, call->argv, call->argc * sizeof(*c.argv));
+    memcpy(c.lens, call->lens, call->argc * sizeof(*c.lens));
+    cr__script_call_argv(&c, false, nk);
+    rc = CR_ENOMEM;
+    if (cr__resp_append(&b, (int)c.argc, c.argv, c.lens)) {
+        l = cmd_link(io, c.nkeys > 0
+                             ? (int64_t)cr__key_slot(c.argv[3], c.lens[3])
+                             : -1);
+        rc = l == NULL ? cr__fail(CR_EIO, "no cluster node is known for the "
+                                  "slot")
+                       : enqueue(l, E_SCRIPT, &b, resp_skip(b.data, 3),
+                                 c.script, (int)c.argc, flags, fn, ctx);
+    }
+    if (c.argv != argv_small) {
+        free((void *)c.argv);
+        free(c.lens);
+    }
+    cr__buf_free(&b);
+    return rc;
+}
+
+cr_status
+cr__aio_command(cr__aio *io, int argc, const char **argv, const size_t *lens,
+                cr__areply_fn fn, void *ctx)
+{
+    cr__buf b = {0};
+    alink *l;
+    cr_status rc;
+
+    if (io->closing)
+        return cr__fail(CR_ECLOSED, "the asynchronous handle is being freed");
+    if (!cr__resp_append(&b, argc, argv, lens))
+        return CR_ENOMEM;
+    l = cmd_link(io, argc > 1 ? (int64_t)cr__key_slot(argv[1],
+                                                      lens != NULL ? lens[1]
+                                                                   : strlen(argv[1]))
+                              : -1);
+    rc = l == NULL ? cr__fail(CR_EIO, "no cluster node is known for the slot")
+                   : enqueue(l, E_CMD, &b, 0, NULL, argc, 0, fn, ctx);
+    cr__buf_free(&b);
+    return rc;
+}
+
+/* ------------------------------------------------------- subscriptions */
+
+/* The subscriber link of a channel, made when new: one per server (per
+ * slot master with sharded pub/sub). */
+static alink *
+sub_link(cr__aio *io, const char *channel)
+{
+    char host[256] = "";
+    int port = 0, node = -1;
+    alink *l;
+
+    if (io->cluster) {
+        node = cr__transport_node_addr(io->client->run.transport,
+                                       io->sharded ? (int64_t)cr__key_slot(
+                                                         channel, strlen(channel))
+                                                   : -1,
+                                       host, sizeof(host), &port);
+        if (node < 0)
+            return NULL;
+    } else if (io->client->topology == NULL && !io->client->url.is_unix) {
+        snprintf(host, sizeof(host), "%s", io->client->url.host);
+        port = io->client->url.port;
+    }
+    for (l = io->links; l != NULL; l = l->next)
+        if (l->sub && (!io->cluster || l->node == node))
+            break;
+    if (l == NULL && (l = calloc(1, sizeof(*l))) != NULL) {
+        l->io = io;
+        l->sub = true;
+        l->fd = -1;
+        l->node = node;
+        snprintf(l->host, sizeof(l->host), "%s", host);
+        l->port = port;
+        l->next = io->links;
+        io->links = l;
+    }
+    if (l != NULL && io->client->topology != NULL && l->state != L_DOWN &&
+        cr__topology_generation(io->client->topology) != l->gen)
+        link_fail(l, CR_EIO, "the master moved");
+    return l;
+}
+
+static cr_status
+sub_send(alink *l, asub *s, bool subscribe)
+{
+    cr__aio *io = l->io;
+    const char *argv[2] = {
+        io->sharded ? (subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE")
+                    : (subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE"),
+        s->channel};
+    cr__buf b = {0};
+    apend *e;
+    bool unsent;
+    cr_status rc = CR_ENOMEM;
+
+    if (cr__resp_append(&b, 2, argv, NULL) && (e = push(l)) != NULL) {
+        e->kind = subscribe ? E_SUB : E_UNSUB;
+        e->sub = s;
+        e->deadline = cr__now_ms() + io->client->command_timeout_ms;
+        if ((rc = link_put(l, b.data, b.len, &unsent)) == CR_OK) {
+            s->sent = subscribe;
+            s->inflight++;
+            if (unsent)
+                l->unsent++;
+        } else {
+            l->len--;
+        }
+    }
+    cr__buf_free(&b);
+    return rc;
+}
+
+/* Runs a sleeper's callback at the loop's next turn (never inside the
+ * call that made it sleep). */
+static void
+sleeper_fire(void *arg)
+{
+    cr__asleeper *s = arg;
+
+    s->fn(s->ctx, CR_OK, s->opened);
+}
+
+/* Takes `w` out of its subscription's line. */
+static void
+unlink_sleeper(cr__aio *io, cr__asleeper *w)
+{
+    asub *s = w->sub;
+    cr__asleeper **p;
+
+    if (s == NULL)
+        return;
+    for (p = &s->sleepers; *p != NULL; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    for (p = &s->confirming; *p != NULL; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    w->next = NULL;
+    cr__aio_cancel_timer(io, &w->timer);
+}
+
+/* Gives the sleepers their permits: the first in line, one each. */
+static void
+wake_permitted(cr__aio *io, asub *s)
+{
+    while (s->permits > 0 && s->sleepers != NULL) {
+        cr__asleeper *w = s->sleepers;
+
+        s->permits--;
+        s->sleepers = w->next;
+        w->next = NULL;
+        cr__aio_cancel_timer(io, &w->timer);
+        w->fn(w->ctx, CR_OK, w->opened);
+    }
+}
+
+/* A subscription's confirmation (or refusal) reaches those waiting. */
+static void
+sub_confirmed(cr__aio *io, asub *s, cr_status rc)
+{
+    while (s->confirming != NULL) {
+        cr__asleeper *w = s->confirming;
+
+        s->confirming = w->next;
+        w->next = NULL;
+        cr__aio_cancel_timer(io, &w->timer);
+        if (rc != CR_OK) {
+            s->refs--;
+            w->sub = NULL;
+        }
+        w->fn(w->ctx, rc, false);
+    }
+}
+
+static void
+handle_sub_reply(alink *l, const cr__reply *r)
+{
+    cr__aio *io = l->io;
+    const cr__reply *ch;
+    const char *k;
+    asub *s;
+
+    if (r->type == CR__REPLY_ERROR) {
+        /* The oldest question asked is the one refused. */
+        if (l->len > 0) {
+            apend e = pop(l);
+
+            if (e.kind == E_SUB && e.sub != NULL) {
+                e.sub->inflight--;
+                e.sub->sent = false;
+                sub_confirmed(io, e.sub, cr__fail(
+                    cr__reply_status(r->str) == CR_ESERVER
+                        ? CR_ENOPERM : cr__reply_status(r->str),
+                    "SUBSCRIBE %s refused: %s", e.sub->channel, r->str));
+            }
+        }
+        return;
+    }
+    if (r->type != CR__REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->type != CR__REPLY_STRING)
+        return;
+    k = r->element[0]->str;
+    if (strcasecmp(k, "pong") == 0) {
+        if (l->len > 0 && l->q[l->head].kind == E_PING)
+            pop(l);
+        l->ping_sent = 0;
+        io->pongs++;
+        return;
+    }
+    ch = r->element[1];
+    if (ch->type != CR__REPLY_STRING)
+        return;
+    HASH_FIND(hh, io->subs, ch->str, ch->len, s);
+    if (s == NULL)
+        return;
+    if (strcasecmp(k, "smessage") == 0 || strcasecmp(k, "ssubscribe") == 0 ||
+        strcasecmp(k, "sunsubscribe") == 0)
+        k++; /* sharded: the same as message, subscribe, unsubscribe */
+    if (strcasecmp(k, "message") == 0 && r->elements == 3 &&
+        r->element[2]->type == CR__REPLY_STRING) {
+        cr__wake w = s->decode(r->element[2]->str, r->element[2]->len);
+
+        CR__STAT_ADD(&io->client->run.stats, messages, 1);
+        s->messages++;
+        if (w.wakes >= s->refs)
+            s->permits = s->refs;
+        else if (w.wakes > 0)
+            s->permits += w.wakes;
+        if (s->permits > s->refs)
+            s->permits = s->refs;
+        if (w.counted) {
+            s->counted++;
+            s->counted_at = cr__now_us();
+        }
+        if (w.opens) {
+            cr__asleeper *x;
+
+            s->open_pongs = io->pongs;
+            for (x = s->sleepers; x != NULL; x = x->next)
+                x->opened = true;
+        }
+        wake_permitted(io, s);
+    } else if (strcasecmp(k, "subscribe") == 0 ||
+               strcasecmp(k, "unsubscribe") == 0) {
+        if (l->len > 0 && (l->q[l->head].kind == E_SUB ||
+                           l->q[l->head].kind == E_UNSUB))
+            pop(l);
+        if (s->inflight > 0)
+            s->inflight--;
+        if (s->inflight == 0 && s->sent && !s->confirmed) {
+            s->confirmed = true;
+            s->confirms++;
+            sub_confirmed(io, s, CR_OK);
+            /* Waiters look again: they may have missed a message. */
+            s->permits = s->refs;
+            wake_permitted(io, s);
+        }
+        if (!s->sent)
+            s->confirmed = false;
+    }
+}
+
+/* Unsubscribes what nobody uses for LINGER_MS. */
+static void
+linger(void *arg)
+{
+    cr__aio *io = arg;
+    asub *s, *tmp;
+    int64_t now = cr__now_ms(), next = -1;
+
+    HASH_ITER(hh, io->subs, s, tmp) {
+        if (s->refs > 0 || s->idle_since == 0)
+            continue;
+        if (now - s->idle_since >= LINGER_MS) {
+            if (s->sent && s->link != NULL && s->link->state == L_UP)
+                sub_send(s->link, s, false);
+            if (s->link != NULL)
+                link_kick(s->link);
+            HASH_DEL(io->subs, s);
+            free(s->channel);
+            free(s);
+        } else if (next < 0 || s->idle_since + LINGER_MS < next) {
+            next = s->idle_since + LINGER_MS;
+        }
+    }
+    if (next >= 0)
+        cr__aio_after(io, &io->linger, next - now, linger, io);
+}
+
+static void
+confirm_timeout(void *arg)
+{
+    cr__asleeper *w = arg;
+    asub *s = w->sub;
+    cr__asleeper **p;
+
+    for (p = &s->confirming; *p != NULL; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    w->next = NULL;
+    w->fn(w->ctx, cr__fail(CR_TIMEOUT, "SUBSCRIBE %s not confirmed in time",
+                           s->channel), false);
+}
+
+static void
+confirm_now(void *arg)
+{
+    cr__asleeper *w = arg;
+    asub *s = w->sub;
+    cr__asleeper **p;
+
+    for (p = &s->confirming; *p != NULL; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    w->next = NULL;
+    w->fn(w->ctx, CR_OK, false);
+}
+
+static void
+subscribe_failed(void *arg)
+{
+    cr__asleeper *w = arg;
+
+    w->fn(w->ctx, cr__fail(CR_ENOMEM, "out of memory"), false);
+}
+
+void
+cr__aio_subscribe(cr__aio *io, const char *channel, cr__decode_fn decode,
+                  int64_t timeout_ms, cr__asleeper *w)
+{
+    asub *s;
+    alink *l;
+
+    HASH_FIND_STR(io->subs, channel, s);
+    if (s == NULL) {
+        if ((s = calloc(1, sizeof(*s))) == NULL ||
+            (s->channel = strdup(channel)) == NULL) {
+            free(s);
+            w->sub = NULL;
+            cr__aio_after(io, &w->timer, 0, subscribe_failed, w);
+            return;
+        }
+        s->decode = decode;
+        HASH_ADD_KEYPTR(hh, io->subs, s->channel, strlen(s->channel), s);
+    }
+    s->refs++;
+    s->idle_since = 0;
+    w->sub = s;
+    w->next = s->confirming;
+    s->confirming = w;
+    if (s->confirmed) {
+        cr__aio_after(io, &w->timer, 0, confirm_now, w);
+        return;
+    }
+    cr__aio_after(io, &w->timer, timeout_ms, confirm_timeout, w);
+    if (!s->sent) {
+        l = s->link != NULL ? s->link : sub_link(io, channel);
+        if (l == NULL) {
+            return; /* the timeout answers */
+        }
+        s->link = l;
+        if (l->state == L_UP) {
+            if (sub_send(l, s, true) == CR_OK)
+                link_kick(l);
+        } else if (l->state == L_DOWN) {
+            link_open(l); /* link_up sends it */
+        }
+        link_schedule(l);
+    }
+}
+
+/* A sleep ran out. */
+static void
+sleep_timeout(void *arg)
+{
+    cr__asleeper *w = arg;
+    cr__aio *io = NULL;
+    asub *s = w->sub;
+    cr__asleeper **p;
+
+    (void)io;
+    for (p = &s->sleepers; *p != NULL; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    w->next = NULL;
+    w->fn(w->ctx, CR_TIMEOUT, false);
+}
+
+void
+cr__aio_sleep(cr__aio *io, void *sub, int64_t ms, const cr__fence *fence,
+              cr__asleeper *w)
+{
+    asub *s = sub;
+    cr__asleeper **p;
+
+    (void)fence;
+    if (w->ticket == 0)
+        w->ticket = ++io->tickets;
+    w->sub = s;
+    w->opened = false;
+    if (s->permits > 0 && s->sleepers == NULL) {
+        s->permits--;
+        cr__aio_after(io, &w->timer, 0, sleeper_fire, w);
+        return;
+    }
+    for (p = &s->sleepers; *p != NULL && (*p)->ticket < w->ticket;
+         p = &(*p)->next)
+        ;
+    w->next = *p;
+    *p = w;
+    if (ms >= 0)
+        cr__aio_after(io, &w->timer, ms, sleep_timeout, w);
+    wake_permitted(io, s);
+}
+
+void
+cr__aio_wake_stop(cr__aio *io, cr__asleeper *w)
+{
+    unlink_sleeper(io, w);
+}
+
+/* cr__wait_subs over the loop's subscriptions. */
+static int
+aio_waiters(void *ctx, const char *channel, cr__sub_mark *mark)
+{
+    cr__aio *io = ctx;
+    asub *s;
+
+    HASH_FIND_STR(io->subs, channel, s);
+    mark->id = 0;
+    if (s == NULL || !s->confirmed)
+        return -1;
+    mark->id = (uint64_t)(uintptr_t)s;
+    mark->confirms = s->confirms;
+    mark->messages = s->messages;
+    return s->refs;
+}
+
+static bool
+aio_confirmed(void *ctx, void *sub)
+{
+    (void)ctx;
+    return sub != NULL && ((asub *)sub)->confirmed;
+}
+
+static bool
+aio_quiet_since(void *ctx, void *sub, const cr__sub_mark *m)
+{
+    asub *s = sub;
+
+    (void)ctx;
+    return s != NULL && m->id == (uint64_t)(uintptr_t)s && s->confirmed &&
+           s->confirms == m->confirms && s->messages == m->messages;
+}
+
+static void
+aio_fence(void *ctx, void *sub, cr__fence *f)
+{
+    (void)ctx;
+    (void)sub;
+    f->link = -1; /* no fences on the loop's links: the waiter looks again */
+}
+
+static void
+aio_unsubscribe(void *ctx, void *sub)
+{
+    cr__aio *io = ctx;
+    asub *s = sub;
+
+    if (s == NULL || --s->refs > 0)
+        return;
+    s->permits = 0;
+    s->idle_since = cr__now_ms();
+    if (io->linger.index == 0)
+        cr__aio_after(io, &io->linger, LINGER_MS, linger, io);
+}
+
+const cr__wait_subs cr__aio_subs = {
+    aio_waiters, aio_confirmed, aio_quiet_since, aio_fence, aio_unsubscribe,
+};
+
+/* ----------------------------------------------------------- life cycle */
+
+cr_status
+cr__aio_new(cr_client *c, const cr_loop *loop, cr__aio **out)
+{
+    cr__aio *io = calloc(1, sizeof(*io));
+
+    if (io == NULL)
+        return CR_ENOMEM;
+    io->client = c;
+    io->loop = *loop;
+    io->armed = -1;
+    io->resolved_fd = -1;
+    io->cluster = c->url.is_cluster;
+    io->sharded = io->cluster && strcmp(c->publish_cmd, "spublish") == 0;
+    pthread_mutex_init(&io->mu, NULL);
+    pthread_cond_init(&io->cv, NULL);
+    *out = io;
+    return CR_OK;
+}
+
+void
+cr__aio_free(cr__aio *io)
+{
+    alink *l, *next;
+    asub *s, *tmp;
+    resolve_job *j, *jn;
+
+    if (io == NULL)
+        return;
+    io->closing = true;
+    for (l = io->links; l != NULL; l = l->next)
+        link_fail(l, cr__fail(CR_ECLOSED, "the asynchronous handle is being "
+                              "freed"), NULL);
+    HASH_ITER(hh, io->subs, s, tmp) {
+        sub_confirmed(io, s, cr__fail(CR_ECLOSED, "the asynchronous handle is "
+                                      "being freed"));
+        while (s->sleepers != NULL) {
+            cr__asleeper *w = s->sleepers;
+
+            s->sleepers = w->next;
+            w->next = NULL;
+            cr__aio_cancel_timer(io, &w->timer);
+            w->fn(w->ctx, CR_ECLOSED, false);
+        }
+        HASH_DEL(io->subs, s);
+        free(s->channel);
+        free(s);
+    }
+    for (l = io->links; l != NULL; l = next) {
+        next = l->next;
+        cr__aio_cancel_timer(io, &l->timer);
+        cr__aio_cancel_timer(io, &l->more);
+        cr__buf_free(&l->queued);
+        free(l->q);
+        free(l);
+    }
+    if (io->resolver_started) {
+        pthread_mutex_lock(&io->mu);
+        io->resolver_stop = true;
+        pthread_cond_signal(&io->cv);
+        pthread_mutex_unlock(&io->mu);
+        pthread_join(io->resolver, NULL);
+        io->loop.watch(io->loop.data, io->resolved_fd, 0);
+        close(io->resolved_fd);
+    }
+    for (j = io->todo; j != NULL; j = jn) {
+        jn = j->next;
+        free(j);
+    }
+    for (j = io->done; j != NULL; j = jn) {
+        jn = j->next;
+        if (j->ai != NULL)
+            freeaddrinfo(j->ai);
+        free(j);
+    }
+    cr__aio_cancel_timer(io, &io->linger);
+    io->loop.timer(io->loop.data, -1);
+    free(io->heap);
+    pthread_cond_destroy(&io->cv);
+    pthread_mutex_destroy(&io->mu);
+    free(io);
+}

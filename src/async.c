@@ -1,0 +1,1233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The asynchronous API (credisson/async.h): requests driven by the loop.
+ *
+ * A request that waits runs the same wait state machine as the blocking
+ * calls (wait.h): each step it asks for, an attempt, a subscription or a
+ * sleep, is carried out through aio.c and its outcome fed back, on the
+ * loop. The attempts are the object kinds' own script calls and reply
+ * readers, so both APIs send the same bytes. What an acquisition leaves
+ * behind when it ends without the lock (a fair lock's queue entry, a grant
+ * that came after a cancel, an attempt whose reply was lost) goes to the
+ * client's background thread, as the blocking calls' do.
+ *
+ * Callbacks run from cr_async_io and cr_async_timeout: a request that ends
+ * goes on the done list, which the loop's next turn empties.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aio.h"
+#include "credisson/async.h"
+#include "latches.h"
+#include "script_lock.h"
+#include "semaphores.h"
+#include "topology.h"
+
+#define CR__ASYNC_MAGIC 0x43524153u /* "CRAS" */
+
+/* Owner ids of the asynchronous API start here (cr_thread_id counts up
+ * from 1 and never gets there). */
+#define OWNER_BASE ((int64_t)1 << 62)
+
+static atomic_int_fast64_t next_owner = 0;
+
+enum { Q_WAIT, Q_SCRIPT };
+
+/* The object of a waiting request that is not a lock. */
+enum { O_SEM = 1, O_PERMIT, O_LATCH };
+
+/* What a waiting request does at the steps the wait state machine leaves
+ * to it: send an attempt (whose reply sets w.rc and w.hint, then drives
+ * on), and end once the wait is over (w.rc). */
+typedef struct wait_ops {
+    void (*attempt)(cr_request *q);
+    void (*finish)(cr_request *q);
+} wait_ops;
+
+struct cr_request {
+    cr_async *async;
+    int kind;
+    cr_request *prev, *next;  /* pending requests */
+    cr_request *done_next;    /* ended, callback due */
+    bool ended, cancelled;
+    bool busy;                /* a command of it is out */
+    bool sleeping;            /* asleep on a subscription */
+    bool subscribing;         /* waiting for a subscription's answer */
+    cr_status rc;
+    int64_t value;
+    char id[CR_PERMIT_ID_LEN + 1];
+    cr_async_fn fn;
+    cr_async_permit_fn pfn;
+    void *userdata;
+    /* Waiting. */
+    const wait_ops *ops;
+    cr__wait w;
+    cr__asleeper sleeper;
+    cr__atimer timer;
+    int64_t hint;
+    /* Locks. */
+    cr_lock *lock;
+    int64_t owner_id, lease_ms, wait_ms, attempt_lease, sent_ms;
+    char owner[CR__OWNER_MAX];
+    char *channel;            /* a fair waiter's own channel, or NULL */
+    bool uncertain;           /* the last attempt's reply was lost */
+    unsigned gen;
+    cr__cmd cmd;              /* the last attempt's: sent, replica sync */
+    cr__unlock unlock;
+    /* Semaphores and latches. */
+    int what;                 /* O_SEM, O_PERMIT, O_LATCH */
+    void *obj;
+    int64_t permits;
+    char *latch;              /* a semaphore acquisition's acquire latch */
+    unsigned char raw_id[16]; /* a permit's id */
+    /* Reply readers of one-command requests. */
+    cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
+};
+
+struct cr_async {
+    uint32_t magic;
+    cr_client *client;
+    cr__aio *io;
+    cr_request *pending;
+    cr_request *done, **done_tail;
+    cr__atimer done_timer;
+    bool freeing;
+    bool free_later;    /* cr_async_free was called from a callback */
+};
+
+int64_t
+cr_async_owner_id(void)
+{
+    return OWNER_BASE + atomic_fetch_add(&next_owner, 1);
+}
+
+/* ------------------------------------------------------------ requests */
+
+/* Runs the callbacks of the requests that ended: `all`, or as many as the
+ * dispatch's budget allows. */
+static void
+run_callbacks(cr_async *a, bool all)
+{
+    cr_request *q;
+
+    while ((q = a->done) != NULL && (all || cr__aio_spend(a->io))) {
+        a->done = q->done_next;
+        if (a->done == NULL)
+            a->done_tail = &a->done;
+        if (q->pfn != NULL)
+            q->pfn(q->userdata, q->rc, q->rc == CR_OK ? q->id : NULL);
+        else if (q->fn != NULL)
+            q->fn(q->userdata, q->rc, q->value);
+        free(q->channel);
+        free(q->latch);
+        free(q);
+    }
+}
+
+static void
+run_done(void *arg)
+{
+    cr_async *a = arg;
+
+    run_callbacks(a, false);
+    if (a->done != NULL && !a->freeing)
+        cr__aio_after(a->io, &a->done_timer, 0, run_done, a);
+}
+
+/* Ends `q` with `rc`: its callback runs at the loop's next turn. */
+static void
+end(cr_request *q, cr_status rc)
+{
+    cr_async *a = q->async;
+
+    if (q->ended)
+        return;
+    q->ended = true;
+    q->rc = q->cancelled && rc != CR_ECLOSED ? CR_ECANCELED : rc;
+    cr__aio_cancel_timer(a->io, &q->timer);
+    cr__aio_wake_stop(a->io, &q->sleeper);
+    if (q->prev != NULL)
+        q->prev->next = q->next;
+    else
+        a->pending = q->next;
+    if (q->next != NULL)
+        q->next->prev = q->prev;
+    q->done_next = NULL;
+    *a->done_tail = q;
+    a->done_tail = &q->done_next;
+    if (!a->freeing)
+        cr__aio_after(a->io, &a->done_timer, 0, run_done, a);
+}
+
+/* A new pending request of `a`. */
+static cr_request *
+request_new(cr_async *a, int kind, cr_async_fn fn, void *userdata)
+{
+    cr_request *q = calloc(1, sizeof(*q));
+
+    if (q == NULL)
+        return NULL;
+    q->async = a;
+    q->kind = kind;
+    q->fn = fn;
+    q->userdata = userdata;
+    q->hint = -1;
+    q->next = a->pending;
+    if (a->pending != NULL)
+        a->pending->prev = q;
+    a->pending = q;
+    return q;
+}
+
+/* The guard of every call that starts a request. */
+static cr_status
+enter(cr_async *a)
+{
+    cr__clear_error();
+    if (a == NULL || a->magic != CR__ASYNC_MAGIC)
+        return cr__fail(CR_EINVAL, "not a live asynchronous handle");
+    if (a->freeing || a->free_later)
+        return cr__fail(CR_ECLOSED, "the asynchronous handle is being freed");
+    return cr__client_enter(a->client);
+}
+
+/* Keeps the request handle for the caller (it may be NULL). */
+static cr_status
+started(cr_async *a, cr_request *q, cr_request **req)
+{
+    if (req != NULL)
+        *req = q;
+    cr__client_leave(a->client);
+    return CR_OK;
+}
+
+/* ----------------------------------------------- one-command requests */
+
+/* The reply of a one-command request. */
+static void
+script_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+
+    (void)cmd;
+    q->busy = false;
+    rc = q->read(q, rc, r);
+    end(q, rc);
+}
+
+/* Starts a request that is one script call and a reply reader. */
+static cr_status
+start_script(cr_async *a, cr__script_call *call, unsigned flags,
+             cr_status (*read)(cr_request *, cr_status, cr__reply *),
+             cr_async_fn fn, void *userdata, cr_request **req,
+             cr_request **out)
+{
+    cr_request *q = request_new(a, Q_SCRIPT, fn, userdata);
+    cr_status rc;
+
+    if (q == NULL)
+        return CR_ENOMEM;
+    q->read = read;
+    q->busy = true;
+    if ((rc = cr__aio_script(a->io, call, flags, script_replied, q)) != CR_OK) {
+        q->ended = true; /* no callback: the call fails */
+        if (q->prev != NULL)
+            q->prev->next = q->next;
+        else
+            a->pending = q->next;
+        if (q->next != NULL)
+            q->next->prev = q->prev;
+        free(q);
+        return rc;
+    }
+    if (out != NULL)
+        *out = q;
+    return started(a, q, req);
+}
+
+/* -------------------------------------------------------------- locks */
+
+static void drive(cr_request *q);
+static void step_later(void *arg);
+
+/* The reply to an attempt. */
+static void
+attempt_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+    cr_lock *l = q->lock;
+    int64_t hint = -1;
+
+    q->busy = false;
+    q->cmd = *cmd;
+    rc = l->kind->acquire_reply(l, q->owner, q->wait_ms, rc, r, &hint);
+    if (q->ended) {
+        /* The handle is being freed: what this attempt may have taken is
+         * given back. */
+        if (rc == CR_OK || (rc == CR_EIO && cmd->sent))
+            cr__script_lock_later(l, q->owner, q->attempt_lease, q->wait_ms,
+                                  rc == CR_OK ? CR__LATER_UNDO
+                                              : CR__LATER_RESOLVE);
+        return;
+    }
+    if (rc == CR_EREENTRANT && cr__script_lock_holds(l, q->owner, NULL) == 0) {
+        /* A hold of this owner this client does not know of: an earlier
+         * attempt whose reply was lost did acquire. */
+        hint = 0;
+        rc = CR_OK;
+    }
+    if (rc == CR_EIO && cmd->sent)
+        q->uncertain = true;
+    if (rc == CR_OK)
+        q->value = hint;
+    q->w.rc = rc;
+    q->w.hint = hint;
+    drive(q);
+}
+
+/* The answer to "did the lost attempt acquire?" before trying again. */
+static void
+resolved_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+    int64_t server = 0;
+
+    (void)cmd;
+    q->busy = false;
+    if (q->ended) {
+        cr__reply_free(r);
+        return;
+    }
+    if (rc == CR_OK && r->type != CR__REPLY_NIL && !cr__reply_int(r, &server))
+        rc = cr__fail(CR_ESCRIPT, "hold count of %s is not a number",
+                      q->owner);
+    cr__reply_free(r);
+    if (rc != CR_OK) {
+        q->w.rc = rc;
+        drive(q);
+        return;
+    }
+    q->uncertain = false;
+    if (server > cr__script_lock_holds(q->lock, q->owner, NULL)) {
+        q->value = 0;
+        q->w.rc = CR_OK;
+        drive(q);
+        return;
+    }
+    drive(q); /* the state machine still asks for the attempt */
+}
+
+/* Sends one attempt (or first the look that resolves a lost reply). */
+static void
+lock_attempt(cr_request *q)
+{
+    cr_async *a = q->async;
+    cr_lock *l = q->lock;
+    cr__script_call call = {0};
+    char *tmp = NULL;
+    int64_t settle;
+    cr_status rc;
+
+    if (q->uncertain) {
+        const char *argv[3] = {"HGET", l->raw, q->owner};
+
+        q->busy = true;
+        if (cr__aio_command(a->io, 3, argv, NULL, resolved_replied, q) == CR_OK)
+            return;
+        q->busy = false;
+        q->w.rc = CR_EIO;
+        drive(q);
+        return;
+    }
+    if ((settle = cr__topology_settle_left(a->client->topology)) > 0) {
+        q->w.hint = settle;
+        q->w.rc = cr__fail(CR_BUSY, "the master moved just now: nothing is "
+                           "taken on it for another %lld ms", (long long)settle);
+        drive(q);
+        return;
+    }
+    q->sent_ms = cr__now_ms();
+    q->gen = cr__topology_generation(a->client->topology);
+    rc = l->kind->acquire_call(l, q->owner, q->attempt_lease, q->wait_ms, &call,
+                               &tmp);
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(a->io, &call, CR__CMD_SYNC, attempt_replied, q);
+        if (rc != CR_OK)
+            q->busy = false;
+    }
+    cr__script_call_free(&call);
+    free(tmp);
+    if (rc != CR_OK) {
+        q->w.rc = rc;
+        drive(q);
+    }
+}
+
+/* The wait is over: keep the hold, or leave what remains behind. */
+static void
+lock_finish(cr_request *q)
+{
+    cr_async *a = q->async;
+    cr_lock *l = q->lock;
+    cr_status rc = q->w.rc;
+    unsigned later = 0;
+
+    if (rc == CR_OK && q->cmd.sync != CR_OK) {
+        /* A grant no replica saw could vanish in a failover: undone. */
+        later |= CR__LATER_UNDO;
+        rc = cr__fail(q->cmd.sync, "%s %s: %s; the acquisition was undone",
+                      l->kind->name, l->name, cr_last_error());
+    }
+    if ((rc == CR_EIO || rc == CR_BUSY) && q->uncertain)
+        later |= CR__LATER_RESOLVE;
+    if (rc == CR_OK && (q->cancelled || atomic_load(&a->client->closing))) {
+        later |= CR__LATER_UNDO; /* obtained after the cancel: given back */
+        rc = q->cancelled ? CR_ECANCELED : CR_ECLOSED;
+    } else if (rc == CR_OK) {
+        rc = cr__hold_add(a->client->renewal, l->kind->hold_kind, l->raw,
+                          q->owner,
+                          l->kind->hold_kind == CR__HOLD_READ ? l->key2 : NULL,
+                          q->owner_id, q->lease_ms == CR_LEASE_WATCHDOG,
+                          cr__lease_valid_until(q->sent_ms, q->attempt_lease),
+                          l->lost_fn, l->lost_userdata);
+        if (rc != CR_OK) {
+            later |= CR__LATER_UNDO;
+        } else {
+            if (cr__topology_generation(a->client->topology) != q->gen)
+                later |= CR__LATER_VERIFY;
+            if (q->lease_ms > 0)
+                atomic_store(&l->lease_ms, q->lease_ms);
+            cr__handoff_acquired(&l->handoff);
+        }
+    }
+    if (rc != CR_OK && !(later & CR__LATER_UNDO))
+        later |= CR__LATER_GIVE_UP;
+    if (later != 0)
+        cr__script_lock_later(l, q->owner, q->attempt_lease, q->wait_ms, later);
+    if (rc != CR_OK)
+        q->value = 0;
+    end(q, rc);
+}
+
+/* A subscription or a sleep ended. */
+static void
+woke(void *ctx, cr_status woke, bool opened)
+{
+    cr_request *q = ctx;
+
+    q->sleeping = false;
+    q->subscribing = false;
+    q->w.woke = woke;
+    q->w.opened = opened;
+    if (q->w.sub == NULL)
+        q->w.sub = q->sleeper.sub;
+    drive(q);
+}
+
+/* A sleep without a subscription ended. */
+static void
+slept(void *arg)
+{
+    cr_request *q = arg;
+
+    q->w.woke = atomic_load(&q->async->client->closing) ? CR_ECLOSED
+                                                        : CR_TIMEOUT;
+    drive(q);
+}
+
+static void lock_attempt(cr_request *q);
+static void lock_finish(cr_request *q);
+static const wait_ops lock_ops = {lock_attempt, lock_finish};
+
+/* Carries out what the wait state machine asks next. */
+static void
+drive(cr_request *q)
+{
+    cr_async *a = q->async;
+
+    switch (cr__wait_step(&q->w)) {
+    case CR__WAIT_ATTEMPT:
+        if (q->cancelled) {
+            q->w.rc = CR_ECANCELED;
+            drive(q);
+            return;
+        }
+        q->ops->attempt(q);
+        return;
+    case CR__WAIT_SUBSCRIBE:
+        q->sleeper.fn = woke;
+        q->sleeper.ctx = q;
+        q->w.sub = NULL;
+        q->subscribing = true;
+        cr__aio_subscribe(a->io, q->w.spec.channel, q->w.spec.decode,
+                          q->w.sleep_ms, &q->sleeper);
+        return;
+    case CR__WAIT_SLEEP:
+        if (q->cancelled) {
+            q->w.woke = CR_ECANCELED;
+            drive(q);
+            return;
+        }
+        if (q->w.sub != NULL) {
+            q->sleeper.fn = woke;
+            q->sleeper.ctx = q;
+            q->sleeping = true;
+            cr__aio_sleep(a->io, q->w.sub, q->w.sleep_ms, NULL, &q->sleeper);
+        } else {
+            cr__aio_after(a->io, &q->timer, q->w.sleep_ms, slept, q);
+        }
+        return;
+    case CR__WAIT_DONE:
+        q->ops->finish(q);
+        return;
+    }
+}
+
+/* A step of a waiting request from a timer: the first, after the
+ * releaser's turn, or one a cancel brought forward. */
+static void
+step_later(void *arg)
+{
+    cr_request *q = arg;
+
+    drive(q);
+}
+
+/* Begins the wait of `q` after the releaser's turn of `h` (bounded by the
+ * wait). */
+static void
+wait_begin(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
+{
+    cr_async *a = q->async;
+    int64_t pause = spec->wait_ms == 0
+                        ? 0
+                        : (atomic_load(&h->until_us) - cr__now_us() + 999) /
+                              1000;
+
+    cr__wait_begin_on(&q->w, a->client, spec, &cr__aio_subs, a->io);
+    if (spec->wait_ms > 0 && pause > spec->wait_ms)
+        pause = spec->wait_ms;
+    cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, step_later, q);
+}
+
+cr_status
+cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
+              int64_t lease_ms, cr_async_fn fn, void *userdata,
+              cr_request **req)
+{
+    cr__wait_spec spec;
+    cr_request *q;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__lock_enter(l)) == CR_OK) {
+        cr__lock_leave(l);
+        if (l->kind == NULL)
+            rc = cr__fail(CR_ENOTSUP, "a %s has no asynchronous form",
+                          l->label);
+        else if (owner <= 0)
+            rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
+                          (long long)owner);
+        else if ((rc = cr__check_wait(wait_ms)) == CR_OK)
+            rc = cr__check_lease(lease_ms, "CR_LEASE_WATCHDOG");
+    }
+    if (rc == CR_OK && (q = request_new(a, Q_WAIT, fn, userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q->ops = &lock_ops;
+    q->lock = l;
+    q->owner_id = owner;
+    q->lease_ms = lease_ms;
+    q->wait_ms = wait_ms;
+    q->attempt_lease = lease_ms > 0 ? lease_ms : a->client->watchdog_timeout_ms;
+    cr__name_owner(a->client->id, owner, l->kind->writer, q->owner);
+    if (l->kind->own_channel &&
+        (q->channel = cr__name_waiter_channel(l->channel, q->owner)) == NULL) {
+        end(q, cr__fail(CR_ENOMEM, "out of memory"));
+        return started(a, q, req);
+    }
+    spec = (cr__wait_spec){
+        .channel = l->kind->spin ? NULL
+                   : q->channel != NULL ? q->channel : l->channel,
+        .decode = cr__lock_decode,
+        .wait_ms = wait_ms,
+        .min_sleep_ms = l->kind->min_sleep_ms,
+        .max_sleep_ms = l->kind->max_sleep_ms,
+        .in_line = l->kind->in_line &&
+                   cr__script_lock_holds(l, q->owner, NULL) == 0,
+    };
+    wait_begin(q, &spec, &l->handoff);
+    return started(a, q, req);
+}
+
+/* The reply of an unlock. */
+static cr_status
+unlock_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    cr_async *a = q->async;
+    cr_lock *l = q->lock;
+    cr__renewal *ren = a->client->renewal;
+    int64_t heard = 0, local;
+    bool lost = false;
+    int result = 0;
+
+    local = cr__script_lock_holds(l, q->owner, &lost);
+    if (rc == CR_OK) {
+        const char *argv[2] = {"DEL", q->unlock.latch};
+
+        rc = cr__unlock_reply(l, r, &result, &heard);
+        /* The latch goes, as Redisson drops it; nobody waits for that. */
+        cr__aio_command(a->io, 2, argv, NULL, NULL, NULL);
+    }
+    if (rc == CR_OK) {
+        cr__hold_release(ren, l->kind->hold_kind, l->raw, q->owner,
+                         result == 1,
+                         cr__lease_valid_until(q->sent_ms, q->attempt_lease));
+        cr__handoff_after_unlock(&l->handoff, a->client, l->channel, heard,
+                                 q->unlock.started_us, l->kind->in_line);
+    } else if (rc == CR_ENOTOWNER && local > 0) {
+        cr__hold_found_lost(ren, l->kind->hold_kind, l->raw, q->owner,
+                            "the unlock found it gone");
+        cr__hold_release(ren, l->kind->hold_kind, l->raw, q->owner, true, -1);
+        rc = cr__fail(CR_ELOST, "%s %s: the hold of %s had expired or was "
+                      "removed before this unlock", l->kind->name, l->name,
+                      q->owner);
+    } else {
+        cr__hold_release(ren, l->kind->hold_kind, l->raw, q->owner, false, -1);
+        if (lost && local > 0)
+            rc = cr__fail(CR_ELOST, "%s %s: the hold of %s had been lost, and "
+                          "the unlock failed too", l->kind->name, l->name,
+                          q->owner);
+    }
+    if (rc != CR_OK || result == 1)
+        atomic_store(&l->lease_ms, a->client->watchdog_timeout_ms);
+    free(q->unlock.latch);
+    q->unlock.latch = NULL;
+    return rc;
+}
+
+cr_status
+cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
+                void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_request *q = NULL;
+    char name[CR__OWNER_MAX], *tmp = NULL;
+    cr__unlock u = {0};
+    int64_t lease;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__lock_enter(l)) == CR_OK) {
+        cr__lock_leave(l);
+        if (l->kind == NULL)
+            rc = cr__fail(CR_ENOTSUP, "a %s has no asynchronous form",
+                          l->label);
+    }
+    if (rc == CR_OK)
+        rc = cr__unlock_begin(l, &u);
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    cr__name_owner(a->client->id, owner, l->kind->writer, name);
+    cr__hold_releasing(a->client->renewal, l->kind->hold_kind, l->raw, name);
+    lease = atomic_load(&l->lease_ms);
+    rc = l->kind->unlock_call(l, name, lease, &u, &call, &tmp);
+    if (rc == CR_OK)
+        rc = start_script(a, &call, u.cmd.flags, unlock_read, fn, userdata,
+                          req, &q);
+    cr__script_call_free(&call);
+    free(tmp);
+    if (rc != CR_OK) {
+        cr__hold_release(a->client->renewal, l->kind->hold_kind, l->raw, name,
+                         false, -1);
+        free(u.latch);
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q->lock = l;
+    q->owner_id = owner;
+    q->unlock = u;
+    q->sent_ms = cr__now_ms();
+    q->attempt_lease = lease;
+    memcpy(q->owner, name, sizeof(name));
+    return CR_OK;
+}
+
+/* ---------------------------------------------- semaphores and latches */
+
+/* The reply to a semaphore's, a permit's or a latch's attempt. */
+static void
+object_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+    int64_t hint = -1;
+
+    q->busy = false;
+    if (q->what == O_SEM)
+        rc = cr__sem_acquire_reply(rc, r);
+    else if (q->what == O_LATCH)
+        rc = cr__latch_look_reply(q->obj, rc, r, &hint);
+    else
+        rc = cr__permit_acquire_reply(rc, r, &hint);
+    if (rc == CR_EIO && cmd->sent)
+        q->uncertain = true;
+    if (q->ended) {
+        /* The handle is being freed: what this attempt may have taken is
+         * looked for and given back in the background. */
+        if (q->what == O_PERMIT && (rc == CR_OK || q->uncertain))
+            cr__permit_late(q->obj, q->raw_id);
+        else if (q->what == O_SEM && (rc == CR_OK || q->uncertain)) {
+            cr__sem_late(q->obj, q->latch, q->permits);
+            q->latch = NULL;
+        }
+        return;
+    }
+    q->w.rc = rc;
+    q->w.hint = hint;
+    drive(q);
+}
+
+/* A permit whose reply was lost: is it out? (before the next attempt) */
+static void
+permit_resolved(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+
+    (void)cmd;
+    q->busy = false;
+    if (q->ended) {
+        cr__reply_free(r);
+        return;
+    }
+    if (rc == CR_OK) {
+        q->uncertain = false;
+        if (r->type != CR__REPLY_NIL)
+            q->w.rc = CR_OK; /* it was granted */
+        cr__reply_free(r);
+    } else {
+        q->w.rc = rc;
+    }
+    drive(q);
+}
+
+static void
+object_attempt(cr_request *q)
+{
+    cr_async *a = q->async;
+    cr__script_call call = {0};
+    cr__sem *s = q->obj;
+    cr_status rc;
+
+    if (q->what == O_PERMIT && q->uncertain) {
+        const char *argv[3] = {"ZSCORE", s->issued, (const char *)q->raw_id};
+        size_t lens[3] = {6, strlen(s->issued), sizeof(q->raw_id)};
+
+        q->busy = true;
+        if (cr__aio_command(a->io, 3, argv, lens, permit_resolved, q) == CR_OK)
+            return;
+        q->busy = false;
+        q->w.rc = CR_EIO;
+        drive(q);
+        return;
+    }
+    if (q->what == O_SEM) {
+        rc = cr__sem_acquire_call(s, q->permits, q->latch,
+                                  a->client->reconnect_window_ms +
+                                      a->client->latch_timeout_ms,
+                                  &call);
+    } else if (q->what == O_LATCH) {
+        rc = cr__latch_look_call(q->obj, &call);
+    } else {
+        rc = cr__random_bytes(q->raw_id, sizeof(q->raw_id));
+        if (rc == CR_OK)
+            rc = cr__permit_acquire_call(s, q->lease_ms, q->raw_id, &call);
+    }
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(a->io, &call, 0, object_replied, q);
+        if (rc != CR_OK)
+            q->busy = false;
+    }
+    cr__script_call_free(&call);
+    if (rc != CR_OK) {
+        q->w.rc = rc;
+        drive(q);
+    }
+}
+
+static void
+object_finish(cr_request *q)
+{
+    cr_async *a = q->async;
+    cr_status rc = q->w.rc;
+
+    if (q->what == O_SEM) {
+        /* A semaphore: permits taken after a cancel, or perhaps taken by
+         * an attempt whose reply was lost, are looked for and given back
+         * in the background. */
+        if ((rc == CR_OK && q->cancelled) || (rc == CR_EIO && q->uncertain)) {
+            cr__sem_late(q->obj, q->latch, q->permits);
+            q->latch = NULL;
+        } else if (rc == CR_OK) {
+            const char *argv[2] = {"DEL", q->latch};
+
+            cr__aio_command(a->io, 2, argv, NULL, NULL, NULL);
+        } else if (rc == CR_BUSY) {
+            rc = cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits "
+                          "until the wait ran out", ((cr__sem *)q->obj)->name,
+                          (long long)q->permits);
+        }
+    } else if (q->what == O_LATCH) {
+        if (rc == CR_BUSY)
+            rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait "
+                          "ran out", cr_latch_name(q->obj));
+    } else {
+        if ((rc == CR_OK && q->cancelled) ||
+            ((rc == CR_EIO || rc == CR_BUSY) && q->uncertain))
+            cr__permit_late(q->obj, q->raw_id);
+        else if (rc == CR_OK)
+            cr__hex(q->raw_id, sizeof(q->raw_id), q->id);
+    }
+    end(q, rc);
+}
+
+static const wait_ops object_ops = {object_attempt, object_finish};
+
+/* A waiting request on a semaphore or a latch. */
+static cr_request *
+object_request(cr_async *a, int what, void *obj, const char *channel,
+               cr__decode_fn decode, int64_t wait_ms, cr__handoff *h,
+               cr_async_fn fn, void *userdata)
+{
+    cr_request *q = request_new(a, Q_WAIT, fn, userdata);
+    cr__wait_spec spec = {
+        .channel = channel,
+        .decode = decode,
+        .wait_ms = wait_ms,
+        .min_sleep_ms = 1,
+        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+    };
+    static cr__handoff none;
+
+    if (q == NULL)
+        return NULL;
+    q->ops = &object_ops;
+    q->what = what;
+    q->obj = obj;
+    wait_begin(q, &spec, h != NULL ? h : &none);
+    return q;
+}
+
+cr_status
+cr_async_semaphore_acquire(cr_async *a, cr_semaphore *sem, int64_t permits,
+                           int64_t wait_ms, cr_async_fn fn, void *userdata,
+                           cr_request **req)
+{
+    cr__sem *s = (cr__sem *)sem;
+    cr_request *q = NULL;
+    char *latch = NULL;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__sem_enter(sem, &cr__semaphore_kind)) == CR_OK) {
+        cr__object_leave(sem);
+        if ((rc = cr__check_permits(permits)) == CR_OK &&
+            (rc = cr__check_wait(wait_ms)) == CR_OK &&
+            (latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw)) == NULL)
+            rc = cr__fail(CR_ENOMEM, "cannot make a request id");
+    }
+    if (rc == CR_OK &&
+        (q = object_request(a, O_SEM, s, s->channel, cr__sem_decode, wait_ms,
+                            &s->handoff, fn, userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        free(latch);
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q->latch = latch;
+    q->permits = permits;
+    if (permits == 0) {
+        cr__aio_cancel_timer(a->io, &q->timer);
+        end(q, CR_OK); /* nothing to take */
+    }
+    return started(a, q, req);
+}
+
+cr_status
+cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *sem,
+                        int64_t wait_ms, int64_t lease_ms,
+                        cr_async_permit_fn fn, void *userdata,
+                        cr_request **req)
+{
+    cr__sem *s = (cr__sem *)sem;
+    cr_request *q = NULL;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__sem_enter(sem, &cr__permit_semaphore_kind)) == CR_OK) {
+        cr__object_leave(sem);
+        if ((rc = cr__check_wait(wait_ms)) == CR_OK)
+            rc = cr__check_lease(lease_ms, "CR_LEASE_NONE");
+    }
+    if (rc == CR_OK &&
+        (q = object_request(a, O_PERMIT, s, s->channel, cr__sem_decode,
+                            wait_ms, &s->handoff, NULL, userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q->pfn = fn;
+    q->lease_ms = lease_ms;
+    return started(a, q, req);
+}
+
+cr_status
+cr_async_latch_await(cr_async *a, cr_latch *l, int64_t wait_ms,
+                     cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr_request *q = NULL;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__latch_enter(l)) == CR_OK) {
+        cr__object_leave(l);
+        rc = cr__check_wait(wait_ms);
+    }
+    if (rc == CR_OK &&
+        (q = object_request(a, O_LATCH, l, cr__latch_channel(l),
+                            cr__latch_decode, wait_ms, NULL, fn,
+                            userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    return started(a, q, req);
+}
+
+/* One-command requests on semaphores and latches: their reply readers. */
+static cr_status
+released_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    bool done = false;
+
+    return cr__sem_release_reply(q->obj, rc, r, q->sent_ms, &done);
+}
+
+static cr_status
+number_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    return rc == CR_OK ? cr__reply_i64(r, "the script", &q->value) : rc;
+}
+
+static cr_status
+flag_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    bool v = false;
+
+    if (rc == CR_OK && (rc = cr__reply_bool(r, "the script", &v)) == CR_OK)
+        q->value = v;
+    return rc;
+}
+
+static cr_status
+permit_released_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    int64_t result = 0;
+
+    return cr__permit_release_reply(q->obj, q->id, rc, r, q->sent_ms,
+                                    &result);
+}
+
+static cr_status
+counted_down_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    return cr__latch_count_down_reply(q->obj, rc, r);
+}
+
+/* Starts a one-command request once `call` is built (rc: how building
+ * went), keeping `obj` for its reader. */
+static cr_status
+start_on(cr_async *a, void *obj, cr_status rc, cr__script_call *call,
+         cr_status (*read)(cr_request *, cr_status, cr__reply *),
+         cr_async_fn fn, void *userdata, cr_request **req, const char *id)
+{
+    cr_request *q = NULL;
+
+    if (rc == CR_OK)
+        rc = start_script(a, call, 0, read, fn, userdata, req, &q);
+    cr__script_call_free(call);
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q->obj = obj;
+    q->sent_ms = cr__now_us();
+    if (id != NULL)
+        snprintf(q->id, sizeof(q->id), "%s", id);
+    return CR_OK;
+}
+
+/* The guard of a one-command request on a semaphore handle. */
+static cr_status
+enter_on(cr_async *a, const void *obj, const cr__sem_kind *k)
+{
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__sem_enter(obj, k)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    cr__object_leave(obj);
+    return CR_OK;
+}
+
+cr_status
+cr_async_semaphore_release(cr_async *a, cr_semaphore *sem, int64_t permits,
+                           cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter_on(a, sem, &cr__semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_permits(permits)) == CR_OK && permits == 0)
+        rc = cr__fail(CR_EINVAL, "nothing to release: 0 permits");
+    if (rc == CR_OK)
+        rc = cr__sem_release_call(sem, permits, false, &call);
+    return start_on(a, sem, rc, &call, released_read, fn, userdata, req, NULL);
+}
+
+cr_status
+cr_async_semaphore_add_permits(cr_async *a, cr_semaphore *sem, int64_t delta,
+                               cr_async_fn fn, void *userdata,
+                               cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter_on(a, sem, &cr__semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__sem_add_call(sem, false, delta, &call);
+    return start_on(a, sem, rc, &call, number_read, fn, userdata, req, NULL);
+}
+
+cr_status
+cr_async_semaphore_drain_permits(cr_async *a, cr_semaphore *sem,
+                                 cr_async_fn fn, void *userdata,
+                                 cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter_on(a, sem, &cr__semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__build_semaphore_drain_permits(
+        &(cr__semaphore_drain_permits_args){.permits = ((cr__sem *)sem)->raw},
+        &call);
+    return start_on(a, sem, rc, &call, number_read, fn, userdata, req, NULL);
+}
+
+cr_status
+cr_async_permit_release(cr_async *a, cr_permit_semaphore *sem, const char *id,
+                        cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    unsigned char raw[16];
+    cr_status rc = enter_on(a, sem, &cr__permit_semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__permit_release_call(sem, id, raw, &call);
+    return start_on(a, sem, rc, &call, permit_released_read, fn, userdata, req,
+                    id);
+}
+
+cr_status
+cr_async_permit_update_lease(cr_async *a, cr_permit_semaphore *sem,
+                             const char *id, int64_t lease_ms, cr_async_fn fn,
+                             void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    unsigned char raw[16];
+    cr_status rc = enter_on(a, sem, &cr__permit_semaphore_kind);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__permit_update_call(sem, id, lease_ms, raw, &call);
+    return start_on(a, sem, rc, &call, flag_read, fn, userdata, req, NULL);
+}
+
+cr_status
+cr_async_latch_count_down(cr_async *a, cr_latch *l, cr_async_fn fn,
+                          void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__latch_enter(l)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    cr__object_leave(l);
+    rc = cr__latch_count_down_call(l, &call);
+    return start_on(a, l, rc, &call, counted_down_read, fn, userdata, req,
+                    NULL);
+}
+
+cr_status
+cr_async_latch_try_set_count(cr_async *a, cr_latch *l, int64_t count,
+                             int64_t ttl_ms, cr_async_fn fn, void *userdata,
+                             cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__latch_enter(l)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    cr__object_leave(l);
+    rc = cr__latch_set_call(l, count, ttl_ms, &call);
+    return start_on(a, l, rc, &call, flag_read, fn, userdata, req, NULL);
+}
+
+/* -------------------------------------------------------------- handle */
+
+cr_status
+cr_async_new(cr_client *c, const cr_loop *loop, cr_async **out)
+{
+    cr_async *a;
+    cr_status rc;
+
+    cr__clear_error();
+    if (out == NULL || loop == NULL || loop->watch == NULL ||
+        loop->timer == NULL)
+        return cr__fail(CR_EINVAL, "out, loop or one of its functions is "
+                        "NULL");
+    if ((rc = cr__client_enter(c)) != CR_OK)
+        return rc;
+    if ((a = calloc(1, sizeof(*a))) == NULL) {
+        cr__client_leave(c);
+        return CR_ENOMEM;
+    }
+    a->client = c;
+    a->done_tail = &a->done;
+    if ((rc = cr__aio_new(c, loop, &a->io)) != CR_OK) {
+        free(a);
+        cr__client_leave(c);
+        return rc;
+    }
+    a->magic = CR__ASYNC_MAGIC;
+    cr__client_leave(c);
+    *out = a;
+    return CR_OK;
+}
+
+void
+cr_async_free(cr_async *a)
+{
+    if (a == NULL || a->magic != CR__ASYNC_MAGIC)
+        return;
+    if (cr__aio_dispatching(a->io)) {
+        a->free_later = true; /* when the dispatch returns */
+        return;
+    }
+    a->freeing = true;
+    while (a->pending != NULL) {
+        cr_request *q = a->pending;
+
+        q->cancelled = true;
+        if (q->kind == Q_WAIT && q->w.sub != NULL)
+            cr__aio_subs.unsubscribe(a->io, q->w.sub);
+        end(q, cr__fail(CR_ECLOSED, "the asynchronous handle is being "
+                        "freed"));
+    }
+    cr__aio_free(a->io); /* commands out end now: their requests ended */
+    run_callbacks(a, true); /* the loop's part is gone */
+    a->magic = 0;
+    free(a);
+}
+
+void
+cr_async_io(cr_async *a, int fd, int events)
+{
+    if (a == NULL || a->magic != CR__ASYNC_MAGIC)
+        return;
+    cr__aio_ready(a->io, fd, events);
+    if (a->free_later)
+        cr_async_free(a);
+}
+
+void
+cr_async_timeout(cr_async *a)
+{
+    if (a == NULL || a->magic != CR__ASYNC_MAGIC)
+        return;
+    cr__aio_timeout(a->io);
+    if (a->free_later)
+        cr_async_free(a);
+}
+
+int
+cr_async_fds(cr_async *a, cr_async_fd *fds, int max, int64_t *timeout_ms)
+{
+    if (a == NULL || a->magic != CR__ASYNC_MAGIC || timeout_ms == NULL ||
+        (fds == NULL && max > 0))
+        return 0;
+    return cr__aio_fds(a->io, fds, max, timeout_ms);
+}
+
+void
+cr_async_cancel(cr_request *q)
+{
+    cr__aio *io;
+
+    if (q == NULL || q->ended || q->cancelled)
+        return;
+    io = q->async->io;
+    q->cancelled = true;
+    if (q->kind != Q_WAIT)
+        return; /* it ends when its one command answers */
+    /* The wait ends at its next step; a step under way (a command out, a
+     * subscription being confirmed) comes first. */
+    q->w.spec.wait_ms = 0;
+    q->w.deadline = cr__now_ms();
+    if (q->sleeping || q->subscribing) {
+        cr__aio_wake_stop(io, &q->sleeper);
+        if (q->subscribing) {
+            /* The reference is given back; the wait sees a refusal. */
+            cr__aio_subs.unsubscribe(io, q->sleeper.sub);
+            q->sleeper.sub = NULL;
+        }
+        q->sleeping = q->subscribing = false;
+        q->w.woke = CR_ECANCELED;
+        q->w.opened = false;
+        cr__aio_after(io, &q->timer, 0, step_later, q);
+    } else if (q->timer.index != 0) {
+        cr__aio_after(io, &q->timer, 0, q->timer.fn, q);
+    }
+}
