@@ -959,7 +959,7 @@ permit_released_read(cr_request *q, cr_status rc, cr__reply *r)
 static cr_status
 counted_down_read(cr_request *q, cr_status rc, cr__reply *r)
 {
-    return cr__latch_count_down_reply(q->obj, rc, r);
+    return cr__latch_count_down_reply(q->obj, rc, r, NULL);
 }
 
 /* Starts a one-command request once `call` is built (rc: how building

@@ -22,6 +22,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,7 +152,8 @@ cr__latch_count_down_call(const cr_latch *l, cr__script_call *call)
 }
 
 cr_status
-cr__latch_count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r)
+cr__latch_count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r,
+                           int64_t *left)
 {
     int64_t v = 0;
 
@@ -164,25 +166,36 @@ cr__latch_count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r)
     else if (v == -1)
         rc = cr__fail(CR_EEXPIRED, "latch %s expired before this count down",
                       l->name);
+    else if (left != NULL)
+        *left = v < 0 ? 0 : v;
     cr__reply_free(r);
     return rc;
+}
+
+/* One count down, not resent after a broken link: CR_OK with the count
+ * left in *left (may be NULL), CR_EEXPIRED, or the failure. */
+static cr_status
+count_down(cr_latch *l, int64_t *left)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
+    cr_status rc = cr__latch_count_down_call(l, &call);
+
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return cr__latch_count_down_reply(l, rc, r, left);
 }
 
 cr_status
 cr_latch_count_down(cr_latch *l)
 {
-    cr__script_call call = {0};
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__latch_count_down_call(l, &call);
-    if (rc == CR_OK)
-        rc = cr__script_call_run(l->client, &cmd, &call, &r);
-    cr__script_call_free(&call);
-    rc = cr__latch_count_down_reply(l, rc, r);
+    rc = count_down(l, NULL);
     cr__object_leave(l);
     return rc;
 }
@@ -295,9 +308,37 @@ cr__latch_channel(const cr_latch *l)
     return l->channel;
 }
 
-cr_status
-cr_latch_await(cr_latch *l, int64_t wait_ms)
+/* The attempts of a wait for the latch to open: with `counted` false
+ * (countDownAndAwait) the first one is the count down, made once
+ * subscribed; every other one is a look. */
+typedef struct opening {
+    cr_latch *latch;
+    bool counted;
+} opening;
+
+static cr_status
+opening_attempt(opening *o, int64_t *hint)
 {
+    int64_t left = 0;
+    cr_status rc;
+
+    if (o->counted)
+        return look(o->latch, hint);
+    /* Marked before it is sent: a count down whose answer was lost is not
+     * made again by the wait's retries (which then look). */
+    o->counted = true;
+    *hint = -1;
+    rc = count_down(o->latch, &left);
+    return rc == CR_OK && left > 0 ? CR_BUSY : rc;
+}
+
+/* Waits up to wait_ms for the latch to open, counting it down first when
+ * `count_first`, subscribed before it does (wait.h's subscribe_first; a
+ * wait of 0 only counts down). */
+static cr_status
+wait_open(cr_latch *l, int64_t wait_ms, bool count_first)
+{
+    opening o = {.latch = l, .counted = !count_first};
     cr__wait w;
     int64_t hint = -1;
     cr_status rc = enter(l);
@@ -306,13 +347,37 @@ cr_latch_await(cr_latch *l, int64_t wait_ms)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    cr__object_wait_begin(&w, l, l->channel, cr__latch_decode, true, wait_ms);
-    for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = look(l, &hint);
-    if (rc == CR_BUSY)
-        rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait ran out",
-                      l->name);
+    if (count_first && wait_ms == 0) {
+        rc = opening_attempt(&o, &hint);
+    } else {
+        cr__object_wait_begin(&w, l, l->channel, cr__latch_decode, true,
+                              wait_ms);
+        w.spec.subscribe_first = count_first; /* read at its first step */
+        for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
+            rc = opening_attempt(&o, &hint);
+    }
+    if (rc == CR_BUSY) {
+        rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait ran "
+                      "out", l->name);
+    } else if (rc != CR_OK && !o.counted) {
+        char why[256];
+
+        snprintf(why, sizeof(why), "%s", cr_last_error());
+        rc = cr__fail(rc, "latch %s not counted down: %s", l->name, why);
+    }
 out:
     cr__object_leave(l);
     return rc;
+}
+
+cr_status
+cr_latch_count_down_and_await(cr_latch *l, int64_t wait_ms)
+{
+    return wait_open(l, wait_ms, true);
+}
+
+cr_status
+cr_latch_await(cr_latch *l, int64_t wait_ms)
+{
+    return wait_open(l, wait_ms, false);
 }
