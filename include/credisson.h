@@ -20,6 +20,7 @@
 #include <credisson/latch.h>
 #include <credisson/ratelimiter.h>
 #include <credisson/barrier.h>
+#include <credisson/condition.h>
 #include <credisson/multilock.h>
 #include <credisson/inspect.h>
 #include <credisson/async.h>

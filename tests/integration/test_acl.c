@@ -491,6 +491,69 @@ test_acl_documented_user_runs_the_barrier(void **state)
     assert_int_equal(atomic_load(&refusals), 0);
 }
 
+/* A waiter on the condition of a lock, on its own thread. */
+typedef struct condition_waiter {
+    cr_lock *lock;
+    cr_lock_condition *cond;
+    cr_status rc;
+    pthread_t thread;
+} condition_waiter;
+
+static void *
+condition_waiter_run(void *arg)
+{
+    condition_waiter *w = arg;
+
+    w->rc = cr_lock_lock(w->lock, CR_LEASE_WATCHDOG);
+    if (w->rc == CR_OK)
+        w->rc = cr_lock_condition_await(w->cond, slow(10000));
+    if (w->rc == CR_OK)
+        w->rc = cr_lock_unlock(w->lock);
+    return NULL;
+}
+
+static void
+test_acl_documented_user_runs_conditions_and_count_down_and_await(void **state)
+{
+    cr_client *a = locker(false), *b = locker(false);
+    cr_lock *la, *lb;
+    cr_lock_condition *ca, *cb;
+    cr_latch *latch;
+    condition_waiter w;
+    bool woke = false;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    OK(cr_lock_new(a, "app:cond", &la));
+    OK(cr_lock_new(b, "app:cond", &lb));
+    OK(cr_lock_condition_new(la, "c", &ca));
+    OK(cr_lock_condition_new(lb, "c", &cb));
+    memset(&w, 0, sizeof(w));
+    w.lock = lb;
+    w.cond = cb;
+    assert_int_equal(pthread_create(&w.thread, NULL, condition_waiter_run,
+                                    &w), 0);
+    await_subscribers("credisson_condition__channel:{app:cond}:c", 1);
+    OK(cr_lock_lock(la, CR_LEASE_WATCHDOG));
+    OK(cr_lock_condition_signal(ca, &woke));
+    assert_true(woke);
+    OK(cr_lock_unlock(la));
+    pthread_join(w.thread, NULL);
+    OK(w.rc);
+    OK(cr_latch_new(a, "app:latch", &latch));
+    OK(cr_latch_try_set_count(latch, 1, 0, NULL));
+    OK(cr_latch_count_down_and_await(latch, slow(5000)));
+    cr_latch_free(latch);
+    cr_lock_condition_free(ca);
+    cr_lock_condition_free(cb);
+    cr_lock_free(la);
+    cr_lock_free(lb);
+    cr_client_free(a);
+    cr_client_free(b);
+    assert_int_equal(atomic_load(&refusals), 0);
+}
+
 static void
 test_acl_a_refused_script_is_enoperm_naming_the_command(void **state)
 {
@@ -623,6 +686,7 @@ main(void)
         T(test_acl_documented_user_runs_the_rate_limiter),
         T(test_acl_documented_user_runs_the_barrier),
         T(test_acl_a_refused_script_is_enoperm_naming_the_command),
+        T(test_acl_documented_user_runs_conditions_and_count_down_and_await),
         T(test_acl_a_refused_subscribe_ends_the_wait_at_once),
         T(test_acl_replica_sync_without_role_fails_instead_of_turning_off),
         T(test_acl_replica_sync_without_wait_undoes_the_acquisition),
