@@ -213,6 +213,16 @@ CR_EXPORT cr_status cr_async_latch_await(cr_async *async, cr_latch *latch,
                                          int64_t wait_ms, cr_async_fn fn,
                                          void *userdata, cr_request **req);
 
+/* cr_async_latch_count_down_and_await: countDownAndAwaitAsync(wait_ms),
+ * as cr_latch_count_down_and_await (subscribed before it counts down;
+ * the count down made once): CR_OK once open, CR_TIMEOUT, CR_EEXPIRED. */
+CR_EXPORT cr_status cr_async_latch_count_down_and_await(cr_async *async,
+                                                        cr_latch *latch,
+                                                        int64_t wait_ms,
+                                                        cr_async_fn fn,
+                                                        void *userdata,
+                                                        cr_request **req);
+
 /* cr_async_latch_count_down: countDownAsync. */
 CR_EXPORT cr_status cr_async_latch_count_down(cr_async *async,
                                               cr_latch *latch,
