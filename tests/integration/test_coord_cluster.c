@@ -262,6 +262,79 @@ test_coord_cluster_rate_limiter_keys_share_the_name_slot(void **state)
     cr_client_free(c);
 }
 
+/* A waiter on a lock's condition, on its own thread. */
+typedef struct cond_waiter {
+    cr_lock *lock;
+    cr_lock_condition *cond;
+    cr_status rc;
+    bool held;
+    pthread_t thread;
+} cond_waiter;
+
+static void *
+cond_waiter_run(void *arg)
+{
+    cond_waiter *w = arg;
+
+    w->rc = cr_lock_lock(w->lock, CR_LEASE_WATCHDOG);
+    if (w->rc == CR_OK)
+        w->rc = cr_lock_condition_await(w->cond, slow(10000));
+    cr_lock_is_held_by_current_thread(w->lock, &w->held);
+    if (w->held)
+        cr_lock_unlock(w->lock);
+    return NULL;
+}
+
+/* What in_line waits for: a condition's line of `n` on its master. */
+typedef struct line_wanted {
+    const char *lock, *queue;
+    long long n;
+} line_wanted;
+
+static bool
+in_line(void *arg)
+{
+    line_wanted *w = arg;
+
+    return cr_test_cluster_int_at_key(&cl, w->lock, "ZCARD %s", w->queue) ==
+           w->n;
+}
+
+static void
+test_coord_cluster_condition_keys_share_the_lock_slot(void **state)
+{
+    cr_client *c = client(30000);
+    const char *names[] = {"cl", "app{7}cl"};
+    const char *queues[] = {"credisson_condition_queue:{cl}:c",
+                            "credisson_condition_queue:app{7}cl:c"};
+    int i;
+
+    (void)state;
+    for (i = 0; i < 2; i++) {
+        line_wanted lw = {names[i], queues[i], 1};
+        cond_waiter w;
+        bool woke = false;
+
+        memset(&w, 0, sizeof(w));
+        OK(cr_lock_new(c, names[i], &w.lock));
+        OK(cr_lock_condition_new(w.lock, "c", &w.cond));
+        assert_int_equal(pthread_create(&w.thread, NULL, cond_waiter_run, &w),
+                         0);
+        /* In line on the master of the lock's slot, the lock let go. */
+        assert_true(cr_test_wait_until(in_line, &lw, slow(10000)));
+        OK(cr_lock_lock(w.lock, CR_LEASE_WATCHDOG));
+        OK(cr_lock_condition_signal(w.cond, &woke));
+        assert_true(woke);
+        OK(cr_lock_unlock(w.lock));
+        pthread_join(w.thread, NULL);
+        OK(w.rc);
+        assert_true(w.held);
+        cr_lock_condition_free(w.cond);
+        cr_lock_free(w.lock);
+    }
+    cr_client_free(c);
+}
+
 static void
 test_coord_cluster_refuses_names_whose_keys_split(void **state)
 {
@@ -288,6 +361,7 @@ main(void)
         cmocka_unit_test(
             test_coord_cluster_barrier_sigkilled_party_timeout_and_reset),
         cmocka_unit_test(test_coord_cluster_rate_limiter_keys_share_the_name_slot),
+        cmocka_unit_test(test_coord_cluster_condition_keys_share_the_lock_slot),
         cmocka_unit_test(test_coord_cluster_refuses_names_whose_keys_split),
     };
 
