@@ -97,9 +97,11 @@ test_barrier_usage_errors() {
 }
 
 # Prints the latest grant time (epoch ms) recorded by the OVERALL rate
-# limiter $1 (older records are dropped once an interval old).
+# limiter $1 (older records are dropped once an interval old). The
+# members are binary and may hold newlines: only the score is printed.
 last_grant() {
-    rcli zrange "{$1}:permits" -1 -1 withscores | sed -n 2p
+    rcli eval "return redis.call('zrange', KEYS[1], -1, -1, 'withscores')[2]" \
+        1 "{$1}:permits"
 }
 
 test_ratelimit_runs_never_exceed_the_rate() {
