@@ -9,15 +9,29 @@
  * The counter file is read and written without any file locking: only the
  * Redis lock keeps the final count exact.
  */
+/* POSIX.1-2008 (mkstemp, nanosleep): the examples build with -std=c11. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <credisson.h>
 
 #define LOCK_NAME "demo:counter"
+
+/* Sleeps `us` microseconds (usleep is not in POSIX.1-2008). */
+static void
+sleep_us(int64_t us)
+{
+    struct timespec ts = { (time_t)(us / 1000000),
+                           (long)(us % 1000000) * 1000 };
+
+    nanosleep(&ts, NULL);
+}
 
 /* Reads the number in `path` (0 when missing). */
 static long
@@ -88,7 +102,7 @@ worker(const char *url, int id, int rounds, const char *path)
                    LOCK_NAME, cr_client_id(client), (long long)cr_thread_id(),
                    v, v + 1);
         fflush(stdout);
-        usleep(200); /* make a missing lock show as a wrong count */
+        sleep_us(200); /* make a missing lock show as a wrong count */
         write_counter(path, v + 1);
         if (cr_lock_unlock(lock) != CR_OK) {
             fprintf(stderr, "worker %d: unlock: %s\n", id, cr_last_error());
@@ -119,7 +133,7 @@ long_hold(const char *url)
     for (i = 0; i < 9; i++) {
         cr_lock_remain_time_to_live(lock, &ttl);
         printf("  t=%4d ms  remaining lease %5lld ms\n", i * 500, (long long)ttl);
-        usleep(500000);
+        sleep_us(500 * 1000);
     }
     cr_client_stats_get(client, &st);
     printf("still held after 3 leases; the watchdog renewed it %llu times\n",

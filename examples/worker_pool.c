@@ -17,6 +17,11 @@
  * counting down, and the coordinator learns it (CR_EEXPIRED) when the
  * barrier's expiry runs out, instead of waiting forever.
  */
+/* POSIX.1-2008 (clock_gettime, kill, nanosleep): the examples build with
+ * -std=c11; glibc shows MAP_ANONYMOUS only with _DEFAULT_SOURCE. */
+#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
+
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,6 +46,16 @@ typedef struct board {
 } board;
 
 /* Monotonic milliseconds. */
+/* Sleeps `us` microseconds (usleep is not in POSIX.1-2008). */
+static void
+sleep_us(int64_t us)
+{
+    struct timespec ts = { (time_t)(us / 1000000),
+                           (long)(us % 1000000) * 1000 };
+
+    nanosleep(&ts, NULL);
+}
+
 static int64_t
 now_ms(void)
 {
@@ -102,7 +117,7 @@ worker(const char *url, int n, int tasks, board *b)
         printf("worker %d task %d in slot %.8s... (%d running)\n", n, i + 1,
                slot, now);
         fflush(stdout);
-        usleep(100 * 1000); /* the task */
+        sleep_us(100 * 1000); /* the task */
         atomic_fetch_sub(&b->running, 1);
         check(cr_permit_semaphore_release(pool, slot), "release");
     }
@@ -137,7 +152,7 @@ participant(const char *url, int n, int64_t delay_ms, int dies)
     cr_status rc;
 
     check(cr_latch_new(client, BARRIER, &barrier), "barrier");
-    usleep((useconds_t)delay_ms * 1000);
+    sleep_us(delay_ms * 1000);
     if (dies) {
         printf("participant %d dies before reaching the barrier\n", n);
         fflush(stdout);
@@ -210,7 +225,7 @@ main(int argc, char **argv)
     if (fork() == 0)
         crasher(url);
     crashed_at = now_ms();
-    usleep(200 * 1000);
+    sleep_us(200 * 1000);
     start = now_ms();
     for (i = 0; i < workers; i++)
         if (fork() == 0)
@@ -225,7 +240,7 @@ main(int argc, char **argv)
     deadline = crashed_at + LEASE_MS + 2000;
     while (cr_permit_semaphore_available_permits(pool, &available) == CR_OK &&
            available < slots && now_ms() < deadline)
-        usleep(50 * 1000);
+        sleep_us(50 * 1000);
     printf("%lld of %d slots free, %lld ms after the crash: the crashed "
            "worker's slot came back when its lease ended\n",
            (long long)available, slots, (long long)(now_ms() - crashed_at));

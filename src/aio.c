@@ -47,6 +47,10 @@
  * waits for the next turn (a timer of 0 ms), so that one dispatch stays
  * short whatever the backlog (cr__aio_spend). */
 #define DISPATCH_BUDGET 32
+/* A loop that calls cr_async_timeout this late has starved its waits and
+ * wake-ups: said in the log, once per LATE_LOG_EVERY_MS at most. */
+#define LATE_WARN_MS 1000
+#define LATE_LOG_EVERY_MS 10000
 
 enum { L_DOWN, L_RESOLVING, L_CONNECTING, L_UP };
 
@@ -91,6 +95,7 @@ typedef struct alink {
     int64_t replicas, replicas_at;
     cr__atimer timer;
     cr__atimer more;          /* replies left over from the last turn */
+    cr__atimer opener;        /* link_open_soon */
     struct alink *dirty_next; /* on io->dirty: has bytes to write */
     bool dirty;
     int64_t backoff, retry_at;
@@ -137,6 +142,7 @@ struct cr__aio {
     cr__atimer **heap;
     size_t nheap, capheap;
     int64_t armed;            /* the due time the loop's timer is set for */
+    int64_t late_logged;      /* when a late loop was last logged */
     int dispatching;          /* inside cr__aio_ready or cr__aio_timeout */
     int budget;               /* of this dispatch, DISPATCH_BUDGET */
     alink *dirty;             /* links to write to when the dispatch ends */
@@ -265,6 +271,17 @@ cr__aio_timeout(cr__aio *io)
 {
     int64_t now = cr__now_ms();
 
+    if (io->armed >= 0 && now - io->armed > LATE_WARN_MS &&
+        now - io->late_logged > LATE_LOG_EVERY_MS) {
+        /* The leases are the watchdog thread's, safe; the loop's own
+         * work is not: the application blocked its loop. */
+        io->late_logged = now;
+        cr__log(&io->client->log, CR_LOG_WARN, "the event loop ran the "
+                "library's timer %lld ms late: its waits, wake-ups and "
+                "replies were held up that long (the leases of its holds "
+                "are renewed by the client's watchdog thread)",
+                (long long)(now - io->armed));
+    }
     io->armed = -1;
     dispatch_begin(io);
     while (io->nheap > 0 && io->heap[0]->due <= now && cr__aio_spend(io)) {
@@ -610,6 +627,25 @@ dispatch_end(cr__aio *io)
     }
 }
 
+static void link_open(alink *l);
+
+static void
+link_open_now(void *arg)
+{
+    link_open(arg);
+}
+
+/* Opens the link from the loop's next turn: a link that cannot open
+ * (its breaker, a refused connect) fails its commands from there, never
+ * inside the call that gave it one, whose request would be answered
+ * before it was even started. */
+static void
+link_open_soon(alink *l)
+{
+    if (l->state == L_DOWN && l->opener.index == 0)
+        cr__aio_after(l->io, &l->opener, 0, link_open_now, l);
+}
+
 /* Opens the link: resolve, breaker, connect. */
 static void
 link_open(alink *l)
@@ -641,7 +677,14 @@ link_open(alink *l)
     } else {
         snprintf(addr, sizeof(addr), "%s", io->client->url.path);
     }
-    if ((rc = cr__breaker_try(cfg->breakers, addr, &retry)) != CR_OK) {
+    if ((rc = cr__breaker_try(cfg->breakers, addr, &retry)) == CR_BUSY) {
+        /* No attempt slot yet: tried again when there is one; the queued
+         * commands' deadlines still hold (the link's timer). */
+        cr__aio_after(io, &l->opener, retry > 0 ? retry : 1, link_open_now, l);
+        link_schedule(l);
+        return;
+    }
+    if (rc != CR_OK) {
         link_fail(l, rc, NULL);
         return;
     }
@@ -946,7 +989,7 @@ redirect(alink *l, apend *e, bool ask, const char *host, int port)
     if (unsent)
         to->unsent++;
     if (to->state == L_DOWN)
-        link_open(to);
+        link_open_soon(to);
     else
         link_kick(to);
     link_schedule(to);
@@ -1246,7 +1289,7 @@ enqueue(alink *l, int kind, cr__buf *b, size_t tail, const cr__script *script,
     if (sync && l->replicas > 0 && queue_wait(l, deadline) != CR_OK)
         return CR_ENOMEM;
     if (l->state == L_DOWN)
-        link_open(l);
+        link_open_soon(l);
     else
         link_kick(l);
     if (l->state != L_DOWN || l->len > 0)
@@ -1672,7 +1715,7 @@ cr__aio_subscribe(cr__aio *io, const char *channel, cr__decode_fn decode,
             if (sub_send(l, s, true) == CR_OK)
                 link_kick(l);
         } else if (l->state == L_DOWN) {
-            link_open(l); /* link_up sends it */
+            link_open_soon(l); /* link_up sends it */
         }
         link_schedule(l);
     }
@@ -1843,6 +1886,7 @@ cr__aio_free(cr__aio *io)
         next = l->next;
         cr__aio_cancel_timer(io, &l->timer);
         cr__aio_cancel_timer(io, &l->more);
+        cr__aio_cancel_timer(io, &l->opener);
         cr__buf_free(&l->queued);
         free(l->q);
         free(l);

@@ -55,6 +55,7 @@ struct cr_request {
     cr_request *done_next;    /* ended, callback due */
     bool ended, cancelled;
     bool busy;                /* a command of it is out */
+    bool zombie;              /* ended and called back, a command still out */
     bool sleeping;            /* asleep on a subscription */
     bool subscribing;         /* waiting for a subscription's answer */
     cr_status rc;
@@ -68,6 +69,7 @@ struct cr_request {
     cr__wait w;
     cr__asleeper sleeper;
     cr__atimer timer;
+    cr__atimer bound;         /* the wait, one command timeout, replica sync */
     int64_t hint;
     /* Locks. */
     cr_lock *lock;
@@ -111,6 +113,28 @@ cr_async_owner_id(void)
 
 /* ------------------------------------------------------------ requests */
 
+static void
+request_free(cr_request *q)
+{
+    free(q->channel);
+    free(q->latch);
+    free(q);
+}
+
+/* The reply to a command of a request that ended before it came (its
+ * bound passed, or the handle is being freed): true when the caller is to
+ * return at once, having given back what the command took. The request is
+ * freed here once its callback has run. */
+static bool
+late_reply(cr_request *q)
+{
+    if (!q->ended)
+        return false;
+    if (q->zombie)
+        request_free(q);
+    return true;
+}
+
 /* Runs the callbacks of the requests that ended: `all`, or as many as the
  * dispatch's budget allows. */
 static void
@@ -126,9 +150,10 @@ run_callbacks(cr_async *a, bool all)
             q->pfn(q->userdata, q->rc, q->rc == CR_OK ? q->id : NULL);
         else if (q->fn != NULL)
             q->fn(q->userdata, q->rc, q->value);
-        free(q->channel);
-        free(q->latch);
-        free(q);
+        if (q->busy)
+            q->zombie = true; /* its command's reply frees it */
+        else
+            request_free(q);
     }
 }
 
@@ -153,6 +178,7 @@ end(cr_request *q, cr_status rc)
     q->ended = true;
     q->rc = q->cancelled && rc != CR_ECLOSED ? CR_ECANCELED : rc;
     cr__aio_cancel_timer(a->io, &q->timer);
+    cr__aio_cancel_timer(a->io, &q->bound);
     cr__aio_wake_stop(a->io, &q->sleeper);
     if (q->prev != NULL)
         q->prev->next = q->next;
@@ -270,12 +296,15 @@ attempt_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     q->cmd = *cmd;
     rc = l->kind->acquire_reply(l, q->owner, q->wait_ms, rc, r, &hint);
     if (q->ended) {
-        /* The handle is being freed: what this attempt may have taken is
-         * given back. */
-        if (rc == CR_OK || (rc == CR_EIO && cmd->sent))
-            cr__script_lock_later(l, q->owner, q->attempt_lease, q->wait_ms,
-                                  rc == CR_OK ? CR__LATER_UNDO
-                                              : CR__LATER_RESOLVE);
+        /* The request ended meanwhile (its bound passed, or the handle is
+         * being freed): what this attempt may have taken is given back,
+         * and a fair waiter's place in the queue left. */
+        cr__script_lock_later(l, q->owner, q->attempt_lease, q->wait_ms,
+                              rc == CR_OK ? CR__LATER_UNDO
+                              : rc == CR_EIO && cmd->sent
+                                  ? CR__LATER_RESOLVE | CR__LATER_GIVE_UP
+                                  : CR__LATER_GIVE_UP);
+        late_reply(q);
         return;
     }
     if (rc == CR_EREENTRANT && cr__script_lock_holds(l, q->owner, NULL) == 0) {
@@ -303,7 +332,11 @@ resolved_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     (void)cmd;
     q->busy = false;
     if (q->ended) {
+        /* Its bound passed after a lost reply: resolved in the background. */
         cr__reply_free(r);
+        cr__script_lock_later(q->lock, q->owner, q->attempt_lease, q->wait_ms,
+                              CR__LATER_RESOLVE | CR__LATER_GIVE_UP);
+        late_reply(q);
         return;
     }
     if (rc == CR_OK && r->type != CR__REPLY_NIL && !cr__reply_int(r, &server))
@@ -502,6 +535,79 @@ step_later(void *arg)
     drive(q);
 }
 
+/* Brings the end of q's wait forward to now: its next step ends it; a
+ * step under way (a command out, a subscription being confirmed) comes
+ * first. A sleep cut short reports `woke`. */
+static void
+end_wait_now(cr_request *q, cr_status woke)
+{
+    cr__aio *io = q->async->io;
+
+    q->w.spec.wait_ms = 0;
+    q->w.deadline = cr__now_ms();
+    if (q->sleeping || q->subscribing) {
+        cr__aio_wake_stop(io, &q->sleeper);
+        if (q->subscribing) {
+            /* The reference is given back; the wait sees a refusal. */
+            cr__aio_subs.unsubscribe(io, q->sleeper.sub);
+            q->sleeper.sub = NULL;
+        }
+        q->sleeping = q->subscribing = false;
+        q->w.woke = woke;
+        q->w.opened = false;
+        cr__aio_after(io, &q->timer, 0, step_later, q);
+    } else if (q->timer.index != 0) {
+        cr__aio_after(io, &q->timer, 0, q->timer.fn, q);
+    }
+}
+
+/* Takes waiting request q out of its wait, at whatever step it is: what
+ * it subscribed to is given back, its sleep ends. */
+static void
+detach(cr_request *q)
+{
+    cr__aio *io = q->async->io;
+    void *sub = q->subscribing ? q->sleeper.sub : q->w.sub;
+
+    cr__aio_wake_stop(io, &q->sleeper);
+    if (sub != NULL)
+        cr__aio_subs.unsubscribe(io, sub);
+    q->w.sub = q->sleeper.sub = NULL;
+    q->sleeping = q->subscribing = false;
+}
+
+/* Ends waiting request q now with rc; a command of it still out meets
+ * late_reply when it answers. */
+static void
+abandon(cr_request *q, cr_status rc)
+{
+    detach(q);
+    end(q, rc);
+}
+
+/* A waiting request's bound, its wait and one command timeout (and the
+ * replica sync's, when on), passed: it ends now, as a blocking call
+ * returns at its deadline. A command of it still out does not hold it
+ * (what it takes is given back when it answers); otherwise the wait ends
+ * as when it runs out, leaving nothing behind, without a last attempt. */
+static void
+bound_passed(void *arg)
+{
+    cr_request *q = arg;
+
+    if (q->ended)
+        return;
+    if (q->busy) {
+        abandon(q, cr__fail(CR_EIO, "no answer within the wait and one "
+                            "command timeout"));
+        return;
+    }
+    detach(q);
+    cr__aio_cancel_timer(q->async->io, &q->timer);
+    q->w.rc = q->w.rc == CR_EIO ? CR_EIO : CR_BUSY;
+    q->ops->finish(q);
+}
+
 /* Begins the wait of `q` after the releaser's turn of `h` (bounded by the
  * wait). */
 static void
@@ -514,6 +620,11 @@ wait_begin(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
                               1000;
 
     cr__wait_begin_on(&q->w, a->client, spec, &cr__aio_subs, a->io);
+    if (spec->wait_ms >= 0)
+        cr__aio_after(a->io, &q->bound,
+                      spec->wait_ms + a->client->command_timeout_ms +
+                          a->client->conn_cfg.sync_timeout_ms,
+                      bound_passed, q);
     if (spec->wait_ms > 0 && pause > spec->wait_ms)
         pause = spec->wait_ms;
     cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, step_later, q);
@@ -696,14 +807,16 @@ object_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     if (rc == CR_EIO && cmd->sent)
         q->uncertain = true;
     if (q->ended) {
-        /* The handle is being freed: what this attempt may have taken is
-         * looked for and given back in the background. */
+        /* The request ended meanwhile (its bound passed, or the handle is
+         * being freed): what this attempt may have taken is looked for and
+         * given back in the background. */
         if (q->what == O_PERMIT && (rc == CR_OK || q->uncertain))
             cr__permit_late(q->obj, q->raw_id);
         else if (q->what == O_SEM && (rc == CR_OK || q->uncertain)) {
             cr__sem_late(q->obj, q->latch, q->permits);
             q->latch = NULL;
         }
+        late_reply(q);
         return;
     }
     q->w.rc = rc;
@@ -720,7 +833,10 @@ permit_resolved(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     (void)cmd;
     q->busy = false;
     if (q->ended) {
+        /* Its bound passed while it looked: looked for again, given back. */
         cr__reply_free(r);
+        cr__permit_late(q->obj, q->raw_id);
+        late_reply(q);
         return;
     }
     if (rc == CR_OK) {
@@ -1195,11 +1311,14 @@ cr_async_free(cr_async *a)
     while (a->pending != NULL) {
         cr_request *q = a->pending;
 
+        cr_status closed = cr__fail(CR_ECLOSED, "the asynchronous handle is "
+                                    "being freed");
+
         q->cancelled = true;
-        if (q->kind == Q_WAIT && q->w.sub != NULL)
-            cr__aio_subs.unsubscribe(a->io, q->w.sub);
-        end(q, cr__fail(CR_ECLOSED, "the asynchronous handle is being "
-                        "freed"));
+        if (q->kind == Q_WAIT)
+            abandon(q, closed);
+        else
+            end(q, closed);
     }
     cr__aio_free(a->io); /* commands out end now: their requests ended */
     run_callbacks(a, true); /* the loop's part is gone */
@@ -1239,30 +1358,10 @@ cr_async_fds(cr_async *a, cr_async_fd *fds, int max, int64_t *timeout_ms)
 void
 cr_async_cancel(cr_request *q)
 {
-    cr__aio *io;
-
     if (q == NULL || q->ended || q->cancelled)
         return;
-    io = q->async->io;
     q->cancelled = true;
-    if (q->kind != Q_WAIT)
-        return; /* it ends when its one command answers */
-    /* The wait ends at its next step; a step under way (a command out, a
-     * subscription being confirmed) comes first. */
-    q->w.spec.wait_ms = 0;
-    q->w.deadline = cr__now_ms();
-    if (q->sleeping || q->subscribing) {
-        cr__aio_wake_stop(io, &q->sleeper);
-        if (q->subscribing) {
-            /* The reference is given back; the wait sees a refusal. */
-            cr__aio_subs.unsubscribe(io, q->sleeper.sub);
-            q->sleeper.sub = NULL;
-        }
-        q->sleeping = q->subscribing = false;
-        q->w.woke = CR_ECANCELED;
-        q->w.opened = false;
-        cr__aio_after(io, &q->timer, 0, step_later, q);
-    } else if (q->timer.index != 0) {
-        cr__aio_after(io, &q->timer, 0, q->timer.fn, q);
-    }
+    if (q->kind == Q_WAIT)
+        end_wait_now(q, CR_ECANCELED);
+    /* A one-command request ends when its command answers. */
 }

@@ -108,15 +108,16 @@ cr_fenced_lock_get_token(cr_lock *l, int64_t *token)
 }
 
 cr_status
-cr_fenced_lock_try_lock_and_get_token(cr_lock *l, int64_t wait_ms,
-                                      int64_t lease_ms, int64_t *token)
+cr_fenced_lock_try_lock_and_get_token_tid(cr_lock *l, int64_t tid,
+                                          int64_t wait_ms, int64_t lease_ms,
+                                          int64_t *token)
 {
     int64_t t = 0;
     cr_status rc = check_fenced(l, token);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__lock_try_lock(l, cr_thread_id(), wait_ms, lease_ms, &t);
+    rc = cr__lock_try_lock(l, tid, wait_ms, lease_ms, &t);
     /* After a lost reply the token is read back: while this owner holds the
      * lock nobody else can have taken a newer one. */
     if (rc == CR_OK && t == 0)
@@ -127,10 +128,27 @@ cr_fenced_lock_try_lock_and_get_token(cr_lock *l, int64_t wait_ms,
 }
 
 cr_status
+cr_fenced_lock_try_lock_and_get_token(cr_lock *l, int64_t wait_ms,
+                                      int64_t lease_ms, int64_t *token)
+{
+    return cr_fenced_lock_try_lock_and_get_token_tid(l, cr_thread_id(),
+                                                     wait_ms, lease_ms, token);
+}
+
+cr_status
 cr_fenced_lock_lock_and_get_token(cr_lock *l, int64_t lease_ms, int64_t *token)
 {
-    return cr_fenced_lock_try_lock_and_get_token(l, CR_WAIT_FOREVER, lease_ms,
-                                                 token);
+    return cr_fenced_lock_try_lock_and_get_token_tid(l, cr_thread_id(),
+                                                     CR_WAIT_FOREVER, lease_ms,
+                                                     token);
+}
+
+cr_status
+cr_fenced_lock_lock_and_get_token_tid(cr_lock *l, int64_t tid,
+                                      int64_t lease_ms, int64_t *token)
+{
+    return cr_fenced_lock_try_lock_and_get_token_tid(l, tid, CR_WAIT_FOREVER,
+                                                     lease_ms, token);
 }
 
 /* ----------------------------------------------------------- spin lock */

@@ -288,16 +288,27 @@ drop_replies(pool *p, conn *c, unsigned n, int64_t deadline)
 
 /* Counts the replicas of the server behind `c` with ROLE, before a
  * command that is to be followed by WAIT. A refused ROLE is reported, not
- * read as "no replicas": the check would silently be off. */
+ * read as "no replicas": the check would silently be off. So is a reply
+ * that is no role at all: the replies on the link are out of step. */
 static cr_status
 count_replicas(pool *p, conn *c, int64_t deadline)
 {
     const char *argv[1] = {"ROLE"};
     cr__reply *r = NULL;
-    cr_status rc = cr__conn_call(c->ctx, 1, argv, NULL, deadline, &r);
+    unsigned deferred = c->discard;
+    cr_status rc;
 
-    if (rc != CR_OK) {
-        drop_conn(p, c);
+    /* The replies of latch DELs sent before come first: an unlock's DEL
+     * read as ROLE's reply counted no replicas, and the acquisition after
+     * it went without WAIT. */
+    if (cr__conn_append(c->ctx, 1, argv, NULL) != CR_OK)
+        return CR_ENOMEM;
+    c->discard = 0;
+    if ((rc = cr__conn_flush(c->ctx, deadline)) != CR_OK ||
+        (rc = drop_replies(p, c, deferred, deadline)) != CR_OK ||
+        (rc = cr__conn_recv(c->ctx, deadline, &r)) != CR_OK) {
+        if (c->ctx != NULL)
+            drop_conn(p, c);
         return rc;
     }
     if (r->type == CR__REPLY_ERROR) {
@@ -310,9 +321,15 @@ count_replicas(pool *p, conn *c, int64_t deadline)
                r->element[2]->type == CR__REPLY_ARRAY) {
         c->replicas = (long long)r->element[2]->elements;
         c->replicas_at = cr__now_ms();
-    } else {
+    } else if (r->type == CR__REPLY_ARRAY && r->elements > 0 &&
+               r->element[0]->type == CR__REPLY_STRING) {
         c->replicas = 0; /* a replica's ROLE: READONLY follows the command */
         c->replicas_at = cr__now_ms();
+    } else {
+        rc = cr__fail(CR_EIO, "ROLE on %s answered no role: the replies on "
+                      "the link are out of step", cr__conn_peer(c->ctx));
+        cr__log(p->cfg->log, CR_LOG_ERROR, "%s", cr_last_error());
+        drop_conn(p, c);
     }
     cr__reply_free(r);
     return rc;

@@ -30,7 +30,8 @@
  * Leases of holds taken here are renewed by the client's watchdog thread,
  * so a loop stalled by the application does not lose them; a lost hold is
  * reported as the blocking API's are (cr_lock_set_lost_callback: on the
- * client's lease-clock thread, CR_ELOST from the unlock).
+ * client's lease-clock thread, CR_ELOST from the unlock). A loop that runs
+ * the library's timer more than a second late is reported in the log.
  */
 #ifndef CREDISSON_ASYNC_H
 #define CREDISSON_ASYNC_H
@@ -73,7 +74,7 @@ typedef struct cr_loop {
  * until the first request.
  * Ownership: *out needs to be freed with cr_async_free().
  * Returns CR_OK, CR_EINVAL (NULL client, loop or function), CR_ENOMEM,
- * CR_EFORKED, CR_ECLOSED. */
+ * CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_async_new(cr_client *client, const cr_loop *loop,
                                  cr_async **out);
 
@@ -135,13 +136,20 @@ CR_EXPORT void cr_async_cancel(cr_request *req);
 /* cr_async_lock: tryLockAsync(wait_ms, lease_ms, owner) of any lock kind
  * (MultiLock and RedLock excepted): CR_OK when obtained (value: the
  * fencing token of a fenced lock), CR_BUSY when the wait ran out.
- * wait_ms CR_WAIT_FOREVER: lockAsync. `req` may be NULL. */
+ * wait_ms CR_WAIT_FOREVER: lockAsync. `req` may be NULL.
+ * Returns CR_OK (started), CR_ENOTSUP (MultiLock, RedLock), CR_EINVAL
+ * (owner not positive; bad wait or lease; a handle that is not live),
+ * CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_async_lock(cr_async *async, cr_lock *lock,
                                   int64_t owner, int64_t wait_ms,
                                   int64_t lease_ms, cr_async_fn fn,
                                   void *userdata, cr_request **req);
 
-/* cr_async_unlock: unlockAsync(owner): CR_OK, CR_ENOTOWNER, CR_ELOST. */
+/* cr_async_unlock: unlockAsync(owner): CR_OK, CR_ENOTOWNER, CR_ELOST to the
+ * callback.
+ * Returns CR_OK (started), CR_ENOTSUP (MultiLock, RedLock), CR_EINVAL,
+ * CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO (in a cluster: no node known
+ * for the name's slot). */
 CR_EXPORT cr_status cr_async_unlock(cr_async *async, cr_lock *lock,
                                     int64_t owner, cr_async_fn fn,
                                     void *userdata, cr_request **req);
@@ -149,7 +157,8 @@ CR_EXPORT cr_status cr_async_unlock(cr_async *async, cr_lock *lock,
 /* -------------------------------------------------------- semaphores */
 
 /* cr_async_semaphore_acquire: tryAcquireAsync(permits, wait_ms) (wait_ms
- * CR_WAIT_FOREVER: acquireAsync): CR_OK or CR_BUSY. */
+ * CR_WAIT_FOREVER: acquireAsync): CR_OK or CR_BUSY to the callback.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_async_semaphore_acquire(cr_async *async,
                                                cr_semaphore *sem,
                                                int64_t permits,
@@ -157,14 +166,18 @@ CR_EXPORT cr_status cr_async_semaphore_acquire(cr_async *async,
                                                cr_async_fn fn, void *userdata,
                                                cr_request **req);
 
-/* cr_async_semaphore_release: releaseAsync(permits). */
+/* cr_async_semaphore_release: releaseAsync(permits) (1..CR_PERMITS_MAX).
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
 CR_EXPORT cr_status cr_async_semaphore_release(cr_async *async,
                                                cr_semaphore *sem,
                                                int64_t permits,
                                                cr_async_fn fn, void *userdata,
                                                cr_request **req);
 
-/* cr_async_semaphore_add_permits: addPermitsAsync(delta). */
+/* cr_async_semaphore_add_permits: addPermitsAsync(delta).
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
 CR_EXPORT cr_status cr_async_semaphore_add_permits(cr_async *async,
                                                    cr_semaphore *sem,
                                                    int64_t delta,
@@ -172,7 +185,9 @@ CR_EXPORT cr_status cr_async_semaphore_add_permits(cr_async *async,
                                                    void *userdata,
                                                    cr_request **req);
 
-/* cr_async_semaphore_drain_permits: drainPermitsAsync: value = drained. */
+/* cr_async_semaphore_drain_permits: drainPermitsAsync: value = drained.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
 CR_EXPORT cr_status cr_async_semaphore_drain_permits(cr_async *async,
                                                      cr_semaphore *sem,
                                                      cr_async_fn fn,
@@ -182,21 +197,27 @@ CR_EXPORT cr_status cr_async_semaphore_drain_permits(cr_async *async,
 /* cr_async_permit_acquire: tryAcquireAsync(wait_ms, lease_ms) of an
  * expirable semaphore (lease_ms CR_LEASE_NONE: no lease): the permit id
  * (CR_PERMIT_ID_LEN hex digits) to the callback with CR_OK, NULL with
- * CR_BUSY. */
+ * CR_BUSY.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_async_permit_acquire(cr_async *async,
                                             cr_permit_semaphore *sem,
                                             int64_t wait_ms, int64_t lease_ms,
                                             cr_async_permit_fn fn,
                                             void *userdata, cr_request **req);
 
-/* cr_async_permit_release: releaseAsync(id): CR_OK, CR_ENOTOWNER. */
+/* cr_async_permit_release: releaseAsync(id): CR_OK, CR_ENOTOWNER, CR_ELOST
+ * to the callback.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
 CR_EXPORT cr_status cr_async_permit_release(cr_async *async,
                                             cr_permit_semaphore *sem,
                                             const char *id, cr_async_fn fn,
                                             void *userdata, cr_request **req);
 
 /* cr_async_permit_update_lease: updateLeaseTimeAsync(id, lease_ms):
- * value 1 when the permit is still out and has its new lease. */
+ * value 1 when the permit is still out and has its new lease.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
 CR_EXPORT cr_status cr_async_permit_update_lease(cr_async *async,
                                                  cr_permit_semaphore *sem,
                                                  const char *id,
@@ -208,14 +229,17 @@ CR_EXPORT cr_status cr_async_permit_update_lease(cr_async *async,
 /* ------------------------------------------------------------ latches */
 
 /* cr_async_latch_await: awaitAsync(wait_ms): CR_OK once open, CR_TIMEOUT,
- * CR_EEXPIRED. */
+ * CR_EEXPIRED to the callback.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_async_latch_await(cr_async *async, cr_latch *latch,
                                          int64_t wait_ms, cr_async_fn fn,
                                          void *userdata, cr_request **req);
 
 /* cr_async_latch_count_down_and_await: countDownAndAwaitAsync(wait_ms),
  * as cr_latch_count_down_and_await (subscribed before it counts down;
- * the count down made once): CR_OK once open, CR_TIMEOUT, CR_EEXPIRED. */
+ * the count down made once): CR_OK once open, CR_TIMEOUT, CR_EEXPIRED to
+ * the callback.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_async_latch_count_down_and_await(cr_async *async,
                                                         cr_latch *latch,
                                                         int64_t wait_ms,
@@ -223,14 +247,18 @@ CR_EXPORT cr_status cr_async_latch_count_down_and_await(cr_async *async,
                                                         void *userdata,
                                                         cr_request **req);
 
-/* cr_async_latch_count_down: countDownAsync. */
+/* cr_async_latch_count_down: countDownAsync.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
 CR_EXPORT cr_status cr_async_latch_count_down(cr_async *async,
                                               cr_latch *latch,
                                               cr_async_fn fn, void *userdata,
                                               cr_request **req);
 
 /* cr_async_latch_try_set_count: trySetCountAsync(count, ttl_ms): value 1
- * when set. */
+ * when set.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
 CR_EXPORT cr_status cr_async_latch_try_set_count(cr_async *async,
                                                  cr_latch *latch,
                                                  int64_t count, int64_t ttl_ms,

@@ -106,8 +106,9 @@ cr_libev_set_timer(void *data, int64_t ms)
 }
 
 /* cr_libev_new: an asynchronous handle of `client` on `loop`.
- * Ownership: *out needs cr_libev_free(). Returns cr_async_new's
- * statuses. */
+ * Ownership: *out needs cr_libev_free().
+ * Returns cr_async_new's statuses: CR_OK, CR_EINVAL, CR_ENOMEM (the
+ * adapter's memory too), CR_ECLOSED, CR_EFORKED. */
 static inline cr_status
 cr_libev_new(cr_client *client, struct ev_loop *loop, cr_libev **out)
 {

@@ -101,8 +101,9 @@ cr_libevent_set_timer(void *data, int64_t ms)
 }
 
 /* cr_libevent_new: an asynchronous handle of `client` on `base`.
- * Ownership: *out needs cr_libevent_free(). Returns cr_async_new's
- * statuses. */
+ * Ownership: *out needs cr_libevent_free().
+ * Returns cr_async_new's statuses: CR_OK, CR_EINVAL, CR_ENOMEM (the
+ * adapter's memory too), CR_ECLOSED, CR_EFORKED. */
 static inline cr_status
 cr_libevent_new(cr_client *client, struct event_base *base,
                 cr_libevent **out)

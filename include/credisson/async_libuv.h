@@ -129,8 +129,9 @@ cr_libuv_set_timer(void *data, int64_t ms)
 }
 
 /* cr_libuv_new: an asynchronous handle of `client` on `loop`.
- * Ownership: *out needs cr_libuv_free(). Returns cr_async_new's
- * statuses. */
+ * Ownership: *out needs cr_libuv_free().
+ * Returns cr_async_new's statuses: CR_OK, CR_EINVAL, CR_ENOMEM (the
+ * adapter's memory too), CR_ECLOSED, CR_EFORKED. */
 static inline cr_status
 cr_libuv_new(cr_client *client, uv_loop_t *loop, cr_libuv **out)
 {

@@ -85,25 +85,34 @@ CR_EXPORT cr_status cr_barrier_await(cr_barrier *barrier, int64_t wait_ms,
 
 /* cr_barrier_reset: break the round under way (its waiters get
  * CR_EBROKEN) and begin the next, not broken (Java's reset). A barrier
- * that does not exist is left so. */
+ * that does not exist is left so.
+ * Returns CR_OK, CR_EINVAL (NULL or freed handle), CR_EIO, CR_ESERVER,
+ * CR_ENOPERM, CR_ESCRIPT, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_barrier_reset(cr_barrier *barrier);
 
 /* cr_barrier_get_parties: the handle's number of parties (Java's
- * getParties). */
+ * getParties); nothing is sent to Redis.
+ * Returns CR_OK, CR_EINVAL (NULL or freed handle, NULL parties). */
 CR_EXPORT cr_status cr_barrier_get_parties(cr_barrier *barrier,
                                            int64_t *parties);
 
 /* cr_barrier_get_number_waiting: the parties that have arrived in the
  * round under way (Java's getNumberWaiting); 0 when the barrier does not
- * exist. */
+ * exist.
+ * Returns CR_OK, CR_EINVAL (NULL or freed handle, NULL waiting), CR_EIO, CR_ESERVER,
+ * CR_ENOPERM, CR_ESCRIPT, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_barrier_get_number_waiting(cr_barrier *barrier,
                                                   int64_t *waiting);
 
-/* cr_barrier_is_broken: whether the barrier is broken (Java's isBroken). */
+/* cr_barrier_is_broken: whether the barrier is broken (Java's isBroken).
+ * Returns CR_OK, CR_EINVAL (NULL or freed handle, NULL broken), CR_EIO, CR_ESERVER,
+ * CR_ENOPERM, CR_ESCRIPT, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_barrier_is_broken(cr_barrier *barrier, bool *broken);
 
 /* cr_barrier_delete: delete the barrier; its waiters return CR_EBROKEN.
- * *deleted (may be NULL) tells whether it existed. */
+ * *deleted (may be NULL) tells whether it existed.
+ * Returns CR_OK, CR_EINVAL (NULL or freed handle), CR_EIO, CR_ESERVER,
+ * CR_ENOPERM, CR_ESCRIPT, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_barrier_delete(cr_barrier *barrier, bool *deleted);
 
 #ifdef __cplusplus

@@ -185,7 +185,7 @@ typedef struct cr_client_stats {
  * the struct ever had: not made with CR_CLIENT_OPTIONS_INIT), CR_ENOTSUP (opts->size is larger
  * than this library's struct and a field it does not know is set),
  * CR_EIO (unreachable: refused, closed, silent, no sentinel knows the
- * master), CR_EAUTH (credentials refused or missing), CR_ENOPERM (the ACL
+ * master), CR_ESERVER (a cluster node's slot map is malformed), CR_EAUTH (credentials refused or missing), CR_ENOPERM (the ACL
  * user may not run a command the set-up needs, such as ROLE under
  * Sentinel), CR_ECONFIG (the server does not speak the Redis protocol, is
  * in protected mode, or SELECT failed), CR_ETLS (a certificate, key or CA file that cannot be loaded, a

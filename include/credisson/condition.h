@@ -100,7 +100,8 @@ CR_EXPORT cr_status cr_lock_condition_signal(cr_lock_condition *cond,
 
 /* cr_lock_condition_signal_all: wake every waiter (Java's signalAll()).
  * *woke (may be NULL) gets how many were signalled. As
- * cr_lock_condition_signal otherwise. */
+ * cr_lock_condition_signal otherwise.
+ * Returns CR_OK, CR_ENOTOWNER, CR_EINVAL, CR_EIO, CR_ESERVER. */
 CR_EXPORT cr_status cr_lock_condition_signal_all(cr_lock_condition *cond,
                                                  int64_t *woke);
 

@@ -118,9 +118,10 @@ typedef struct cr_object_info {
 
 /* cr_object_inspect: read what `name` (after the client's name prefix)
  * holds. Ownership: *out needs cr_object_info_free().
- * Returns CR_OK, CR_EINVAL (NULL or empty name), CR_ENOMEM, CR_EIO,
- * CR_ESERVER, CR_ENOPERM (the user may not run the script: EVAL/EVALSHA
- * on the name's keys), CR_ECLOSED, CR_EFORKED. */
+ * Returns CR_OK, CR_EINVAL (NULL client, NULL or empty name, NULL out),
+ * CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT,
+ * CR_EAUTH, CR_ENOPERM (the user may not run the script: EVAL/EVALSHA on
+ * the name's keys), CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_object_inspect(cr_client *client, const char *name,
                                       cr_object_info **out);
 

@@ -65,7 +65,7 @@ typedef struct cr_latch cr_latch;
  * getCountDownLatch). The name is copied; nothing is sent to Redis.
  * Ownership: *out needs to be freed with cr_latch_free().
  * Returns CR_OK, CR_EINVAL (NULL or empty name, NULL out), CR_ENOMEM,
- * CR_EFORKED, CR_ECLOSED. */
+ * CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_latch_new(cr_client *client, const char *name,
                                  cr_latch **out);
 
@@ -80,7 +80,9 @@ CR_EXPORT const char *cr_latch_name(const cr_latch *latch);
  * publishes 1 ("new count"). ttl_ms > 0 (up to CR_DURATION_MAX) makes it
  * expire after that long whatever its count (credisson's own); 0: never.
  * *set (may be NULL) tells whether it was set; an existing latch is left
- * alone. Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER. */
+ * alone.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_latch_try_set_count(cr_latch *latch, int64_t count,
                                            int64_t ttl_ms, bool *set);
 
@@ -89,19 +91,24 @@ CR_EXPORT cr_status cr_latch_try_set_count(cr_latch *latch, int64_t count,
  * that does not exist stays so and the call returns CR_OK, as in Redisson;
  * but CR_EEXPIRED when it expired (see above). Not resent after a broken
  * link (CR_EIO): the count down may or may not have happened.
- * Returns CR_OK, CR_EEXPIRED, CR_EIO, CR_ESERVER, CR_EINVAL. */
+ * Returns CR_OK, CR_EEXPIRED, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_latch_count_down(cr_latch *latch);
 
 /* cr_latch_get_count: the count (Redisson getCount): 0 when the latch is
- * open, does not exist or expired (use cr_latch_await with 0 to tell). */
+ * open, does not exist or expired (use cr_latch_await with 0 to tell).
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_latch_get_count(cr_latch *latch, int64_t *count);
 
 /* cr_latch_await: wait until the latch is open, at most wait_ms (0: just
  * look; CR_WAIT_FOREVER: as long as it takes) (Redisson await).
  * Returns CR_OK when open (at once if it already is or does not exist),
  * CR_TIMEOUT when the wait ran out, CR_EEXPIRED when the latch's expiry ran
- * out before it opened, CR_EINVAL, CR_EIO (Redis unreachable for longer
- * than the reconnect window), CR_ESERVER, CR_ECLOSED (client freed). */
+ * out before it opened, CR_EINVAL, CR_ENOMEM, CR_ECLOSED (client freed),
+ * CR_EFORKED, CR_EIO (Redis unreachable for longer than the reconnect
+ * window), CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG,
+ * CR_ETLS. */
 CR_EXPORT cr_status cr_latch_await(cr_latch *latch, int64_t wait_ms);
 
 /* cr_latch_count_down_and_await: count down by one and wait until the
@@ -125,7 +132,9 @@ CR_EXPORT cr_status cr_latch_count_down_and_await(cr_latch *latch,
 /* cr_latch_delete: delete the latch and its expiry marker (Redisson
  * delete). Publishes 1 when it existed, as Redisson does: Java waiters keep
  * waiting, C waiters see it open at their next look. *deleted (may be NULL)
- * tells whether it existed. */
+ * tells whether it existed.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_latch_delete(cr_latch *latch, bool *deleted);
 
 #ifdef __cplusplus

@@ -42,7 +42,9 @@ typedef void (*cr_lock_lost_fn)(void *userdata, const char *name,
 /* cr_lock_new: a handle on the reentrant lock `name` (Redisson getLock). The
  * name is copied. Nothing is sent to Redis.
  * Ownership: *out needs to be freed with cr_lock_free().
- * Returns CR_OK, CR_EINVAL (NULL or empty name), CR_ENOMEM, CR_EFORKED. */
+ * Returns CR_OK, CR_EINVAL (NULL client, NULL or empty name, a name too long
+ * or, in a cluster, spanning slots; NULL out), CR_ENOMEM, CR_ECLOSED,
+ * CR_EFORKED. */
 CR_EXPORT cr_status cr_lock_new(cr_client *client, const char *name,
                                 cr_lock **out);
 
@@ -87,15 +89,19 @@ CR_EXPORT const char *cr_lock_name(const cr_lock *lock);
 /* cr_lock_lock: acquire, waiting as long as it takes. With lease_ms =
  * CR_LEASE_WATCHDOG the lease is the client's watchdog timeout, renewed every
  * third of it while held; otherwise the hold expires after lease_ms.
- * Returns CR_OK, CR_EINVAL, CR_EIO (Redis unreachable for longer than the
- * reconnect window), CR_ESERVER, CR_ESCRIPT, CR_ENOMEM, CR_ECLOSED,
- * CR_EFORKED.
+ * Returns CR_OK, CR_EREENTRANT (a non-reentrant kind already held by this
+ * owner), CR_EDEADLK (a write lock whose owner holds read holds),
+ * CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO (Redis unreachable
+ * for longer than the reconnect window), CR_ESERVER, CR_ESCRIPT, CR_EAUTH,
+ * CR_ENOPERM, CR_ECONFIG, CR_ETLS.
  * Threads: safe; the owner is the calling thread. */
 CR_EXPORT cr_status cr_lock_lock(cr_lock *lock, int64_t lease_ms);
 
 /* cr_lock_try_lock: acquire, waiting at most wait_ms (0: one attempt,
  * CR_WAIT_FOREVER: as cr_lock_lock). Returns CR_OK when acquired, CR_BUSY
- * when the wait ran out, CR_E* on failure. */
+ * when the wait ran out, and the failures of cr_lock_lock: CR_EREENTRANT,
+ * CR_EDEADLK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_try_lock(cr_lock *lock, int64_t wait_ms,
                                      int64_t lease_ms);
 
@@ -104,38 +110,73 @@ CR_EXPORT cr_status cr_lock_try_lock(cr_lock *lock, int64_t wait_ms,
  * lease taken through this handle, else the watchdog timeout). Returns CR_OK,
  * CR_ENOTOWNER when the thread holds no hold, CR_ELOST when this client
  * believed it held the lock but the hold had expired or been removed (its
- * lease was lost), CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EINVAL, CR_ENOMEM,
- * CR_ECLOSED, CR_EFORKED. */
+ * lease was lost), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_unlock(cr_lock *lock);
 
 /* Explicit-thread-id forms of the three calls above; thread_id may be any
  * value (negative ones included) as long as lock and unlock agree. */
+
+/* cr_lock_lock_tid: cr_lock_lock for the owner `thread_id`.
+ * Returns CR_OK, CR_EREENTRANT, CR_EDEADLK, CR_EINVAL, CR_ENOMEM,
+ * CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH,
+ * CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_lock_tid(cr_lock *lock, int64_t thread_id,
                                      int64_t lease_ms);
+/* cr_lock_try_lock_tid: cr_lock_try_lock for the owner `thread_id`.
+ * Returns CR_OK, CR_BUSY, CR_EREENTRANT, CR_EDEADLK, CR_EINVAL, CR_ENOMEM,
+ * CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH,
+ * CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_try_lock_tid(cr_lock *lock, int64_t thread_id,
                                          int64_t wait_ms, int64_t lease_ms);
+/* cr_lock_unlock_tid: cr_lock_unlock for the owner `thread_id`.
+ * Returns CR_OK, CR_ENOTOWNER, CR_ELOST, CR_EINVAL, CR_ENOMEM, CR_ECLOSED,
+ * CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM,
+ * CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_unlock_tid(cr_lock *lock, int64_t thread_id);
 
 /* cr_lock_force_unlock: release the lock whoever holds it and wake a waiter.
- * *unlocked (may be NULL) tells whether it was held. */
+ * *unlocked (may be NULL) tells whether it was held.
+ * Returns CR_OK, CR_ENOTSUP (MultiLock, RedLock), CR_EINVAL, CR_ENOMEM,
+ * CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH,
+ * CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_force_unlock(cr_lock *lock, bool *unlocked);
 
 /* cr_lock_delete: Redisson's delete(): as force_unlock for RLock.
- * *deleted (may be NULL) tells whether there was something to delete. */
+ * *deleted (may be NULL) tells whether there was something to delete.
+ * Returns CR_OK, CR_ENOTSUP (MultiLock, RedLock), CR_EINVAL, CR_ENOMEM,
+ * CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH,
+ * CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_delete(cr_lock *lock, bool *deleted);
 
 /* Queries: plain commands, no scripts. */
+
+/* cr_lock_is_locked: whether anyone holds the lock.
+ * Returns CR_OK, CR_ENOTSUP (MultiLock, RedLock), CR_EINVAL, CR_ENOMEM,
+ * CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH,
+ * CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_is_locked(cr_lock *lock, bool *locked);
+/* cr_lock_is_held_by_current_thread, cr_lock_is_held_by_thread: whether
+ * the calling thread (the owner `thread_id`) holds it.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_is_held_by_current_thread(cr_lock *lock,
                                                       bool *held);
 CR_EXPORT cr_status cr_lock_is_held_by_thread(cr_lock *lock,
                                               int64_t thread_id, bool *held);
-/* Hold count of the calling thread (0 when not held). */
+/* cr_lock_get_hold_count, cr_lock_get_hold_count_tid: the hold count of
+ * the calling thread (of the owner `thread_id`); 0 when not held.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_get_hold_count(cr_lock *lock, int64_t *count);
 CR_EXPORT cr_status cr_lock_get_hold_count_tid(cr_lock *lock,
                                                int64_t thread_id,
                                                int64_t *count);
-/* Remaining lease in ms; -2 when not locked, -1 when it has no expiry. */
+/* cr_lock_remain_time_to_live: the remaining lease in ms; -2 when not
+ * locked, -1 when it has no expiry.
+ * Returns CR_OK, CR_ENOTSUP (MultiLock, RedLock), CR_EINVAL, CR_ENOMEM,
+ * CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH,
+ * CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_lock_remain_time_to_live(cr_lock *lock,
                                                 int64_t *ttl_ms);
 
@@ -148,7 +189,8 @@ CR_EXPORT cr_status cr_lock_remain_time_to_live(cr_lock *lock,
  * a Sentinel failover, the new master does not have it; or an unlock
  * found it gone (which then returns CR_ELOST). The flag stays
  * until that owner unlocks or acquires again, or the lock is force-unlocked
- * or deleted through this client. */
+ * or deleted through this client. Nothing is sent to Redis.
+ * Returns CR_OK, CR_EINVAL (a handle that is not live, NULL lost). */
 CR_EXPORT cr_status cr_lock_is_lost(cr_lock *lock, bool *lost);
 CR_EXPORT cr_status cr_lock_is_lost_tid(cr_lock *lock, int64_t thread_id,
                                         bool *lost);
@@ -160,7 +202,7 @@ CR_EXPORT cr_status cr_lock_is_lost_tid(cr_lock *lock, int64_t thread_id,
  * must stop its work before another holder can be in stops it by then.
  * Returns CR_OK, CR_ENOTOWNER (this client holds none for that owner),
  * CR_ENOTSUP (MultiLock, RedLock: see cr_multilock_get_validity),
- * CR_EINVAL. */
+ * CR_EINVAL (a handle that is not live, NULL left_ms). */
 CR_EXPORT cr_status cr_lock_lease_left(cr_lock *lock, int64_t *left_ms);
 CR_EXPORT cr_status cr_lock_lease_left_tid(cr_lock *lock, int64_t thread_id,
                                            int64_t *left_ms);
@@ -174,7 +216,8 @@ CR_EXPORT cr_status cr_lock_lease_left_tid(cr_lock *lock, int64_t thread_id,
  * `userdata` must stay valid until the hold is released or the client
  * freed. A callback already due when the hold is released runs before
  * that release (cr_lock_unlock, force unlock, delete) returns, so nothing
- * calls it with `userdata` afterwards. */
+ * calls it with `userdata` afterwards.
+ * Returns CR_OK, CR_EINVAL (a handle that is not live). */
 CR_EXPORT cr_status cr_lock_set_lost_callback(cr_lock *lock,
                                               cr_lock_lost_fn fn,
                                               void *userdata);
@@ -189,24 +232,46 @@ CR_EXPORT cr_status cr_lock_set_lost_callback(cr_lock *lock,
  * the next holder's work. The counter never gets a TTL from credisson.
  * All cr_lock_* calls work on it; cr_lock_delete also deletes the counter
  * (as Redisson: the sequence then starts over at 1).
- * Ownership: *out needs to be freed with cr_lock_free(). */
+ * Ownership: *out needs to be freed with cr_lock_free().
+ * Returns cr_lock_new's statuses: CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED,
+ * CR_EFORKED. */
 CR_EXPORT cr_status cr_fenced_lock_new(cr_client *client, const char *name,
                                        cr_lock **out);
 
 /* cr_fenced_lock_try_lock_and_get_token: as cr_lock_try_lock, and on CR_OK
  * *token is the token of this acquisition (1, 2, 3...). wait_ms 0 makes
  * exactly one attempt (Redisson's no-argument form waits forever).
- * Returns CR_OK, CR_BUSY, CR_EINVAL (not a fenced lock), CR_E*. */
+ * Returns CR_OK, CR_BUSY, CR_EINVAL (not a fenced lock; bad wait, lease or
+ * NULL token), CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER,
+ * CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_fenced_lock_try_lock_and_get_token(cr_lock *lock,
                                                           int64_t wait_ms,
                                                           int64_t lease_ms,
                                                           int64_t *token);
 /* cr_fenced_lock_lock_and_get_token: the same, waiting as long as it takes;
- * unlike Redisson it honours lease_ms. */
+ * unlike Redisson it honours lease_ms.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_fenced_lock_lock_and_get_token(cr_lock *lock,
                                                       int64_t lease_ms,
                                                       int64_t *token);
-/* cr_fenced_lock_get_token: the counter's current value (0 before any). */
+/* Explicit-owner forms of the two calls above (Redisson's
+ * tryLockAndGetTokenAsync(wait, lease, unit, threadId) and
+ * lockAndGetTokenAsync(lease, unit, threadId)): thread_id as for
+ * cr_lock_try_lock_tid, an id from cr_async_owner_id() included.
+ * Returns as the call each mirrors: CR_OK, CR_BUSY (the first only),
+ * CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER,
+ * CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
+CR_EXPORT cr_status cr_fenced_lock_try_lock_and_get_token_tid(
+    cr_lock *lock, int64_t thread_id, int64_t wait_ms, int64_t lease_ms,
+    int64_t *token);
+CR_EXPORT cr_status cr_fenced_lock_lock_and_get_token_tid(cr_lock *lock,
+                                                          int64_t thread_id,
+                                                          int64_t lease_ms,
+                                                          int64_t *token);
+/* cr_fenced_lock_get_token: the counter's current value (0 before any).
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_fenced_lock_get_token(cr_lock *lock, int64_t *token);
 
 /* cr_spin_lock_new: Redisson's RSpinLock `name`: RLock's keys and fields, no
@@ -214,21 +279,24 @@ CR_EXPORT cr_status cr_fenced_lock_get_token(cr_lock *lock, int64_t *token);
  * 128 ms, with jitter), for deployments where pub/sub fan-out is the
  * bottleneck. It excludes an RLock of the same name (whose waiters are not
  * woken by its unlock: they wait for their ttl hint).
- * Ownership: *out needs to be freed with cr_lock_free(). */
+ * Ownership: *out needs to be freed with cr_lock_free().
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_spin_lock_new(cr_client *client, const char *name,
                                      cr_lock **out);
 
 /* cr_non_reentrant_lock_new: Redisson 4.4's non-reentrant lock: RLock's
  * layout, but the owner taking it again gets CR_EREENTRANT instead of a
  * second hold.
- * Ownership: *out needs to be freed with cr_lock_free(). */
+ * Ownership: *out needs to be freed with cr_lock_free().
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_non_reentrant_lock_new(cr_client *client,
                                               const char *name,
                                               cr_lock **out);
 
 /* cr_non_reentrant_fair_lock_new: the same rule on the fair lock's layout
  * (Redisson 4.4's non-reentrant fair lock).
- * Ownership: *out needs to be freed with cr_lock_free(). */
+ * Ownership: *out needs to be freed with cr_lock_free().
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_non_reentrant_fair_lock_new(cr_client *client,
                                                    const char *name,
                                                    cr_lock **out);

@@ -44,7 +44,8 @@ CR_EXPORT cr_status cr_multilock_new(cr_lock *const *locks, size_t n,
 
 /* cr_redlock_new: the same, held when a majority (n/2 + 1) of the sub-locks
  * are. Redisson deprecates RedLock in favour of a fenced lock or an RLock
- * with replica synchronisation; see doc/safety.md. */
+ * with replica synchronisation; see doc/safety.md.
+ * Returns cr_multilock_new's statuses: CR_OK, CR_EINVAL, CR_ENOMEM. */
 CR_EXPORT cr_status cr_redlock_new(cr_lock *const *locks, size_t n,
                                    cr_lock **out);
 

@@ -93,7 +93,9 @@ CR_EXPORT cr_status cr_rate_limiter_try_set_rate(cr_rate_limiter *limiter,
  * without keepState): the budget of the new type starts afresh (this
  * client's own with CR_RATE_PER_CLIENT; other clients' budgets keep their
  * records, as in Redisson); a change of type clears the budgets of both
- * types. Arguments as cr_rate_limiter_try_set_rate. */
+ * types. Arguments as cr_rate_limiter_try_set_rate.
+ * Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER, CR_ENOPERM, CR_ESCRIPT,
+ * CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_rate_limiter_set_rate(cr_rate_limiter *limiter,
                                              cr_rate_type type, int64_t rate,
                                              int64_t interval_ms,
@@ -101,7 +103,9 @@ CR_EXPORT cr_status cr_rate_limiter_set_rate(cr_rate_limiter *limiter,
 
 /* cr_rate_limiter_get_config: the limiter's configuration (Redisson
  * getConfig) into *config: type CR_RATE_OVERALL and zeros when it has
- * none. */
+ * none.
+ * Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER, CR_ENOPERM, CR_ESCRIPT,
+ * CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_rate_limiter_get_config(cr_rate_limiter *limiter,
                                                cr_rate_config *config);
 
@@ -128,13 +132,17 @@ CR_EXPORT cr_status cr_rate_limiter_try_acquire(cr_rate_limiter *limiter,
                                                 int64_t wait_ms);
 
 /* cr_rate_limiter_acquire: cr_rate_limiter_try_acquire with
- * CR_WAIT_FOREVER (Redisson acquire(permits)). */
+ * CR_WAIT_FOREVER (Redisson acquire(permits)).
+ * Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER, CR_ENOPERM, CR_ESCRIPT,
+ * CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_rate_limiter_acquire(cr_rate_limiter *limiter,
                                             int64_t permits);
 
 /* cr_rate_limiter_delete: delete the configuration, the OVERALL state and
  * this client's PER_CLIENT state (Redisson delete). *deleted (may be NULL)
- * tells whether any of them existed. */
+ * tells whether any of them existed.
+ * Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER, CR_ENOPERM, CR_ESCRIPT,
+ * CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_rate_limiter_delete(cr_rate_limiter *limiter,
                                            bool *deleted);
 

@@ -36,7 +36,7 @@ typedef struct cr_rwlock cr_rwlock;
  * getReadWriteLock). The name is copied; nothing is sent to Redis.
  * Ownership: *out needs to be freed with cr_rwlock_free().
  * Returns CR_OK, CR_EINVAL (NULL client, NULL or empty name, NULL out),
- * CR_ENOMEM, CR_EFORKED, CR_ECLOSED. */
+ * CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_rwlock_new(cr_client *client, const char *name,
                                   cr_rwlock **out);
 
@@ -76,7 +76,8 @@ CR_EXPORT cr_lock *cr_rwlock_write_lock(cr_rwlock *rw);
  * their next attempt. Readers' timeout keys are left to expire. This
  * client's renewals of the lock stop. *deleted (may be NULL) tells whether
  * the hash existed.
- * Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER, CR_ECLOSED, CR_EFORKED. */
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_rwlock_delete(cr_rwlock *rw, bool *deleted);
 
 #ifdef __cplusplus

@@ -53,7 +53,7 @@ typedef struct cr_permit_semaphore cr_permit_semaphore;
  * getSemaphore). The name is copied; nothing is sent to Redis.
  * Ownership: *out needs to be freed with cr_semaphore_free().
  * Returns CR_OK, CR_EINVAL (NULL or empty name, NULL out), CR_ENOMEM,
- * CR_EFORKED, CR_ECLOSED. */
+ * CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_semaphore_new(cr_client *client, const char *name,
                                      cr_semaphore **out);
 
@@ -69,7 +69,8 @@ CR_EXPORT const char *cr_semaphore_name(const cr_semaphore *sem);
  * trySetPermits). ttl_ms > 0 makes the semaphore's key expire after that
  * long (trySetPermits(permits, ttl)); 0: no expiry. *set (may be NULL) tells
  * whether it was set. A positive count is published to wake waiters.
- * Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER. */
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_semaphore_try_set_permits(cr_semaphore *sem,
                                                  int64_t permits,
                                                  int64_t ttl_ms, bool *set);
@@ -78,14 +79,16 @@ CR_EXPORT cr_status cr_semaphore_try_set_permits(cr_semaphore *sem,
  * as long as it takes. 0 succeeds at once without asking Redis, as in
  * Redisson. A semaphore that was never set has no permits: the call waits
  * until someone sets or releases some.
- * Returns CR_OK, CR_EINVAL, CR_EIO (Redis unreachable for longer than the
- * client's reconnect window), CR_ESERVER, CR_ECLOSED. */
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO (Redis
+ * unreachable for longer than the client's reconnect window), CR_ESERVER,
+ * CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_semaphore_acquire(cr_semaphore *sem, int64_t permits);
 
 /* cr_semaphore_try_acquire: as cr_semaphore_acquire, waiting at most
  * wait_ms (0: one attempt; CR_WAIT_FOREVER: as acquire).
- * Returns CR_OK when taken, CR_BUSY when the wait ran out, CR_E* on
- * failure. An attempt whose reply was lost is never counted twice: each
+ * Returns CR_OK when taken, CR_BUSY when the wait ran out, CR_EINVAL,
+ * CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT,
+ * CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. An attempt whose reply was lost is never counted twice: each
  * call's attempts share a request id that Redis remembers for a while after
  * a success. */
 CR_EXPORT cr_status cr_semaphore_try_acquire(cr_semaphore *sem,
@@ -96,12 +99,16 @@ CR_EXPORT cr_status cr_semaphore_try_acquire(cr_semaphore *sem,
  * nothing) permits, creating the semaphore if it does not exist (Redisson
  * release). The new count is published, when positive, to wake waiters.
  * Not resent after a broken link (CR_EIO): the release may or may not have
- * happened. Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER. */
+ * happened.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_semaphore_release(cr_semaphore *sem, int64_t permits);
 
 /* cr_semaphore_release_if_exists: as release, but only if the semaphore
  * exists (Redisson releaseIfExists). *released (may be NULL) tells whether
- * it did; 0 permits report false without asking Redis. */
+ * it did; 0 permits report false without asking Redis.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_semaphore_release_if_exists(cr_semaphore *sem,
                                                    int64_t permits,
                                                    bool *released);
@@ -110,7 +117,9 @@ CR_EXPORT cr_status cr_semaphore_release_if_exists(cr_semaphore *sem,
  * to the count, creating the semaphore at 0 + delta if absent (Redisson
  * addPermits; a negative delta is Redisson's reducePermits). The count may
  * go negative. As in Redisson, any expiry of the key is removed. The new
- * count is published when positive. Not resent after a broken link. */
+ * count is published when positive. Not resent after a broken link.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_semaphore_add_permits(cr_semaphore *sem,
                                              int64_t delta);
 
@@ -118,25 +127,33 @@ CR_EXPORT cr_status cr_semaphore_add_permits(cr_semaphore *sem,
  * (0..CR_PERMITS_MAX), whatever it was, keeping any expiry of the key.
  * credisson's own: Redisson's RSemaphore has no setPermits (permits that
  * are out are not tracked, so this sets what is available now, not a
- * total). A positive count is published. */
+ * total). A positive count is published.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_semaphore_set_permits(cr_semaphore *sem,
                                              int64_t permits);
 
 /* cr_semaphore_drain_permits: take every available permit (Redisson
  * drainPermits): the count becomes 0 and *drained (may be NULL) gets what
  * it was (0 when the semaphore does not exist; negative if it was). Any
- * expiry of the key is removed, as in Redisson. */
+ * expiry of the key is removed, as in Redisson.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_semaphore_drain_permits(cr_semaphore *sem,
                                                int64_t *drained);
 
 /* cr_semaphore_available_permits: the current count (0 when the semaphore
- * does not exist). */
+ * does not exist).
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_semaphore_available_permits(cr_semaphore *sem,
                                                    int64_t *permits);
 
 /* cr_semaphore_delete: delete the semaphore (Redisson delete). Blocked
  * waiters are not woken by it; *deleted (may be NULL) tells whether it
- * existed. */
+ * existed.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_semaphore_delete(cr_semaphore *sem, bool *deleted);
 
 /* ------------------------------------------- RPermitExpirableSemaphore */
@@ -149,7 +166,9 @@ CR_EXPORT cr_status cr_semaphore_delete(cr_semaphore *sem, bool *deleted);
 /* cr_permit_semaphore_new: a handle on the permit-expirable semaphore
  * `name` (Redisson getPermitExpirableSemaphore). The name is copied;
  * nothing is sent to Redis.
- * Ownership: *out needs to be freed with cr_permit_semaphore_free(). */
+ * Ownership: *out needs to be freed with cr_permit_semaphore_free().
+ * Returns CR_OK, CR_EINVAL (NULL or empty name, NULL out), CR_ENOMEM,
+ * CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_permit_semaphore_new(cr_client *client,
                                             const char *name,
                                             cr_permit_semaphore **out);
@@ -168,14 +187,16 @@ CR_EXPORT const char *cr_permit_semaphore_name(const cr_permit_semaphore *sem);
  * this machine's wall clock (all clients of one semaphore need synchronised
  * clocks), or never with CR_LEASE_NONE. Expired permits are reclaimed by the
  * next acquire attempt, lease call or count from any client.
- * Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_ECLOSED. */
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_acquire(cr_permit_semaphore *sem,
                                                 int64_t lease_ms, char *id);
 
 /* cr_permit_semaphore_try_acquire: as acquire, waiting at most wait_ms
  * (0: one attempt; CR_WAIT_FOREVER: as acquire). Returns CR_OK with the id
- * in `id`, CR_BUSY when the wait ran out (`id` untouched), CR_E* on
- * failure. An attempt whose reply was lost is looked up by its id before
+ * in `id`, CR_BUSY when the wait ran out (`id` untouched), CR_EINVAL,
+ * CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT,
+ * CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. An attempt whose reply was lost is looked up by its id before
  * the next one, so it is not taken twice. */
 CR_EXPORT cr_status cr_permit_semaphore_try_acquire(cr_permit_semaphore *sem,
                                                     int64_t wait_ms,
@@ -188,13 +209,17 @@ CR_EXPORT cr_status cr_permit_semaphore_try_acquire(cr_permit_semaphore *sem,
  * issued, already released, or expired and reclaimed); CR_ELOST when its
  * lease had run out but it was not reclaimed yet: the permit comes back all
  * the same (where Java's release throws); CR_EINVAL for a malformed id;
- * CR_EIO (not resent after a broken link), CR_ESERVER. */
+ * CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO (not resent after a broken
+ * link), CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG,
+ * CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_release(cr_permit_semaphore *sem,
                                                 const char *id);
 
 /* cr_permit_semaphore_try_release: as release, reporting in *released
  * (may be NULL) whether a permit with an unexpired lease was released
- * (Redisson tryRelease); an absent or expired id is CR_OK with false. */
+ * (Redisson tryRelease); an absent or expired id is CR_OK with false.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_try_release(cr_permit_semaphore *sem,
                                                     const char *id,
                                                     bool *released);
@@ -203,21 +228,26 @@ CR_EXPORT cr_status cr_permit_semaphore_try_release(cr_permit_semaphore *sem,
  * lease_ms from now (or never with CR_LEASE_NONE) (Redisson
  * updateLeaseTime). *updated (may be NULL) is false when the permit is not
  * out any more (released, or expired: expired permits are reclaimed first).
- * A malformed id or lease is CR_EINVAL. */
+ * A malformed id or lease is CR_EINVAL.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_update_lease_time(
     cr_permit_semaphore *sem, const char *id, int64_t lease_ms,
     bool *updated);
 
 /* cr_permit_semaphore_get_lease_time: the ms left of the permit's lease in
  * *remaining_ms, or CR_LEASE_NONE (-1) when it never expires (Redisson
- * getLeaseTime). Returns CR_ENOTOWNER when the permit is not out, CR_EINVAL
- * for a malformed id. */
+ * getLeaseTime). Returns CR_OK, CR_ENOTOWNER when the permit is not out,
+ * CR_EINVAL for a malformed id, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_get_lease_time(
     cr_permit_semaphore *sem, const char *id, int64_t *remaining_ms);
 
 /* Counts, each after reclaiming expired permits (Redisson
  * availablePermits, acquiredPermits, getPermits): permits available now;
- * permits out; both together (0 when the semaphore was never set). */
+ * permits out; both together (0 when the semaphore was never set).
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_available_permits(
     cr_permit_semaphore *sem, int64_t *permits);
 CR_EXPORT cr_status cr_permit_semaphore_acquired_permits(
@@ -227,25 +257,33 @@ CR_EXPORT cr_status cr_permit_semaphore_get_permits(cr_permit_semaphore *sem,
 
 /* cr_permit_semaphore_try_set_permits: set the number of permits
  * (0..CR_PERMITS_MAX) if the semaphore does not exist yet (Redisson
- * trySetPermits). *set (may be NULL) tells whether it was set. */
+ * trySetPermits). *set (may be NULL) tells whether it was set.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_try_set_permits(
     cr_permit_semaphore *sem, int64_t permits, bool *set);
 
 /* cr_permit_semaphore_set_permits: make available + out equal `permits`
  * (0..CR_PERMITS_MAX) by changing the available count (Redisson
  * setPermits); the available count may go negative while too many permits
- * are out. */
+ * are out.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_set_permits(cr_permit_semaphore *sem,
                                                     int64_t permits);
 
 /* cr_permit_semaphore_add_permits: add `delta`
  * (-CR_PERMITS_MAX..CR_PERMITS_MAX) to the available count (Redisson
- * addPermits). Not resent after a broken link. */
+ * addPermits). Not resent after a broken link.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_add_permits(cr_permit_semaphore *sem,
                                                     int64_t delta);
 
 /* cr_permit_semaphore_delete: delete the semaphore and its issued permits.
- * *deleted (may be NULL) tells whether anything existed. */
+ * *deleted (may be NULL) tells whether anything existed.
+ * Returns CR_OK, CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_delete(cr_permit_semaphore *sem,
                                                bool *deleted);
 

@@ -125,8 +125,22 @@ test_exports_carry_the_version_node() {
     expect_eq "$bad" "" "exports without a version node of the map"
 }
 
+# The Debian symbols file of libcredisson1 lists exactly the map's
+# functions, each under the map's node, and the node itself.
+test_debian_symbols_file_lists_the_map() {
+    local file="$CR_TEST_SRCDIR/debian/libcredisson1.symbols" node listed
+    [ -f "$file" ] || fail "no $file"
+    node=$(map_nodes)
+    listed=$(sed -n 's/^ \([^ ]*\) .*/\1/p' "$file" | sort)
+    expect_eq "$listed" "$( (echo "$node@$node"; map_symbols |
+        sed "s/\$/@$node/") | sort)" "symbols in $file"
+    expect_eq "$(head -n 1 "$file" | cut -d' ' -f1,2)" \
+        "libcredisson.so.1 libcredisson1" "the symbols file's soname line"
+}
+
 run_test test_headers_declare_functions
 run_test test_map_lists_exactly_the_exported_declarations
 run_test test_library_exports_exactly_the_map
 run_test test_exports_carry_the_version_node
+run_test test_debian_symbols_file_lists_the_map
 finish

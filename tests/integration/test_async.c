@@ -8,6 +8,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fault_server.h"
@@ -289,12 +290,366 @@ test_async_many_pending_requests_keep_counters_exact(void **state)
     cr_async_free(a);
 }
 
+/* ------------------------------------ async, blocking and CLI together */
+
+/* Async requests, blocking threads and credisson(1) processes on one lock,
+ * one semaphore of 2 permits and one latch; the async requests (up to
+ * MX_ROUNDS times) and the threads take the lock again and again until the
+ * tool's runs are over, so that all three contend. Every holder of the lock adds
+ * one to a counter by a read and a write (a lost update shows as a short
+ * count); every holder of a permit counts itself in "mx:inside" and
+ * records in "mx:over" when it finds more than 2 inside; every count-down
+ * of the latch is recorded in "mx:counted" before it is made, so that an
+ * await that returns must find them all. */
+#define MX_ASYNC 40     /* async requests on each object */
+#define MX_THREADS 4    /* blocking threads ... */
+#define MX_ROUNDS 10    /* ... each at least this many times */
+#define MX_CLI 6        /* credisson(1) runs on each object */
+#define MX_COUNT_DOWNS (MX_ASYNC + MX_THREADS + MX_CLI)
+
+typedef struct mixed {
+    cr_async *a;
+    cr_lock *lock;
+    cr_semaphore *sem;
+    cr_latch *latch;
+    int done;         /* async requests and awaits finished */
+    int failures;
+    int64_t async_holds;
+    atomic_bool cli_done;
+} mixed;
+
+typedef struct mixed_req {
+    mixed *m;
+    int64_t owner;
+    int rounds;
+} mixed_req;
+
 static void
-test_async_fenced_lock_gives_its_token(void **state)
+critical_section(void)
+{
+    long long n = redis_int("GET mx:count");
+
+    usleep(1000); /* a window for a lost update */
+    redis_ok("SET mx:count %lld", (n < 0 ? 0 : n) + 1);
+}
+
+static void
+permit_section(void)
+{
+    if (redis_int("INCR mx:inside") > 2)
+        redis_int("INCR mx:over");
+    redis_int("DECR mx:inside");
+}
+
+static void
+mixed_finished(void *userdata, cr_status rc, int64_t value)
+{
+    mixed_req *r = userdata;
+
+    (void)value;
+    if (rc != CR_OK)
+        r->m->failures++;
+    r->m->done++;
+}
+
+static void mixed_locked(void *userdata, cr_status rc, int64_t value);
+
+/* An async holder gave the lock back: again, up to MX_ROUNDS times,
+ * while the tool runs. */
+static void
+mixed_unlocked(void *userdata, cr_status rc, int64_t value)
+{
+    mixed_req *r = userdata;
+
+    if (rc == CR_OK && ++r->rounds < MX_ROUNDS &&
+        !atomic_load(&r->m->cli_done) &&
+        cr_async_lock(r->m->a, r->m->lock, r->owner, CR_WAIT_FOREVER, 30000,
+                      mixed_locked, r, NULL) == CR_OK)
+        return;
+    mixed_finished(userdata, rc, value);
+}
+
+static void
+mixed_locked(void *userdata, cr_status rc, int64_t value)
+{
+    mixed_req *r = userdata;
+
+    if (rc != CR_OK) {
+        mixed_finished(r, rc, value);
+        return;
+    }
+    critical_section();
+    r->m->async_holds++;
+    rc = cr_async_unlock(r->m->a, r->m->lock, r->owner, mixed_unlocked, r,
+                         NULL);
+    if (rc != CR_OK)
+        mixed_finished(r, rc, value);
+}
+
+static void
+mixed_permitted(void *userdata, cr_status rc, int64_t value)
+{
+    mixed_req *r = userdata;
+
+    if (rc != CR_OK) {
+        mixed_finished(r, rc, value);
+        return;
+    }
+    permit_section();
+    rc = cr_async_semaphore_release(r->m->a, r->m->sem, 1, mixed_finished, r,
+                                    NULL);
+    if (rc != CR_OK)
+        mixed_finished(r, rc, value);
+}
+
+/* An await returned: every count-down must have come first. */
+static void
+mixed_opened(void *userdata, cr_status rc, int64_t value)
+{
+    mixed_req *r = userdata;
+
+    (void)value;
+    if (rc != CR_OK || redis_int("GET mx:counted") != MX_COUNT_DOWNS)
+        r->m->failures++;
+    r->m->done++;
+}
+
+/* A blocking thread: MX_ROUNDS of the lock and of a permit, one count
+ * down, then an await. */
+typedef struct mixed_thread {
+    mixed *m;
+    atomic_int failures;
+    int holds;
+    pthread_t thread;
+} mixed_thread;
+
+static void *
+mixed_thread_run(void *arg)
+{
+    mixed_thread *t = arg;
+    int i;
+
+    for (i = 0; i < MX_ROUNDS || !atomic_load(&t->m->cli_done); i++) {
+        if (cr_lock_lock(t->m->lock, 30000) != CR_OK) {
+            atomic_fetch_add(&t->failures, 1);
+            continue;
+        }
+        critical_section();
+        t->holds++;
+        if (cr_lock_unlock(t->m->lock) != CR_OK)
+            atomic_fetch_add(&t->failures, 1);
+        usleep(5000); /* the tool's runs get their turns too */
+        if (cr_semaphore_acquire(t->m->sem, 1) != CR_OK) {
+            atomic_fetch_add(&t->failures, 1);
+            continue;
+        }
+        permit_section();
+        if (cr_semaphore_release(t->m->sem, 1) != CR_OK)
+            atomic_fetch_add(&t->failures, 1);
+    }
+    redis_int("INCR mx:counted");
+    if (cr_latch_count_down(t->m->latch) != CR_OK)
+        atomic_fetch_add(&t->failures, 1);
+    if (cr_latch_await(t->m->latch, 60000) != CR_OK ||
+        redis_int("GET mx:counted") != MX_COUNT_DOWNS)
+        atomic_fetch_add(&t->failures, 1);
+    return NULL;
+}
+
+/* The credisson(1) side, two shells: one makes MX_CLI runs under the lock
+ * and MX_CLI under a permit, and MX_CLI count-downs; the other awaits the
+ * latch and checks what was counted. Each exits 0 when all went well. */
+typedef struct mixed_cli {
+    char cmd[4096];
+    int status;
+    atomic_bool *done;
+    pthread_t thread;
+} mixed_cli;
+
+static void *
+mixed_cli_run(void *arg)
+{
+    mixed_cli *c = arg;
+
+    c->status = system(c->cmd);
+    if (c->done != NULL)
+        atomic_store(c->done, true);
+    return NULL;
+}
+
+static bool
+mixed_all_done(void *arg)
+{
+    mixed *m = arg;
+
+    return m->done == 3 * MX_ASYNC + 1;
+}
+
+static void
+test_async_blocking_and_cli_clients_share_objects_with_exact_counts(void **state)
+{
+    static mixed_req reqs[3 * MX_ASYNC + 1];
+    const char *dir = getenv("CR_TEST_BUILDDIR");
+    mixed_thread threads[MX_THREADS];
+    mixed_cli cli, awaiter;
+    mixed m = {0};
+    int64_t holds;
+    int i, k = 0;
+
+    (void)state;
+    m.a = new_async();
+    assert_int_equal(cr_lock_new(test_client, "mx:lock", &m.lock), CR_OK);
+    assert_int_equal(cr_semaphore_new(test_client, "mx:sem", &m.sem), CR_OK);
+    assert_int_equal(cr_semaphore_try_set_permits(m.sem, 2, 0, NULL), CR_OK);
+    assert_int_equal(cr_latch_new(test_client, "mx:latch", &m.latch), CR_OK);
+    assert_int_equal(cr_latch_try_set_count(m.latch, MX_COUNT_DOWNS, 0, NULL),
+                     CR_OK);
+    snprintf(cli.cmd, sizeof(cli.cmd),
+             "t='%s/credisson --url redis://127.0.0.1:%d'; r='redis-cli -p %d'; "
+             "ok=0; for i in $(seq %d); do "
+             " $t lock mx:lock -- sh -c \"v=\\$($r GET mx:count); sleep 0.02; "
+             "  $r SET mx:count \\$((v + 1)) >/dev/null\" || ok=1; "
+             " $t semaphore mx:sem -- sh -c \"n=\\$($r INCR mx:inside); "
+             "  [ \\$n -gt 2 ] && $r INCR mx:over; $r DECR mx:inside\" "
+             "  >/dev/null || ok=1; "
+             " $r INCR mx:counted >/dev/null; "
+             " $t latch mx:latch count-down || ok=1; "
+             "done; exit $ok",
+             dir != NULL ? dir : ".", test_redis.port, test_redis.port, MX_CLI);
+    snprintf(awaiter.cmd, sizeof(awaiter.cmd),
+             "%s/credisson --url redis://127.0.0.1:%d latch mx:latch await "
+             "--timeout 120s && [ \"$(redis-cli -p %d GET mx:counted)\" = %d ]",
+             dir != NULL ? dir : ".", test_redis.port, test_redis.port,
+             MX_COUNT_DOWNS);
+    cli.done = &m.cli_done;
+    awaiter.done = NULL;
+    atomic_init(&m.cli_done, false);
+    assert_int_equal(pthread_create(&cli.thread, NULL, mixed_cli_run, &cli), 0);
+    assert_int_equal(pthread_create(&awaiter.thread, NULL, mixed_cli_run,
+                                    &awaiter), 0);
+    for (i = 0; i < MX_THREADS; i++) {
+        threads[i].m = &m;
+        threads[i].holds = 0;
+        atomic_init(&threads[i].failures, 0);
+        assert_int_equal(pthread_create(&threads[i].thread, NULL,
+                                        mixed_thread_run, &threads[i]), 0);
+    }
+    for (i = 0; i < MX_ASYNC; i++) {
+        reqs[k] = (mixed_req){&m, cr_async_owner_id(), 0};
+        assert_int_equal(cr_async_lock(m.a, m.lock, reqs[k].owner,
+                                       CR_WAIT_FOREVER, 30000, mixed_locked,
+                                       &reqs[k], NULL), CR_OK);
+        k++;
+        reqs[k] = (mixed_req){&m, 0, 0};
+        assert_int_equal(cr_async_semaphore_acquire(m.a, m.sem, 1,
+                                                    CR_WAIT_FOREVER,
+                                                    mixed_permitted, &reqs[k],
+                                                    NULL), CR_OK);
+        k++;
+    }
+    reqs[k] = (mixed_req){&m, 0, 0};
+    assert_int_equal(cr_async_latch_await(m.a, m.latch, CR_WAIT_FOREVER,
+                                          mixed_opened, &reqs[k], NULL), CR_OK);
+    k++;
+    for (i = 0; i < MX_ASYNC; i++) {
+        reqs[k] = (mixed_req){&m, 0, 0};
+        assert_true(redis_int("INCR mx:counted") > 0);
+        assert_int_equal(cr_async_latch_count_down(m.a, m.latch,
+                                                   mixed_finished, &reqs[k],
+                                                   NULL), CR_OK);
+        k++;
+    }
+    /* Every async request and the await; the others join below. */
+    assert_true(poll_loop_until(m.a, mixed_all_done, &m, slow(120000)));
+    pthread_join(cli.thread, NULL);
+    pthread_join(awaiter.thread, NULL);
+    holds = m.async_holds + MX_CLI;
+    for (i = 0; i < MX_THREADS; i++) {
+        pthread_join(threads[i].thread, NULL);
+        assert_int_equal(atomic_load(&threads[i].failures), 0);
+        holds += threads[i].holds;
+    }
+    fprintf(stderr, "mixed: %lld holds of the lock (%lld async)\n",
+            (long long)holds, (long long)m.async_holds);
+    assert_int_equal(m.failures, 0);
+    assert_true(WIFEXITED(cli.status));
+    assert_int_equal(WEXITSTATUS(cli.status), 0);
+    assert_true(WIFEXITED(awaiter.status));
+    assert_int_equal(WEXITSTATUS(awaiter.status), 0);
+    assert_int_equal(redis_int("GET mx:count"), holds);
+    assert_int_equal(redis_int("GET mx:over"), -999); /* never set */
+    assert_int_equal(redis_int("GET mx:inside"), 0);
+    assert_int_equal(redis_int("EXISTS mx:lock mx:latch"), 0);
+    assert_int_equal(redis_int("GET mx:sem"), 2); /* every permit back */
+    cr_async_free(m.a);
+    cr_lock_free(m.lock);
+    cr_semaphore_free(m.sem);
+    cr_latch_free(m.latch);
+}
+
+/* ------------------------------------------------------ a stalled loop */
+
+static void
+count_late_loop(void *userdata, cr_log_level level, const char *msg)
+{
+    if (level == CR_LOG_WARN && strstr(msg, "event loop ran") != NULL)
+        atomic_fetch_add((atomic_int *)userdata, 1);
+}
+
+/* Starts a 300 ms wait on "stalled" (held by the test's client) from `a`. */
+static void
+wait_on_held(cr_async *a, cr_lock *l, outcome *o)
+{
+    assert_int_equal(cr_async_lock(a, l, cr_async_owner_id(), 300, 30000,
+                                   record, o, NULL), CR_OK);
+}
+
+/* An application that blocks its loop past the library's timer is told in
+ * the log; one that turns it in time is not. */
+static void
+test_async_a_loop_blocked_past_a_timer_is_reported_in_the_log(void **state)
+{
+    cr_client_options opt = CR_CLIENT_OPTIONS_INIT;
+    atomic_int warned;
+    outcome first = {0}, second = {0};
+    cr_lock *held, *l;
+    cr_client *c = NULL;
+    cr_async *a = NULL;
+    int i;
+
+    (void)state;
+    atomic_init(&warned, 0);
+    opt.url = test_redis.url;
+    opt.log_fn = count_late_loop;
+    opt.log_userdata = &warned;
+    assert_int_equal(cr_client_new(&opt, &c), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "stalled", &held), CR_OK);
+    assert_int_equal(cr_lock_lock(held, 30000), CR_OK);
+    assert_int_equal(cr_lock_new(c, "stalled", &l), CR_OK);
+    wait_on_held(a, l, &first);
+    assert_int_equal(await(a, &first, slow(5000)), CR_BUSY);
+    assert_int_equal(atomic_load(&warned), 0);
+    wait_on_held(a, l, &second);
+    for (i = 0; i < 5; i++)
+        poll_loop_turn(a, 10);
+    usleep(1500 * 1000); /* the application blocks its loop */
+    assert_int_equal(await(a, &second, slow(5000)), CR_BUSY);
+    assert_int_equal(atomic_load(&warned), 1);
+    assert_int_equal(cr_lock_unlock(held), CR_OK);
+    cr_async_free(a);
+    cr_lock_free(l);
+    cr_lock_free(held);
+    cr_client_free(c);
+}
+
+static void
+test_async_fenced_lock_gives_its_token_and_shares_it_with_the_tid_calls(void **state)
 {
     cr_async *a = new_async();
     int64_t owner = cr_async_owner_id();
     outcome o = {0}, p = {0}, u = {0};
+    int64_t token = 0;
     cr_lock *l;
 
     (void)state;
@@ -307,9 +662,26 @@ test_async_fenced_lock_gives_its_token(void **state)
                      CR_OK);
     assert_int_equal(await(a, &p, slow(3000)), CR_OK);
     assert_int_equal(p.value, 2); /* reentrant: the next token */
+    /* The blocking token calls reenter the same owner's hold. */
+    assert_int_equal(cr_fenced_lock_try_lock_and_get_token_tid(l, owner, 0,
+                                                               30000, &token),
+                     CR_OK);
+    assert_int_equal(token, 3);
+    assert_int_equal(cr_fenced_lock_lock_and_get_token_tid(l, owner, 30000,
+                                                           &token), CR_OK);
+    assert_int_equal(token, 4);
+    assert_int_equal(redis_int("HGET fenced %s:%lld", cr_client_id(test_client),
+                               (long long)owner), 4);
+    /* Another owner is refused while it holds. */
+    assert_int_equal(cr_fenced_lock_try_lock_and_get_token_tid(l, owner + 1, 0,
+                                                               30000, &token),
+                     CR_BUSY);
+    assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
+    assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
     assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
     assert_int_equal(await(a, &u, slow(3000)), CR_OK);
     assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
+    assert_int_equal(redis_int("EXISTS fenced"), 0);
     cr_async_free(a);
     cr_lock_free(l);
 }
@@ -776,7 +1148,9 @@ main(void)
         T(test_async_cancel_ends_a_waiting_request_and_takes_nothing),
         T(test_async_hold_is_released_by_the_blocking_tid_call),
         T(test_async_many_pending_requests_keep_counters_exact),
-        T(test_async_fenced_lock_gives_its_token),
+        T(test_async_blocking_and_cli_clients_share_objects_with_exact_counts),
+        T(test_async_a_loop_blocked_past_a_timer_is_reported_in_the_log),
+        T(test_async_fenced_lock_gives_its_token_and_shares_it_with_the_tid_calls),
         T(test_async_free_ends_pending_requests_with_eclosed),
         T(test_async_free_from_a_callback_waits_for_the_dispatch),
         T(test_async_owner_ids_never_meet_thread_ids),

@@ -30,6 +30,7 @@
 
 #include "fault_server.h"
 #include "lock_common.h"
+#include "poll_loop.h"
 
 #define CMD_TIMEOUT_MS 400
 #define WAIT_MS 500
@@ -334,6 +335,174 @@ run_scenario(const scenario *s)
     objects_close(&o);
 }
 
+/* ------------------------------------------------ the same, asynchronous */
+
+/* One asynchronous request and what came of it. */
+typedef struct areq {
+    call_kind kind;
+    int calls;
+    cr_status rc;
+    int64_t started, took;
+} areq;
+
+static void
+areq_done(void *userdata, cr_status rc, int64_t value)
+{
+    areq *q = userdata;
+
+    (void)value;
+    q->calls++;
+    q->rc = rc;
+    q->took = cr_test_now_ms() - q->started;
+}
+
+static void
+areq_permit_done(void *userdata, cr_status rc, const char *id)
+{
+    (void)id;
+    areq_done(userdata, rc, 0);
+}
+
+static void
+areq_start(cr_async *a, areq *q, objects *o, call_kind kind)
+{
+    cr_status rc = CR_EINVAL;
+
+    memset(q, 0, sizeof(*q));
+    q->kind = kind;
+    q->started = cr_test_now_ms();
+    switch (kind) {
+    case CALL_TRY_LOCK:
+        rc = cr_async_lock(a, o->busy, cr_async_owner_id(), WAIT_MS, 60000,
+                           areq_done, q, NULL);
+        break;
+    case CALL_SEMAPHORE:
+        rc = cr_async_semaphore_acquire(a, o->sem, 1, WAIT_MS, areq_done, q,
+                                        NULL);
+        break;
+    case CALL_PERMIT_SEMAPHORE:
+        rc = cr_async_permit_acquire(a, o->psem, WAIT_MS, 60000,
+                                     areq_permit_done, q, NULL);
+        break;
+    case CALL_LATCH_AWAIT:
+        rc = cr_async_latch_await(a, o->latch, WAIT_MS, areq_done, q, NULL);
+        break;
+    case CALL_UNLOCK:
+    case CALL_IS_LOCKED: /* no asynchronous query: a second unlock */
+        rc = cr_async_unlock(a, o->mine, MINE_TID, areq_done, q, NULL);
+        break;
+    }
+    assert_int_equal(rc, CR_OK);
+}
+
+/* The scenario's fault begun on a thread of its own, so that the loop
+ * keeps turning meanwhile (DEBUG SLEEP's begins by waiting for the stall). */
+static atomic_bool begun;
+
+static void *
+begin_run(void *arg)
+{
+    const scenario *s = arg;
+
+    s->begin();
+    atomic_store(&begun, true);
+    return NULL;
+}
+
+/* One turn of the loop; the longest single dispatch (wall time) so far in
+ * *longest. */
+static void
+timed_turn(cr_async *a, int64_t *longest)
+{
+    struct pollfd p[64];
+    int64_t timeout = -1, t;
+    int n = poll_loop_prepare(a, p, 64, &timeout), i;
+
+    poll(p, (nfds_t)n, (int)(timeout < 0 || timeout > 10 ? 10 : timeout));
+    for (i = 0; i < n; i++) {
+        if (p[i].revents == 0)
+            continue;
+        t = cr_test_now_ms();
+        cr_async_io(a, p[i].fd, poll_loop_events(p[i].revents));
+        t = cr_test_now_ms() - t;
+        *longest = t > *longest ? t : *longest;
+    }
+    t = cr_test_now_ms();
+    cr_async_timeout(a);
+    t = cr_test_now_ms() - t;
+    *longest = t > *longest ? t : *longest;
+}
+
+static bool
+all_called(const areq *q, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (q[i].calls == 0)
+            return false;
+    return true;
+}
+
+/* run_scenario's calls made through the asynchronous API on one loop: the
+ * waiting requests begun before the fault and again during it, an unlock
+ * during it; every callback runs once within the request's bound, and no
+ * dispatch blocks the loop. */
+static void
+run_async_scenario(const scenario *s)
+{
+    areq before[NWAITING], during[NWAITING + 2];
+    int64_t longest = 0, end;
+    pthread_t beginner;
+    cr_async *a = NULL;
+    bool waiting;
+    objects o;
+    int i;
+
+    objects_open(&o);
+    assert_int_equal(cr_async_new(test_client, &poll_loop, &a), CR_OK);
+    for (i = 0; i < NWAITING; i++)
+        areq_start(a, &before[i], &o, (call_kind)i);
+    end = cr_test_now_ms() + slow(WAIT_MS) / 2;
+    while (!(waiting = all_waiting(NULL)) && cr_test_now_ms() < end)
+        timed_turn(a, &longest);
+    atomic_store(&begun, false);
+    assert_int_equal(pthread_create(&beginner, NULL, begin_run, (void *)s), 0);
+    while (!atomic_load(&begun))
+        timed_turn(a, &longest);
+    for (i = 0; i < NWAITING + 2; i++)
+        areq_start(a, &during[i], &o, (call_kind)i);
+    end = cr_test_now_ms() + bound_ms(WAIT_MS) + slow(2000);
+    while ((!all_called(before, NWAITING) ||
+            !all_called(during, NWAITING + 2)) &&
+           cr_test_now_ms() < end)
+        timed_turn(a, &longest);
+    pthread_join(beginner, NULL);
+    if (s->end != NULL)
+        s->end();
+    cr_async_free(a);
+    assert_true(waiting);
+    assert_true(fault == NULL || cr_test_fault_accepts(fault) >= 1);
+    for (i = 0; i < NWAITING + NWAITING + 2; i++) {
+        const areq *q = i < NWAITING ? &before[i] : &during[i - NWAITING];
+        int64_t bound = bound_ms(q->kind < NWAITING ? WAIT_MS : 0);
+
+        fprintf(stderr, "%s async: %s %s: %d callback(s), %s after %lld ms "
+                        "(bound %lld)\n", s->name, call_names[q->kind],
+                i < NWAITING ? "begun before the fault" : "begun during it",
+                q->calls, cr_strerror(q->rc), (long long)q->took,
+                (long long)bound);
+        assert_int_equal(q->calls, 1);
+        assert_true(q->took <= bound);
+        assert_true(acceptable(q->kind == CALL_IS_LOCKED ? CALL_UNLOCK : q->kind,
+                               q->rc, s->may_pass));
+    }
+    fprintf(stderr, "%s async: longest dispatch %lld ms\n", s->name,
+            (long long)longest);
+    assert_true(longest <= slow(100));
+    objects_close(&o);
+}
+
 /* ----------------------------------------------------------- the faults */
 
 static pthread_t sleeper;
@@ -539,6 +708,27 @@ test_bounds_calls_end_in_time_while_a_relay_cuts_every_connection_again_and_agai
     (void)state;
     run_scenario(&s);
 }
+
+/* The asynchronous API under the same faults. */
+#define ASYNC_SCENARIO(fn, name, begin, end, may_pass)                        \
+    static void fn(void **state)                                               \
+    {                                                                          \
+        const scenario s = {name, begin, end, may_pass};                       \
+                                                                               \
+        (void)state;                                                           \
+        run_async_scenario(&s);                                                \
+    }
+ASYNC_SCENARIO(test_bounds_async_requests_end_in_time_while_the_server_is_in_debug_sleep,
+               "debug-sleep", debug_sleep_begin, debug_sleep_end, false)
+ASYNC_SCENARIO(test_bounds_async_requests_end_in_time_against_a_server_that_never_answers,
+               "silent", silent_begin, NULL, false)
+ASYNC_SCENARIO(test_bounds_async_requests_end_in_time_against_a_server_that_drips_bytes,
+               "drip", drip_begin, NULL, false)
+ASYNC_SCENARIO(test_bounds_async_requests_end_in_time_through_a_relay_frozen_both_ways,
+               "frozen", freeze_begin, freeze_end, false)
+ASYNC_SCENARIO(test_bounds_async_requests_end_in_time_when_every_connection_is_reset,
+               "reset", reset_begin, NULL, false)
+#undef ASYNC_SCENARIO
 
 static void
 test_bounds_reconnections_to_a_closing_server_stay_within_ten_a_second(void **state)
@@ -769,6 +959,11 @@ main(void)
         T(test_bounds_calls_end_in_time_when_every_connection_is_closed),
         T(test_bounds_calls_end_in_time_when_every_connection_is_reset),
         T(test_bounds_calls_end_in_time_while_a_relay_cuts_every_connection_again_and_again),
+        T(test_bounds_async_requests_end_in_time_while_the_server_is_in_debug_sleep),
+        T(test_bounds_async_requests_end_in_time_against_a_server_that_never_answers),
+        T(test_bounds_async_requests_end_in_time_against_a_server_that_drips_bytes),
+        T(test_bounds_async_requests_end_in_time_through_a_relay_frozen_both_ways),
+        T(test_bounds_async_requests_end_in_time_when_every_connection_is_reset),
         T(test_bounds_reconnections_to_a_closing_server_stay_within_ten_a_second),
         T(test_bounds_a_server_that_is_not_redis_ends_a_wait_at_once_with_econfig),
         T(test_bounds_an_acquisition_abandoned_at_its_deadline_is_given_back),

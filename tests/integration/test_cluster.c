@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "credisson.h"
@@ -677,6 +678,20 @@ lists_a_replica(void *arg)
     return listed;
 }
 
+/* After a test that stops a replica: it runs again even when the test
+ * failed before its SIGCONT, or every test after it would fail too. */
+static int
+replicas_resumed(void **state)
+{
+    int i;
+
+    (void)state;
+    for (i = 0; i < cl.nnodes; i++)
+        if (cl.nodes[i].pid > 0)
+            kill(cl.nodes[i].pid, SIGCONT);
+    return 0;
+}
+
 static void
 test_cluster_replica_sync_undoes_unacknowledged_acquisitions(void **state)
 {
@@ -719,6 +734,40 @@ test_cluster_replica_sync_undoes_unacknowledged_acquisitions(void **state)
     cr_rwlock_free(rw);
     cr_lock_free(fair);
     cr_lock_free(plain);
+    cr_client_free(c);
+}
+
+/* An unlock leaves its latch DEL's reply unread on its connection; the
+ * replicas counted again (once a second) on that connection before the
+ * next acquisition must be ROLE's count, not that reply taken for one (it
+ * read as "no replicas": no WAIT, and a grant no replica saw went through
+ * as taken). */
+static void
+test_cluster_replica_sync_recount_after_an_unlock(void **state)
+{
+    cr_client *c;
+    char name[64];
+    cr_lock *l;
+    int m[3], replica;
+
+    (void)state;
+    masters(m);
+    replica = replica_of(m[0]);
+    assert_true(replica >= 0);
+    assert_true(cr_test_wait_until(lists_a_replica, &m[0], slow(10000)));
+    c = client(NULL, 0, 200);
+    name_on(name, sizeof(name), "recount", m[0]);
+    assert_int_equal(cr_lock_new(c, name, &l), CR_OK);
+    assert_int_equal(cr_lock_try_lock(l, 0, 10000), CR_OK); /* counted */
+    assert_int_equal(cr_lock_unlock(l), CR_OK); /* its DEL's reply unread */
+    /* Past the recount period (1 s): the next acquisition counts again. */
+    usleep(1200 * 1000);
+    assert_int_equal(kill(cl.nodes[replica].pid, SIGSTOP), 0);
+    assert_int_equal(cr_lock_try_lock(l, 0, 10000), CR_EIO);
+    assert_non_null(strstr(cr_last_error(), "no replica acknowledged"));
+    assert_int_equal(AT_KEY(name, "EXISTS %s", name), 0);
+    assert_int_equal(kill(cl.nodes[replica].pid, SIGCONT), 0);
+    cr_lock_free(l);
     cr_client_free(c);
 }
 
@@ -972,8 +1021,15 @@ main(void)
         cmocka_unit_test(test_cluster_watchdog_renews_read_holds_in_every_slot),
         cmocka_unit_test(test_cluster_slot_migration_keeps_locks_working),
         cmocka_unit_test(test_cluster_cli_runs_a_command_under_a_lock_and_inspects_it),
-        cmocka_unit_test(test_cluster_replica_sync_undoes_unacknowledged_acquisitions),
-        cmocka_unit_test(test_cluster_replica_sync_longer_than_the_command_timeout),
+        cmocka_unit_test_teardown(
+            test_cluster_replica_sync_undoes_unacknowledged_acquisitions,
+            replicas_resumed),
+        cmocka_unit_test_teardown(
+            test_cluster_replica_sync_recount_after_an_unlock,
+            replicas_resumed),
+        cmocka_unit_test_teardown(
+            test_cluster_replica_sync_longer_than_the_command_timeout,
+            replicas_resumed),
         cmocka_unit_test(test_cluster_master_failover_waiters_proceed_counter_exact),
     };
 
