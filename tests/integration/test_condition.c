@@ -323,16 +323,29 @@ test_condition_wire_keys_leases_and_messages(void **state)
     cr_lock_free(l);
 }
 
-/* A waiter and its signaller on one lock of another kind. */
+/* A waiter and its signaller on one lock of another kind; when `channel`
+ * is not NULL, the await's release must publish `message` on it first,
+ * as the kind's own unlock does. */
 static void
-wait_and_signal_on(cr_lock *l, const char *key)
+wait_and_signal_on(cr_lock *l, const char *key, const char *channel,
+                   const char *message)
 {
+    cr_test_listener *li = channel != NULL
+                               ? cr_test_listener_start(&test_redis, &channel,
+                                                        1)
+                               : NULL;
     cr_lock_condition *c = condition(l, "c");
     waiter w;
 
     waiter_start(&w, l, c, 2, slow(10000));
     await_line(key, "c", 1);
     await_free(key);
+    if (li != NULL) {
+        /* Two holds: a partial unlock (nothing), then the release. */
+        assert_int_equal(cr_test_listener_wait(li, 1, slow(2000)), 1);
+        assert_string_equal(cr_test_listener_get(li, 0)->payload, message);
+        cr_test_listener_stop(li);
+    }
     assert_int_equal(signal_under(l, c, false), 1);
     pthread_join(w.thread, NULL);
     OK(w.rc);
@@ -349,9 +362,11 @@ test_condition_on_the_fair_lock_and_the_write_lock(void **state)
 
     (void)state;
     OK(cr_fair_lock_new(test_client, "fair", &fair));
-    wait_and_signal_on(fair, "fair");
+    wait_and_signal_on(fair, "fair", NULL, NULL);
     OK(cr_rwlock_new(test_client, "rw", &rw));
-    wait_and_signal_on(cr_rwlock_write_lock(rw), "rw");
+    /* The write lock's own unlock publishes 1 on redisson_rwlock:{rw}. */
+    wait_and_signal_on(cr_rwlock_write_lock(rw), "rw", "redisson_rwlock:{rw}",
+                       "1");
     /* A reader does not hold the write lock: no signal from it. */
     {
         cr_lock_condition *c = condition(cr_rwlock_write_lock(rw), "c");
