@@ -13,7 +13,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -147,6 +149,18 @@ checked(redisContext *c, redisReply *r)
     if (r->type == REDIS_REPLY_ERROR)
         bench_die("redis error: %s", r->str);
     return r;
+}
+
+cr_client *
+bench_client(const char *url)
+{
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client *c = NULL;
+
+    o.url = url;
+    if (cr_client_new(&o, &c) != CR_OK)
+        bench_die("cr_client_new: %s", cr_last_error());
+    return c;
 }
 
 redisReply *
@@ -313,4 +327,63 @@ bench_json_end(bench_json *j)
     json_add(j, "}");
     printf("%s\n", j->buf);
     fflush(stdout);
+}
+
+/* ------------------------------------------------------------ workers */
+
+/* A worker thread's body. */
+static void *
+worker_thread(void *arg)
+{
+    bench_workers *ws = arg;
+
+    ws->run(ws->arg);
+    return NULL;
+}
+
+void
+bench_workers_start(bench_workers *ws, int k, bool procs,
+                    void (*run)(void *arg), void *arg)
+{
+    int i;
+
+    if (k < 1 || k > BENCH_WORKERS_MAX)
+        bench_die("--workers must be in 1..%d", BENCH_WORKERS_MAX);
+    ws->k = k;
+    ws->procs = procs;
+    ws->run = run;
+    ws->arg = arg;
+    for (i = 0; i < k; i++) {
+        if (procs) {
+            fflush(NULL);
+            ws->pids[i] = fork();
+            if (ws->pids[i] < 0)
+                bench_die("fork failed");
+            if (ws->pids[i] == 0) {
+                run(arg);
+                _exit(0);
+            }
+        } else if (pthread_create(&ws->tids[i], NULL, worker_thread, ws) !=
+                   0) {
+            bench_die("pthread_create failed");
+        }
+    }
+}
+
+void
+bench_workers_join(bench_workers *ws, const char *what)
+{
+    int i;
+
+    for (i = 0; i < ws->k; i++) {
+        if (ws->procs) {
+            int status = 0;
+
+            if (waitpid(ws->pids[i], &status, 0) < 0 || !WIFEXITED(status) ||
+                WEXITSTATUS(status) != 0)
+                bench_die("%s process %d failed", what, i);
+        } else {
+            pthread_join(ws->tids[i], NULL);
+        }
+    }
 }

@@ -16,7 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <pthread.h>
+#include <sys/types.h>
+
 #include <hiredis/hiredis.h>
+
+#include <credisson.h>
 
 /* ------------------------------------------------------------ clock */
 
@@ -54,6 +59,10 @@ bool bench_flag(const bench_args *a, const char *name);
  * only: the benchmark server has no password); exits on failure. */
 redisContext *bench_redis(const char *url);
 
+/* bench_client: a library client with the defaults on `url`; exits on
+ * failure. Ownership: free it with cr_client_free(). */
+cr_client *bench_client(const char *url);
+
 /* bench_cmd: one command (hiredis format); exits when the link fails or
  * Redis answers an error. Ownership: the caller frees the reply. */
 redisReply *bench_cmd(redisContext *c, const char *fmt, ...);
@@ -65,6 +74,31 @@ redisReply *bench_cmd_argv(redisContext *c, int argc, const char **argv,
 /* bench_die: print "bench: <what>" and exit 1. */
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
                                                     noreturn));
+
+/* ------------------------------------------------------------ workers */
+
+/* The most workers one program starts. */
+#define BENCH_WORKERS_MAX 256
+
+/* K workers running one function, as processes or as threads. */
+typedef struct bench_workers {
+    int k;
+    bool procs;
+    void (*run)(void *arg);
+    void *arg;
+    pid_t pids[BENCH_WORKERS_MAX];
+    pthread_t tids[BENCH_WORKERS_MAX];
+} bench_workers;
+
+/* bench_workers_start: start k (1..BENCH_WORKERS_MAX) workers running
+ * run(arg): forked processes, each exiting 0 when run returns, or threads
+ * of this process. Exits on failure. */
+void bench_workers_start(bench_workers *ws, int k, bool procs,
+                         void (*run)(void *arg), void *arg);
+
+/* bench_workers_join: wait for every worker; exits, naming `what`, when a
+ * process did not exit 0. */
+void bench_workers_join(bench_workers *ws, const char *what);
 
 /* ------------------------------------------------------------ samples */
 

@@ -84,19 +84,6 @@ typedef struct worker {
     cr_client *client; /* shared by threads; NULL: make one */
 } worker;
 
-/* Makes a client with the defaults on `url`; exits on failure. */
-static cr_client *
-new_client(const char *url)
-{
-    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
-    cr_client *c = NULL;
-
-    o.url = url;
-    if (cr_client_new(&o, &c) != CR_OK)
-        bench_die("cr_client_new: %s", cr_last_error());
-    return c;
-}
-
 /* Records the return of a waiter's await (or read) in `round` at `now`. */
 static void
 returned(shared *sh, int round, long long now)
@@ -158,7 +145,7 @@ wait_rounds(worker *w)
         floor_rounds(w);
         return;
     }
-    c = own ? new_client(w->url) : w->client;
+    c = own ? bench_client(w->url) : w->client;
     if (cr_latch_new(c, LATCH_NAME, &l) != CR_OK)
         bench_die("cr_latch_new: %s", cr_last_error());
     while ((seen = next_round(sh, seen)) >= 0) {
@@ -283,7 +270,7 @@ main(int argc, char **argv)
     w.sh = sh;
     w.floor = strcmp(impl, "floor") == 0;
     if (!procs && !w.floor)
-        w.client = new_client(a.url);
+        w.client = bench_client(a.url);
     for (i = 0; i < k; i++) {
         if (procs) {
             fflush(NULL);
@@ -302,7 +289,7 @@ main(int argc, char **argv)
     if (w.floor) {
         pub = bench_redis(a.url);
     } else {
-        c = procs ? new_client(a.url) : w.client;
+        c = procs ? bench_client(a.url) : w.client;
         if (cr_latch_new(c, LATCH_NAME, &l) != CR_OK)
             bench_die("cr_latch_new: %s", cr_last_error());
         cr_latch_delete(l, NULL);

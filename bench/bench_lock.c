@@ -570,18 +570,6 @@ find_impl(const char *name)
 
 /* ------------------------------------------------------------ the loop */
 
-/* A credisson client on the benchmark server with the library's defaults. */
-static cr_client *
-new_client(const char *url)
-{
-    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
-    cr_client *c = NULL;
-
-    o.url = url;
-    check(cr_client_new(&o, &c), "cr_client_new");
-    return c;
-}
-
 /* GET then SET the counter: the read-modify-write only the lock keeps
  * exact. */
 static void
@@ -658,7 +646,7 @@ work(worker *w)
 
     w->redis = bench_redis(w->cfg->url);
     if (im->uses_client && w->client == NULL) {
-        w->client = new_client(w->cfg->url);
+        w->client = bench_client(w->cfg->url);
         w->own_client = true;
     }
     im->open(w);
@@ -809,7 +797,7 @@ run(const run_cfg *cfg)
     }
     reset_keys(rc, cfg->permits);
     if (!cfg->procs && cfg->im->uses_client)
-        shared_client = new_client(cfg->url);
+        shared_client = bench_client(cfg->url);
     cpu0 = bench_cpu_s();
     for (i = 0; i < cfg->workers; i++) {
         ws[i].id = i;
@@ -964,7 +952,7 @@ run_uncontended(const run_cfg *cfg)
     freeReplyObject(bench_cmd_argv(w.redis, 3, load, NULL));
     reset_keys(w.redis, 1);
     if (im->uses_client) {
-        w.client = new_client(cfg->url);
+        w.client = bench_client(cfg->url);
         w.own_client = true;
     }
     im->open(&w);

@@ -256,6 +256,32 @@ def main():
         p("  ceiling: append to / unlink from 512 plain intrusive lists.")
         p("")
 
+    # ---------------------------------------------------------------- s9
+    s9 = [x for x in rows if x.get("bench") == "s9_ratelimiter"]
+    if s9:
+        p("Scenario 9: rate limiter, K workers taking one permit at a time")
+        row = "  {:<7} {:>3} {:>11} {:>8} {:>10} {:>10} {:>6} {:>9} {:>10} {:>6}".format
+        p(row("mode", "K", "rate", "grants", "grants/s", "ceiling/s", "ratio",
+              "max/window", "tries/grant", "errors"))
+        for r in s9:
+            capped = r.get("rate", 0) > 0
+            ceiling = r["ceiling_per_s"] if capped else (e1 or None)
+            ratio = r["ratio"] if capped else (
+                r["grants_per_s"] / e1 if e1 else None)
+            p(row(
+                r["mode"], r["workers"],
+                "{}/{}ms".format(r["rate"], r["interval_ms"]) if capped else "none",
+                fmt(r["grants"]), fmt(r["grants_per_s"]), fmt(ceiling),
+                fmt(ratio, 2), r.get("most_in_window") if capped else "-",
+                fmt(r.get("attempts_per_grant"), 2), r["errors"]))
+        p("  grants/s: in the whole intervals after the first grant; ceiling: the")
+        p("  limiter's own (rate per interval), or with no rate the single-connection")
+        p("  EVALSHA rate of the ceiling above. max/window: the most grants in any")
+        p("  interval-long window of this host's clock (the server stamps the")
+        p("  records). tries/grant: scripts the server ran per grant (1 + the")
+        p("  attempts that were told to wait).")
+        p("")
+
     # ---------------------------------------------------------------- s10
     arows = [x for x in rows if x.get("bench") == "s10_async"]
     e8 = ceil.get("evalsha_rps_8")
@@ -278,6 +304,31 @@ def main():
         p("  in the second of two passes of the same load; cold max: the longest in")
         p("  the first pass, where first touches of fresh memory cost page faults;")
         p("  subs: subscriber connections the server lists for the client.")
+        p("")
+
+    # ---------------------------------------------------------------- s11
+    s11 = [x for x in rows if x.get("bench") == "s11_barrier"]
+    if s11:
+        p("Scenario 11: cyclic barrier, K parties, rounds back to back")
+        row = "  {:<8} {:<7} {:>3} {:>7} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}".format
+        p(row("impl", "mode", "K", "rounds", "rounds/s", "p50 us", "p99 us",
+              "max us", "p50/fl", "p99/fl", "errors"))
+        for r in s11:
+            fl = find(rows, "s11_barrier", impl="floor", mode=r["mode"],
+                      workers=r["workers"])
+            p(row(
+                r["impl"], r["mode"], r["workers"], r["rounds"],
+                fmt(r["rounds_per_s"]), fmt(r["round_p50_us"]),
+                fmt(r["round_p99_us"]), fmt(r["round_max_us"]),
+                fmt(r["round_p50_us"] / fl["round_p50_us"]
+                    if fl and fl.get("round_p50_us") else None, 2),
+                fmt(r["round_p99_us"] / fl["round_p99_us"]
+                    if fl and fl.get("round_p99_us") else None, 2),
+                r["errors"]))
+        p("  round: a party's time between two of its releases (its arrival, the")
+        p("  wait for the slowest, the wake-up). floor: the same rounds with bare")
+        p("  hiredis, an INCR script per arrival and one PUBLISH per round to")
+        p("  SUBSCRIBEd connections; /fl: over the floor's.")
         p("")
 
     for r in [x for x in rows if x.get("bench") == "note"]:
@@ -334,6 +385,17 @@ def main():
               5.0, False, "ms",
               "bare pub/sub floor: %.1f ms" % (f64["all_p99_us"] / 1000.0)
               if f64 else "")
+    for mode in ("threads", "procs"):
+        rl = find(rows, "s9_ratelimiter", mode=mode, rate=1000)
+        t.add("rate limiter, 8 %s: grants >= 0.95 x its ceiling" % mode,
+              rl["ratio"] if rl else None, 0.95, True, "x")
+    for k in (16, 64):
+        for mode in ("procs", "threads"):
+            br = find(rows, "s11_barrier", impl="barrier", mode=mode, workers=k)
+            bf = find(rows, "s11_barrier", impl="floor", mode=mode, workers=k)
+            t.add("barrier, %d %s: round p99 <= 2 x bare pub/sub floor" % (k, mode),
+                  br["round_p99_us"] / bf["round_p99_us"] if br and bf else None,
+                  2.0, False, "x")
     wd = find(rows, "s7_watchdog", locks=100000, watchdog_ms=3000)
     wd30 = find(rows, "s7_watchdog", locks=100000, watchdog_ms=30000)
     t.add("100k locks: one renewal call per 100 locks (+5 %)",

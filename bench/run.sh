@@ -9,7 +9,7 @@
 # to five minutes; --quick about one.
 #
 #   bench/run.sh [--builddir DIR] [--url URL] [--seconds S] [--quick]
-#                [--only ceiling,s1,s2,s4,s5,s6,s7,s8,s10] [--workers 2,8,32]
+#                [--only ceiling,s1,s2,s4,s5,s6,s7,s8,s9,s10,s11] [--workers 2,8,32]
 #                [--latch-workers 16,64]
 #                [--no-peers] [--pin] [--out FILE]
 #
@@ -20,7 +20,7 @@
 #   --seconds   length of each timed run (default 3; --quick: 1)
 #   --workers   K of scenario 2 (workers on one lock)
 #   --latch-workers  K of scenario 6 (waiters on one latch; the issue's
-#               N = 16 and 64)
+#               N = 16 and 64), and the parties of scenario 11 (barrier)
 #   --no-peers  skip python3-redis and redlock (nothing is installed)
 #   --pin       pin redis-server to the last CPU and every client to the
 #               others (less noise from migrations on small machines)
@@ -37,7 +37,7 @@ builddir=$(pwd)
 url=
 seconds=3
 ceil_seconds=2
-only=ceiling,s1,s2,s4,s5,s6,s7,s8,s10
+only=ceiling,s1,s2,s4,s5,s6,s7,s8,s9,s10,s11
 workers="2 8 32"
 latch_workers="16 64"
 peers=1
@@ -64,7 +64,8 @@ while [ $# -gt 0 ]; do
     shift
 done
 bin=$builddir/bench
-for p in ceiling bench_lock bench_latch bench_watchdog bench_wheel bench_async; do
+for p in ceiling bench_lock bench_latch bench_watchdog bench_wheel bench_async \
+    bench_ratelimiter bench_barrier; do
     if [ ! -x "$bin/$p" ]; then
         echo "run.sh: $bin/$p is missing: run 'make bench' in the build directory" >&2
         exit 2
@@ -270,6 +271,16 @@ fi
 if want s8; then
     run "$bin/bench_wheel"
 fi
+if want s9; then
+    # The rate limiter: 8 workers on a limiter of 1000 permits a second
+    # (its own ceiling), and on one no client reaches (the server's).
+    for mode in threads procs; do
+        run "$bin/bench_ratelimiter" --url "$url" --seconds "$seconds" \
+            --workers 8 --mode "$mode" --rate 1000 --interval-ms 1000
+        run "$bin/bench_ratelimiter" --url "$url" --seconds "$seconds" \
+            --workers 8 --mode "$mode" --rate 0
+    done
+fi
 if want s10; then
     # The asynchronous API: one loop thread with 10,000 pending acquisitions
     # over 100 locks and 1,000 over one, next to the blocking API with one
@@ -278,6 +289,18 @@ if want s10; then
     run "$bin/bench_async" --url "$url" --mode async --requests 1000 --locks 1
     run "$bin/bench_async" --url "$url" --mode threads --requests 10000 \
         --locks 100 --threads 1000
+fi
+if want s11; then
+    # The cyclic barrier's round time, 16 and 64 parties, next to the bare
+    # pub/sub floor (an INCR script per arrival, one PUBLISH per round).
+    for k in $latch_workers; do
+        for mode in threads procs; do
+            for impl in floor barrier; do
+                run "$bin/bench_barrier" --url "$url" --seconds "$seconds" \
+                    --workers "$k" --mode "$mode" --impl "$impl"
+            done
+        done
+    done
 fi
 
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)

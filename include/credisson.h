@@ -18,6 +18,9 @@
 #include <credisson/rwlock.h>
 #include <credisson/semaphore.h>
 #include <credisson/latch.h>
+#include <credisson/ratelimiter.h>
+#include <credisson/barrier.h>
+#include <credisson/condition.h>
 #include <credisson/multilock.h>
 #include <credisson/inspect.h>
 #include <credisson/async.h>

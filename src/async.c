@@ -40,7 +40,7 @@ static atomic_int_fast64_t next_owner = 0;
 enum { Q_WAIT, Q_SCRIPT, Q_THREAD };
 
 /* The object of a waiting request that is not a lock. */
-enum { O_SEM = 1, O_PERMIT, O_LATCH };
+enum { O_SEM = 1, O_PERMIT, O_LATCH, O_LATCH_COUNT };
 
 /* What a waiting request does at the steps the wait state machine leaves
  * to it: send an attempt (whose reply sets w.rc and w.hint, then drives
@@ -83,7 +83,11 @@ struct cr_request {
     cr__cmd cmd;              /* the last attempt's: sent, replica sync */
     cr__unlock unlock;
     /* Semaphores and latches. */
-    int what;                 /* O_SEM, O_PERMIT, O_LATCH */
+    int what;                 /* O_SEM, O_PERMIT, O_LATCH, O_LATCH_COUNT
+                               * (countDownAndAwait: its first attempt
+                               * counts down, the others look) */
+    bool counted;             /* O_LATCH_COUNT: the count down was sent */
+    bool counting;            /* and its reply is awaited */
     void *obj;
     int64_t permits;
     char *latch;              /* a semaphore acquisition's acquire latch */
@@ -913,10 +917,18 @@ object_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     int64_t hint = -1;
 
     q->busy = false;
-    if (q->what == O_SEM)
+    if (q->what == O_SEM) {
         rc = cr__sem_acquire_reply(rc, r);
-    else if (q->what == O_LATCH)
+    } else if (q->what == O_LATCH_COUNT && q->counting) {
+        int64_t left = 0;
+
+        q->counting = false;
+        rc = cr__latch_count_down_reply(q->obj, rc, r, &left);
+        if (rc == CR_OK && left > 0)
+            rc = CR_BUSY;
+    } else if (q->what == O_LATCH || q->what == O_LATCH_COUNT) {
         rc = cr__latch_look_reply(q->obj, rc, r, &hint);
+    }
     else
         rc = cr__permit_acquire_reply(rc, r, &hint);
     if (rc == CR_EIO && cmd->sent)
@@ -990,7 +1002,11 @@ object_attempt(cr_request *q)
                                   a->client->reconnect_window_ms +
                                       a->client->latch_timeout_ms,
                                   &call);
-    } else if (q->what == O_LATCH) {
+    } else if (q->what == O_LATCH_COUNT && !q->counted) {
+        /* Marked before it is sent: never counted down twice. */
+        q->counted = q->counting = true;
+        rc = cr__latch_count_down_call(q->obj, &call);
+    } else if (q->what == O_LATCH || q->what == O_LATCH_COUNT) {
         rc = cr__latch_look_call(q->obj, false, &call);
     } else {
         rc = cr__random_bytes(q->raw_id, sizeof(q->raw_id));
@@ -1032,7 +1048,7 @@ object_finish(cr_request *q)
                           "until the wait ran out", ((cr__sem *)q->obj)->name,
                           (long long)q->permits);
         }
-    } else if (q->what == O_LATCH) {
+    } else if (q->what == O_LATCH || q->what == O_LATCH_COUNT) {
         if (rc == CR_BUSY)
             rc = cr__fail(CR_TIMEOUT, "latch %s still closed when the wait "
                           "ran out", cr_latch_name(q->obj));
@@ -1140,9 +1156,12 @@ cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *sem,
     return started(a, q, req);
 }
 
-cr_status
-cr_async_latch_await(cr_async *a, cr_latch *l, int64_t wait_ms,
-                     cr_async_fn fn, void *userdata, cr_request **req)
+/* A wait on a latch: awaitAsync (O_LATCH) or countDownAndAwaitAsync
+ * (O_LATCH_COUNT, subscribed before it counts down; with a wait of 0 it
+ * counts down only). */
+static cr_status
+latch_wait(cr_async *a, cr_latch *l, int what, int64_t wait_ms,
+           cr_async_fn fn, void *userdata, cr_request **req)
 {
     cr_request *q = NULL;
     cr_status rc = enter(a);
@@ -1154,7 +1173,7 @@ cr_async_latch_await(cr_async *a, cr_latch *l, int64_t wait_ms,
         rc = cr__check_wait(wait_ms);
     }
     if (rc == CR_OK &&
-        (q = object_request(a, O_LATCH, l, cr__latch_channel(l),
+        (q = object_request(a, what, l, cr__latch_channel(l),
                             cr__latch_decode, wait_ms, NULL, fn,
                             userdata)) == NULL)
         rc = CR_ENOMEM;
@@ -1162,7 +1181,23 @@ cr_async_latch_await(cr_async *a, cr_latch *l, int64_t wait_ms,
         cr__client_leave(a->client);
         return rc;
     }
+    q->w.spec.subscribe_first = what == O_LATCH_COUNT && wait_ms != 0;
     return started(a, q, req);
+}
+
+cr_status
+cr_async_latch_await(cr_async *a, cr_latch *l, int64_t wait_ms,
+                     cr_async_fn fn, void *userdata, cr_request **req)
+{
+    return latch_wait(a, l, O_LATCH, wait_ms, fn, userdata, req);
+}
+
+cr_status
+cr_async_latch_count_down_and_await(cr_async *a, cr_latch *l, int64_t wait_ms,
+                                    cr_async_fn fn, void *userdata,
+                                    cr_request **req)
+{
+    return latch_wait(a, l, O_LATCH_COUNT, wait_ms, fn, userdata, req);
 }
 
 /* One-command requests on semaphores and latches: their reply readers. */
@@ -1202,7 +1237,7 @@ permit_released_read(cr_request *q, cr_status rc, cr__reply *r)
 static cr_status
 counted_down_read(cr_request *q, cr_status rc, cr__reply *r)
 {
-    return cr__latch_count_down_reply(q->obj, rc, r);
+    return cr__latch_count_down_reply(q->obj, rc, r, NULL);
 }
 
 /* Starts a one-command request once `call` is built (rc: how building

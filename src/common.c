@@ -44,6 +44,7 @@ cr_strerror(cr_status rc)
     case CR_ECONFIG: return "the server does not fit the configuration";
     case CR_ETLS: return "TLS failed";
     case CR_ECANCELED: return "cancelled";
+    case CR_EBROKEN: return "the barrier is broken: a party timed out, was cancelled or died, or it was reset";
     }
     return "unknown status";
 }

@@ -85,6 +85,8 @@ cr_object_kind_name(cr_object_kind kind)
     case CR_OBJECT_LATCH: return "latch";
     case CR_OBJECT_SEMAPHORE_OR_LATCH: return "semaphore-or-latch";
     case CR_OBJECT_OTHER: return "other";
+    case CR_OBJECT_BARRIER: return "barrier";
+    case CR_OBJECT_RATE_LIMITER: return "rate-limiter";
     }
     return "unknown";
 }
@@ -119,14 +121,58 @@ is_str(const cr__reply *r)
     return r->type == CR__REPLY_STRING || r->type == CR__REPLY_STATUS;
 }
 
-/* Fills the holders and the mode from the script's hash and readers. */
+/* The integer value of field `name` in the flat HGETALL `hash`; false
+ * when it has none. */
+static bool
+hash_num(const cr__reply *hash, const char *name, int64_t *out)
+{
+    size_t i, n = strlen(name);
+
+    for (i = 0; i + 1 < hash->elements; i += 2) {
+        const cr__reply *f = hash->element[i];
+
+        if (is_str(f) && f->len == n && memcmp(f->str, name, n) == 0)
+            return cr__reply_int(hash->element[i + 1], out);
+    }
+    return false;
+}
+
+/* Tells a barrier's and a rate limiter's hash by their fields (their
+ * protocols in doc/coordination.md) and reads them; true when it was one
+ * of them. */
+static bool
+read_coordination(cr_object_info *in, const cr__reply *hash)
+{
+    int64_t broken = 0;
+
+    if (hash_num(hash, "parties", &in->parties) &&
+        hash_num(hash, "generation", &in->generation) &&
+        hash_num(hash, "arrived", &in->waiting)) {
+        in->broken = hash_num(hash, "broken", &broken) && broken == 1;
+        in->kind = CR_OBJECT_BARRIER;
+        return true;
+    }
+    if (hash_num(hash, "rate", &in->rate) &&
+        hash_num(hash, "interval", &in->interval_ms) &&
+        hash_num(hash, "type", &in->rate_type)) {
+        hash_num(hash, "keepAliveTime", &in->keep_alive_ms);
+        in->kind = CR_OBJECT_RATE_LIMITER;
+        return true;
+    }
+    in->parties = in->generation = in->waiting = 0;
+    in->rate = in->interval_ms = in->rate_type = 0;
+    return false;
+}
+
+/* Fills the holders and the mode from the script's hash and readers (a
+ * barrier or a rate limiter has none). */
 static bool
 read_holders(arena *a, const cr__reply *hash, const cr__reply *readers)
 {
     cr_object_info *in = &a->info;
     size_t i, k;
 
-    if (hash->type != CR__REPLY_ARRAY)
+    if (hash->type != CR__REPLY_ARRAY || read_coordination(in, hash))
         return true;
     in->holders = calloc(hash->elements / 2 + 1, sizeof(*in->holders));
     if (in->holders == NULL)
@@ -253,7 +299,8 @@ static void
 classify(cr_object_info *in, const char *type, bool has_queue, int64_t sem,
          int64_t latch)
 {
-    if (in->kind == CR_OBJECT_OTHER)
+    if (in->kind == CR_OBJECT_OTHER || in->kind == CR_OBJECT_BARRIER ||
+        in->kind == CR_OBJECT_RATE_LIMITER)
         return;
     if (strcmp(type, "hash") == 0)
         in->kind = in->mode != NULL ? CR_OBJECT_RWLOCK

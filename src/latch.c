@@ -22,6 +22,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,7 +153,8 @@ cr__latch_count_down_call(const cr_latch *l, cr__script_call *call)
 }
 
 cr_status
-cr__latch_count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r)
+cr__latch_count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r,
+                           int64_t *left)
 {
     int64_t v = 0;
 
@@ -165,25 +167,36 @@ cr__latch_count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r)
     else if (v == -1)
         rc = cr__fail(CR_EEXPIRED, "latch %s expired before this count down",
                       l->name);
+    else if (left != NULL)
+        *left = v < 0 ? 0 : v;
     cr__reply_free(r);
     return rc;
+}
+
+/* One count down, not resent after a broken link: CR_OK with the count
+ * left in *left (may be NULL), CR_EEXPIRED, or the failure. */
+static cr_status
+count_down(cr_latch *l, int64_t *left)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
+    cr_status rc = cr__latch_count_down_call(l, &call);
+
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return cr__latch_count_down_reply(l, rc, r, left);
 }
 
 cr_status
 cr_latch_count_down(cr_latch *l)
 {
-    cr__script_call call = {0};
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
     cr_status rc = enter(l);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__latch_count_down_call(l, &call);
-    if (rc == CR_OK)
-        rc = cr__script_call_run(l->client, &cmd, &call, &r);
-    cr__script_call_free(&call);
-    rc = cr__latch_count_down_reply(l, rc, r);
+    rc = count_down(l, NULL);
     cr__object_leave(l);
     return rc;
 }
@@ -298,11 +311,41 @@ cr__latch_channel(const cr_latch *l)
     return l->channel;
 }
 
-/* cr_latch_await and cr_latch_await_opened: the wait, with a latch never
- * set taken as closed when must_exist. */
+/* The attempts of a wait for the latch to open: with `counted` false
+ * (countDownAndAwait) the first one is the count down, made once
+ * subscribed; every other one is a look (with must_exist, a latch never
+ * set counts as closed). */
+typedef struct opening {
+    cr_latch *latch;
+    bool counted;
+    bool must_exist;
+} opening;
+
 static cr_status
-await_latch(cr_latch *l, int64_t wait_ms, bool must_exist)
+opening_attempt(opening *o, int64_t *hint)
 {
+    int64_t left = 0;
+    cr_status rc;
+
+    if (o->counted)
+        return look(o->latch, o->must_exist, hint);
+    /* Marked before it is sent: a count down whose answer was lost is not
+     * made again by the wait's retries (which then look). */
+    o->counted = true;
+    *hint = -1;
+    rc = count_down(o->latch, &left);
+    return rc == CR_OK && left > 0 ? CR_BUSY : rc;
+}
+
+/* Waits up to wait_ms for the latch to open, counting it down first when
+ * `count_first`, subscribed before it does (wait.h's subscribe_first; a
+ * wait of 0 only counts down); with `must_exist` a latch never set is
+ * waited for as a closed one. */
+static cr_status
+wait_open(cr_latch *l, int64_t wait_ms, bool count_first, bool must_exist)
+{
+    opening o = {.latch = l, .counted = !count_first,
+                 .must_exist = must_exist};
     cr__wait w;
     int64_t hint = -1;
     cr_status rc = enter(l);
@@ -311,25 +354,43 @@ await_latch(cr_latch *l, int64_t wait_ms, bool must_exist)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    cr__object_wait_begin(&w, l, l->channel, cr__latch_decode, true, wait_ms);
-    for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = look(l, must_exist, &hint);
-    if (rc == CR_BUSY)
+    if (count_first && wait_ms == 0) {
+        rc = opening_attempt(&o, &hint);
+    } else {
+        cr__object_wait_begin(&w, l, l->channel, cr__latch_decode, true,
+                              wait_ms);
+        w.spec.subscribe_first = count_first; /* read at its first step */
+        for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
+            rc = opening_attempt(&o, &hint);
+    }
+    if (rc == CR_BUSY) {
         rc = cr__fail(CR_TIMEOUT, "latch %s still %s when the wait ran out",
                       l->name, must_exist ? "closed or never set" : "closed");
+    } else if (rc != CR_OK && !o.counted) {
+        char why[256];
+
+        snprintf(why, sizeof(why), "%s", cr_last_error());
+        rc = cr__fail(rc, "latch %s not counted down: %s", l->name, why);
+    }
 out:
     cr__object_leave(l);
     return rc;
 }
 
 cr_status
+cr_latch_count_down_and_await(cr_latch *l, int64_t wait_ms)
+{
+    return wait_open(l, wait_ms, true, false);
+}
+
+cr_status
 cr_latch_await(cr_latch *l, int64_t wait_ms)
 {
-    return await_latch(l, wait_ms, false);
+    return wait_open(l, wait_ms, false, false);
 }
 
 cr_status
 cr_latch_await_opened(cr_latch *l, int64_t wait_ms)
 {
-    return await_latch(l, wait_ms, true);
+    return wait_open(l, wait_ms, false, true);
 }

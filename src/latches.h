@@ -15,8 +15,9 @@
 cr_status cr__latch_enter(const cr_latch *l);
 
 /* A look (CR_OK open, CR_BUSY closed with N's ttl in *hint, or with
- * must_exist never set, CR_EEXPIRED),
- * a count down (CR_EEXPIRED when it had expired), trySetCount (arguments
+ * must_exist never set, CR_EEXPIRED), a count down (CR_EEXPIRED when it had
+ * expired; on CR_OK *left, may be NULL, gets the count left, 0 when open
+ * or absent), trySetCount (arguments
  * checked; reply: 1 when set, cr__reply_bool). */
 cr_status cr__latch_look_call(const cr_latch *l, bool must_exist,
                               cr__script_call *call);
@@ -24,7 +25,7 @@ cr_status cr__latch_look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
                                int64_t *hint);
 cr_status cr__latch_count_down_call(const cr_latch *l, cr__script_call *call);
 cr_status cr__latch_count_down_reply(const cr_latch *l, cr_status rc,
-                                     cr__reply *r);
+                                     cr__reply *r, int64_t *left);
 cr_status cr__latch_set_call(const cr_latch *l, int64_t count, int64_t ttl_ms,
                              cr__script_call *call);
 

@@ -40,6 +40,16 @@ static const struct {
     [CR__NAME_KEY_PREFIX] = {KEY_PREFIX, "", false},
     [CR__NAME_UNLOCK_LATCH] = {PREFIX, "redisson_unlock_latch", true},
     [CR__NAME_ACQUIRE_LATCH] = {PREFIX, "credisson_semaphore_acquire", true},
+    [CR__NAME_RATE_VALUE] = {SUFFIX, "value", false},
+    [CR__NAME_RATE_PERMITS] = {SUFFIX, "permits", false},
+    [CR__NAME_BARRIER_ARRIVALS] = {PREFIX, "credisson_barrier_arrivals", false},
+    [CR__NAME_BARRIER_CHANNEL] = {PREFIX, "credisson_barrier__channel", false},
+    [CR__NAME_CONDITION] = {PREFIX, "credisson_condition", false},
+    [CR__NAME_CONDITION_QUEUE] = {PREFIX, "credisson_condition_queue", false},
+    [CR__NAME_CONDITION_LEASES] = {PREFIX, "credisson_condition_leases",
+                                   false},
+    [CR__NAME_CONDITION_CHANNEL] = {PREFIX, "credisson_condition__channel",
+                                    false},
 };
 
 /* Shapes name `word` around `raw`. */

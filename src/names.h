@@ -31,8 +31,23 @@ typedef enum cr__name_id {
     CR__NAME_KEY_PREFIX,        /* {N} (N when it has a '{'): what precedes
                                  * ":<reader>" in readers' timeout keys */
     CR__NAME_UNLOCK_LATCH,      /* redisson_unlock_latch:{N}:<request id> */
-    CR__NAME_ACQUIRE_LATCH      /* credisson_semaphore_acquire:{N}:<request
+    CR__NAME_ACQUIRE_LATCH,     /* credisson_semaphore_acquire:{N}:<request
                                  * id> (credisson's) */
+    CR__NAME_RATE_VALUE,        /* {N}:value, a rate limiter's permits left
+                                 * (OVERALL; PER_CLIENT adds ":<client id>") */
+    CR__NAME_RATE_PERMITS,      /* {N}:permits, its grant records (likewise) */
+    CR__NAME_BARRIER_ARRIVALS,  /* credisson_barrier_arrivals:{N}, a cyclic
+                                 * barrier's parties waiting and their leases
+                                 * (credisson's) */
+    CR__NAME_BARRIER_CHANNEL,   /* credisson_barrier__channel:{N} */
+    /* A condition C on the lock N (credisson's): each name is followed by
+     * ":C" (cr__name_suffixed). */
+    CR__NAME_CONDITION,         /* credisson_condition:{N}, its waiters */
+    CR__NAME_CONDITION_QUEUE,   /* credisson_condition_queue:{N}, their
+                                 * line */
+    CR__NAME_CONDITION_LEASES,  /* credisson_condition_leases:{N}, their
+                                 * leases */
+    CR__NAME_CONDITION_CHANNEL  /* credisson_condition__channel:{N} */
 } cr__name_id;
 
 /* Redisson's two shapes, malloc'd (NULL: out of memory):

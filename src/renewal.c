@@ -432,6 +432,20 @@ cr__hold_count(cr__renewal *r, cr__hold_kind kind, const char *key,
     return n;
 }
 
+bool
+cr__hold_is_watchdog(cr__renewal *r, cr__hold_kind kind, const char *key,
+                     const char *owner)
+{
+    hold *h;
+    bool wd;
+
+    pthread_mutex_lock(&r->mu);
+    h = find_hold(r, kind, key, owner);
+    wd = h != NULL && h->watchdog;
+    pthread_mutex_unlock(&r->mu);
+    return wd;
+}
+
 void
 cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
                  const char *owner, bool all, int64_t valid_until)

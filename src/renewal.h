@@ -91,6 +91,11 @@ cr_status cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
 int64_t cr__hold_count(cr__renewal *r, cr__hold_kind kind, const char *key,
                        const char *owner, bool *lost);
 
+/* cr__hold_is_watchdog: whether `owner`'s hold on `key` is renewed by the
+ * watchdog (taken without a lease); false when there is none. */
+bool cr__hold_is_watchdog(cr__renewal *r, cr__hold_kind kind, const char *key,
+                          const char *owner);
+
 /* cr__hold_release: one hold fewer (every hold when `all`); the entry and
  * its timers go when the count reaches 0. With holds left, `valid_until`
  * (>= 0) is their new local deadline: the unlock script set the key's

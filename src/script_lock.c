@@ -258,6 +258,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     spec.min_sleep_ms = l->kind->min_sleep_ms;
     spec.max_sleep_ms = l->kind->max_sleep_ms;
     spec.trust_open = false;
+    spec.subscribe_first = false;
     /* Not when it holds the lock already: a reentrant lock() must not wait
      * behind the threads that wait for this very hold. */
     spec.in_line = l->kind->in_line && cr__script_lock_holds(l, owner, NULL) == 0;

@@ -246,9 +246,9 @@ cr__wait_step(cr__wait *w)
     switch (w->phase) {
     case P_BEGIN:
         w->phase = P_FIRST;
-        if (!w->in_line)
+        if (!w->in_line && !w->spec.subscribe_first)
             return CR__WAIT_ATTEMPT;
-        w->rc = CR_BUSY; /* it joins the line without trying */
+        w->rc = CR_BUSY; /* it joins the line, or subscribes, first */
         /* fall through */
     case P_FIRST:
         if (!again(w->rc) || w->spec.wait_ms == 0)
@@ -280,7 +280,7 @@ cr__wait_step(cr__wait *w)
             w->rc = CR_BUSY;
             return fence_then_sleep(w);
         }
-        if (w->first == CR_BUSY &&
+        if (w->first == CR_BUSY && !w->spec.subscribe_first &&
             w->subs->quiet_since(w->subs_ctx, w->sub, &w->mark)) {
             /* Subscribed since before the try and nothing read since: a
              * release after the try is still to come as a message, and a

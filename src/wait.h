@@ -47,6 +47,14 @@ typedef struct cr__wait_spec {
      * back for the lock cannot take it between two of them (its first try
      * comes with its first wake-up, or after LINE_RECHECK_MS). */
     bool in_line;
+    /* The first attempt comes only once subscribed, and is always made
+     * then: an attempt that changes the object and cannot be repeated
+     * before the subscription exists (the latch's count down of
+     * countDownAndAwait), so that whatever it causes is published to a
+     * subscription already in place. With trust_open its fence is asked
+     * right after it. A wait of 0 makes no attempt at all: the caller
+     * makes its one attempt without a wait. */
+    bool subscribe_first;
 } cr__wait_spec;
 
 /* The subscriptions a wait uses: the client's (cr__wait_begin, the

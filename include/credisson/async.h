@@ -235,6 +235,18 @@ CR_EXPORT cr_status cr_async_latch_await(cr_async *async, cr_latch *latch,
                                          int64_t wait_ms, cr_async_fn fn,
                                          void *userdata, cr_request **req);
 
+/* cr_async_latch_count_down_and_await: countDownAndAwaitAsync(wait_ms),
+ * as cr_latch_count_down_and_await (subscribed before it counts down;
+ * the count down made once): CR_OK once open, CR_TIMEOUT, CR_EEXPIRED to
+ * the callback.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
+CR_EXPORT cr_status cr_async_latch_count_down_and_await(cr_async *async,
+                                                        cr_latch *latch,
+                                                        int64_t wait_ms,
+                                                        cr_async_fn fn,
+                                                        void *userdata,
+                                                        cr_request **req);
+
 /* cr_async_latch_count_down: countDownAsync.
  * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
  * CR_EIO (in a cluster: no node known for the name's slot). */

@@ -38,7 +38,9 @@ typedef enum cr_object_kind {
     CR_OBJECT_PERMIT_SEMAPHORE,   /* RPermitExpirableSemaphore */
     CR_OBJECT_LATCH,
     CR_OBJECT_SEMAPHORE_OR_LATCH, /* a bare integer: cannot tell */
-    CR_OBJECT_OTHER               /* a key no credisson object uses */
+    CR_OBJECT_OTHER,              /* a key no credisson object uses */
+    CR_OBJECT_BARRIER,            /* a cyclic barrier (cr_barrier) */
+    CR_OBJECT_RATE_LIMITER        /* RRateLimiter */
 } cr_object_kind;
 
 /* Whether the client an owner belongs to is connected to the server. */
@@ -105,6 +107,13 @@ typedef struct cr_object_info {
     size_t npermits;
     cr_permit_info *permits;
     bool presence_read;      /* the client list could be read */
+    /* A barrier: its parties, the generation under way, the parties
+     * waiting in it and whether it is broken. A rate limiter: its rate
+     * per interval, the type (0 OVERALL, 1 PER_CLIENT) and keep-alive
+     * time (0: none). Zero for other kinds. */
+    int64_t parties, generation, waiting;
+    bool broken;
+    int64_t rate, interval_ms, rate_type, keep_alive_ms;
 } cr_object_info;
 
 /* cr_object_inspect: read what `name` (after the client's name prefix)

@@ -143,6 +143,23 @@ CR_EXPORT cr_status cr_latch_await(cr_latch *latch, int64_t wait_ms);
  * window), CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG,
  * CR_ETLS. */
 CR_EXPORT cr_status cr_latch_await_opened(cr_latch *latch, int64_t wait_ms);
+/* cr_latch_count_down_and_await: count down by one and wait until the
+ * latch is open, at most wait_ms (0: count down only, CR_OK when that
+ * opened it, CR_TIMEOUT otherwise; CR_WAIT_FOREVER:
+ * as long as it takes) (Redisson countDownAndAwait, issue #6060). The
+ * wait subscribes to the latch's channel before it counts down, so the 0
+ * that opens the latch, whoever publishes it, reaches a subscription that
+ * is in place; one read after the fence the call asks for once counted
+ * down ends the wait even if the latch was set again meanwhile. The count
+ * down is never made twice: a failure before it was sent leaves the count
+ * as it was (the detail says "not counted down"); after it (CR_EIO while
+ * waiting, CR_TIMEOUT, CR_ECLOSED) the count down stands. A latch that
+ * does not exist is open: CR_OK at once.
+ * Returns CR_OK when open, CR_TIMEOUT, CR_EEXPIRED, CR_EINVAL, CR_EIO (the
+ * count down may or may not have happened when the link broke during it),
+ * CR_ESERVER, CR_ECLOSED. */
+CR_EXPORT cr_status cr_latch_count_down_and_await(cr_latch *latch,
+                                                  int64_t wait_ms);
 
 /* cr_latch_delete: delete the latch and its expiry marker (Redisson
  * delete). Publishes 1 when it existed, as Redisson does: Java waiters keep

@@ -43,7 +43,9 @@ typedef enum cr_status {
     CR_ECONFIG,     /* the server is not what the configuration says: not
                      * Redis, a replica, protected mode; no retry mends it */
     CR_ETLS,        /* TLS failed: certificate, host name, handshake */
-    CR_ECANCELED    /* an asynchronous request was cancelled */
+    CR_ECANCELED,   /* an asynchronous request was cancelled */
+    CR_EBROKEN      /* a barrier's round was broken: a party timed out, was
+                     * cancelled or died, or the barrier was reset */
 } cr_status;
 
 /* cr_strerror: a static, never-NULL English text for `rc`. */

@@ -61,7 +61,11 @@ typedef enum opt_id {
     OPT_NO_STATUS,
     OPT_NONBLOCK,
     OPT_CONFLICT_EXIT_CODE,
-    OPT_MUST_EXIST
+    OPT_MUST_EXIST,
+    OPT_PARTIES,
+    OPT_RATE,
+    OPT_PER_CLIENT,
+    OPT_KEEP_ALIVE
 } opt_id;
 
 #define BIT(id) ((uint64_t)1 << (id))
@@ -107,7 +111,7 @@ static const opt_def opt_defs[] = {
      "Redis connect and command timeout (default 3s)"},
     {"timeout", 0, true, OPT_TIMEOUT, "D",
      "before the command word: --command-timeout (its old\n"
-     "name); after 'latch NAME await': --wait"},
+     "name); after 'latch NAME await' and 'barrier': --wait"},
     {"name-prefix", 0, true, OPT_NAME_PREFIX, "P",
      "put P before every name (a Redisson NameMapper)"},
     {"user", 0, true, OPT_USER, "NAME", "the ACL user ($CREDISSON_USER)"},
@@ -184,6 +188,15 @@ static const opt_def opt_defs[] = {
      "give CMD the URL, user, password and TLS settings\n"
      "(for a credisson run inside CMD); otherwise CMD\n"
      "gets no password"},
+    {"parties", 0, true, OPT_PARTIES, "N",
+     "the barrier's number of parties (all must give the same)"},
+    {"rate", 0, true, OPT_RATE, "R/INTERVAL",
+     "the limiter's rate, set if it has none: R permits per\n"
+     "INTERVAL (a duration); a warning when it has another"},
+    {"per-client", 0, false, OPT_PER_CLIENT, NULL,
+     "a budget per client (PER_CLIENT); needs --keep-alive"},
+    {"keep-alive", 0, true, OPT_KEEP_ALIVE, "D",
+     "how long the limiter's keys outlive their last use"},
 };
 #define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -334,6 +347,30 @@ int cr__cli_parse_count(const char *s, int64_t min, int64_t max,
     return 0;
 }
 
+int cr__cli_parse_rate(const char *s, int64_t *rate, int64_t *interval_ms,
+                       char *err, size_t errlen)
+{
+    char num[24], why[CR__CLI_ERR_MAX];
+    const char *slash = strchr(s, '/');
+    size_t n = slash != NULL ? (size_t)(slash - s) : 0;
+    int64_t r, ms;
+
+    if (slash == NULL || n == 0 || n >= sizeof(num))
+        return fail(err, errlen, "not R/INTERVAL");
+    memcpy(num, s, n);
+    num[n] = '\0';
+    if (cr__cli_parse_count(num, 1, CR__CLI_COUNT_MAX, &r, why,
+                            sizeof(why)) != 0)
+        return fail(err, errlen, "permits: %s", why);
+    if (cr__cli_parse_duration(slash + 1, false, &ms, why, sizeof(why)) != 0)
+        return fail(err, errlen, "interval: %s", why);
+    if (ms == 0)
+        return fail(err, errlen, "interval: must be more than 0");
+    *rate = r;
+    *interval_ms = ms;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- words */
 
 const char *cr__cli_command_name(cr__cli_command c)
@@ -344,6 +381,8 @@ const char *cr__cli_command_name(cr__cli_command c)
     case CR__CLI_LATCH: return "latch";
     case CR__CLI_INSPECT: return "inspect";
     case CR__CLI_VERSION: return "version";
+    case CR__CLI_BARRIER: return "barrier";
+    case CR__CLI_RATELIMIT: return "ratelimit";
     case CR__CLI_NONE: break;
     }
     return "";
@@ -354,7 +393,8 @@ static cr__cli_command command_of(const char *w)
 {
     static const cr__cli_command all[] = {CR__CLI_LOCK, CR__CLI_SEMAPHORE,
                                           CR__CLI_LATCH, CR__CLI_INSPECT,
-                                          CR__CLI_VERSION};
+                                          CR__CLI_VERSION, CR__CLI_BARRIER,
+                                          CR__CLI_RATELIMIT};
     size_t i;
 
     for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -381,6 +421,14 @@ static uint64_t allowed_opts(const cr__cli_args *a)
     uint64_t run = WAIT_OPTS | BIT(OPT_LEASE) | BIT(OPT_WATCHDOG) |
                    BIT(OPT_KILL_AFTER) | BIT(OPT_PASS_CREDENTIALS);
 
+    if (a->command == CR__CLI_BARRIER && a->action == CR__CLI_BARRIER_RESET)
+        return 0;
+    if (a->command == CR__CLI_BARRIER)
+        return BIT(OPT_WAIT) | BIT(OPT_PARTIES) |
+               (a->action == CR__CLI_RUN ? BIT(OPT_PASS_CREDENTIALS) : 0);
+    if (a->command == CR__CLI_RATELIMIT && a->action == CR__CLI_RUN)
+        return BIT(OPT_WAIT) | BIT(OPT_RATE) | BIT(OPT_PER_CLIENT) |
+               BIT(OPT_KEEP_ALIVE) | BIT(OPT_PASS_CREDENTIALS);
     switch (a->action) {
     case CR__CLI_RUN:
         if (a->command == CR__CLI_LOCK)
@@ -400,7 +448,10 @@ static const char *action_word(cr__cli_action act)
     switch (act) {
     case CR__CLI_SEM_SET: case CR__CLI_LATCH_SET: return "set";
     case CR__CLI_SEM_ADD: return "add";
-    case CR__CLI_SEM_AVAILABLE: return "available";
+    case CR__CLI_SEM_AVAILABLE: case CR__CLI_RL_AVAILABLE:
+        return "available";
+    case CR__CLI_BARRIER_AWAIT: return "await";
+    case CR__CLI_BARRIER_RESET: return "reset";
     case CR__CLI_LATCH_COUNT_DOWN: return "count-down";
     case CR__CLI_LATCH_AWAIT: return "await";
     case CR__CLI_LATCH_COUNT: return "count";
@@ -474,10 +525,12 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     opt_id id = d->id;
 
     /* --timeout is the old name of two options: before the command word,
-     * --command-timeout; after "latch NAME await", --wait. Elsewhere after
-     * the command word it is settled once the action is known. */
-    if (id == OPT_TIMEOUT && a->command == CR__CLI_LATCH &&
-        a->action == CR__CLI_LATCH_AWAIT)
+     * --command-timeout; after "latch NAME await" and "barrier", --wait.
+     * Elsewhere after the command word it is settled once the action is
+     * known. */
+    if (id == OPT_TIMEOUT && ((a->command == CR__CLI_LATCH &&
+                               a->action == CR__CLI_LATCH_AWAIT) ||
+                              a->command == CR__CLI_BARRIER))
         id = OPT_WAIT;
     else if (id == OPT_TIMEOUT && a->command == CR__CLI_NONE)
         id = OPT_COMMAND_TIMEOUT;
@@ -582,6 +635,22 @@ static int set_option(parser *p, const opt_def *d, const char *v)
                         "--permits: %s", quote(v, q), why);
         a->permits = n;
         return 0;
+    case OPT_PARTIES:
+        if (cr__cli_parse_count(v, 1, CR__CLI_PARTIES_MAX, &n, why,
+                                sizeof(why)) != 0)
+            return fail(p->err, p->errlen, "invalid number '%s' for "
+                        "--parties: %s", quote(v, q), why);
+        a->parties = n;
+        return 0;
+    case OPT_RATE:
+        if (cr__cli_parse_rate(v, &a->rate, &a->rate_interval_ms, why,
+                               sizeof(why)) != 0)
+            return fail(p->err, p->errlen, "invalid rate '%s' for --rate: "
+                        "%s (examples: 10/1s, 100/1m)", quote(v, q), why);
+        return 0;
+    case OPT_PER_CLIENT:
+        a->per_client = true;
+        return 0;
     default:
         break;
     }
@@ -611,6 +680,12 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         return 0;
     case OPT_KILL_AFTER:
         a->kill_after_ms = n;
+        return 0;
+    case OPT_KEEP_ALIVE:
+        if (n == 0)
+            return fail(p->err, p->errlen, "--%s must be more than 0",
+                        d->name);
+        a->keep_alive_ms = n;
         return 0;
     default:
         return 0;
@@ -667,6 +742,18 @@ typedef enum stop {
     STOP_DASHDASH /* at "--", which is passed */
 } stop;
 
+/* Tells whether a command to run may follow NAME: always after lock,
+ * and after semaphore, barrier and ratelimit until an action word came. */
+static bool runs_command(const parser *p)
+{
+    cr__cli_command c = p->a->command;
+
+    return c == CR__CLI_LOCK ||
+           ((c == CR__CLI_SEMAPHORE || c == CR__CLI_RATELIMIT ||
+             c == CR__CLI_BARRIER) &&
+            !p->action_set);
+}
+
 /* Tells whether a word "--" comes anywhere from argv[i] on. */
 static bool dashdash_ahead(const parser *p, int i)
 {
@@ -688,8 +775,7 @@ static int unknown_option(parser *p, stage st, const char *word, int letter,
     char spelled[MAX_QUOTED + 4], q[MAX_QUOTED + 4], q2[MAX_QUOTED + 4];
     char where[64] = "", in[MAX_QUOTED + 16] = "";
     const char *hint = "";
-    bool runs = a->command == CR__CLI_LOCK ||
-                (a->command == CR__CLI_SEMAPHORE && !p->action_set);
+    bool runs = runs_command(p);
 
     if (letter != 0) {
         spelled[0] = '-';
@@ -724,11 +810,18 @@ static int option_before_command(parser *p, const opt_def *d, bool is_long)
     const char *of;
 
     switch (d->id) {
-    case OPT_WAIT: case OPT_NONBLOCK: case OPT_CONFLICT_EXIT_CODE:
+    case OPT_WAIT:
+        of = "lock, semaphore, latch await, barrier and ratelimit";
+        break;
+    case OPT_NONBLOCK: case OPT_CONFLICT_EXIT_CODE:
         of = "lock, semaphore and latch await";
         break;
     case OPT_MUST_EXIST: of = "latch await"; break;
     case OPT_PERMITS: of = "semaphore"; break;
+    case OPT_PARTIES: of = "barrier"; break;
+    case OPT_RATE: case OPT_PER_CLIENT: case OPT_KEEP_ALIVE:
+        of = "ratelimit";
+        break;
     case OPT_FAIR: case OPT_FENCED: case OPT_READ: case OPT_WRITE:
         of = "lock";
         break;
@@ -881,6 +974,12 @@ static const char *synopsis(cr__cli_command c)
     case CR__CLI_LATCH:
         return "latch NAME set N | count-down | await [--timeout D] | count";
     case CR__CLI_INSPECT: return "inspect NAME [--json]";
+    case CR__CLI_BARRIER:
+        return "barrier NAME --parties N [--timeout D] [-- CMD [ARG...]] | "
+               "reset";
+    case CR__CLI_RATELIMIT:
+        return "ratelimit NAME [--rate R/INTERVAL] [--] CMD [ARG...] | "
+               "available";
     default: break;
     }
     return "";
@@ -900,8 +999,9 @@ static int missing_name(parser *p, bool dashdash)
 /* Refuses a "--" where no command to run can follow. Returns -1. */
 static int unexpected_dashdash(parser *p)
 {
-    return fail(p->err, p->errlen, "unexpected '--': only 'lock NAME' and "
-                "'semaphore NAME' run a command");
+    return fail(p->err, p->errlen, "unexpected '--': only 'lock NAME', "
+                "'semaphore NAME', 'barrier NAME' and 'ratelimit NAME' run a "
+                "command");
 }
 
 /* Takes the rest of argv, from index i, as the command to run. */
@@ -944,6 +1044,19 @@ static int parse_positional(parser *p, int *i)
     switch (a->command) {
     case CR__CLI_LOCK:
         return 1; /* the command to run starts here */
+    case CR__CLI_RATELIMIT:
+    case CR__CLI_BARRIER:
+        if (!p->action_set) {
+            bool rl = a->command == CR__CLI_RATELIMIT;
+
+            if (strcmp(w, rl ? "available" : "reset") != 0)
+                return 1; /* the command to run starts here */
+            p->action_set = true;
+            a->action = rl ? CR__CLI_RL_AVAILABLE : CR__CLI_BARRIER_RESET;
+            (*i)++;
+            return 0;
+        }
+        break;
     case CR__CLI_SEMAPHORE:
         if (!p->action_set) {
             p->action_set = true;
@@ -1037,7 +1150,7 @@ static int check(parser *p)
         return 0;
     if (a->command == CR__CLI_NONE)
         return fail(p->err, p->errlen, "missing command (lock, semaphore, "
-                    "latch or inspect; try --help)");
+                    "latch, barrier, ratelimit or inspect; try --help)");
     if (a->command == CR__CLI_VERSION)
         return 0;
     if (a->name == NULL)
@@ -1048,6 +1161,11 @@ static int check(parser *p)
     if (a->command == CR__CLI_SEMAPHORE && !p->action_set && a->cmd == NULL)
         return fail(p->err, p->errlen, "missing the command to run (after "
                     "--), or set, add or available");
+    if (a->command == CR__CLI_RATELIMIT && !p->action_set && a->cmd == NULL)
+        return fail(p->err, p->errlen, "missing the command to run (after "
+                    "--), or available");
+    if (a->command == CR__CLI_BARRIER && !p->action_set && a->cmd == NULL)
+        a->action = CR__CLI_BARRIER_AWAIT;
     if (a->command == CR__CLI_LATCH && !p->action_set)
         return fail(p->err, p->errlen, "missing the latch action: set, "
                     "count-down, await or count");
@@ -1079,11 +1197,26 @@ static int check(parser *p)
     if ((p->given & BIT(OPT_NONBLOCK)) && (p->given & BIT(OPT_WAIT)))
         return fail(p->err, p->errlen, "-n (--nonblock) and --wait exclude "
                     "each other");
+    if (a->command == CR__CLI_BARRIER && a->parties < 0 &&
+        a->action != CR__CLI_BARRIER_RESET)
+        return fail(p->err, p->errlen, "missing --parties N for barrier");
+    if ((p->given & (BIT(OPT_PER_CLIENT) | BIT(OPT_KEEP_ALIVE))) &&
+        a->rate < 0)
+        return fail(p->err, p->errlen, "--per-client and --keep-alive set "
+                    "a rate: give it with --rate R/INTERVAL");
+    if (a->per_client && a->keep_alive_ms < 0)
+        return fail(p->err, p->errlen, "--per-client needs --keep-alive D: "
+                    "each run is a new client, which would get a fresh "
+                    "budget and leave its keys behind for good");
+    if (a->keep_alive_ms >= 0 && a->keep_alive_ms < a->rate_interval_ms)
+        return fail(p->err, p->errlen, "--keep-alive must be at least the "
+                    "rate's interval");
     kinds = p->given & KIND_OPTS;
     if ((kinds & (kinds - 1)) != 0)
         return fail(p->err, p->errlen, "--fair, --fenced, --read and "
                     "--write exclude each other");
-    if (a->action == CR__CLI_RUN)
+    if (a->action == CR__CLI_RUN &&
+        (a->command == CR__CLI_LOCK || a->command == CR__CLI_SEMAPHORE))
         return settle_kill_after(p);
     return 0;
 }
@@ -1104,10 +1237,7 @@ static int parse_after_name(parser *p, int i)
         if (how == STOP_END)
             return 0;
         if (how == STOP_DASHDASH) {
-            bool runs = a->command == CR__CLI_LOCK ||
-                        (a->command == CR__CLI_SEMAPHORE && !p->action_set);
-
-            if (!runs)
+            if (!runs_command(p))
                 return unexpected_dashdash(p);
             return take_command(p, i);
         }
@@ -1145,6 +1275,9 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     out->watchdog_ms = -1;
     out->kill_after_ms = -1;
     out->permits = -1;
+    out->parties = -1;
+    out->rate = -1;
+    out->keep_alive_ms = -1;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
     memset(&p, 0, sizeof(p));
@@ -1173,7 +1306,8 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     out->command = command_of(argv[i]);
     if (out->command == CR__CLI_NONE)
         return fail(err, errlen, "unknown command '%s' (use lock, "
-                    "semaphore, latch or inspect)", quote(argv[i], q));
+                    "semaphore, latch, barrier, ratelimit or inspect)",
+                    quote(argv[i], q));
     if (out->command == CR__CLI_INSPECT)
         out->action = CR__CLI_SHOW;
     i++;

@@ -20,6 +20,8 @@
 #define CR__CLI_DURATION_MAX ((int64_t)3155760000000LL)
 /* The largest count accepted for permits and latch counts. */
 #define CR__CLI_COUNT_MAX ((int64_t)2147483647)
+/* The most parties of a barrier: the library's CR_BARRIER_PARTIES_MAX. */
+#define CR__CLI_PARTIES_MAX ((int64_t)100000)
 /* Room for a usage error message. */
 #define CR__CLI_ERR_MAX 256
 /* The lease the watchdog renews when --watchdog is not given: the
@@ -35,7 +37,9 @@ typedef enum cr__cli_command {
     CR__CLI_SEMAPHORE,
     CR__CLI_LATCH,
     CR__CLI_INSPECT,
-    CR__CLI_VERSION
+    CR__CLI_VERSION,
+    CR__CLI_BARRIER,
+    CR__CLI_RATELIMIT
 } cr__cli_command;
 
 typedef enum cr__cli_lock_kind {
@@ -55,7 +59,10 @@ typedef enum cr__cli_action {
     CR__CLI_LATCH_COUNT_DOWN,
     CR__CLI_LATCH_AWAIT,
     CR__CLI_LATCH_COUNT,
-    CR__CLI_SHOW            /* inspect NAME */
+    CR__CLI_SHOW,           /* inspect NAME */
+    CR__CLI_BARRIER_AWAIT,  /* barrier NAME --parties N, no command */
+    CR__CLI_BARRIER_RESET,  /* barrier NAME reset */
+    CR__CLI_RL_AVAILABLE    /* ratelimit NAME available */
 } cr__cli_action;
 
 /* Everything the command line said. Durations are in ms; -1 in an optional
@@ -112,6 +119,12 @@ typedef struct cr__cli_args {
     int64_t kill_after_ms;
     int64_t permits;         /* --permits; -1: not given */
     int64_t value;           /* the number of set/add */
+    int64_t parties;         /* barrier --parties; -1: not given */
+    int64_t rate;            /* ratelimit --rate R/INTERVAL: R; -1: not
+                              * given */
+    int64_t rate_interval_ms;/* its INTERVAL */
+    bool per_client;         /* --per-client: RateType.PER_CLIENT */
+    int64_t keep_alive_ms;   /* --keep-alive; -1: not given */
 
     /* The command to run: argv-style, NULL-terminated, inside argv. */
     char **cmd;
@@ -138,6 +151,13 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
  * CR__CLI_DURATION_MAX. Returns 0, or -1 with the reason in err. */
 int cr__cli_parse_duration(const char *s, bool allow_forever, int64_t *out_ms,
                            char *err, size_t errlen);
+
+/* cr__cli_parse_rate: parse a rate "R/INTERVAL": R a count of 1 to
+ * CR__CLI_COUNT_MAX permits, INTERVAL a duration above 0 (as
+ * cr__cli_parse_duration; "10/1s", "100/1m", "5/500ms"). Returns 0, or -1
+ * with the reason in err. */
+int cr__cli_parse_rate(const char *s, int64_t *rate, int64_t *interval_ms,
+                       char *err, size_t errlen);
 
 /* cr__cli_parse_count: parse a whole decimal number (an optional leading
  * '-') between min and max inclusive. Returns 0, or -1 with a reason. */

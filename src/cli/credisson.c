@@ -67,6 +67,13 @@ static const char usage_main[] =
     "  semaphore NAME set K | add K | available\n"
     "  latch NAME set N | count-down | count\n"
     "  latch NAME await [-n | -w D] [-E N] [--must-exist]\n"
+    "  barrier NAME --parties N [-w D] [-- CMD [ARG...]]\n"
+    "                    wait until N parties arrived, then run CMD\n"
+    "  barrier NAME reset\n"
+    "  ratelimit NAME [--rate R/INTERVAL] [-w D] [--] CMD [ARG...]\n"
+    "                    take one permit of the rate limiter, then run "
+    "CMD\n"
+    "  ratelimit NAME available\n"
     "  inspect NAME      show what NAME is and its state\n"
     "  help [COMMAND]    show help; also COMMAND --help\n"
     "  version           show the version\n";
@@ -90,7 +97,8 @@ static const char usage_exit[] =
     "  74     CMD ran, but its lock or permit could not be released\n"
     "  75     not obtained in time: lock or permit busy, --wait or await "
     "timed out\n"
-    "         (with -E N: N instead); latch already set, or expired\n"
+    "         (with -E N: N instead); latch already set, or expired;\n"
+    "         barrier round broken\n"
     "  76     the lock or permit was lost, or its lease ran out, while CMD "
     "ran\n"
     "         (CMD was stopped)\n"
@@ -137,6 +145,59 @@ static const char usage_latch[] =
     "zero,\n"
     "or print its count. A latch that does not exist counts as open, as in\n"
     "Redisson, unless await has --must-exist.\n";
+
+static const char usage_barrier[] =
+    "Usage: credisson barrier NAME --parties N [--timeout D] "
+    "[--] [CMD [ARG...]]\n"
+    "       credisson barrier NAME reset\n"
+    "\n"
+    "Arrive at the cyclic barrier NAME of N parties (credisson's own, as\n"
+    "Java's CyclicBarrier) and wait until all N have arrived; then run "
+    "CMD,\n"
+    "if given, and exit with its status. Without CMD, print the round's\n"
+    "generation and this party's arrival index. A party that gives up,\n"
+    "is interrupted or dies breaks the round: the others exit with 75,\n"
+    "and so does every later party until \"reset\" begins a new round.\n"
+    "\n"
+    "Barrier options:\n"
+    "  --parties N       the number of parties (every party gives the "
+    "same)\n"
+    "  --timeout D, -w, --wait D\n"
+    "                    give up after D (breaking the round); default: "
+    "wait\n"
+    "                    forever\n"
+    "  --pass-credentials\n"
+    "                    give CMD the connection's settings\n"
+    "\n"
+    "CMD sees CREDISSON_BARRIER_NAME, CREDISSON_BARRIER_GENERATION and\n"
+    "CREDISSON_BARRIER_INDEX (N-1 for the first to arrive, 0 for the "
+    "last).\n";
+
+static const char usage_ratelimit[] =
+    "Usage: credisson ratelimit NAME [OPTIONS] [--] CMD [ARG...]\n"
+    "       credisson ratelimit NAME available\n"
+    "\n"
+    "Take one permit of the rate limiter NAME (a Redisson RRateLimiter),\n"
+    "waiting for it as long as the limiter says, then run CMD and exit "
+    "with\n"
+    "its status. Or print how many permits could be taken now.\n"
+    "\n"
+    "Rate limiter options:\n"
+    "  --rate R/INTERVAL R permits per INTERVAL (10/1s, 100/1m), set when\n"
+    "                    the limiter has no rate yet (trySetRate); a "
+    "warning\n"
+    "                    when its stored rate differs\n"
+    "  --per-client      a budget per client (RateType.PER_CLIENT); needs\n"
+    "                    --keep-alive, since every run is a new client\n"
+    "  --keep-alive D    an unused limiter vanishes D after its last "
+    "permit\n"
+    "                    (at least INTERVAL)\n"
+    "  -w, --wait D      give up after D (0: one try); default: wait "
+    "forever\n"
+    "  --pass-credentials\n"
+    "                    give CMD the connection's settings\n"
+    "\n"
+    "CMD sees CREDISSON_RATELIMIT_NAME.\n";
 
 static const char usage_inspect[] =
     "Usage: credisson inspect NAME [--json]\n"
@@ -208,6 +269,8 @@ static void print_help(cr__cli_command c)
         fputs("\nOptions of latch await:\n", stdout);
         break;
     case CR__CLI_INSPECT: fputs(usage_inspect, stdout); break;
+    case CR__CLI_BARRIER: fputs(usage_barrier, stdout); break;
+    case CR__CLI_RATELIMIT: fputs(usage_ratelimit, stdout); break;
     default: fputs(usage_main, stdout); break;
     }
     if (c == CR__CLI_LOCK || c == CR__CLI_SEMAPHORE || c == CR__CLI_LATCH)
@@ -239,7 +302,8 @@ int cr__cli_exit_code(cr_status rc)
      * for its place in the table. */
     switch (rc) {
     case CR_OK: return CR__CLI_EXIT_OK;
-    case CR_BUSY: case CR_TIMEOUT: case CR_EEXPIRED: return CR__CLI_EXIT_BUSY;
+    case CR_BUSY: case CR_TIMEOUT: case CR_EEXPIRED: case CR_EBROKEN:
+        return CR__CLI_EXIT_BUSY;
     case CR_ELOST: return CR__CLI_EXIT_LOST;
     case CR_EINVAL: return CR__CLI_EXIT_USAGE;
     case CR_EIO: return CR__CLI_EXIT_UNAVAILABLE;
@@ -736,10 +800,12 @@ static bool env_add_credentials(cr__cli *cli, char **env, size_t max)
 static void wait_status(cr__cli *cli, cr_client *client, void *ctx,
                         int64_t waited_ms, char *buf, size_t len)
 {
-    const char *what = cli->args->command == CR__CLI_SEMAPHORE
-                           ? "a permit of semaphore"
-                       : cli->args->command == CR__CLI_LATCH ? "latch"
-                                                             : "lock";
+    cr__cli_command c = cli->args->command;
+    const char *what = c == CR__CLI_SEMAPHORE   ? "a permit of semaphore"
+                       : c == CR__CLI_LATCH     ? "latch"
+                       : c == CR__CLI_BARRIER   ? "the parties of barrier"
+                       : c == CR__CLI_RATELIMIT ? "a permit of rate limiter"
+                                                : "lock";
     char state[384], waited[32];
 
     (void)ctx;
@@ -1285,13 +1351,224 @@ static int cmd_latch(cr__cli *cli)
     return code;
 }
 
+/* ----------------------------------------------------- barrier, ratelimit */
+
+/* The "hold" of a command run after a barrier or a rate limiter let it
+ * go: there is nothing to keep or give back, so nothing stops CMD. */
+static cr_status nothing_state(void *ctx, int64_t *deadline_ms)
+{
+    (void)ctx;
+    (void)deadline_ms;
+    return CR_OK;
+}
+
+static cr_status nothing_release(void *ctx)
+{
+    (void)ctx;
+    return CR_OK;
+}
+
+/* Runs CMD with the variables `vars` (name, value pairs, NULL-ended) and,
+ * with --pass-credentials, the connection's; nothing is held meanwhile.
+ * Returns the exit code. */
+static int run_free(cr__cli *cli, const char *what, const char *const *vars)
+{
+    char *env[ENV_MAX];
+    cr__cli_hold hold;
+    bool ok = true;
+    int code;
+
+    memset(env, 0, sizeof(env));
+    for (; ok && vars[0] != NULL; vars += 2)
+        ok = env_add(env, ENV_MAX, vars[0], vars[1]);
+    if (!ok || !env_add_credentials(cli, env, ENV_MAX)) {
+        env_free(env);
+        cr__cli_error(cli, "out of memory");
+        return CR__CLI_EXIT_OSERR;
+    }
+    hold.what = what;
+    hold.leased = false;
+    hold.state = nothing_state;
+    hold.check_ms = INT32_MAX;
+    hold.release = nothing_release;
+    hold.ctx = NULL;
+    code = cr__cli_run(cli, env, &hold);
+    env_free(env);
+    return code;
+}
+
+/* A barrier being awaited. */
+typedef struct barrier_job {
+    cr__cli *cli;
+    cr_barrier *barrier;
+    int64_t generation, index;
+} barrier_job;
+
+/* The waiting thread's call. */
+static cr_status barrier_await(void *ctx)
+{
+    barrier_job *j = ctx;
+
+    return cr_barrier_await(j->barrier, j->cli->args->wait_ms,
+                            &j->generation, &j->index);
+}
+
+/* barrier NAME --parties N [--timeout D] [-- CMD]: arrive, wait for the
+ * round, then run CMD or print the generation and the index. */
+static int cmd_barrier(cr__cli *cli)
+{
+    const cr__cli_args *a = cli->args;
+    char gen[24], idx[24];
+    barrier_job j;
+    cr_status rc;
+    int code, sig;
+
+    memset(&j, 0, sizeof(j));
+    j.cli = cli;
+    /* A reset does not look at the number of parties. */
+    rc = cr_barrier_new(cli->client, a->name, a->parties > 0 ? a->parties : 1,
+                        &j.barrier);
+    if (rc != CR_OK)
+        return cr__cli_fail(cli, rc, "cannot open barrier '%s'",
+                            cli->name_shown);
+    if (a->action == CR__CLI_BARRIER_RESET) {
+        rc = cr_barrier_reset(j.barrier);
+        cr_barrier_free(j.barrier);
+        return rc == CR_OK ? 0
+                           : cr__cli_fail(cli, rc, "barrier '%s'",
+                                          cli->name_shown);
+    }
+    /* A signal frees the client, which breaks the round for the others
+     * (CR_ECLOSED); the exit code is then 128 + the signal's number. */
+    sig = cr__cli_wait(cli, barrier_await, NULL, &j, wait_status, &rc);
+    if (sig != 0) {
+        code = 128 + sig;
+    } else if (rc == CR_EBROKEN) {
+        cr__cli_error(cli, "barrier '%s': the round was broken (a party "
+                      "gave up, was stopped or died, or the barrier was "
+                      "reset)", cli->name_shown);
+        code = CR__CLI_EXIT_BUSY;
+    } else if (rc != CR_OK) {
+        code = not_obtained(cli, "barrier", rc);
+    } else {
+        snprintf(gen, sizeof(gen), "%lld", (long long)j.generation);
+        snprintf(idx, sizeof(idx), "%lld", (long long)j.index);
+        if (a->action == CR__CLI_RUN) {
+            const char *vars[] = {"CREDISSON_BARRIER_NAME", a->name,
+                                  "CREDISSON_BARRIER_GENERATION", gen,
+                                  "CREDISSON_BARRIER_INDEX", idx, NULL};
+
+            code = run_free(cli, "barrier", vars);
+        } else {
+            if (a->json) {
+                fputs("{\"name\":", stdout);
+                cr__cli_json_str(stdout, a->name, strlen(a->name));
+                printf(",\"generation\":%s,\"index\":%s}\n", gen, idx);
+            } else {
+                printf("generation %s index %s\n", gen, idx);
+            }
+            code = 0;
+        }
+    }
+    cr_barrier_free(j.barrier);
+    return code;
+}
+
+/* A permit being waited for. */
+typedef struct rate_job {
+    cr__cli *cli;
+    cr_rate_limiter *limiter;
+} rate_job;
+
+/* The waiting thread's call: one permit. */
+static cr_status rate_acquire(void *ctx)
+{
+    rate_job *j = ctx;
+
+    return cr_rate_limiter_try_acquire(j->limiter, 1, j->cli->args->wait_ms);
+}
+
+/* Sets --rate when the limiter has none (trySetRate), and warns when the
+ * stored configuration differs from it. Returns 0 or an exit code. */
+static int rate_settle(cr__cli *cli, cr_rate_limiter *l)
+{
+    const cr__cli_args *a = cli->args;
+    cr_rate_type type = a->per_client ? CR_RATE_PER_CLIENT : CR_RATE_OVERALL;
+    cr_rate_config cfg;
+    bool set = false;
+    cr_status rc;
+
+    rc = cr_rate_limiter_try_set_rate(l, type, a->rate, a->rate_interval_ms,
+                                      a->keep_alive_ms > 0 ? a->keep_alive_ms
+                                                           : 0,
+                                      &set);
+    if (rc == CR_OK && !set)
+        rc = cr_rate_limiter_get_config(l, &cfg);
+    if (rc != CR_OK)
+        return cr__cli_fail(cli, rc, "cannot set the rate of '%s'",
+                            cli->name_shown);
+    if (!set && (cfg.rate != a->rate || cfg.interval_ms != a->rate_interval_ms ||
+                 cfg.type != type)) {
+        char asked[32], stored[32];
+
+        cr__cli_error(cli, "warning: rate limiter '%s' keeps its rate of "
+                      "%lld per %s%s, not --rate %lld/%s%s",
+                      cli->name_shown, (long long)cfg.rate,
+                      cr__cli_fmt_ms(cfg.interval_ms, stored, sizeof(stored)),
+                      cfg.type == CR_RATE_PER_CLIENT ? " per client" : "",
+                      (long long)a->rate,
+                      cr__cli_fmt_ms(a->rate_interval_ms, asked,
+                                     sizeof(asked)),
+                      a->per_client ? " --per-client" : "");
+    }
+    return 0;
+}
+
+/* ratelimit NAME [--rate R/I] -- CMD | available. */
+static int cmd_ratelimit(cr__cli *cli)
+{
+    const cr__cli_args *a = cli->args;
+    rate_job j;
+    int64_t n = 0;
+    cr_status rc;
+    int code = 0, sig;
+
+    j.cli = cli;
+    rc = cr_rate_limiter_new(cli->client, a->name, &j.limiter);
+    if (rc != CR_OK)
+        return cr__cli_fail(cli, rc, "cannot open rate limiter '%s'",
+                            cli->name_shown);
+    if (a->action == CR__CLI_RL_AVAILABLE) {
+        rc = cr_rate_limiter_available_permits(j.limiter, &n);
+        if (rc == CR_OK)
+            print_count(cli, "available", n);
+        else
+            code = cr__cli_fail(cli, rc, "rate limiter '%s'",
+                                cli->name_shown);
+    } else if (a->rate <= 0 || (code = rate_settle(cli, j.limiter)) == 0) {
+        sig = cr__cli_wait(cli, rate_acquire, NULL, &j, wait_status, &rc);
+        if (sig != 0) {
+            code = 128 + sig;
+        } else if (rc != CR_OK) {
+            code = not_obtained(cli, "rate limiter", rc);
+        } else {
+            const char *vars[] = {"CREDISSON_RATELIMIT_NAME", a->name, NULL};
+
+            code = run_free(cli, "rate limiter", vars);
+        }
+    }
+    cr_rate_limiter_free(j.limiter);
+    return code;
+}
+
 /* ----------------------------------------------------------------- main */
 
 /* Whether the command waits or runs a child, and so needs the signal
  * loop and the waiting thread. */
 static bool needs_loop(const cr__cli_args *a)
 {
-    return a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT;
+    return a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT ||
+           a->action == CR__CLI_BARRIER_AWAIT;
 }
 
 /* Frees what the settings of the connection own, wiping the passwords. */
@@ -1362,6 +1639,8 @@ int main(int argc, char **argv)
         case CR__CLI_SEMAPHORE: code = cmd_semaphore(&cli); break;
         case CR__CLI_LATCH: code = cmd_latch(&cli); break;
         case CR__CLI_INSPECT: code = cr__cli_inspect(&cli); break;
+        case CR__CLI_BARRIER: code = cmd_barrier(&cli); break;
+        case CR__CLI_RATELIMIT: code = cmd_ratelimit(&cli); break;
         default: code = CR__CLI_EXIT_USAGE; break;
         }
     }

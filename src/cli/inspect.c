@@ -199,6 +199,17 @@ static void print_json(const cr__cli *cli, const cr_object_info *in)
     }
     if (in->kind == CR_OBJECT_LATCH)
         printf(",\"count\":%lld", (long long)in->value);
+    if (in->kind == CR_OBJECT_BARRIER)
+        printf(",\"parties\":%lld,\"generation\":%lld,\"waiting\":%lld,"
+               "\"broken\":%s", (long long)in->parties,
+               (long long)in->generation, (long long)in->waiting,
+               in->broken ? "true" : "false");
+    if (in->kind == CR_OBJECT_RATE_LIMITER)
+        printf(",\"rate\":%lld,\"interval_ms\":%lld,\"rate_type\":\"%s\","
+               "\"keep_alive_ms\":%lld", (long long)in->rate,
+               (long long)in->interval_ms,
+               in->rate_type == 1 ? "per-client" : "overall",
+               (long long)in->keep_alive_ms);
     if (in->kind == CR_OBJECT_SEMAPHORE_OR_LATCH)
         printf(",\"value\":%lld", (long long)in->value);
     fputs("}\n", stdout);
@@ -339,6 +350,21 @@ static void print_text(const cr__cli *cli, const cr_object_info *in)
         puts("type:       semaphore or latch (both are a plain integer)");
         printf("value:      %lld\n", (long long)in->value);
         break;
+    case CR_OBJECT_BARRIER:
+        puts("type:       barrier");
+        printf("state:      round %lld, %lld of %lld parties waiting%s\n",
+               (long long)in->generation, (long long)in->waiting,
+               (long long)in->parties, in->broken ? ", broken" : "");
+        break;
+    case CR_OBJECT_RATE_LIMITER:
+        puts("type:       rate limiter");
+        printf("rate:       %lld per %s%s\n", (long long)in->rate,
+               cr__cli_fmt_ms(in->interval_ms, t, sizeof(t)),
+               in->rate_type == 1 ? ", per client" : "");
+        if (in->keep_alive_ms > 0)
+            printf("keep-alive: %s\n",
+                   cr__cli_fmt_ms(in->keep_alive_ms, t, sizeof(t)));
+        break;
     }
     if (in->queue_length != 0) {
         printf("queue:      %lld waiting\n",
@@ -463,6 +489,11 @@ void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len)
     } else if (is_lock(in->kind) ||
                (in->kind == CR_OBJECT_NONE && cli->args->command == CR__CLI_LOCK)) {
         snprintf(buf + strlen(buf), len - strlen(buf), "free");
+    } else if (in->kind == CR_OBJECT_BARRIER) {
+        snprintf(buf + strlen(buf), len - strlen(buf),
+                 "%lld of %lld parties waiting in round %lld%s",
+                 (long long)in->waiting, (long long)in->parties,
+                 (long long)in->generation, in->broken ? ", broken" : "");
     } else if (cli->args->command == CR__CLI_LATCH) {
         if (in->kind == CR_OBJECT_NONE)
             snprintf(buf, len, "not set yet");

@@ -229,6 +229,40 @@ test_inspect_latch_with_waiter() {
     wait "$pid" || fail "the waiter failed"
 }
 
+test_inspect_barrier_with_a_waiter() {
+    cli_exec barrier bar --parties 3 &
+    local pid=$!
+    wait_until 5000 eval '[ "$(rcli hget bar arrived)" = 1 ]' ||
+        fail "the party never waited"
+    inspect_both bar
+    expect_contains "$text" "type:       barrier" "text"
+    expect_contains "$text" "state:      round 0, 1 of 3 parties waiting" "text"
+    expect_not_contains "$text" "holders" "text"
+    expect_contains "$json" '"type":"barrier"' "json"
+    expect_contains "$json" '"parties":3,"generation":0,"waiting":1,"broken":false' \
+        "json"
+    kill -INT "$pid"
+    wait "$pid"
+    inspect_both bar
+    expect_contains "$text" "0 of 3 parties waiting, broken" "text"
+    expect_contains "$json" '"broken":true' "json"
+}
+
+test_inspect_rate_limiter() {
+    cli ratelimit api --rate 10/2s -- true || fail "ratelimit"
+    inspect_both api
+    expect_contains "$text" "type:       rate limiter" "text"
+    expect_contains "$text" "rate:       10 per 2.0s" "text"
+    expect_contains "$json" '"type":"rate-limiter"' "json"
+    expect_contains "$json" '"rate":10,"interval_ms":2000,"rate_type":"overall","keep_alive_ms":0' \
+        "json"
+    # As Java's trySetRate(PER_CLIENT, 5, 1 minute) leaves it (3.21+).
+    rcli hset japi rate 5 interval 60000 type 1 keepAliveTime 0 >/dev/null
+    inspect_both japi
+    expect_contains "$text" "rate:       5 per 1m00s, per client" "text"
+    expect_contains "$json" '"rate_type":"per-client"' "json"
+}
+
 test_inspect_fencing_token() {
     cli lock fence --fenced -- true
     cli lock fence --fenced -- true
@@ -274,6 +308,8 @@ run_test test_inspect_plain_integer_is_semaphore_or_latch
 run_test test_inspect_semaphore_with_waiter
 run_test test_inspect_expirable_semaphore
 run_test test_inspect_latch_with_waiter
+run_test test_inspect_barrier_with_a_waiter
+run_test test_inspect_rate_limiter
 run_test test_inspect_fencing_token
 run_test test_inspect_other_key
 run_test test_inspect_with_name_prefix

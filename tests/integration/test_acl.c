@@ -5,7 +5,8 @@
  * document and the test cannot drift apart), creates exactly that user on
  * a real server with a replica, and runs every object with it: every lock
  * kind with a waiter woken by pub/sub, the watchdog's renewals, the
- * semaphores, the latch, introspection and the replica-sync check. No call
+ * semaphores, the latch, the rate limiter, the barrier, introspection and
+ * the replica-sync check. No call
  * may fail and the client may log no refusal. Then, one right at a time
  * taken away, what the user lacks is reported as such: CR_ENOPERM naming
  * the command, a refused SUBSCRIBE ending the wait at once, a refused ROLE
@@ -410,6 +411,150 @@ test_acl_documented_user_runs_semaphores_latches_and_inspect(void **state)
 }
 
 static void
+test_acl_documented_user_runs_the_rate_limiter(void **state)
+{
+    cr_client *a = locker(false);
+    cr_rate_limiter *rl, *pc;
+    cr_rate_config cfg;
+    int64_t v = 0;
+    bool yes = false;
+
+    (void)state;
+    assert_non_null(a);
+    OK(cr_rate_limiter_new(a, "app:rl", &rl));
+    OK(cr_rate_limiter_try_set_rate(rl, CR_RATE_OVERALL, 2, 200, 1000, &yes));
+    OK(cr_rate_limiter_get_config(rl, &cfg));
+    OK(cr_rate_limiter_try_acquire(rl, 2, 0));
+    /* A wait through the hint, and the reclaiming of expired records. */
+    OK(cr_rate_limiter_try_acquire(rl, 1, slow(5000)));
+    OK(cr_rate_limiter_available_permits(rl, &v));
+    OK(cr_rate_limiter_set_rate(rl, CR_RATE_OVERALL, 3, 200, 0));
+    OK(cr_rate_limiter_delete(rl, &yes));
+    OK(cr_rate_limiter_new(a, "app:pc", &pc));
+    OK(cr_rate_limiter_try_set_rate(pc, CR_RATE_PER_CLIENT, 1, 1000, 0, &yes));
+    OK(cr_rate_limiter_try_acquire(pc, 1, 0));
+    OK(cr_rate_limiter_delete(pc, &yes));
+    cr_rate_limiter_free(pc);
+    cr_rate_limiter_free(rl);
+    cr_client_free(a);
+    assert_int_equal(atomic_load(&refusals), 0);
+}
+
+typedef struct barrier_party {
+    cr_barrier *barrier;
+    cr_status rc;
+    pthread_t thread;
+} barrier_party;
+
+static void *
+barrier_party_run(void *arg)
+{
+    barrier_party *p = arg;
+
+    p->rc = cr_barrier_await(p->barrier, slow(10000), NULL, NULL);
+    return NULL;
+}
+
+static void
+test_acl_documented_user_runs_the_barrier(void **state)
+{
+    cr_client *a = locker(false), *b = locker(false);
+    cr_barrier *ba, *bb;
+    barrier_party p;
+    int64_t v = 0;
+    bool yes = false;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    OK(cr_barrier_new(a, "app:bar", 2, &ba));
+    OK(cr_barrier_new(b, "app:bar", 2, &bb));
+    /* A round: one waits (subscribed, renewing its lease), one completes. */
+    memset(&p, 0, sizeof(p));
+    p.barrier = bb;
+    assert_int_equal(pthread_create(&p.thread, NULL, barrier_party_run, &p),
+                     0);
+    await_subscribers("credisson_barrier__channel:{app:bar}:0", 1);
+    OK(cr_barrier_await(ba, slow(10000), NULL, NULL));
+    pthread_join(p.thread, NULL);
+    OK(p.rc);
+    /* A round broken by a timeout, a reset, the queries, a delete. */
+    assert_int_equal(cr_barrier_await(ba, 0, NULL, NULL), CR_TIMEOUT);
+    OK(cr_barrier_is_broken(ba, &yes));
+    OK(cr_barrier_reset(ba));
+    OK(cr_barrier_get_number_waiting(ba, &v));
+    OK(cr_barrier_delete(ba, &yes));
+    cr_barrier_free(ba);
+    cr_barrier_free(bb);
+    cr_client_free(a);
+    cr_client_free(b);
+    assert_int_equal(atomic_load(&refusals), 0);
+}
+
+/* A waiter on the condition of a lock, on its own thread. */
+typedef struct condition_waiter {
+    cr_lock *lock;
+    cr_lock_condition *cond;
+    cr_status rc;
+    pthread_t thread;
+} condition_waiter;
+
+static void *
+condition_waiter_run(void *arg)
+{
+    condition_waiter *w = arg;
+
+    w->rc = cr_lock_lock(w->lock, CR_LEASE_WATCHDOG);
+    if (w->rc == CR_OK)
+        w->rc = cr_lock_condition_await(w->cond, slow(10000));
+    if (w->rc == CR_OK)
+        w->rc = cr_lock_unlock(w->lock);
+    return NULL;
+}
+
+static void
+test_acl_documented_user_runs_conditions_and_count_down_and_await(void **state)
+{
+    cr_client *a = locker(false), *b = locker(false);
+    cr_lock *la, *lb;
+    cr_lock_condition *ca, *cb;
+    cr_latch *latch;
+    condition_waiter w;
+    bool woke = false;
+
+    (void)state;
+    assert_non_null(a);
+    assert_non_null(b);
+    OK(cr_lock_new(a, "app:cond", &la));
+    OK(cr_lock_new(b, "app:cond", &lb));
+    OK(cr_lock_condition_new(la, "c", &ca));
+    OK(cr_lock_condition_new(lb, "c", &cb));
+    memset(&w, 0, sizeof(w));
+    w.lock = lb;
+    w.cond = cb;
+    assert_int_equal(pthread_create(&w.thread, NULL, condition_waiter_run,
+                                    &w), 0);
+    await_subscribers("credisson_condition__channel:{app:cond}:c", 1);
+    OK(cr_lock_lock(la, CR_LEASE_WATCHDOG));
+    OK(cr_lock_condition_signal(ca, &woke));
+    assert_true(woke);
+    OK(cr_lock_unlock(la));
+    pthread_join(w.thread, NULL);
+    OK(w.rc);
+    OK(cr_latch_new(a, "app:latch", &latch));
+    OK(cr_latch_try_set_count(latch, 1, 0, NULL));
+    OK(cr_latch_count_down_and_await(latch, slow(5000)));
+    cr_latch_free(latch);
+    cr_lock_condition_free(ca);
+    cr_lock_condition_free(cb);
+    cr_lock_free(la);
+    cr_lock_free(lb);
+    cr_client_free(a);
+    cr_client_free(b);
+    assert_int_equal(atomic_load(&refusals), 0);
+}
+
+static void
 test_acl_a_refused_script_is_enoperm_naming_the_command(void **state)
 {
     cr_client *a;
@@ -538,7 +683,10 @@ main(void)
     const struct CMUnitTest tests[] = {
         T(test_acl_documented_user_runs_every_lock_kind),
         T(test_acl_documented_user_runs_semaphores_latches_and_inspect),
+        T(test_acl_documented_user_runs_the_rate_limiter),
+        T(test_acl_documented_user_runs_the_barrier),
         T(test_acl_a_refused_script_is_enoperm_naming_the_command),
+        T(test_acl_documented_user_runs_conditions_and_count_down_and_await),
         T(test_acl_a_refused_subscribe_ends_the_wait_at_once),
         T(test_acl_replica_sync_without_role_fails_instead_of_turning_off),
         T(test_acl_replica_sync_without_wait_undoes_the_acquisition),

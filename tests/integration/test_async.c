@@ -1128,6 +1128,43 @@ test_async_latch_await_opens_when_counted_down_elsewhere(void **state)
     cr_latch_free(l);
 }
 
+/* Whether latch "acount" was counted down to 1 (a poll_loop_until
+ * condition). */
+static bool
+counted_to_one(void *arg)
+{
+    (void)arg;
+    return redis_int("GET acount") == 1;
+}
+
+static void
+test_async_latch_count_down_and_await(void **state)
+{
+    cr_async *a = new_async();
+    outcome o = {0}, z = {0};
+    cr_latch *l;
+
+    (void)state;
+    assert_int_equal(cr_latch_new(test_client, "acount", &l), CR_OK);
+    assert_int_equal(cr_latch_try_set_count(l, 2, 0, NULL), CR_OK);
+    assert_int_equal(cr_async_latch_count_down_and_await(a, l, slow(10000),
+                                                         record, &o, NULL),
+                     CR_OK);
+    /* Counted down once, subscribed, waiting for the last party. */
+    assert_true(poll_loop_until(a, counted_to_one, NULL, slow(3000)));
+    await_subscribers("redisson_countdownlatch__channel__{acount}", 1);
+    assert_int_equal(o.calls, 0);
+    assert_int_equal(redis_int("GET acount"), 1);
+    /* The last party, with a wait of 0: its count down opens the latch. */
+    assert_int_equal(cr_async_latch_count_down_and_await(a, l, 0, record, &z,
+                                                         NULL), CR_OK);
+    assert_int_equal(await(a, &z, slow(3000)), CR_OK);
+    assert_int_equal(await(a, &o, slow(3000)), CR_OK);
+    assert_int_equal(redis_int("EXISTS acount"), 0);
+    cr_async_free(a);
+    cr_latch_free(l);
+}
+
 /* ------------------------------------------------------ faults and races */
 
 /* Turns the loop of `a` while waiting for a condition of the server. */
@@ -1250,6 +1287,7 @@ main(void)
         T(test_async_semaphore_acquire_waits_for_a_release_and_counts_exactly),
         T(test_async_permit_ids_are_shared_with_the_blocking_api),
         T(test_async_latch_await_opens_when_counted_down_elsewhere),
+        T(test_async_latch_count_down_and_await),
         T(test_async_lock_granted_after_its_cancel_is_given_back),
         T(test_async_waiter_survives_a_killed_subscriber_link),
 #undef T

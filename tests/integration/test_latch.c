@@ -279,6 +279,189 @@ test_latch_zero_during_the_wait_opens_it_though_set_again_at_once(void **state)
     cr_latch_free(l);
 }
 
+/* ------------------------------------------------- countDownAndAwait */
+
+/* For cr_test_wait_until: a command (no arguments) and the integer it must
+ * answer. */
+typedef struct int_wanted {
+    const char *cmd;
+    long long want;
+} int_wanted;
+
+static bool
+int_reached(void *arg)
+{
+    int_wanted *w = arg;
+
+    return redis_int(w->cmd) == w->want;
+}
+
+/* Waits until `cmd` answers `want`; false when it never did. */
+static bool
+wait_int(const char *cmd, long long want, int64_t timeout_ms)
+{
+    int_wanted w = {cmd, want};
+
+    return cr_test_wait_until(int_reached, &w, timeout_ms);
+}
+
+typedef struct counter {
+    cr_client *client;
+    const char *name;
+    cr_status rc;
+    pthread_t thread;
+} counter;
+
+static void *
+counter_run(void *arg)
+{
+    counter *c = arg;
+    cr_latch *l = NULL;
+
+    c->rc = cr_latch_new(c->client, c->name, &l);
+    if (c->rc == CR_OK)
+        c->rc = cr_latch_count_down_and_await(l, slow(10000));
+    cr_latch_free(l);
+    return NULL;
+}
+
+static void
+test_latch_count_down_and_await_releases_every_party_once_all_counted(void **state)
+{
+    counter c[4];
+    int i;
+
+    (void)state;
+    cr_latch_free(latch("parties", 5, 0));
+    for (i = 0; i < 4; i++) {
+        c[i].client = new_client(30000); /* a subscription of its own each */
+        c[i].name = "parties";
+        assert_non_null(c[i].client);
+        assert_int_equal(pthread_create(&c[i].thread, NULL, counter_run,
+                                        &c[i]), 0);
+    }
+    /* Four of five counted down, each subscribed before it did: all wait. */
+    await_subscribers("redisson_countdownlatch__channel__{parties}", 4);
+    assert_true(wait_int("GET parties", 1, slow(5000)));
+    for (i = 0; i < 4; i++)
+        assert_int_equal(pthread_kill(c[i].thread, 0), 0);
+    {
+        cr_latch *last = latch("parties", 0, 0);
+
+        assert_int_equal(cr_latch_count_down_and_await(last, 0), CR_OK);
+        cr_latch_free(last);
+    }
+    for (i = 0; i < 4; i++) {
+        pthread_join(c[i].thread, NULL);
+        assert_int_equal(c[i].rc, CR_OK);
+        cr_client_free(c[i].client);
+    }
+    assert_int_equal(redis_int("EXISTS parties"), 0);
+}
+
+/* Reads MONITOR lines from `m` until one holds `needle` (then true) or
+ * nothing comes for the wait. Each line read goes into log (size bytes,
+ * appended). */
+static bool
+monitor_until(redisContext *m, const char *needle, char *log, size_t size)
+{
+    for (;;) {
+        redisReply *r = NULL;
+        bool found;
+
+        if (redisGetReply(m, (void **)&r) != REDIS_OK || r == NULL)
+            return false;
+        found = r->type == REDIS_REPLY_STATUS && strstr(r->str, needle);
+        if (r->type == REDIS_REPLY_STATUS && strlen(log) + r->len + 2 < size) {
+            strcat(log, r->str);
+            strcat(log, "\n");
+        }
+        freeReplyObject(r);
+        if (found)
+            return true;
+    }
+}
+
+static void
+test_latch_count_down_and_await_subscribes_before_it_counts_down(void **state)
+{
+    struct timeval tv = {slow(5000) / 1000, 0};
+    redisContext *m = redisConnectWithTimeout("127.0.0.1", test_redis.port, tv);
+    redisReply *ok;
+    cr_latch *l = latch("order", 2, 0);
+    static char log[16384];
+    const char *sub, *counted;
+
+    (void)state;
+    log[0] = '\0';
+    assert_true(m != NULL && m->err == 0);
+    redisSetTimeout(m, tv);
+    ok = redisCommand(m, "MONITOR");
+    assert_non_null(ok);
+    freeReplyObject(ok);
+    /* Not the last: it counts down and waits until the timeout. */
+    assert_int_equal(cr_latch_count_down_and_await(l, slow(300)), CR_TIMEOUT);
+    assert_int_equal(count_of(l), 1);
+    /* The count down is the script whose keys are the latch, its channel
+     * and the marker: three keys (a look has two). */
+    assert_true(monitor_until(m, "\"3\" \"order\" "
+                              "\"redisson_countdownlatch__channel__{order}\"",
+                              log, sizeof(log)));
+    sub = strstr(log, "\"SUBSCRIBE\" "
+                 "\"redisson_countdownlatch__channel__{order}\"");
+    counted = strstr(log, "\"3\" \"order\"");
+    if (sub == NULL || sub > counted)
+        print_error("the server saw:\n%s", log);
+    assert_true(sub != NULL && sub < counted);
+    /* Once: a wait of 0 counts down, looks, and does not count again. */
+    assert_int_equal(cr_latch_count_down_and_await(l, 0), CR_OK);
+    assert_int_equal(cr_latch_count_down_and_await(l, 0), CR_OK);
+    assert_int_equal(redis_int("EXISTS order"), 0);
+    redisFree(m);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_count_down_and_await_is_opened_though_set_again_at_once(void **state)
+{
+    cr_latch *l = latch("again", 2, 0);
+    counter c = {.client = test_client, .name = "again"};
+
+    (void)state;
+    assert_int_equal(pthread_create(&c.thread, NULL, counter_run, &c), 0);
+    assert_true(wait_int("GET again", 1, slow(5000)));
+    assert_true(cr_test_wait_until(fence_pinged, NULL, slow(2000)));
+    /* The last count down and a new trySetCount in one step: no look can
+     * see the latch open; the 0, read after the fence, opens it. */
+    assert_int_equal(redis_int("EVAL %s 2 again %s",
+                               "redis.call('del', KEYS[1]); "
+                               "redis.call('publish', KEYS[2], '0'); "
+                               "redis.call('set', KEYS[1], '3'); return 1",
+                               "redisson_countdownlatch__channel__{again}"),
+                     1);
+    pthread_join(c.thread, NULL);
+    assert_int_equal(c.rc, CR_OK);
+    assert_int_equal(count_of(l), 3);
+    cr_latch_free(l);
+}
+
+static void
+test_latch_count_down_and_await_on_an_absent_or_expired_latch(void **state)
+{
+    cr_latch *l = latch("absent", 0, 0), *e = latch("gone", 1, 50);
+
+    (void)state;
+    assert_int_equal(cr_latch_count_down_and_await(l, slow(1000)), CR_OK);
+    assert_int_equal(redis_int("EXISTS absent"), 0);
+    assert_true(wait_int("EXISTS gone", 0, slow(2000)));
+    assert_int_equal(cr_latch_count_down_and_await(e, slow(1000)),
+                     CR_EEXPIRED);
+    assert_int_equal(cr_latch_count_down_and_await(l, -5), CR_EINVAL);
+    assert_int_equal(cr_latch_count_down_and_await(NULL, 0), CR_EINVAL);
+    cr_latch_free(l);
+    cr_latch_free(e);
+}
+
 static void
 test_latch_waiter_rechecks_after_a_missed_message(void **state)
 {
@@ -670,6 +853,10 @@ main(void)
         T(test_latch_last_count_down_wakes_every_waiting_process_promptly),
         T(test_latch_waiter_wakes_on_a_java_style_count_down),
         T(test_latch_zero_during_the_wait_opens_it_though_set_again_at_once),
+        T(test_latch_count_down_and_await_releases_every_party_once_all_counted),
+        T(test_latch_count_down_and_await_subscribes_before_it_counts_down),
+        T(test_latch_count_down_and_await_is_opened_though_set_again_at_once),
+        T(test_latch_count_down_and_await_on_an_absent_or_expired_latch),
         T(test_latch_waiter_rechecks_after_a_missed_message),
         T(test_latch_delete_publishes_new_count_and_waiters_see_it_open),
         T(test_latch_client_free_wakes_waiters_with_eclosed),

@@ -512,6 +512,77 @@ static void test_args_latch_await_timeout_is_the_wait(void **state)
     assert_int_equal(l.a.wait_ms, 0);
 }
 
+static void test_args_barrier_forms(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "--timeout 2s barrier step --parties 4 --timeout 30s");
+    assert_int_equal(l.a.command, CR__CLI_BARRIER);
+    assert_int_equal(l.a.action, CR__CLI_BARRIER_AWAIT);
+    assert_int_equal(l.a.parties, 4);
+    assert_int_equal(l.a.command_timeout_ms, 2000);
+    assert_int_equal(l.a.wait_ms, 30000);
+    assert_null(l.a.cmd);
+    line_ok(&l, "barrier step --parties 2 make test");
+    assert_int_equal(l.a.action, CR__CLI_RUN);
+    assert_int_equal(l.a.wait_ms, CR__CLI_FOREVER);
+    assert_string_equal(l.a.cmd[0], "make");
+    assert_int_equal(l.a.cmd_argc, 2);
+    line_ok(&l, "barrier step --parties 2 -- reset");
+    assert_int_equal(l.a.action, CR__CLI_RUN);
+    assert_string_equal(l.a.cmd[0], "reset");
+    line_ok(&l, "barrier step reset");
+    assert_int_equal(l.a.action, CR__CLI_BARRIER_RESET);
+    line_bad(&l, "barrier step", "missing --parties N for barrier");
+    line_bad(&l, "barrier step --parties 0", "invalid number '0' for "
+             "--parties");
+    line_bad(&l, "barrier step --parties 100001", "out of range");
+    line_bad(&l, "barrier step reset --parties 2", "does not apply to "
+             "'barrier reset'");
+    line_bad(&l, "barrier step --parties 2 --lease 5s -- true",
+             "option --lease does not apply");
+    line_bad(&l, "--parties 2 barrier step", "an option of barrier");
+}
+
+static void test_args_ratelimit_forms(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "ratelimit api --rate 10/1s -- curl x");
+    assert_int_equal(l.a.command, CR__CLI_RATELIMIT);
+    assert_int_equal(l.a.action, CR__CLI_RUN);
+    assert_int_equal(l.a.rate, 10);
+    assert_int_equal(l.a.rate_interval_ms, 1000);
+    assert_false(l.a.per_client);
+    assert_int_equal(l.a.keep_alive_ms, -1);
+    line_ok(&l, "ratelimit api --rate 5/1.5m --per-client --keep-alive 1h "
+            "-w 0 curl");
+    assert_int_equal(l.a.rate_interval_ms, 90000);
+    assert_true(l.a.per_client);
+    assert_int_equal(l.a.keep_alive_ms, 3600000);
+    assert_int_equal(l.a.wait_ms, 0);
+    assert_string_equal(l.a.cmd[0], "curl");
+    line_ok(&l, "ratelimit api -- true");
+    assert_int_equal(l.a.rate, -1);
+    line_ok(&l, "ratelimit api available");
+    assert_int_equal(l.a.action, CR__CLI_RL_AVAILABLE);
+    line_bad(&l, "ratelimit api", "missing the command to run");
+    line_bad(&l, "ratelimit api --rate 10 -- true", "not R/INTERVAL");
+    line_bad(&l, "ratelimit api --rate 0/1s -- true", "permits");
+    line_bad(&l, "ratelimit api --rate 10/0 -- true", "more than 0");
+    line_bad(&l, "ratelimit api --rate 10/x -- true", "interval");
+    line_bad(&l, "ratelimit api --rate 1/1s --per-client -- true",
+             "--per-client needs --keep-alive");
+    line_bad(&l, "ratelimit api --keep-alive 1m -- true",
+             "give it with --rate");
+    line_bad(&l, "ratelimit api --rate 1/1m --keep-alive 1s -- true",
+             "at least the rate's interval");
+    line_bad(&l, "ratelimit api available --rate 1/1s",
+             "does not apply to 'ratelimit available'");
+}
+
 static void test_args_latch_refuses_bad_actions(void **state)
 {
     line l;
@@ -1195,6 +1266,8 @@ int main(void)
         cmocka_unit_test(test_args_kill_after_defaults_to_a_third_of_the_lease),
         cmocka_unit_test(test_args_kill_after_must_be_shorter_than_the_lease),
         cmocka_unit_test(test_args_tls_options),
+        cmocka_unit_test(test_args_barrier_forms),
+        cmocka_unit_test(test_args_ratelimit_forms),
         cmocka_unit_test(
             test_args_tls_refuses_empty_values_and_values_for_flags),
         cmocka_unit_test(test_args_credential_options),

@@ -1,0 +1,614 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cyclic barrier (include/credisson/barrier.h; its protocol is in
+ * doc/coordination.md): the hash N (parties, generation, arrived, broken,
+ * each waiting party's arrival index, the outcomes of recent generations),
+ * the waiting parties with their lease deadlines in the zset
+ * credisson_barrier_arrivals:{N}, and the channels
+ * credisson_barrier__channel:{N}:0 and :1, of the even and the odd
+ * generations (0: a round completed; 1: a round broken, a reset, a
+ * deletion).
+ *
+ * An await runs through the shared waiting loop (wait.c): its first attempt
+ * is the arrival (barrier_arrive.lua), later ones a look
+ * (barrier_look.lua) that renews the party's lease and breaks the round
+ * when another party's lease has lapsed on the server's clock, when one is
+ * due: the waiter sleeps until a message, the earliest lease it knows of,
+ * or a third of its own lease (when it must renew), whichever comes first,
+ * and a wake-up before a look is due only reads its round's outcome.
+ * A message wakes every local waiter. A 0 (a round completed) read as the
+ * only message since the waiter's last look releases it at once (see
+ * released_by_message); otherwise it reads the outcome of its own
+ * generation, which the hash keeps, so a message missed, read late or
+ * about a later round cannot mislead it.
+ *
+ * A wait that ends without an outcome (its time ran out, the client is
+ * being freed, Redis stayed unreachable) leaves (barrier_leave.lua), which
+ * breaks the round unless it ended first. An arrival whose reply was lost
+ * is simply sent again: the script finds the party waiting and keeps its
+ * arrival.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credisson/barrier.h"
+#include "object.h"
+
+#define BARRIER_MAGIC 0x43524252u /* "CRBR" */
+
+/* Outcomes kept in the hash: a waiter that looks more generations late
+ * than this finds its own forgotten (and reports its round broken). */
+#define OUTCOMES_KEPT 64
+
+/* The answers of the scripts (the first element of their replies). */
+#define ANSWER_WAITING 0
+#define ANSWER_COMPLETED 1
+#define ANSWER_BROKEN 2
+#define ANSWER_OTHER_PARTIES 3 /* barrier_arrive.lua */
+#define ANSWER_BROKE_IT 3      /* barrier_leave.lua */
+#define ANSWER_GONE 4
+
+static void free_own(void *obj);
+
+struct cr_barrier {
+    CR__OBJECT_FIELDS
+    int64_t parties;
+    char *arrivals;   /* credisson_barrier_arrivals:{N} */
+    char *channel[2]; /* credisson_barrier__channel:{N}:0 and :1, of the
+                       * even and the odd generations */
+    atomic_int_fast64_t next; /* the generation an arrival most likely
+                               * joins: the last released + 1 */
+};
+
+/* The guard of every call. */
+static cr_status
+enter(cr_barrier *b)
+{
+    return cr__object_enter(b, BARRIER_MAGIC, "barrier");
+}
+
+/* ------------------------------------------------------------- creation */
+
+cr_status
+cr_barrier_new(cr_client *c, const char *name, int64_t parties,
+               cr_barrier **out)
+{
+    cr_barrier *b = NULL;
+    char *base;
+    cr_status rc = cr__check_out(out, "out");
+
+    if (rc == CR_OK)
+        rc = cr__check_range("parties", parties, 1, CR_BARRIER_PARTIES_MAX);
+    if (rc == CR_OK)
+        rc = cr__object_new(c, name, BARRIER_MAGIC, sizeof(*b), true,
+                            (void **)&b);
+    if (rc != CR_OK)
+        return rc;
+    b->parties = parties;
+    atomic_init(&b->next, 0);
+    b->arrivals = cr__name(CR__NAME_BARRIER_ARRIVALS, b->raw);
+    base = cr__name(CR__NAME_BARRIER_CHANNEL, b->raw);
+    if (base != NULL) {
+        b->channel[0] = cr__name_suffixed(base, "0");
+        b->channel[1] = cr__name_suffixed(base, "1");
+        free(base);
+    }
+    if (b->arrivals == NULL || b->channel[0] == NULL || b->channel[1] == NULL) {
+        cr__object_free(b, free_own);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    *out = b;
+    return CR_OK;
+}
+
+/* Frees what the handle owns beside its names. */
+static void
+free_own(void *obj)
+{
+    cr_barrier *b = obj;
+
+    free(b->arrivals);
+    free(b->channel[0]);
+    free(b->channel[1]);
+}
+
+void
+cr_barrier_free(cr_barrier *b)
+{
+    if (b == NULL || b->magic != BARRIER_MAGIC)
+        return;
+    cr__object_free(b, free_own);
+}
+
+const char *
+cr_barrier_name(const cr_barrier *b)
+{
+    return cr__object_name(b, BARRIER_MAGIC);
+}
+
+/* -------------------------------------------------------------- waiting */
+
+/* The barrier's messages: 0 (a round completed) and 1 (broken, reset,
+ * deleted) wake every waiter; 0 "opens" (wait.h's trust_open): see
+ * released_by_message. */
+static cr__wake
+decode(const char *payload, size_t len)
+{
+    int64_t n;
+
+    if (!cr__parse_i64(payload, len, &n))
+        return (cr__wake){0};
+    return (cr__wake){.wakes = CR__WAKE_ALL, .opens = n == 0};
+}
+
+/* One await under way. */
+typedef struct await_ctx {
+    cr_barrier *barrier;
+    char owner[CR__OWNER_MAX];
+    int64_t lease_ms;
+    bool arrived; /* the arrival was answered: looks from now on (an
+                   * arrival whose reply was lost is sent again) */
+    int64_t generation, index;
+    int64_t look_due; /* monotonic ms: the next look (renewal, or the
+                       * earliest lease's lapse); before it, a wake-up
+                       * only reads the round's outcome */
+    bool answered_ok; /* an attempt said the round completed */
+    const cr__wait *wait; /* the wait under way */
+    int parity;           /* the channel it listens to */
+    cr__sub_mark mark; /* the subscription when the last attempt said
+                        * "waiting" (id 0: not subscribed then) */
+} await_ctx;
+
+/* The elements of a script's reply: *n integers into v (at most max);
+ * CR_ESCRIPT otherwise. Frees r. */
+static cr_status
+reply_ints(cr_barrier *b, cr__reply *r, int64_t *v, size_t max, size_t *n)
+{
+    size_t i;
+    cr_status rc = CR_OK;
+
+    if (r->type != CR__REPLY_ARRAY || r->elements == 0 || r->elements > max)
+        rc = CR_ESCRIPT;
+    for (i = 0; rc == CR_OK && i < r->elements; i++)
+        if (!cr__reply_int(r->element[i], &v[i]))
+            rc = CR_ESCRIPT;
+    *n = rc == CR_OK ? r->elements : 0;
+    cr__reply_free(r);
+    if (rc != CR_OK)
+        return cr__fail(rc, "barrier %s: a script replied no list of "
+                        "integers", b->name);
+    return CR_OK;
+}
+
+/* The hint of a waiting answer: the earliest lease's lapse, and at the
+ * latest the next renewal of this party's own (a third of its lease); the
+ * next look is due then. */
+static int64_t
+hint_of(await_ctx *a, int64_t lapse_ms)
+{
+    int64_t renew = a->lease_ms / 3 > 0 ? a->lease_ms / 3 : 1;
+    int64_t hint = lapse_ms < renew ? lapse_ms : renew;
+
+    a->look_due = cr__now_ms() + hint;
+    return hint;
+}
+
+/* The arrival: CR_BUSY (waiting, with the hint), CR_OK (this arrival
+ * completed the round), CR_EBROKEN, CR_EINVAL (other parties)... */
+static cr_status
+arrive(await_ctx *a, int64_t *hint)
+{
+    cr_barrier *b = a->barrier;
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t v[4];
+    size_t n = 0;
+    cr_status rc;
+
+    rc = cr__run_barrier_arrive(b->client, &cmd,
+        &(cr__barrier_arrive_args){
+            .barrier = b->raw, .arrivals = b->arrivals,
+            .even = b->channel[0], .odd = b->channel[1],
+            .parties = b->parties, .owner = a->owner, .lease_ms = a->lease_ms,
+            .publish = b->client->publish_cmd, .keep = OUTCOMES_KEPT},
+        &r);
+    if (rc != CR_OK || (rc = reply_ints(b, r, v, 4, &n)) != CR_OK)
+        return rc;
+    switch (v[0]) {
+    case ANSWER_WAITING:
+        if (n != 4)
+            break;
+        a->arrived = true;
+        a->generation = v[1];
+        a->index = v[2];
+        *hint = hint_of(a, v[3]);
+        return CR_BUSY;
+    case ANSWER_COMPLETED:
+        if (n != 3)
+            break;
+        a->generation = v[1];
+        a->index = v[2];
+        return CR_OK;
+    case ANSWER_BROKEN:
+        return cr__fail(CR_EBROKEN, "barrier %s is broken (generation %lld): "
+                        "reset it to begin a new round", b->name,
+                        n > 1 ? (long long)v[1] : -1LL);
+    case ANSWER_OTHER_PARTIES:
+        return cr__fail(CR_EINVAL, "barrier %s has %lld parties, not %lld",
+                        b->name, (long long)v[1], (long long)b->parties);
+    }
+    return cr__fail(CR_ESCRIPT, "barrier %s: the arrival replied %lld",
+                    b->name, (long long)v[0]);
+}
+
+/* A look while waiting: CR_BUSY (waiting, with the hint), CR_OK
+ * (completed), CR_EBROKEN... */
+static cr_status
+look(await_ctx *a, int64_t *hint)
+{
+    cr_barrier *b = a->barrier;
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t v[2];
+    size_t n = 0;
+    cr_status rc;
+
+    rc = cr__run_barrier_look(b->client, &cmd,
+        &(cr__barrier_look_args){
+            .barrier = b->raw, .arrivals = b->arrivals,
+            .even = b->channel[0], .odd = b->channel[1],
+            .owner = a->owner, .generation = a->generation,
+            .lease_ms = a->lease_ms, .publish = b->client->publish_cmd,
+            .keep = OUTCOMES_KEPT},
+        &r);
+    if (rc != CR_OK || (rc = reply_ints(b, r, v, 2, &n)) != CR_OK)
+        return rc;
+    switch (v[0]) {
+    case ANSWER_WAITING:
+        if (n != 2)
+            break;
+        *hint = hint_of(a, v[1]);
+        return CR_BUSY;
+    case ANSWER_COMPLETED:
+        return CR_OK;
+    case ANSWER_BROKEN:
+        return cr__fail(CR_EBROKEN, "barrier %s: the round of generation %lld "
+                        "was broken (a party timed out, was cancelled or "
+                        "died, or the barrier was reset)", b->name,
+                        (long long)a->generation);
+    case ANSWER_GONE:
+        return cr__fail(CR_EBROKEN, "barrier %s: the round of generation %lld "
+                        "is gone (the barrier was deleted)", b->name,
+                        (long long)a->generation);
+    }
+    return cr__fail(CR_ESCRIPT, "barrier %s: a look replied %lld", b->name,
+                    (long long)v[0]);
+}
+
+/* A wake-up before the next look is due (a message, most likely): reads
+ * the outcome of the party's round and the generation (HMGET N o:<g>
+ * generation), cheaper for the server than a look. CR_OK (completed),
+ * CR_EBROKEN, or CR_BUSY with the time left to the look as the hint; a
+ * generation gone or moved on without an outcome asks for the look now. */
+static cr_status
+quick_look(await_ctx *a, int64_t *hint)
+{
+    cr_barrier *b = a->barrier;
+    char field[32];
+    const char *argv[4] = {"HMGET", b->raw, field, "generation"};
+    cr__reply *r = NULL;
+    int64_t g = -1, left;
+    cr_status rc;
+
+    snprintf(field, sizeof(field), "o:%lld", (long long)a->generation);
+    if ((rc = cr__command_retry(b->client, 4, argv, NULL, &r)) != CR_OK)
+        return rc;
+    if (r->type != CR__REPLY_ARRAY || r->elements != 2) {
+        cr__reply_free(r);
+        return cr__fail(CR_ESCRIPT, "barrier %s: HMGET replied no pair",
+                        b->name);
+    }
+    if (r->element[0]->type == CR__REPLY_STRING) {
+        bool completed = r->element[0]->len == 1 && r->element[0]->str[0] == '1';
+
+        cr__reply_free(r);
+        if (completed)
+            return CR_OK;
+        return cr__fail(CR_EBROKEN, "barrier %s: the round of generation %lld "
+                        "was broken (a party timed out, was cancelled or "
+                        "died, or the barrier was reset)", b->name,
+                        (long long)a->generation);
+    }
+    if (!cr__reply_int(r->element[1], &g) || g != a->generation)
+        a->look_due = 0; /* deleted, or moved on: the look tells */
+    cr__reply_free(r);
+    left = a->look_due - cr__now_ms();
+    if (left <= 0)
+        return look(a, hint);
+    *hint = left;
+    return CR_BUSY;
+}
+
+/* What an attempt returns to end the wait and begin another (see
+ * attempt); never returned by the library. */
+#define AGAIN CR_EDEADLK
+
+/* One attempt of the wait; after a "waiting" answer, marks what the
+ * subscription has read.
+ *
+ * A round's end is published on the channel of its generation's parity,
+ * so that the parties of two successive rounds never share a subscription:
+ * pub/sub hands a message's wake-ups to the waiters of a subscription in
+ * the order they first slept, and a party of the next round sleeping
+ * before a slow party of this one would take the wake-up meant for it
+ * (and leave it asleep until it looks again). The wait listens to the
+ * channel of the generation the handle expects; an arrival that joined a
+ * generation of the other parity ends the wait (AGAIN) and a new one
+ * begins on the right channel. */
+static cr_status
+attempt(await_ctx *a, int64_t *hint)
+{
+    cr_barrier *b = a->barrier;
+    uint64_t count;
+    int64_t at;
+    cr_status rc;
+
+    *hint = -1;
+    if (!a->arrived) {
+        rc = arrive(a, hint);
+        if (a->arrived && a->generation % 2 != a->parity)
+            return AGAIN;
+    } else if (cr__now_ms() < a->look_due) {
+        rc = quick_look(a, hint);
+    } else {
+        rc = look(a, hint);
+    }
+    if (rc == CR_BUSY)
+        cr__pubsub_waiters(b->client->pubsub, b->channel[a->parity], &count,
+                           &at, &a->mark);
+    a->answered_ok = rc == CR_OK;
+    return rc;
+}
+
+/* Whether the wait's end on a 0 (wait.h's trust_open: read after the PING
+ * its wait sent once subscribed) released this party without another
+ * look. Nothing is published on the channel but the end of a round, and
+ * the last attempt saw this party's round still under way, so the first
+ * message published after it is its round's end; a 0 read as the only
+ * message since that attempt, on the same subscription, is that end: the
+ * round completed. More than one message since (a break, a reset, and a
+ * later round completed, say), or a subscription lost meanwhile: false,
+ * and the caller looks. */
+static bool
+released_by_message(await_ctx *a)
+{
+    cr_barrier *b = a->barrier;
+    cr__sub_mark now;
+    uint64_t count;
+    int64_t at;
+
+    cr__pubsub_waiters(b->client->pubsub, b->channel[a->parity], &count, &at,
+                       &now);
+    return a->mark.id != 0 && now.id == a->mark.id &&
+           now.confirms == a->mark.confirms &&
+           now.messages == a->mark.messages + 1;
+}
+
+/* The wait ended without an outcome (`rc`): leave, breaking the round
+ * unless it ended first. Returns the await's status. */
+static cr_status
+leave(await_ctx *a, cr_status rc)
+{
+    cr_barrier *b = a->barrier;
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t v[1], patience;
+    size_t n = 0;
+    cr_status left;
+    char why[256];
+
+    if (!a->arrived)
+        return rc; /* never arrived, or not known to: a lease ends it */
+    snprintf(why, sizeof(why), "%s", cr_last_error());
+    /* At most one try: the lease breaks the round if this cannot. */
+    patience = cr__call_patience_set(cr__now_ms());
+    left = cr__run_barrier_leave(b->client, &cmd,
+        &(cr__barrier_leave_args){
+            .barrier = b->raw, .arrivals = b->arrivals,
+            .even = b->channel[0], .odd = b->channel[1],
+            .owner = a->owner, .generation = a->generation,
+            .publish = b->client->publish_cmd, .keep = OUTCOMES_KEPT},
+        &r);
+    cr__call_patience_set(patience);
+    if (left == CR_OK)
+        left = reply_ints(b, r, v, 1, &n);
+    if (left != CR_OK) {
+        /* Not left (nor known to be there): the lease ends it. */
+        return cr__fail(rc, "%s", why);
+    }
+    switch (v[0]) {
+    case ANSWER_COMPLETED:
+        return CR_OK;
+    case ANSWER_BROKEN:
+    case ANSWER_GONE:
+        return cr__fail(CR_EBROKEN, "barrier %s: the round of generation %lld "
+                        "was broken before this party's wait ended", b->name,
+                        (long long)a->generation);
+    default:
+        if (rc == CR_BUSY)
+            return cr__fail(CR_TIMEOUT, "barrier %s: %lld of %lld parties did "
+                            "not arrive in time; the round (generation %lld) "
+                            "is broken", b->name, (long long)a->index,
+                            (long long)b->parties, (long long)a->generation);
+        return cr__fail(rc, "%s (the round, generation %lld, is broken)", why,
+                        (long long)a->generation);
+    }
+}
+
+cr_status
+cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
+                 int64_t *index)
+{
+    await_ctx a;
+    cr__wait w;
+    int64_t hint = -1, deadline;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_wait(wait_ms)) != CR_OK)
+        goto out;
+    memset(&a, 0, sizeof(a));
+    a.barrier = b;
+    a.lease_ms = b->client->watchdog_timeout_ms;
+    cr__name_owner(b->client->id, cr_thread_id(), false, a.owner);
+    a.wait = &w;
+    a.parity = (int)(atomic_load(&b->next) % 2);
+    deadline = wait_ms < 0 ? -1 : cr__now_ms() + wait_ms;
+    do {
+        int64_t left = deadline < 0 ? -1 : deadline - cr__now_ms();
+
+        if (a.arrived)
+            a.parity = (int)(a.generation % 2);
+        cr__object_wait_begin(&w, b, b->channel[a.parity], decode, true,
+                              left < 0 && deadline >= 0 ? 0 : left);
+        cr__call_wait(b->client, wait_ms); /* the call's bound stays */
+        for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
+            rc = attempt(&a, &hint);
+    } while (rc == AGAIN);
+    if (rc == CR_OK && !a.answered_ok && !released_by_message(&a)) {
+        /* Released by a 0 that may not be this round's: look. */
+        a.look_due = 0;
+        rc = look(&a, &hint);
+        if (rc == CR_BUSY)
+            rc = cr__fail(CR_ESCRIPT, "barrier %s: a round after this "
+                          "party's completed while it still waits",
+                          b->name);
+    }
+    if (rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL)
+        rc = leave(&a, rc);
+    if (a.arrived)
+        atomic_store(&b->next, a.generation + 1);
+    if (rc == CR_OK) {
+        if (generation != NULL)
+            *generation = a.generation;
+        if (index != NULL)
+            *index = a.index;
+    }
+out:
+    cr__object_leave(b);
+    return rc;
+}
+
+/* ------------------------------------------------------- the other calls */
+
+cr_status
+cr_barrier_reset(cr_barrier *b)
+{
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t v = 0;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__run_barrier_reset(b->client, &cmd,
+        &(cr__barrier_reset_args){
+            .barrier = b->raw, .arrivals = b->arrivals,
+            .even = b->channel[0], .odd = b->channel[1],
+            .publish = b->client->publish_cmd, .keep = OUTCOMES_KEPT},
+        &r);
+    if (rc == CR_OK)
+        rc = cr__reply_i64(r, "barrier reset", &v);
+    cr__object_leave(b);
+    return rc;
+}
+
+cr_status
+cr_barrier_get_parties(cr_barrier *b, int64_t *parties)
+{
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(parties, "parties")) == CR_OK)
+        *parties = b->parties;
+    cr__object_leave(b);
+    return rc;
+}
+
+/* HGET of a count field of the hash (0 when absent). */
+static cr_status
+hash_count(cr_barrier *b, const char *field, int64_t *out)
+{
+    const char *argv[3] = {"HGET", b->raw, field};
+    cr__reply *r = NULL;
+    cr_status rc = cr__command_retry(b->client, 3, argv, NULL, &r);
+
+    if (rc != CR_OK)
+        return rc;
+    if (r->type == CR__REPLY_NIL)
+        *out = 0;
+    else if (!cr__reply_int(r, out))
+        rc = cr__fail(CR_ESCRIPT, "barrier %s: %s is no count", b->name,
+                      field);
+    cr__reply_free(r);
+    return rc;
+}
+
+cr_status
+cr_barrier_get_number_waiting(cr_barrier *b, int64_t *waiting)
+{
+    int64_t v = 0;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(waiting, "waiting")) == CR_OK &&
+        (rc = hash_count(b, "arrived", &v)) == CR_OK)
+        *waiting = v;
+    cr__object_leave(b);
+    return rc;
+}
+
+cr_status
+cr_barrier_is_broken(cr_barrier *b, bool *broken)
+{
+    int64_t v = 0;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(broken, "broken")) == CR_OK &&
+        (rc = hash_count(b, "broken", &v)) == CR_OK)
+        *broken = v == 1;
+    cr__object_leave(b);
+    return rc;
+}
+
+cr_status
+cr_barrier_delete(cr_barrier *b, bool *deleted)
+{
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = enter(b);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__run_barrier_delete(b->client, &cmd,
+        &(cr__barrier_delete_args){
+            .barrier = b->raw, .arrivals = b->arrivals,
+            .even = b->channel[0], .odd = b->channel[1],
+            .publish = b->client->publish_cmd},
+        &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "barrier delete", &done);
+    if (rc == CR_OK && deleted != NULL)
+        *deleted = done;
+    cr__object_leave(b);
+    return rc;
+}

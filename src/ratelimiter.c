@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RRateLimiter (the team's redisson-ratelimiter.md; "ratelimiter protocol
+ * section" numbers below are its): the configuration hash N, the permits
+ * left in {N}:value and the grant records in the zset {N}:permits, or
+ * {N}:value:<client id> and {N}:permits:<client id> for a PER_CLIENT
+ * limiter. Every script takes all five keys and picks the pair by the
+ * stored type.
+ *
+ * An attempt sends a fresh 16-byte record id; the script finds a record
+ * with that id before anything else, so the transport's one resend after
+ * a broken link, and the next attempt after a lost reply (which keeps the
+ * id), never take permits twice (Redisson's quirk Q1, fixed).
+ *
+ * Waiting has no pub/sub: Redisson publishes nothing when records expire.
+ * The loop sleeps for the script's hint (the oldest record's expiry + 3
+ * ms) on the client's abort descriptor, so that the client's free ends the
+ * sleep, and gives up at once when the hint is beyond the caller's wait.
+ */
+#include "config.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "credisson/ratelimiter.h"
+#include "object.h"
+
+#define RATE_MAGIC 0x4352524cu /* "CRRL" */
+
+#define ID_BYTES 16
+/* The answers of the acquire and available scripts (their first element). */
+#define ANSWER_OK 0
+#define ANSWER_WAIT 1
+#define ANSWER_NO_RATE 2
+#define ANSWER_OVER_RATE 3
+/* Backoff while Redis cannot be reached, as the shared waiting loop's. */
+#define IO_BACKOFF_MIN_MS 20
+#define IO_BACKOFF_MAX_MS 1000
+
+static void free_own(void *obj);
+
+struct cr_rate_limiter {
+    CR__OBJECT_FIELDS
+    char *value;          /* {N}:value */
+    char *client_value;   /* {N}:value:<client id> */
+    char *records;        /* {N}:permits */
+    char *client_records; /* {N}:permits:<client id> */
+};
+
+/* The guard of every call. */
+static cr_status
+enter(cr_rate_limiter *l)
+{
+    return cr__object_enter(l, RATE_MAGIC, "rate limiter");
+}
+
+/* ------------------------------------------------------------- creation */
+
+cr_status
+cr_rate_limiter_new(cr_client *c, const char *name, cr_rate_limiter **out)
+{
+    cr_rate_limiter *l = NULL;
+    cr_status rc = cr__check_out(out, "out");
+
+    if (rc == CR_OK)
+        rc = cr__object_new(c, name, RATE_MAGIC, sizeof(*l), true,
+                            (void **)&l);
+    if (rc != CR_OK)
+        return rc;
+    l->value = cr__name(CR__NAME_RATE_VALUE, l->raw);
+    l->records = cr__name(CR__NAME_RATE_PERMITS, l->raw);
+    if (l->value != NULL && l->records != NULL) {
+        l->client_value = cr__name_suffixed(l->value, c->id);
+        l->client_records = cr__name_suffixed(l->records, c->id);
+    }
+    if (l->client_value == NULL || l->client_records == NULL) {
+        cr__object_free(l, free_own);
+        return cr__fail(CR_ENOMEM, "out of memory");
+    }
+    *out = l;
+    return CR_OK;
+}
+
+/* Frees what the handle owns beside its names. */
+static void
+free_own(void *obj)
+{
+    cr_rate_limiter *l = obj;
+
+    free(l->value);
+    free(l->client_value);
+    free(l->records);
+    free(l->client_records);
+}
+
+void
+cr_rate_limiter_free(cr_rate_limiter *l)
+{
+    if (l == NULL || l->magic != RATE_MAGIC)
+        return;
+    cr__object_free(l, free_own);
+}
+
+const char *
+cr_rate_limiter_name(const cr_rate_limiter *l)
+{
+    return cr__object_name(l, RATE_MAGIC);
+}
+
+/* -------------------------------------------------------- configuration */
+
+/* The checks of both set calls (ratelimiter protocol section 3: Java's
+ * keep-alive rule included). */
+static cr_status
+check_rate(cr_rate_type type, int64_t rate, int64_t interval_ms,
+           int64_t keep_alive_ms)
+{
+    cr_status rc;
+
+    if (type != CR_RATE_OVERALL && type != CR_RATE_PER_CLIENT)
+        return cr__fail(CR_EINVAL, "rate type %d is neither CR_RATE_OVERALL "
+                        "nor CR_RATE_PER_CLIENT", (int)type);
+    if ((rc = cr__check_range("rate", rate, 1, CR_RATE_PERMITS_MAX)) != CR_OK ||
+        (rc = cr__check_range("interval_ms", interval_ms, 1,
+                              CR_DURATION_MAX)) != CR_OK ||
+        (rc = cr__check_ttl(keep_alive_ms)) != CR_OK)
+        return rc;
+    if (keep_alive_ms != 0 && keep_alive_ms < interval_ms)
+        return cr__fail(CR_EINVAL, "keep-alive time of %lld ms is shorter "
+                        "than the interval of %lld ms", (long long)keep_alive_ms,
+                        (long long)interval_ms);
+    return CR_OK;
+}
+
+cr_status
+cr_rate_limiter_try_set_rate(cr_rate_limiter *l, cr_rate_type type,
+                             int64_t rate, int64_t interval_ms,
+                             int64_t keep_alive_ms, bool *set)
+{
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_rate(type, rate, interval_ms, keep_alive_ms)) != CR_OK)
+        goto out;
+    rc = cr__run_rate_limiter_try_set_rate(l->client, &cmd,
+        &(cr__rate_limiter_try_set_rate_args){
+            .config = l->raw, .rate = rate, .interval_ms = interval_ms,
+            .type = type, .keep_alive_ms = keep_alive_ms},
+        &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "rate limiter try_set_rate", &done);
+    if (rc == CR_OK && set != NULL)
+        *set = done;
+out:
+    cr__object_leave(l);
+    return rc;
+}
+
+cr_status
+cr_rate_limiter_set_rate(cr_rate_limiter *l, cr_rate_type type, int64_t rate,
+                         int64_t interval_ms, int64_t keep_alive_ms)
+{
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    bool done = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = check_rate(type, rate, interval_ms, keep_alive_ms)) != CR_OK)
+        goto out;
+    rc = cr__run_rate_limiter_set_rate(l->client, &cmd,
+        &(cr__rate_limiter_set_rate_args){
+            .config = l->raw, .value = l->value,
+            .client_value = l->client_value, .permits = l->records,
+            .client_permits = l->client_records, .rate = rate,
+            .interval_ms = interval_ms, .type = type,
+            .keep_alive_ms = keep_alive_ms},
+        &r);
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "rate limiter set_rate", &done);
+out:
+    cr__object_leave(l);
+    return rc;
+}
+
+/* Whether the hash field in reply f is `name`. */
+static bool
+field_is(const cr__reply *f, const char *name)
+{
+    return f->type == CR__REPLY_STRING && f->len == strlen(name) &&
+           memcmp(f->str, name, f->len) == 0;
+}
+
+cr_status
+cr_rate_limiter_get_config(cr_rate_limiter *l, cr_rate_config *config)
+{
+    const char *argv[2] = {"HGETALL", NULL};
+    cr_rate_config got = {CR_RATE_OVERALL, 0, 0, 0};
+    cr__reply *r = NULL;
+    size_t i;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    argv[1] = l->raw;
+    if ((rc = cr__check_out(config, "config")) != CR_OK ||
+        (rc = cr__command_retry(l->client, 2, argv, NULL, &r)) != CR_OK)
+        goto out;
+    if (r->type != CR__REPLY_ARRAY) {
+        rc = cr__fail(CR_ESCRIPT, "rate limiter %s: HGETALL replied no array",
+                      l->name);
+    } else {
+        for (i = 0; i + 1 < r->elements && rc == CR_OK; i += 2) {
+            const cr__reply *f = r->element[i];
+            int64_t v = 0;
+
+            if (!field_is(f, "rate") && !field_is(f, "interval") &&
+                !field_is(f, "type") && !field_is(f, "keepAliveTime"))
+                continue;
+            if (!cr__reply_int(r->element[i + 1], &v) || v < 0) {
+                rc = cr__fail(CR_ESCRIPT, "rate limiter %s: field %s holds "
+                              "no count", l->name, f->str);
+            } else if (field_is(f, "rate")) {
+                got.rate = v;
+            } else if (field_is(f, "interval")) {
+                got.interval_ms = v;
+            } else if (field_is(f, "type")) {
+                got.type = v == 1 ? CR_RATE_PER_CLIENT : CR_RATE_OVERALL;
+            } else {
+                got.keep_alive_ms = v;
+            }
+        }
+    }
+    cr__reply_free(r);
+    if (rc == CR_OK)
+        *config = got;
+out:
+    cr__object_leave(l);
+    return rc;
+}
+
+/* ------------------------------------------------------------ acquiring */
+
+/* Reads an {answer, value} reply of the acquire or available script. */
+static cr_status
+answer_of(cr_rate_limiter *l, cr__reply *r, int64_t *answer, int64_t *value)
+{
+    cr_status rc = CR_OK;
+
+    if (r->type != CR__REPLY_ARRAY || r->elements != 2 ||
+        !cr__reply_int(r->element[0], answer) ||
+        !cr__reply_int(r->element[1], value) || *answer < ANSWER_OK ||
+        *answer > ANSWER_OVER_RATE)
+        rc = cr__fail(CR_ESCRIPT, "rate limiter %s: a script replied no "
+                      "{answer, value} pair", l->name);
+    cr__reply_free(r);
+    if (rc == CR_OK && *answer == ANSWER_NO_RATE)
+        rc = cr__fail(CR_EINVAL, "rate limiter %s is not initialized: it has "
+                      "no rate (never set, deleted, or its keep-alive time "
+                      "ran out)", l->name);
+    return rc;
+}
+
+/* The state of one waiting acquisition. */
+typedef struct attempt_ctx {
+    cr_rate_limiter *limiter;
+    int64_t permits;
+    unsigned char id[ID_BYTES];
+    bool uncertain; /* the last attempt's reply was lost: keep its id */
+} attempt_ctx;
+
+/* One attempt: CR_OK when granted; CR_BUSY with the script's hint in
+ * *hint; CR_EINVAL for too many permits or no rate; CR_EIO... */
+static cr_status
+attempt(attempt_ctx *a, int64_t *hint)
+{
+    cr_rate_limiter *l = a->limiter;
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t answer = 0, value = 0;
+    cr_status rc;
+
+    if (!a->uncertain && (rc = cr__random_bytes(a->id, ID_BYTES)) != CR_OK)
+        return rc;
+    rc = cr__run_rate_limiter_acquire(l->client, &cmd,
+        &(cr__rate_limiter_acquire_args){
+            .config = l->raw, .value = l->value,
+            .client_value = l->client_value, .permits = l->records,
+            .client_permits = l->client_records, .count = a->permits,
+            .id = {(const char *)a->id, ID_BYTES}},
+        &r);
+    if (rc != CR_OK) {
+        /* Sent, its reply lost: it may have granted; the next attempt
+         * asks with the same id and finds out. */
+        a->uncertain = a->uncertain || (rc == CR_EIO && cmd.sent);
+        return rc;
+    }
+    a->uncertain = false;
+    if ((rc = answer_of(l, r, &answer, &value)) != CR_OK)
+        return rc;
+    switch (answer) {
+    case ANSWER_OK:
+        return CR_OK;
+    case ANSWER_OVER_RATE:
+        return cr__fail(CR_EINVAL, "rate limiter %s: %lld permits asked for, "
+                        "more than its rate of %lld (Redisson: Requested "
+                        "permits amount cannot exceed defined rate)", l->name,
+                        (long long)a->permits, (long long)value);
+    default:
+        *hint = value > 0 ? value : 1;
+        return CR_BUSY;
+    }
+}
+
+/* Sleeps ms milliseconds, or until the client's free wakes its waits.
+ * Returns false when the client is being freed. */
+static bool
+sleep_unless_closing(cr_client *c, int64_t ms)
+{
+    struct pollfd p = {c->abort_fd, POLLIN, 0};
+    int64_t until = cr__now_ms() + ms, now;
+
+    while (!atomic_load(&c->closing) && (now = cr__now_ms()) < until) {
+        int64_t left = until - now;
+
+        if (poll(&p, c->abort_fd >= 0 ? 1 : 0,
+                 (int)(left > 1000000 ? 1000000 : left)) > 0)
+            break;
+    }
+    return !atomic_load(&c->closing);
+}
+
+cr_status
+cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
+                            int64_t wait_ms)
+{
+    attempt_ctx a;
+    int64_t start, deadline, io_since = 0, backoff = 0, hint = 0, patience = 0;
+    bool patient = false;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_range("permits", permits, 1,
+                              CR_RATE_PERMITS_MAX)) != CR_OK ||
+        (rc = cr__check_wait(wait_ms)) != CR_OK)
+        goto out;
+    memset(&a, 0, sizeof(a));
+    a.limiter = l;
+    a.permits = permits;
+    cr__call_wait(l->client, wait_ms);
+    start = cr__now_ms();
+    deadline = wait_ms == CR_WAIT_FOREVER ? -1 : start + wait_ms;
+    for (;;) {
+        int64_t now, sleep;
+
+        rc = attempt(&a, &hint);
+        if (rc != CR_BUSY && rc != CR_EIO)
+            break;
+        if (wait_ms == 0)
+            break;
+        now = cr__now_ms();
+        if (!patient) {
+            /* Retries do not wait for a connection slot past the wait. */
+            patience = cr__call_patience_set(deadline);
+            patient = true;
+        }
+        if (rc == CR_EIO) {
+            if (io_since == 0)
+                io_since = now;
+            if (now - io_since > l->client->reconnect_window_ms)
+                break;
+            backoff = backoff == 0 ? IO_BACKOFF_MIN_MS
+                      : backoff * 2 > IO_BACKOFF_MAX_MS ? IO_BACKOFF_MAX_MS
+                                                        : backoff * 2;
+            sleep = backoff;
+        } else {
+            io_since = 0;
+            backoff = 0;
+            sleep = hint;
+        }
+        if (deadline >= 0 && (now >= deadline || sleep > deadline - now)) {
+            /* No permit comes back before the wait ends (the hint is when
+             * the oldest record expires): give up now. */
+            if (rc == CR_BUSY || now >= deadline)
+                break;
+            sleep = deadline - now;
+        }
+        if (!sleep_unless_closing(l->client, sleep)) {
+            rc = cr__fail(CR_ECLOSED, "the client is being freed");
+            break;
+        }
+    }
+    if (patient)
+        cr__call_patience_set(patience);
+    if (rc == CR_BUSY)
+        rc = cr__fail(CR_BUSY, "rate limiter %s: %lld permits not free within "
+                      "%lld ms (the next comes back in %lld ms)", l->name,
+                      (long long)permits, (long long)wait_ms, (long long)hint);
+    else if (rc == CR_OK)
+        CR__STAT_ADD(&l->client->run.stats, acquisitions, 1);
+out:
+    cr__object_leave(l);
+    return rc;
+}
+
+cr_status
+cr_rate_limiter_acquire(cr_rate_limiter *l, int64_t permits)
+{
+    return cr_rate_limiter_try_acquire(l, permits, CR_WAIT_FOREVER);
+}
+
+/* --------------------------------------------------------------- queries */
+
+cr_status
+cr_rate_limiter_available_permits(cr_rate_limiter *l, int64_t *permits)
+{
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    int64_t answer = 0, value = 0;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_out(permits, "permits")) != CR_OK)
+        goto out;
+    rc = cr__run_rate_limiter_available(l->client, &cmd,
+        &(cr__rate_limiter_available_args){
+            .config = l->raw, .value = l->value,
+            .client_value = l->client_value, .permits = l->records,
+            .client_permits = l->client_records},
+        &r);
+    if (rc == CR_OK)
+        rc = answer_of(l, r, &answer, &value);
+    if (rc == CR_OK)
+        *permits = value;
+out:
+    cr__object_leave(l);
+    return rc;
+}
+
+cr_status
+cr_rate_limiter_delete(cr_rate_limiter *l, bool *deleted)
+{
+    const char *argv[6];
+    cr__reply *r = NULL;
+    int64_t n = 0;
+    cr_status rc = enter(l);
+
+    if (rc != CR_OK)
+        return rc;
+    argv[0] = "DEL";
+    argv[1] = l->raw;
+    argv[2] = l->value;
+    argv[3] = l->client_value;
+    argv[4] = l->records;
+    argv[5] = l->client_records;
+    rc = cr__command_retry(l->client, 6, argv, NULL, &r);
+    if (rc == CR_OK)
+        rc = cr__reply_i64(r, "rate limiter delete", &n);
+    if (rc == CR_OK && deleted != NULL)
+        *deleted = n > 0;
+    cr__object_leave(l);
+    return rc;
+}

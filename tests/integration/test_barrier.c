@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cyclic barrier (cr_barrier): rounds that release every party at once
+ * with the generation and arrival index Java's await returns, eight
+ * processes through fifty rounds with an exact per-round check, and the
+ * ways a round breaks: a party's wait running out, its client freed, its
+ * process SIGKILLed (noticed within its lease, on the server's clock), a
+ * reset, a deletion. The keys and messages are checked as written.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "coord_block.h"
+#include "lock_common.h"
+
+#define OK(call) assert_int_equal((call), CR_OK)
+
+/* ------------------------------------------------------------- helpers */
+
+/* A party on its own thread. */
+typedef struct party {
+    cr_barrier *barrier;
+    int64_t wait_ms;
+    cr_status rc;
+    int64_t generation, index;
+    int64_t returned_ms; /* cr_test_now_ms() */
+    atomic_bool done;
+    pthread_t thread;
+} party;
+
+static void *
+party_run(void *arg)
+{
+    party *p = arg;
+
+    p->rc = cr_barrier_await(p->barrier, p->wait_ms, &p->generation,
+                             &p->index);
+    p->returned_ms = cr_test_now_ms();
+    atomic_store(&p->done, true);
+    return NULL;
+}
+
+/* Starts party p on barrier b, waiting at most wait_ms. */
+static void
+party_start(party *p, cr_barrier *b, int64_t wait_ms)
+{
+    memset(p, 0, sizeof(*p));
+    p->barrier = b;
+    p->wait_ms = wait_ms;
+    p->generation = p->index = -1;
+    assert_int_equal(pthread_create(&p->thread, NULL, party_run, p), 0);
+}
+
+/* What arrived_at waits for. */
+typedef struct arrivals_wanted {
+    cr_barrier *barrier;
+    int64_t count;
+} arrivals_wanted;
+
+static bool
+has_arrivals(void *arg)
+{
+    arrivals_wanted *w = arg;
+    int64_t n = -1;
+
+    return cr_barrier_get_number_waiting(w->barrier, &n) == CR_OK &&
+           n >= w->count;
+}
+
+/* Waits until `count` parties have arrived at b; fails the test
+ * otherwise. */
+static void
+await_arrivals(cr_barrier *b, int64_t count)
+{
+    arrivals_wanted w = {b, count};
+
+    assert_true(cr_test_wait_until(has_arrivals, &w, slow(5000)));
+}
+
+/* A barrier handle on the test client. */
+static cr_barrier *
+barrier(const char *name, int64_t parties)
+{
+    cr_barrier *b = NULL;
+
+    OK(cr_barrier_new(test_client, name, parties, &b));
+    return b;
+}
+
+/* The server's clock in epoch ms. */
+static long long
+server_ms(void)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "TIME");
+    long long ms;
+
+    assert_non_null(r);
+    ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* --------------------------------------------------------------- tests */
+
+static void
+test_barrier_releases_every_party_with_generation_and_index(void **state)
+{
+    cr_barrier *b = barrier("rounds", 3);
+    party p[3];
+    int round, i;
+
+    (void)state;
+    for (round = 0; round < 3; round++) {
+        unsigned seen = 0;
+
+        party_start(&p[0], b, CR_WAIT_FOREVER);
+        await_arrivals(b, 1);
+        party_start(&p[1], b, CR_WAIT_FOREVER);
+        await_arrivals(b, 2);
+        /* Nobody passes before the last arrives. */
+        assert_false(atomic_load(&p[0].done) || atomic_load(&p[1].done));
+        party_start(&p[2], b, slow(5000));
+        for (i = 0; i < 3; i++) {
+            pthread_join(p[i].thread, NULL);
+            OK(p[i].rc);
+            assert_int_equal(p[i].generation, round);
+            seen |= 1u << p[i].index;
+        }
+        /* Java's arrival index: parties - 1 for the first, 0 for the last. */
+        assert_int_equal(p[0].index, 2);
+        assert_int_equal(p[1].index, 1);
+        assert_int_equal(p[2].index, 0);
+        assert_int_equal(seen, 7);
+    }
+    cr_barrier_free(b);
+}
+
+static void
+test_barrier_one_party_passes_at_once(void **state)
+{
+    cr_barrier *b = barrier("alone", 1);
+    int64_t g = -1, i = -1, parties = 0;
+
+    (void)state;
+    OK(cr_barrier_await(b, 0, &g, &i));
+    assert_int_equal(g, 0);
+    assert_int_equal(i, 0);
+    OK(cr_barrier_await(b, 0, &g, &i));
+    assert_int_equal(g, 1);
+    OK(cr_barrier_get_parties(b, &parties));
+    assert_int_equal(parties, 1);
+    cr_barrier_free(b);
+}
+
+static void
+test_barrier_wire_keys_fields_leases_and_messages(void **state)
+{
+    const char *channels[2] = {"credisson_barrier__channel:{wire}:0",
+                               "credisson_barrier__channel:{wire}:1"};
+    cr_test_listener *li = cr_test_listener_start(&test_redis, channels, 2);
+    cr_barrier *b = barrier("wire", 2);
+    party p[2];
+    char owner[128];
+    long long before, lease;
+    redisReply *r;
+
+    (void)state;
+    assert_non_null(li);
+    before = server_ms();
+    party_start(&p[0], b, CR_WAIT_FOREVER);
+    await_arrivals(b, 1);
+    assert_int_equal(redis_int("HGET wire parties"), 2);
+    assert_int_equal(redis_int("HGET wire generation"), 0);
+    assert_int_equal(redis_int("HGET wire arrived"), 1);
+    assert_int_equal(redis_int("HGET wire broken"), 0);
+    /* The waiting party: "<client id>:<thread id>", its index in the hash
+     * and its lease deadline (server ms) in the arrivals. */
+    r = cr_test_redis_cmd(&test_redis, "ZRANGE credisson_barrier_arrivals:{wire} "
+                          "0 -1 WITHSCORES");
+    assert_non_null(r);
+    assert_int_equal(r->elements, 2);
+    snprintf(owner, sizeof(owner), "%s", r->element[0]->str);
+    lease = atoll(r->element[1]->str);
+    freeReplyObject(r);
+    assert_int_equal(strncmp(owner, cr_client_id(test_client), 36), 0);
+    assert_int_equal(owner[36], ':');
+    assert_int_equal(redis_int("HGET wire %s", owner), 1);
+    /* The test client's leases last 300 ms, renewed every 100 ms. */
+    assert_true(lease >= before + 300 && lease <= server_ms() + 300);
+    party_start(&p[1], b, CR_WAIT_FOREVER);
+    pthread_join(p[0].thread, NULL);
+    pthread_join(p[1].thread, NULL);
+    OK(p[0].rc);
+    OK(p[1].rc);
+    /* Completed: generation 1, its outcome kept, nobody waiting. */
+    assert_int_equal(redis_int("HGET wire generation"), 1);
+    assert_int_equal(redis_int("HGET wire arrived"), 0);
+    assert_int_equal(redis_int("HGET wire o:0"), 1);
+    assert_int_equal(redis_int("HEXISTS wire %s", owner), 0);
+    assert_int_equal(redis_int("EXISTS credisson_barrier_arrivals:{wire}"), 0);
+    /* One message: 0, a round completed, on the even generations'
+     * channel. */
+    assert_int_equal(cr_test_listener_wait(li, 1, slow(2000)), 1);
+    assert_string_equal(cr_test_listener_get(li, 0)->channel, channels[0]);
+    assert_string_equal(cr_test_listener_get(li, 0)->payload, "0");
+    /* A reset with nobody waiting publishes nothing; one with a waiter
+     * publishes 1 on its generation's channel: generation 2, even. */
+    OK(cr_barrier_reset(b));
+    assert_int_equal(redis_int("HGET wire generation"), 2);
+    party_start(&p[0], b, CR_WAIT_FOREVER);
+    await_arrivals(b, 1);
+    OK(cr_barrier_reset(b));
+    pthread_join(p[0].thread, NULL);
+    assert_int_equal(p[0].rc, CR_EBROKEN);
+    assert_int_equal(cr_test_listener_wait(li, 2, slow(2000)), 2);
+    assert_string_equal(cr_test_listener_get(li, 1)->channel, channels[0]);
+    assert_string_equal(cr_test_listener_get(li, 1)->payload, "1");
+    assert_int_equal(redis_int("HGET wire o:2"), 0);
+    assert_int_equal(redis_int("HGET wire generation"), 3);
+    /* Generation 3 is odd: its round's end goes on the other channel. */
+    party_start(&p[0], b, CR_WAIT_FOREVER);
+    party_start(&p[1], b, CR_WAIT_FOREVER);
+    pthread_join(p[0].thread, NULL);
+    pthread_join(p[1].thread, NULL);
+    OK(p[0].rc);
+    assert_int_equal(p[0].generation, 3);
+    assert_int_equal(cr_test_listener_wait(li, 3, slow(2000)), 3);
+    assert_string_equal(cr_test_listener_get(li, 2)->channel, channels[1]);
+    assert_string_equal(cr_test_listener_get(li, 2)->payload, "0");
+    cr_test_listener_stop(li);
+    cr_barrier_free(b);
+}
+
+/* A coord_block in a memfd that child processes inherit. */
+static coord_block *
+shared_coord_block(int *fd)
+{
+    coord_block *b;
+
+    *fd = memfd_create("coord_block", 0);
+    assert_true(*fd >= 0);
+    assert_int_equal(ftruncate(*fd, sizeof(coord_block)), 0);
+    b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    assert_true(b != MAP_FAILED);
+    return b;
+}
+
+#define ROUNDS_PROCS 8
+#define ROUNDS 50
+
+static void
+test_barrier_eight_processes_fifty_rounds_exact(void **state)
+{
+    coord_block *blk;
+    pid_t pids[ROUNDS_PROCS];
+    char fdarg[16], parties[16], rounds[16];
+    int fd, i, k;
+
+    (void)state;
+    blk = shared_coord_block(&fd);
+    snprintf(fdarg, sizeof(fdarg), "%d", fd);
+    snprintf(parties, sizeof(parties), "%d", ROUNDS_PROCS);
+    snprintf(rounds, sizeof(rounds), "%d", ROUNDS);
+    for (i = 0; i < ROUNDS_PROCS; i++) {
+        const char *a[] = {"barrier-rounds", test_redis.url, "fifty",
+                           parties, rounds, fdarg, NULL};
+
+        pids[i] = cr_test_spawn("coord_worker", a, NULL);
+        assert_true(pids[i] > 0);
+    }
+    for (i = 0; i < ROUNDS_PROCS; i++) {
+        int status = 0;
+
+        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    assert_int_equal(atomic_load(&blk->finished), ROUNDS_PROCS);
+    assert_int_equal(atomic_load(&blk->early), 0);
+    assert_int_equal(atomic_load(&blk->disagree), 0);
+    assert_int_equal(atomic_load(&blk->twice), 0);
+    for (k = 0; k < ROUNDS; k++) {
+        assert_int_equal(atomic_load(&blk->arrived[k]), ROUNDS_PROCS);
+        assert_int_equal(atomic_load(&blk->left[k]), ROUNDS_PROCS);
+        /* Generations 0, 1, 2... one per round. */
+        assert_int_equal(atomic_load(&blk->generation[k]), k + 1);
+        assert_int_equal(atomic_load(&blk->indices[k]),
+                         (1ULL << ROUNDS_PROCS) - 1);
+    }
+    assert_int_equal(redis_int("HGET fifty generation"), ROUNDS);
+    munmap(blk, sizeof(*blk));
+    close(fd);
+}
+
+/* A thread of one client running rounds. */
+typedef struct looper {
+    cr_barrier *barrier;
+    int rounds;
+    int64_t longest; /* ms, rounds after the first */
+    cr_status rc;
+    pthread_t thread;
+} looper;
+
+static void *
+looper_run(void *arg)
+{
+    looper *l = arg;
+    int k;
+
+    for (k = 0; k < l->rounds; k++) {
+        int64_t t0 = cr_test_now_ms(), took;
+
+        l->rc = cr_barrier_await(l->barrier, slow(30000), NULL, NULL);
+        if (l->rc != CR_OK)
+            break;
+        took = cr_test_now_ms() - t0;
+        if (k > 0 && took > l->longest)
+            l->longest = took;
+    }
+    return NULL;
+}
+
+static void
+test_barrier_threads_of_one_client_are_never_left_asleep(void **state)
+{
+    cr_client *c = new_client(30000); /* looks every 10 s, at least 1 s */
+    cr_barrier *b = NULL;
+    looper l[16];
+    int i;
+
+    (void)state;
+    assert_non_null(c);
+    OK(cr_barrier_new(c, "threads", 16, &b));
+    for (i = 0; i < 16; i++) {
+        memset(&l[i], 0, sizeof(l[i]));
+        l[i].barrier = b;
+        l[i].rounds = 1000;
+        assert_int_equal(pthread_create(&l[i].thread, NULL, looper_run, &l[i]),
+                         0);
+    }
+    for (i = 0; i < 16; i++) {
+        pthread_join(l[i].thread, NULL);
+        OK(l[i].rc);
+        /* A party the end of its round did not wake would sleep until its
+         * once-a-second look, and hold up the next round as long. */
+        assert_true(l[i].longest < slow(900));
+    }
+    assert_int_equal(redis_int("HGET threads generation"), 1000);
+    cr_barrier_free(b);
+    cr_client_free(c);
+}
+
+static void
+test_barrier_a_sigkilled_party_breaks_the_round_within_its_lease(void **state)
+{
+    cr_barrier *b = barrier("killed", 3);
+    const char *args[] = {"barrier-wait", test_redis.url, "killed", "3", "1000",
+                          NULL};
+    party p;
+    pid_t pid;
+    int64_t killed, took;
+    int status = 0;
+
+    (void)state;
+    pid = cr_test_spawn("coord_worker", args, NULL);
+    assert_true(pid > 0);
+    await_arrivals(b, 1);
+    party_start(&p, b, slow(30000));
+    await_arrivals(b, 2);
+    kill(pid, SIGKILL);
+    killed = cr_test_now_ms();
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    pthread_join(p.thread, NULL);
+    took = p.returned_ms - killed;
+    /* Broken once the dead party's lease (1 s, renewed every third of it)
+     * lapsed on the server's clock, not at the end of the 30 s wait. */
+    assert_int_equal(p.rc, CR_EBROKEN);
+    assert_true(took >= 500);
+    assert_true(took <= 1000 + slow(700));
+    cr_barrier_free(b);
+}
+
+static void
+test_barrier_waiters_keep_a_timer_at_the_earliest_lease(void **state)
+{
+    cr_client *c = new_client(60000); /* its own lease: 60 s */
+    cr_barrier *b = NULL;
+    party p;
+    int64_t t0;
+
+    (void)state;
+    assert_non_null(c);
+    OK(cr_barrier_new(c, "timer", 3, &b));
+    /* A party of another client (Java, say) that arrived and will never
+     * renew: its lease lapses 400 ms from now on the server's clock. */
+    assert_true(redis_ok("HSET timer parties 3 generation 0 arrived 1 "
+                         "broken 0 ghost:1 2"));
+    assert_true(redis_ok("ZADD credisson_barrier_arrivals:{timer} %lld "
+                         "ghost:1", server_ms() + 400));
+    t0 = cr_test_now_ms();
+    party_start(&p, b, slow(30000));
+    pthread_join(p.thread, NULL);
+    assert_int_equal(p.rc, CR_EBROKEN);
+    /* At the lapse, not at this waiter's own renewal (20 s) nor its
+     * once-a-second look. */
+    assert_true(p.returned_ms - t0 >= 350);
+    assert_true(p.returned_ms - t0 <= 400 + slow(300));
+    cr_barrier_free(b);
+    cr_client_free(c);
+}
+
+static void
+test_barrier_a_timeout_breaks_the_round_and_reset_begins_the_next(void **state)
+{
+    cr_barrier *b = barrier("timeout", 3);
+    party waiting, impatient;
+    int64_t g = -1, t0;
+    bool broken = false;
+
+    (void)state;
+    party_start(&waiting, b, slow(30000));
+    await_arrivals(b, 1);
+    t0 = cr_test_now_ms();
+    party_start(&impatient, b, 300);
+    pthread_join(impatient.thread, NULL);
+    pthread_join(waiting.thread, NULL);
+    /* The party whose wait ran out: CR_TIMEOUT; the other: CR_EBROKEN at
+     * once, not after its 30 s. */
+    assert_int_equal(impatient.rc, CR_TIMEOUT);
+    assert_true(impatient.returned_ms - t0 >= 290);
+    assert_int_equal(waiting.rc, CR_EBROKEN);
+    assert_true(waiting.returned_ms - impatient.returned_ms < slow(500));
+    OK(cr_barrier_is_broken(b, &broken));
+    assert_true(broken);
+    /* Broken until reset: an await returns at once. */
+    t0 = cr_test_now_ms();
+    assert_int_equal(cr_barrier_await(b, slow(10000), NULL, NULL), CR_EBROKEN);
+    assert_true(cr_test_now_ms() - t0 < slow(500));
+    OK(cr_barrier_reset(b));
+    OK(cr_barrier_is_broken(b, &broken));
+    assert_false(broken);
+    party_start(&waiting, b, slow(10000));
+    party_start(&impatient, b, slow(10000));
+    await_arrivals(b, 2);
+    OK(cr_barrier_await(b, slow(10000), &g, NULL));
+    pthread_join(waiting.thread, NULL);
+    pthread_join(impatient.thread, NULL);
+    OK(waiting.rc);
+    OK(impatient.rc);
+    assert_int_equal(g, 1);
+    cr_barrier_free(b);
+}
+
+static void
+test_barrier_a_wait_of_zero_breaks_unless_it_completes(void **state)
+{
+    cr_barrier *b = barrier("zero", 2);
+    party p;
+
+    (void)state;
+    assert_int_equal(cr_barrier_await(b, 0, NULL, NULL), CR_TIMEOUT);
+    OK(cr_barrier_reset(b));
+    party_start(&p, b, slow(10000));
+    await_arrivals(b, 1);
+    OK(cr_barrier_await(b, 0, NULL, NULL));
+    pthread_join(p.thread, NULL);
+    OK(p.rc);
+    cr_barrier_free(b);
+}
+
+static void
+test_barrier_freeing_a_waiting_client_breaks_the_round(void **state)
+{
+    cr_client *c = new_client(300);
+    cr_barrier *b = barrier("cancel", 3), *theirs = NULL;
+    party mine, cancelled;
+
+    (void)state;
+    assert_non_null(c);
+    OK(cr_barrier_new(c, "cancel", 3, &theirs));
+    party_start(&mine, b, slow(30000));
+    await_arrivals(b, 1);
+    party_start(&cancelled, theirs, CR_WAIT_FOREVER);
+    await_arrivals(b, 2);
+    cr_client_free(c);
+    pthread_join(cancelled.thread, NULL);
+    assert_int_equal(cancelled.rc, CR_ECLOSED);
+    pthread_join(mine.thread, NULL);
+    assert_int_equal(mine.rc, CR_EBROKEN);
+    assert_true(mine.returned_ms - cancelled.returned_ms < slow(500));
+    cr_barrier_free(theirs);
+    cr_barrier_free(b);
+}
+
+static void
+test_barrier_delete_breaks_the_waiters(void **state)
+{
+    cr_barrier *b = barrier("deleted", 2);
+    party p;
+    bool deleted = false;
+
+    (void)state;
+    party_start(&p, b, slow(30000));
+    await_arrivals(b, 1);
+    OK(cr_barrier_delete(b, &deleted));
+    assert_true(deleted);
+    pthread_join(p.thread, NULL);
+    assert_int_equal(p.rc, CR_EBROKEN);
+    assert_int_equal(cr_test_redis_count_keys(&test_redis, "*"), 0);
+    OK(cr_barrier_delete(b, &deleted));
+    assert_false(deleted);
+    cr_barrier_free(b);
+}
+
+static void
+test_barrier_refuses_another_number_of_parties(void **state)
+{
+    cr_barrier *b = barrier("counted", 2), *other = barrier("counted", 3);
+    party p;
+
+    (void)state;
+    party_start(&p, b, slow(10000));
+    await_arrivals(b, 1);
+    assert_int_equal(cr_barrier_await(other, 0, NULL, NULL), CR_EINVAL);
+    assert_non_null(strstr(cr_last_error(), "has 2 parties"));
+    OK(cr_barrier_await(b, slow(10000), NULL, NULL));
+    pthread_join(p.thread, NULL);
+    OK(p.rc);
+    assert_int_equal(cr_barrier_new(test_client, "x", 0, &other), CR_EINVAL);
+    cr_barrier_free(other);
+    cr_barrier_free(b);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
+        T(test_barrier_releases_every_party_with_generation_and_index),
+        T(test_barrier_one_party_passes_at_once),
+        T(test_barrier_wire_keys_fields_leases_and_messages),
+        T(test_barrier_eight_processes_fifty_rounds_exact),
+        T(test_barrier_threads_of_one_client_are_never_left_asleep),
+        T(test_barrier_a_sigkilled_party_breaks_the_round_within_its_lease),
+        T(test_barrier_waiters_keep_a_timer_at_the_earliest_lease),
+        T(test_barrier_a_timeout_breaks_the_round_and_reset_begins_the_next),
+        T(test_barrier_a_wait_of_zero_breaks_unless_it_completes),
+        T(test_barrier_freeing_a_waiting_client_breaks_the_round),
+        T(test_barrier_delete_breaks_the_waiters),
+        T(test_barrier_refuses_another_number_of_parties),
+#undef T
+    };
+
+    return cmocka_run_group_tests(tests, redis_up, redis_down);
+}

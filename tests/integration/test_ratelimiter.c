@@ -1,0 +1,757 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RRateLimiter (cr_rate_limiter): the wire layout of Redisson 3.21+ (keys,
+ * configuration fields, 21-byte records, times to live), the budget under
+ * load from eight processes and their threads, judged on the grant times
+ * the script recorded (never more than the rate in any window of one
+ * interval, and close to the rate over several intervals), PER_CLIENT
+ * budgets, refusals, and waits that sleep the script's hint.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lock_common.h"
+#include "scripts.h" /* a resend of one attempt, by hand */
+
+#define OK(call) assert_int_equal((call), CR_OK)
+
+/* ------------------------------------------------------------- helpers */
+
+/* A grant record as read from the zset: the member's bytes and score. */
+typedef struct record {
+    char member[32];
+    size_t len;
+    long long score;
+} record;
+
+/* What a record collector has seen: every member once. */
+typedef struct collector {
+    char key[128];
+    record *v;
+    size_t n, cap;
+    atomic_bool stop;
+    pthread_t thread;
+} collector;
+
+/* Adds the records of one ZRANGE WITHSCORES reply not seen before. */
+static void
+collect(collector *c, const redisReply *r)
+{
+    size_t i, k;
+
+    for (i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *m = r->element[i];
+        bool seen = false;
+
+        for (k = c->n; k > 0 && !seen; k--)
+            seen = c->v[k - 1].len == m->len &&
+                   memcmp(c->v[k - 1].member, m->str, m->len) == 0;
+        if (seen || m->len > sizeof(c->v[0].member))
+            continue;
+        if (c->n == c->cap) {
+            c->cap = c->cap ? c->cap * 2 : 256;
+            c->v = realloc(c->v, c->cap * sizeof(*c->v));
+            assert_non_null(c->v);
+        }
+        memcpy(c->v[c->n].member, m->str, m->len);
+        c->v[c->n].len = m->len;
+        c->v[c->n].score = atoll(r->element[i + 1]->str);
+        c->n++;
+    }
+}
+
+/* The collector's thread: reads the whole zset every 50 ms (a record
+ * lives one interval, 1 s here, before a call may reclaim it). */
+static void *
+collector_run(void *arg)
+{
+    collector *c = arg;
+    redisContext *rc = cr_test_redis_connect(&test_redis);
+    bool last = false;
+
+    assert_non_null(rc);
+    while (!last) {
+        redisReply *r;
+
+        last = atomic_load(&c->stop);
+        r = redisCommand(rc, "ZRANGE %s 0 -1 WITHSCORES", c->key);
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY)
+            collect(c, r);
+        if (r != NULL)
+            freeReplyObject(r);
+        if (!last)
+            usleep(50000);
+    }
+    redisFree(rc);
+    return NULL;
+}
+
+static int
+by_score(const void *a, const void *b)
+{
+    const record *x = a, *y = b;
+
+    return x->score < y->score ? -1 : x->score > y->score;
+}
+
+/* The permits of a record (bytes 17..20, little-endian). */
+static unsigned
+permits_of(const record *r)
+{
+    const unsigned char *p = (const unsigned char *)r->member;
+
+    assert_int_equal(r->len, 21);
+    assert_int_equal(p[0], 16);
+    return p[17] | p[18] << 8 | p[19] << 16 | (unsigned)p[20] << 24;
+}
+
+/* The most permits granted in any window [s, s + interval) that starts at
+ * a grant: the sliding-window bound Redisson promises. */
+static unsigned
+most_in_a_window(record *v, size_t n, long long interval)
+{
+    unsigned most = 0;
+    size_t i, j;
+
+    qsort(v, n, sizeof(*v), by_score);
+    for (i = 0; i < n; i++) {
+        unsigned sum = 0;
+
+        for (j = i; j < n && v[j].score < v[i].score + interval; j++)
+            sum += permits_of(&v[j]);
+        if (sum > most)
+            most = sum;
+    }
+    return most;
+}
+
+/* The server's clock in epoch ms. */
+static long long
+server_ms(void)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "TIME");
+    long long ms;
+
+    assert_non_null(r);
+    ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* The server's count of calls of `cmd` so far (INFO commandstats). */
+static long long
+calls_of(const char *cmd)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
+    char field[64];
+    const char *p;
+    long long n = 0;
+
+    snprintf(field, sizeof(field), "cmdstat_%s:calls=", cmd);
+    p = r != NULL && r->type == REDIS_REPLY_STRING ? strstr(r->str, field)
+                                                   : NULL;
+    if (p != NULL)
+        n = atoll(p + strlen(field));
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* A new limiter handle on the test client. */
+static cr_rate_limiter *
+limiter(const char *name)
+{
+    cr_rate_limiter *l = NULL;
+
+    OK(cr_rate_limiter_new(test_client, name, &l));
+    return l;
+}
+
+/* --------------------------------------------------------------- tests */
+
+static void
+test_rate_limiter_try_set_rate_sets_once_and_get_config_reads_it(void **state)
+{
+    cr_rate_limiter *l = limiter("myLimiter");
+    cr_rate_config cfg;
+    bool set = false;
+
+    (void)state;
+    OK(cr_rate_limiter_get_config(l, &cfg));
+    assert_int_equal(cfg.rate, 0);
+    assert_int_equal(cfg.interval_ms, 0);
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 10, 1000, 0, &set));
+    assert_true(set);
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_PER_CLIENT, 3, 500, 0, &set));
+    assert_false(set);
+    OK(cr_rate_limiter_get_config(l, &cfg));
+    assert_int_equal(cfg.type, CR_RATE_OVERALL);
+    assert_int_equal(cfg.rate, 10);
+    assert_int_equal(cfg.interval_ms, 1000);
+    assert_int_equal(cfg.keep_alive_ms, 0);
+    /* The hash as Redisson writes it, in decimal. */
+    assert_int_equal(redis_int("HGET myLimiter rate"), 10);
+    assert_int_equal(redis_int("HGET myLimiter interval"), 1000);
+    assert_int_equal(redis_int("HGET myLimiter type"), 0);
+    assert_int_equal(redis_int("HGET myLimiter keepAliveTime"), 0);
+    assert_int_equal(redis_int("PTTL myLimiter"), -1);
+    /* A Java trySetRate(PER_CLIENT, ...) is read back as such. */
+    assert_true(redis_ok("HSET other rate 7 interval 250 type 1 "
+                         "keepAliveTime 5000"));
+    cr_rate_limiter_free(l);
+    l = limiter("other");
+    OK(cr_rate_limiter_get_config(l, &cfg));
+    assert_int_equal(cfg.type, CR_RATE_PER_CLIENT);
+    assert_int_equal(cfg.rate, 7);
+    assert_int_equal(cfg.interval_ms, 250);
+    assert_int_equal(cfg.keep_alive_ms, 5000);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_wire_keys_records_and_no_ttl(void **state)
+{
+    cr_rate_limiter *l = limiter("myLimiter");
+    redisReply *r;
+    const unsigned char *m;
+    long long before, after, score;
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 10, 60000, 0, NULL));
+    before = server_ms();
+    OK(cr_rate_limiter_try_acquire(l, 3, 0));
+    after = server_ms();
+    assert_int_equal(redis_int("GET {myLimiter}:value"), 7);
+    r = cr_test_redis_cmd(&test_redis, "ZRANGE {myLimiter}:permits 0 -1 "
+                          "WITHSCORES");
+    assert_non_null(r);
+    assert_int_equal(r->elements, 2);
+    /* 0x10, 16 id bytes, the permits as a little-endian uint32. */
+    assert_int_equal(r->element[0]->len, 21);
+    m = (const unsigned char *)r->element[0]->str;
+    assert_int_equal(m[0], 0x10);
+    assert_int_equal(m[17], 3);
+    assert_int_equal(m[18] | m[19] | m[20], 0);
+    score = atoll(r->element[1]->str);
+    assert_true(score >= before && score <= after);
+    freeReplyObject(r);
+    /* No time to live anywhere without keep-alive or one on N. */
+    assert_int_equal(redis_int("PTTL myLimiter"), -1);
+    assert_int_equal(redis_int("PTTL {myLimiter}:value"), -1);
+    assert_int_equal(redis_int("PTTL {myLimiter}:permits"), -1);
+    /* Nothing of the PER_CLIENT shape. */
+    assert_int_equal(cr_test_redis_count_keys(&test_redis, "{myLimiter}:*:*"),
+                     0);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_tagged_name_and_keep_alive_ttls(void **state)
+{
+    cr_rate_limiter *l = limiter("app{7}rl");
+    const char *id = cr_client_id(test_client);
+    long long ttl;
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_PER_CLIENT, 5, 1000, 2000,
+                                    NULL));
+    ttl = redis_int("PTTL app{7}rl");
+    assert_true(ttl > 1000 && ttl <= 2000);
+    OK(cr_rate_limiter_try_acquire(l, 2, 0));
+    /* The client's own pair, named suffixName(suffixName(N, value), U). */
+    assert_int_equal(redis_int("GET app{7}rl:value:%s", id), 3);
+    assert_int_equal(redis_int("ZCARD app{7}rl:permits:%s", id), 1);
+    assert_int_equal(redis_int("EXISTS app{7}rl:value"), 0);
+    assert_int_equal(redis_int("EXISTS app{7}rl:permits"), 0);
+    /* keepAliveTime: N and the pair live 2 s from the acquisition. */
+    ttl = redis_int("PTTL app{7}rl");
+    assert_true(ttl > 1000 && ttl <= 2000);
+    ttl = redis_int("PTTL app{7}rl:value:%s", id);
+    assert_true(ttl > 1000 && ttl <= 2000);
+    ttl = redis_int("PTTL app{7}rl:permits:%s", id);
+    assert_true(ttl > 1000 && ttl <= 2000);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_copies_the_time_to_live_of_n(void **state)
+{
+    cr_rate_limiter *l = limiter("expiring");
+    long long ttl;
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 5, 1000, 0, NULL));
+    /* A user's expire (Java expire(10 s)) on N alone. */
+    assert_true(redis_ok("PEXPIRE expiring 10000"));
+    OK(cr_rate_limiter_try_acquire(l, 1, 0));
+    ttl = redis_int("PTTL {expiring}:value");
+    assert_true(ttl > 8000 && ttl <= 10000);
+    ttl = redis_int("PTTL {expiring}:permits");
+    assert_true(ttl > 8000 && ttl <= 10000);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_permits_above_the_rate_are_refused(void **state)
+{
+    cr_rate_limiter *l = limiter("small");
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 5, 1000, 0, NULL));
+    assert_int_equal(cr_rate_limiter_try_acquire(l, 6, 0), CR_EINVAL);
+    assert_non_null(strstr(cr_last_error(), "cannot exceed defined rate"));
+    assert_int_equal(cr_rate_limiter_try_acquire(l, 6, slow(2000)), CR_EINVAL);
+    /* Nothing written. */
+    assert_int_equal(redis_int("EXISTS {small}:value {small}:permits"), 0);
+    /* Permits the record cannot hold, and none, are refused before Redis. */
+    assert_int_equal(cr_rate_limiter_try_acquire(l, 0, 0), CR_EINVAL);
+    assert_int_equal(cr_rate_limiter_try_acquire(l, CR_RATE_PERMITS_MAX + 1,
+                                                 0), CR_EINVAL);
+    OK(cr_rate_limiter_try_acquire(l, 5, 0));
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_without_a_rate_is_not_initialized(void **state)
+{
+    cr_rate_limiter *l = limiter("unset");
+    int64_t n = 0;
+
+    (void)state;
+    assert_int_equal(cr_rate_limiter_try_acquire(l, 1, 0), CR_EINVAL);
+    assert_non_null(strstr(cr_last_error(), "not initialized"));
+    assert_int_equal(cr_rate_limiter_available_permits(l, &n), CR_EINVAL);
+    assert_int_equal(cr_test_redis_count_keys(&test_redis, "*"), 0);
+    /* Bad settings are refused (keep-alive shorter than the interval). */
+    assert_int_equal(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 5, 1000,
+                                                  999, NULL), CR_EINVAL);
+    assert_int_equal(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 0, 1000,
+                                                  0, NULL), CR_EINVAL);
+    assert_int_equal(cr_rate_limiter_try_set_rate(l, (cr_rate_type)2, 5, 1000,
+                                                  0, NULL), CR_EINVAL);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_a_resent_attempt_takes_permits_once(void **state)
+{
+    cr_rate_limiter *l = limiter("resend");
+    const char *id = "0123456789abcdef";
+    cr__rate_limiter_acquire_args args = {
+        .config = "resend", .value = "{resend}:value",
+        .client_value = "{resend}:value:x", .permits = "{resend}:permits",
+        .client_permits = "{resend}:permits:x", .count = 2,
+        .id = {id, 16}};
+    int round;
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 3, 60000, 0, NULL));
+    /* The same attempt twice, as the transport resends it after a broken
+     * link: granted both times, the permits taken once (Q1 fixed). */
+    for (round = 0; round < 2; round++) {
+        cr__cmd cmd = {0};
+        cr__reply *r = NULL;
+
+        OK(cr__run_rate_limiter_acquire(test_client, &cmd, &args, &r));
+        assert_int_equal(r->type, CR__REPLY_ARRAY);
+        assert_int_equal(r->element[0]->integer, 0);
+        cr__reply_free(r);
+    }
+    assert_int_equal(redis_int("GET {resend}:value"), 1);
+    assert_int_equal(redis_int("ZCARD {resend}:permits"), 1);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_reads_records_it_did_not_write(void **state)
+{
+    cr_rate_limiter *l = limiter("foreign");
+    long long now = server_ms();
+    int64_t n = 0;
+
+    (void)state;
+    /* A limiter of 4 whose value says 1 left: one live record of 3 from
+     * another client (Java), its id 16 other bytes. */
+    assert_true(redis_ok("HSET foreign rate 4 interval 60000 type 0 "
+                         "keepAliveTime 0"));
+    assert_true(redis_ok("SET {foreign}:value 1"));
+    assert_true(redis_ok("ZADD {foreign}:permits %lld %b", now,
+                         "\x10" "ABCDEFGHIJKLMNOP" "\x03\x00\x00\x00",
+                         (size_t)21));
+    assert_int_equal(cr_rate_limiter_try_acquire(l, 2, 0), CR_BUSY);
+    OK(cr_rate_limiter_available_permits(l, &n));
+    assert_int_equal(n, 1);
+    OK(cr_rate_limiter_try_acquire(l, 1, 0));
+    /* An expired record of 3 comes back as 3 permits (L honoured). */
+    assert_true(redis_ok("DEL {foreign}:permits"));
+    assert_true(redis_ok("SET {foreign}:value 0"));
+    assert_true(redis_ok("ZADD {foreign}:permits %lld %b", now - 120000,
+                         "\x10" "ABCDEFGHIJKLMNOP" "\x03\x00\x00\x00",
+                         (size_t)21));
+    assert_true(redis_ok("ZADD {foreign}:permits %lld %b", now,
+                         "\x10" "QRSTUVWXYZABCDEF" "\x01\x00\x00\x00",
+                         (size_t)21));
+    OK(cr_rate_limiter_available_permits(l, &n));
+    assert_int_equal(n, 3);
+    assert_int_equal(redis_int("ZCARD {foreign}:permits"), 1);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_available_permits_come_back_after_the_interval(void **state)
+{
+    cr_rate_limiter *l = limiter("refill");
+    int64_t n = 0, start;
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 10, 300, 0, NULL));
+    OK(cr_rate_limiter_available_permits(l, &n));
+    assert_int_equal(n, 10);
+    OK(cr_rate_limiter_try_acquire(l, 3, 0));
+    OK(cr_rate_limiter_try_acquire(l, 4, 0));
+    OK(cr_rate_limiter_available_permits(l, &n));
+    assert_int_equal(n, 3);
+    start = cr_test_now_ms();
+    while (n != 10 && cr_test_now_ms() - start < slow(3000)) {
+        usleep(20000);
+        OK(cr_rate_limiter_available_permits(l, &n));
+    }
+    assert_int_equal(n, 10);
+    assert_int_equal(redis_int("ZCARD {refill}:permits"), 0);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_a_wait_sleeps_the_hint_without_polling(void **state)
+{
+    cr_rate_limiter *l = limiter("sleepy");
+    int64_t t0, took;
+    long long calls;
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 2, 1000, 0, NULL));
+    OK(cr_rate_limiter_try_acquire(l, 2, 0));
+    calls = calls_of("evalsha") + calls_of("eval");
+    t0 = cr_test_now_ms();
+    OK(cr_rate_limiter_try_acquire(l, 1, slow(5000)));
+    took = cr_test_now_ms() - t0;
+    /* Granted once the first record expired, about 1 s after it. */
+    assert_true(took >= 900);
+    assert_true(took < slow(2500));
+    /* One attempt, one sleep, one attempt (a late wake-up may add one). */
+    assert_true(calls_of("evalsha") + calls_of("eval") - calls <= 3);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_gives_up_at_once_when_the_hint_is_beyond_the_wait(void **state)
+{
+    cr_rate_limiter *l = limiter("slow");
+    int64_t t0;
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 1, 30000, 0, NULL));
+    OK(cr_rate_limiter_try_acquire(l, 1, 0));
+    t0 = cr_test_now_ms();
+    assert_int_equal(cr_rate_limiter_try_acquire(l, 1, 5000), CR_BUSY);
+    assert_true(cr_test_now_ms() - t0 < slow(1000));
+    /* A wait of 0 is one attempt. */
+    assert_int_equal(cr_rate_limiter_try_acquire(l, 1, 0), CR_BUSY);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_per_client_gives_each_client_its_own_budget(void **state)
+{
+    cr_client *other = new_client(300);
+    cr_rate_limiter *a = limiter("perclient"), *b = NULL;
+
+    (void)state;
+    assert_non_null(other);
+    OK(cr_rate_limiter_new(other, "perclient", &b));
+    OK(cr_rate_limiter_try_set_rate(a, CR_RATE_PER_CLIENT, 2, 60000, 0, NULL));
+    OK(cr_rate_limiter_try_acquire(a, 2, 0));
+    assert_int_equal(cr_rate_limiter_try_acquire(a, 1, 0), CR_BUSY);
+    OK(cr_rate_limiter_try_acquire(b, 1, 0));
+    OK(cr_rate_limiter_try_acquire(b, 1, 0));
+    assert_int_equal(cr_rate_limiter_try_acquire(b, 1, 0), CR_BUSY);
+    assert_int_equal(redis_int("GET {perclient}:value:%s",
+                               cr_client_id(test_client)), 0);
+    assert_int_equal(redis_int("GET {perclient}:value:%s",
+                               cr_client_id(other)), 0);
+    assert_int_equal(redis_int("EXISTS {perclient}:value"), 0);
+    cr_rate_limiter_free(b);
+    cr_client_free(other);
+    cr_rate_limiter_free(a);
+}
+
+static void
+test_rate_limiter_set_rate_starts_afresh_and_delete_removes_all(void **state)
+{
+    cr_rate_limiter *l = limiter("reset");
+    cr_rate_config cfg;
+    bool deleted = false;
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 2, 60000, 0, NULL));
+    OK(cr_rate_limiter_try_acquire(l, 2, 0));
+    assert_int_equal(cr_rate_limiter_try_acquire(l, 1, 0), CR_BUSY);
+    OK(cr_rate_limiter_set_rate(l, CR_RATE_OVERALL, 3, 60000, 0));
+    OK(cr_rate_limiter_get_config(l, &cfg));
+    assert_int_equal(cfg.rate, 3);
+    OK(cr_rate_limiter_try_acquire(l, 3, 0));
+    /* A change of type clears the other type's state too. */
+    OK(cr_rate_limiter_set_rate(l, CR_RATE_PER_CLIENT, 1, 60000, 0));
+    assert_int_equal(redis_int("EXISTS {reset}:value {reset}:permits"), 0);
+    OK(cr_rate_limiter_try_acquire(l, 1, 0));
+    OK(cr_rate_limiter_delete(l, &deleted));
+    assert_true(deleted);
+    assert_int_equal(cr_test_redis_count_keys(&test_redis, "*"), 0);
+    OK(cr_rate_limiter_delete(l, &deleted));
+    assert_false(deleted);
+    cr_rate_limiter_free(l);
+}
+
+/* A thread of the test process taking permits for a while. */
+typedef struct taker {
+    cr_rate_limiter *limiter;
+    int64_t until; /* cr_test_now_ms() */
+    int permits;   /* 0: 1, 2 or 3 in turn */
+    bool probe;    /* one attempt every 25 ms instead of waiting */
+    long granted;  /* permits */
+    pthread_t thread;
+} taker;
+
+static void *
+taker_run(void *arg)
+{
+    taker *t = arg;
+    int64_t now;
+    int i = 0;
+
+    while ((now = cr_test_now_ms()) < t->until) {
+        int p = t->permits > 0 ? t->permits : 1 + i++ % 3;
+        cr_status rc = cr_rate_limiter_try_acquire(t->limiter, p,
+                                                   t->probe ? 0
+                                                   : t->until - now);
+
+        if (t->probe)
+            usleep(25000);
+
+        if (rc == CR_OK)
+            t->granted += p;
+        else
+            assert_int_equal(rc, CR_BUSY);
+    }
+    return NULL;
+}
+
+/* Reads a worker's count of grants and checks that it exited with 0. */
+static long
+worker_grants(pid_t pid, int fd)
+{
+    char line[64] = "";
+    size_t n = 0;
+    int status = 0;
+
+    while (n + 1 < sizeof(line) && read(fd, line + n, 1) == 1 &&
+           line[n] != '\n')
+        n++;
+    line[n] = '\0';
+    close(fd);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    return atol(line);
+}
+
+#define HAMMER_PROCS 8
+#define HAMMER_RATE 20
+#define HAMMER_INTERVALS 4
+
+static void
+test_rate_limiter_eight_processes_never_exceed_the_rate_in_any_window(void **state)
+{
+    collector col;
+    taker t[2];
+    pid_t pids[HAMMER_PROCS];
+    int fds[HAMMER_PROCS], i;
+    cr_rate_limiter *l = limiter("hammer");
+    long total = 0;
+    size_t in_run = 0, k;
+    long long first, run_ms = HAMMER_INTERVALS * 1000 + 600;
+    char ms[32];
+    const char *args[5];
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, HAMMER_RATE, 1000, 0,
+                                    NULL));
+    memset(&col, 0, sizeof(col));
+    snprintf(col.key, sizeof(col.key), "{hammer}:permits");
+    assert_int_equal(pthread_create(&col.thread, NULL, collector_run, &col), 0);
+    snprintf(ms, sizeof(ms), "%lld", run_ms);
+    args[0] = test_redis.url;
+    args[1] = "hammer";
+    args[2] = ms;
+    args[3] = "2";
+    args[4] = NULL;
+    for (i = 0; i < HAMMER_PROCS; i++) {
+        const char *a[] = {"rate", args[0], args[1], args[2], args[3], NULL};
+
+        pids[i] = cr_test_spawn("coord_worker", a, &fds[i]);
+        assert_true(pids[i] > 0);
+    }
+    /* Two threads here: one waits as the workers do, one makes single
+     * attempts at any moment (as Java's tryAcquire() would). */
+    for (i = 0; i < 2; i++) {
+        memset(&t[i], 0, sizeof(t[i]));
+        t[i].limiter = l;
+        t[i].permits = 1;
+        t[i].probe = i == 1;
+        t[i].until = cr_test_now_ms() + run_ms;
+        assert_int_equal(pthread_create(&t[i].thread, NULL, taker_run, &t[i]),
+                         0);
+    }
+    for (i = 0; i < 2; i++) {
+        pthread_join(t[i].thread, NULL);
+        total += t[i].granted;
+    }
+    for (i = 0; i < HAMMER_PROCS; i++)
+        total += worker_grants(pids[i], fds[i]);
+    atomic_store(&col.stop, true);
+    pthread_join(col.thread, NULL);
+    /* Every grant has its record, and the records hold one permit each. */
+    assert_int_equal((long)col.n, total);
+    /* Never more than the rate in any window of one interval. */
+    assert_true(most_in_a_window(col.v, col.n, 1000) <= HAMMER_RATE);
+    /* And close to it: the intervals from the first grant hold (almost)
+     * the rate each. */
+    first = col.v[0].score;
+    for (k = 0; k < col.n; k++)
+        if (col.v[k].score < first + HAMMER_INTERVALS * 1000)
+            in_run++;
+    fprintf(stderr, "hammer: %ld grants, %zu in the first %d intervals\n",
+            total, in_run, HAMMER_INTERVALS);
+    assert_true(in_run * 100 >= 95 * HAMMER_RATE * HAMMER_INTERVALS);
+    assert_true(in_run <= HAMMER_RATE * HAMMER_INTERVALS);
+    free(col.v);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_threads_asking_for_several_permits_keep_the_window(void **state)
+{
+    collector col;
+    taker t[6];
+    cr_rate_limiter *l = limiter("mixed");
+
+    long total = 0;
+    size_t k;
+    int i;
+
+    (void)state;
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 12, 1000, 0, NULL));
+    memset(&col, 0, sizeof(col));
+    snprintf(col.key, sizeof(col.key), "{mixed}:permits");
+    assert_int_equal(pthread_create(&col.thread, NULL, collector_run, &col), 0);
+    for (i = 0; i < 6; i++) {
+        memset(&t[i], 0, sizeof(t[i]));
+        t[i].limiter = l;
+        t[i].probe = i == 5;
+        t[i].until = cr_test_now_ms() + 3300;
+        assert_int_equal(pthread_create(&t[i].thread, NULL, taker_run, &t[i]),
+                         0);
+    }
+    for (i = 0; i < 6; i++) {
+        pthread_join(t[i].thread, NULL);
+        total += t[i].granted;
+    }
+    atomic_store(&col.stop, true);
+    pthread_join(col.thread, NULL);
+    for (k = 0; k < col.n; k++)
+        total -= permits_of(&col.v[k]);
+    assert_int_equal(total, 0);
+    assert_true(most_in_a_window(col.v, col.n, 1000) <= 12);
+    free(col.v);
+    cr_rate_limiter_free(l);
+}
+
+/* A thread blocked in acquire until its client is freed. */
+typedef struct blocked {
+    cr_rate_limiter *limiter;
+    cr_status rc;
+    atomic_bool done;
+    pthread_t thread;
+} blocked;
+
+static void *
+blocked_run(void *arg)
+{
+    blocked *b = arg;
+
+    b->rc = cr_rate_limiter_acquire(b->limiter, 1);
+    atomic_store(&b->done, true);
+    return NULL;
+}
+
+static bool
+is_done(void *arg)
+{
+    return atomic_load(&((blocked *)arg)->done);
+}
+
+static void
+test_rate_limiter_freeing_the_client_ends_a_wait(void **state)
+{
+    cr_client *c = new_client(300);
+    blocked b;
+    int64_t t0;
+
+    (void)state;
+    assert_non_null(c);
+    memset(&b, 0, sizeof(b));
+    OK(cr_rate_limiter_new(c, "stuck", &b.limiter));
+    OK(cr_rate_limiter_try_set_rate(b.limiter, CR_RATE_OVERALL, 1, 600000, 0,
+                                    NULL));
+    OK(cr_rate_limiter_try_acquire(b.limiter, 1, 0));
+    assert_int_equal(pthread_create(&b.thread, NULL, blocked_run, &b), 0);
+    /* It sleeps the 10-minute hint; no more attempts come meanwhile. */
+    assert_false(cr_test_wait_until(is_done, &b, 300));
+    t0 = cr_test_now_ms();
+    cr_client_free(c);
+    pthread_join(b.thread, NULL);
+    assert_int_equal(b.rc, CR_ECLOSED);
+    /* Within the free's grace (one command timeout), not the hint. */
+    assert_true(cr_test_now_ms() - t0 < slow(2000) + 1000);
+    cr_rate_limiter_free(b.limiter);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
+        T(test_rate_limiter_try_set_rate_sets_once_and_get_config_reads_it),
+        T(test_rate_limiter_wire_keys_records_and_no_ttl),
+        T(test_rate_limiter_tagged_name_and_keep_alive_ttls),
+        T(test_rate_limiter_copies_the_time_to_live_of_n),
+        T(test_rate_limiter_permits_above_the_rate_are_refused),
+        T(test_rate_limiter_without_a_rate_is_not_initialized),
+        T(test_rate_limiter_a_resent_attempt_takes_permits_once),
+        T(test_rate_limiter_reads_records_it_did_not_write),
+        T(test_rate_limiter_available_permits_come_back_after_the_interval),
+        T(test_rate_limiter_a_wait_sleeps_the_hint_without_polling),
+        T(test_rate_limiter_gives_up_at_once_when_the_hint_is_beyond_the_wait),
+        T(test_rate_limiter_per_client_gives_each_client_its_own_budget),
+        T(test_rate_limiter_set_rate_starts_afresh_and_delete_removes_all),
+        T(test_rate_limiter_eight_processes_never_exceed_the_rate_in_any_window),
+        T(test_rate_limiter_threads_asking_for_several_permits_keep_the_window),
+        T(test_rate_limiter_freeing_the_client_ends_a_wait),
+#undef T
+    };
+
+    return cmocka_run_group_tests(tests, redis_up, redis_down);
+}
