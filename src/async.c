@@ -456,6 +456,10 @@ lock_finish(cr_request *q)
         cr__script_lock_later(l, q->owner, q->attempt_lease, q->wait_ms, later);
     if (rc != CR_OK)
         q->value = 0;
+    if (cr__hooked(&a->client->run.stats) && (rc == CR_OK || rc == CR_BUSY))
+        cr__event(&a->client->run.stats,
+                  rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
+                  l->kind->name, l->name, cr__now_ms() - q->w.start, -1, true);
     end(q, rc);
 }
 
@@ -827,9 +831,13 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
         cr__aio_command(a->io, 2, argv, NULL, NULL, NULL);
     }
     if (rc == CR_OK) {
-        cr__hold_release(ren, l->kind->hold_kind, l->raw, q->owner,
-                         result == 1,
-                         cr__lease_valid_until(q->sent_ms, q->attempt_lease));
+        int64_t held = cr__hold_release(
+            ren, l->kind->hold_kind, l->raw, q->owner, result == 1,
+            cr__lease_valid_until(q->sent_ms, q->attempt_lease));
+
+        if (result == 1)
+            cr__event(&a->client->run.stats, CR_EVENT_RELEASED, CR_OK,
+                      l->kind->name, l->name, -1, held, true);
         cr__handoff_after_unlock(&l->handoff, a->client, l->channel, heard,
                                  q->unlock.started_us, l->kind->in_line);
     } else if (rc == CR_ENOTOWNER && local > 0) {
@@ -1054,8 +1062,14 @@ object_request(cr_async *a, int what, void *obj, const char *channel,
                cr__decode_fn decode, int64_t wait_ms, cr__handoff *h,
                cr_async_fn fn, void *userdata)
 {
+    static const char *const kinds[] = {NULL, "semaphore",
+                                        "permit semaphore", "latch"};
     cr_request *q = request_new(a, Q_WAIT, fn, userdata);
     cr__wait_spec spec = {
+        .ev_object = kinds[what],
+        .ev_name = ((const cr__object *)obj)->name,
+        .ev_async = true,
+        .ev_busy = what == O_LATCH ? CR_TIMEOUT : CR_BUSY,
         .channel = channel,
         .decode = decode,
         .wait_ms = wait_ms,

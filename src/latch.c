@@ -311,7 +311,8 @@ await_latch(cr_latch *l, int64_t wait_ms, bool must_exist)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    cr__object_wait_begin(&w, l, l->channel, cr__latch_decode, true, wait_ms);
+    cr__object_wait_begin(&w, l, "latch", l->channel, cr__latch_decode, true,
+                          wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = look(l, must_exist, &hint);
     if (rc == CR_BUSY)

@@ -47,6 +47,13 @@ typedef struct cr__wait_spec {
      * back for the lock cannot take it between two of them (its first try
      * comes with its first wake-up, or after LINE_RECHECK_MS). */
     bool in_line;
+    /* For the event hook: the object's kind and name (NULL: the caller
+     * reports the outcome itself), whether the request is asynchronous,
+     * and the status a wait that ran out is reported with (CR_BUSY, or
+     * CR_TIMEOUT for an await). */
+    const char *ev_object, *ev_name;
+    bool ev_async;
+    cr_status ev_busy;
 } cr__wait_spec;
 
 /* The subscriptions a wait uses: the client's (cr__wait_begin, the
