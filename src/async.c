@@ -1185,7 +1185,12 @@ released_read(cr_request *q, cr_status rc, cr__reply *r)
 {
     bool done = false;
 
-    return cr__sem_release_reply(q->obj, rc, r, q->sent_ms, &done);
+    rc = cr__sem_release_reply(q->obj, rc, r, q->sent_ms, &done);
+    if (rc == CR_OK)
+        cr__event(&q->async->client->run.stats, CR_EVENT_RELEASED, CR_OK,
+                  "semaphore", ((const cr__object *)q->obj)->name, -1, -1,
+                  true);
+    return rc;
 }
 
 static cr_status
@@ -1209,7 +1214,7 @@ permit_released_read(cr_request *q, cr_status rc, cr__reply *r)
 {
     int64_t result = 0;
 
-    return cr__permit_release_reply(q->obj, q->id, rc, r, q->sent_ms,
+    return cr__permit_release_reply(q->obj, q->id, rc, r, q->sent_ms, true,
                                     &result);
 }
 

@@ -360,7 +360,8 @@ cr__permit_release_call(const void *obj, const char *hex,
 
 cr_status
 cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
-                         cr__reply *r, int64_t sent_us, int64_t *result)
+                         cr__reply *r, int64_t sent_us, bool async,
+                         int64_t *result)
 {
     cr__sem *s = obj;
     int64_t v = 0;
@@ -381,11 +382,13 @@ cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
     if (*result == 2) {
         CR__STAT_ADD(&s->client->run.stats, leases_lost, 1);
         cr__event(&s->client->run.stats, CR_EVENT_LEASE_LOST, CR_ELOST,
-                  "permit semaphore", s->name, -1, -1, false);
+                  "permit semaphore", s->name, -1, -1, async);
         return cr__fail(CR_ELOST, "the lease of permit %s of %s had run out; "
                         "the permit was given back all the same", hex,
                         s->name);
     }
+    cr__event(&s->client->run.stats, CR_EVENT_RELEASED, CR_OK,
+              "permit semaphore", s->name, -1, -1, async);
     return CR_OK;
 }
 
@@ -405,7 +408,7 @@ release(cr_permit_semaphore *s, const char *hex, int64_t *result)
     if (rc == CR_OK)
         rc = cr__script_call_run(s->client, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__permit_release_reply(s, hex, rc, r, sent, result);
+    return cr__permit_release_reply(s, hex, rc, r, sent, false, result);
 }
 
 cr_status

@@ -55,8 +55,8 @@ typedef enum cr_event_kind {
     CR_EVENT_ACQUIRED = 1,  /* a lock, permits or an open latch obtained;
                              * wait_ms: how long the call waited */
     CR_EVENT_RELEASED,      /* a lock's last hold given back (hold_ms: since
-                             * the first), or permits released (hold_ms -1:
-                             * permits belong to no one) */
+                             * the first), or permits or a permit released
+                             * (hold_ms -1: not measured for permits) */
     CR_EVENT_BUSY,          /* not obtained before the wait ran out:
                              * status CR_BUSY (try_*) or CR_TIMEOUT (await);
                              * wait_ms: how long it waited */

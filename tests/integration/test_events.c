@@ -216,6 +216,39 @@ test_events_semaphore_acquired_busy_and_released(void **state)
 }
 
 static void
+test_events_permit_semaphore_acquired_released_and_lease_lost(void **state)
+{
+    cr_permit_semaphore *sem;
+    char id[CR_PERMIT_ID_LEN + 1];
+    bool set = false;
+    seen s;
+
+    (void)state;
+    assert_int_equal(cr_permit_semaphore_new(test_client, "slots:7", &sem),
+                     CR_OK);
+    assert_int_equal(cr_permit_semaphore_try_set_permits(sem, 1, &set), CR_OK);
+    assert_int_equal(cr_permit_semaphore_try_acquire(sem, 0, 10000, id), CR_OK);
+    assert_true(find(CR_EVENT_ACQUIRED, "slots:7", &s));
+    assert_string_equal(s.object, "permit semaphore");
+    assert_int_equal(cr_permit_semaphore_try_acquire(sem, 0, 10000, id),
+                     CR_BUSY);
+    assert_true(find(CR_EVENT_BUSY, "slots:7", &s));
+    assert_int_equal(s.status, CR_BUSY);
+    assert_int_equal(cr_permit_semaphore_release(sem, id), CR_OK);
+    assert_true(find(CR_EVENT_RELEASED, "slots:7", &s));
+    assert_string_equal(s.object, "permit semaphore");
+    assert_int_equal(s.hold_ms, -1);
+    /* A permit whose lease ran out before its release: lost. */
+    assert_int_equal(cr_permit_semaphore_try_acquire(sem, 0, 50, id), CR_OK);
+    usleep(slow(200) * 1000);
+    assert_int_equal(cr_permit_semaphore_release(sem, id), CR_ELOST);
+    assert_true(find(CR_EVENT_LEASE_LOST, "slots:7", &s));
+    assert_int_equal(s.status, CR_ELOST);
+    assert_string_equal(s.object, "permit semaphore");
+    cr_permit_semaphore_free(sem);
+}
+
+static void
 test_events_latch_timeout_and_opened(void **state)
 {
     cr_latch *l;
@@ -327,6 +360,9 @@ main(void)
         cmocka_unit_test_setup_teardown(
             test_events_semaphore_acquired_busy_and_released, hooked_up,
             client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_permit_semaphore_acquired_released_and_lease_lost,
+            hooked_up, client_down),
         cmocka_unit_test_setup_teardown(
             test_events_latch_timeout_and_opened, hooked_up, client_down),
         cmocka_unit_test_setup_teardown(
