@@ -1131,6 +1131,8 @@ handle_reply(alink *l, cr__reply *r)
         cr__parse_redirect(r->str, &ask, &slot, host, sizeof(host), &port)) {
         cr__reply_free(r);
         CR__STAT_ADD(&io->client->run.stats, redirects, 1);
+        cr__event(&io->client->run.stats, CR_EVENT_REDIRECT, CR_OK, NULL,
+                  NULL, -1, -1, true);
         if (redirect(l, &e, ask, host, port))
             return;
         deliver(&e, cr__fail(CR_EIO, "a redirection could not be sent"),

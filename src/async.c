@@ -460,6 +460,10 @@ lock_finish(cr_request *q)
         cr__script_lock_later(l, q->owner, q->attempt_lease, q->wait_ms, later);
     if (rc != CR_OK)
         q->value = 0;
+    if (cr__hooked(&a->client->run.stats) && (rc == CR_OK || rc == CR_BUSY))
+        cr__event(&a->client->run.stats,
+                  rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
+                  l->kind->name, l->name, cr__now_ms() - q->w.start, -1, true);
     end(q, rc);
 }
 
@@ -831,9 +835,13 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
         cr__aio_command(a->io, 2, argv, NULL, NULL, NULL);
     }
     if (rc == CR_OK) {
-        cr__hold_release(ren, l->kind->hold_kind, l->raw, q->owner,
-                         result == 1,
-                         cr__lease_valid_until(q->sent_ms, q->attempt_lease));
+        int64_t held = cr__hold_release(
+            ren, l->kind->hold_kind, l->raw, q->owner, result == 1,
+            cr__lease_valid_until(q->sent_ms, q->attempt_lease));
+
+        if (result == 1)
+            cr__event(&a->client->run.stats, CR_EVENT_RELEASED, CR_OK,
+                      l->kind->name, l->name, -1, held, true);
         cr__handoff_after_unlock(&l->handoff, a->client, l->channel, heard,
                                  q->unlock.started_us, l->kind->in_line);
     } else if (rc == CR_ENOTOWNER && local > 0) {
@@ -1070,8 +1078,14 @@ object_request(cr_async *a, int what, void *obj, const char *channel,
                cr__decode_fn decode, int64_t wait_ms, cr__handoff *h,
                cr_async_fn fn, void *userdata)
 {
+    static const char *const kinds[] = {NULL, "semaphore",
+                                        "permit semaphore", "latch"};
     cr_request *q = request_new(a, Q_WAIT, fn, userdata);
     cr__wait_spec spec = {
+        .ev_object = kinds[what],
+        .ev_name = ((const cr__object *)obj)->name,
+        .ev_async = true,
+        .ev_busy = what == O_LATCH ? CR_TIMEOUT : CR_BUSY,
         .channel = channel,
         .decode = decode,
         .wait_ms = wait_ms,
@@ -1206,7 +1220,12 @@ released_read(cr_request *q, cr_status rc, cr__reply *r)
 {
     bool done = false;
 
-    return cr__sem_release_reply(q->obj, rc, r, q->sent_ms, &done);
+    rc = cr__sem_release_reply(q->obj, rc, r, q->sent_ms, &done);
+    if (rc == CR_OK)
+        cr__event(&q->async->client->run.stats, CR_EVENT_RELEASED, CR_OK,
+                  "semaphore", ((const cr__object *)q->obj)->name, -1, -1,
+                  true);
+    return rc;
 }
 
 static cr_status
@@ -1230,7 +1249,7 @@ permit_released_read(cr_request *q, cr_status rc, cr__reply *r)
 {
     int64_t result = 0;
 
-    return cr__permit_release_reply(q->obj, q->id, rc, r, q->sent_ms,
+    return cr__permit_release_reply(q->obj, q->id, rc, r, q->sent_ms, true,
                                     &result);
 }
 

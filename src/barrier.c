@@ -473,8 +473,8 @@ cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
 
         if (a.arrived)
             a.parity = (int)(a.generation % 2);
-        cr__object_wait_begin(&w, b, b->channel[a.parity], decode, true,
-                              left < 0 && deadline >= 0 ? 0 : left);
+        cr__object_wait_begin(&w, b, NULL, b->channel[a.parity], decode,
+                              true, left < 0 && deadline >= 0 ? 0 : left);
         cr__call_wait(b->client, wait_ms); /* the call's bound stays */
         for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
             rc = attempt(&a, &hint);

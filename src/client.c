@@ -425,6 +425,8 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
         return cr__fail(rc, "bad URL: %s", err);
     }
     c->magic = CR__CLIENT_MAGIC;
+    c->run.stats.hook = opts->event_fn;
+    c->run.stats.hook_userdata = opts->event_userdata;
     c->fork_gen = cr__fork_generation();
     c->connect_timeout_ms = or_default(opts->connect_timeout_ms, 3000);
     c->command_timeout_ms = or_default(opts->command_timeout_ms, 3000);

@@ -32,7 +32,39 @@ typedef struct cr__stats {
     atomic_uint_fast64_t redirects;
     atomic_uint_fast64_t topology_refreshes;
     atomic_uint_fast64_t failovers;
+    /* The event hook sits beside the counters, so that every place that
+     * counts an event can report it; set once by cr_client_new. */
+    cr_event_fn hook;
+    void *hook_userdata;
 } cr__stats;
+
+/* cr__event: report one event to the client's hook, if any. When there is
+ * none this is one NULL check; callers that must read a clock for an event
+ * test cr__hooked first. The hook runs on the calling thread. */
+static inline bool
+cr__hooked(const cr__stats *s)
+{
+    return s->hook != NULL;
+}
+
+static inline void
+cr__event(const cr__stats *s, cr_event_kind kind, cr_status status,
+          const char *object, const char *name, int64_t wait_ms,
+          int64_t hold_ms, bool async)
+{
+    cr_event ev;
+
+    if (s->hook == NULL)
+        return;
+    ev.kind = kind;
+    ev.status = status;
+    ev.object = object;
+    ev.name = name;
+    ev.wait_ms = wait_ms;
+    ev.hold_ms = hold_ms;
+    ev.async = async;
+    s->hook(s->hook_userdata, &ev);
+}
 
 #define CR__STAT_ADD(stats, field, n)                                         \
     atomic_fetch_add_explicit(&(stats)->field, (n), memory_order_relaxed)

@@ -304,7 +304,7 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
         leave(&wt, LEAVE_PASS_ON, &signalled);
         goto out;
     }
-    cr__object_wait_begin(&w, c, c->channel, decode, false, wait_ms);
+    cr__object_wait_begin(&w, c, NULL, c->channel, decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = look(&wt, &hint);
     if (rc == CR_BUSY) {

@@ -357,8 +357,8 @@ wait_open(cr_latch *l, int64_t wait_ms, bool count_first, bool must_exist)
     if (count_first && wait_ms == 0) {
         rc = opening_attempt(&o, &hint);
     } else {
-        cr__object_wait_begin(&w, l, l->channel, cr__latch_decode, true,
-                              wait_ms);
+        cr__object_wait_begin(&w, l, "latch", l->channel, cr__latch_decode,
+                              true, wait_ms);
         w.spec.subscribe_first = count_first; /* read at its first step */
         for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
             rc = opening_attempt(&o, &hint);

@@ -209,10 +209,15 @@ cr__object_get_count(const void *obj, const char *kind, int64_t *out)
 }
 
 void
-cr__object_wait_begin(cr__wait *w, const void *obj, const char *channel,
-                      cr__decode_fn decode, bool trust_open, int64_t wait_ms)
+cr__object_wait_begin(cr__wait *w, const void *obj, const char *kind,
+                      const char *channel, cr__decode_fn decode,
+                      bool trust_open, int64_t wait_ms)
 {
     cr__wait_spec spec = {
+        .ev_object = kind,
+        .ev_name = ((const cr__object *)obj)->name,
+        .ev_busy = kind != NULL && strcmp(kind, "latch") == 0 ? CR_TIMEOUT
+                                                               : CR_BUSY,
         .channel = channel,
         .decode = decode,
         .wait_ms = wait_ms,

@@ -104,9 +104,12 @@ cr_status cr__object_get_count(const void *obj, const char *kind,
 /* cr__object_wait_begin: begin a wait (wait.h) for an object's attempts,
  * woken through `channel`, whose messages `decode` reads (trust_open: as
  * cr__wait_spec's), floor 1 ms, looking again at least every
- * CR__OBJECT_RECHECK_MS. On an entered handle. */
-void cr__object_wait_begin(cr__wait *w, const void *obj, const char *channel,
-                           cr__decode_fn decode, bool trust_open,
-                           int64_t wait_ms);
+ * CR__OBJECT_RECHECK_MS. On an entered handle. Its outcome goes to the
+ * event hook as the object `kind`'s ("semaphore", "latch"...; a latch's
+ * wait that runs out is reported as CR_TIMEOUT); NULL: none (a barrier's
+ * or a condition's wait is no acquisition). */
+void cr__object_wait_begin(cr__wait *w, const void *obj, const char *kind,
+                           const char *channel, cr__decode_fn decode,
+                           bool trust_open, int64_t wait_ms);
 
 #endif

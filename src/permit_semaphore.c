@@ -292,7 +292,8 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
     a.sem = s;
     a.lease_ms = lease_ms;
     cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
-    cr__object_wait_begin(&w, s, s->channel, cr__sem_decode, false, wait_ms);
+    cr__object_wait_begin(&w, s, "permit semaphore", s->channel,
+                          cr__sem_decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = attempt(&a, &hint);
     if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
@@ -359,7 +360,8 @@ cr__permit_release_call(const void *obj, const char *hex,
 
 cr_status
 cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
-                         cr__reply *r, int64_t sent_us, int64_t *result)
+                         cr__reply *r, int64_t sent_us, bool async,
+                         int64_t *result)
 {
     cr__sem *s = obj;
     int64_t v = 0;
@@ -379,10 +381,14 @@ cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
                         "expired or never issued)", hex, s->name);
     if (*result == 2) {
         CR__STAT_ADD(&s->client->run.stats, leases_lost, 1);
+        cr__event(&s->client->run.stats, CR_EVENT_LEASE_LOST, CR_ELOST,
+                  "permit semaphore", s->name, -1, -1, async);
         return cr__fail(CR_ELOST, "the lease of permit %s of %s had run out; "
                         "the permit was given back all the same", hex,
                         s->name);
     }
+    cr__event(&s->client->run.stats, CR_EVENT_RELEASED, CR_OK,
+              "permit semaphore", s->name, -1, -1, async);
     return CR_OK;
 }
 
@@ -402,7 +408,7 @@ release(cr_permit_semaphore *s, const char *hex, int64_t *result)
     if (rc == CR_OK)
         rc = cr__script_call_run(s->client, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__permit_release_reply(s, hex, rc, r, sent, result);
+    return cr__permit_release_reply(s, hex, rc, r, sent, false, result);
 }
 
 cr_status

@@ -1286,8 +1286,11 @@ connect_link(cr__pubsub *ps, int i)
     l->gen = gen;
     l->last_rx_ms = cr__now_ms();
     l->backoff = BACKOFF_MIN_MS;
-    if (l->connected_once)
+    if (l->connected_once) {
         CR__STAT_ADD(ps->cfg.stats, reconnects, 1);
+        cr__event(ps->cfg.stats, CR_EVENT_RECONNECT, CR_OK, NULL, NULL, -1,
+                  -1, false);
+    }
     l->connected_once = true;
 }
 

@@ -92,6 +92,8 @@ typedef struct hold {
     cr__timer timer;
     cr__timer expiry;         /* on the lease clock, at valid_until */
     int64_t valid_until;      /* local deadline (monotonic ms) */
+    int64_t since;            /* when it was taken, for the event hook
+                               * (monotonic ms; 0 without a hook) */
     uint64_t seq;             /* unique among the client's entries */
     cr_lock_lost_fn fn;
     void *userdata;
@@ -396,6 +398,8 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
         }
         h->tid = tid;
         h->seq = ++r->seqs;
+        if (cr__hooked(r->cfg.stats))
+            h->since = cr__now_ms();
         HASH_ADD_KEYPTR(hh, r->holds, h->id, h->idlen, h);
     }
     h->count++;
@@ -446,10 +450,11 @@ cr__hold_is_watchdog(cr__renewal *r, cr__hold_kind kind, const char *key,
     return wd;
 }
 
-void
+int64_t
 cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
                  const char *owner, bool all, int64_t valid_until)
 {
+    int64_t held = -1;
     hold *h;
 
     pthread_mutex_lock(&r->mu);
@@ -458,6 +463,8 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
         if (wait_lost_calls(r, h) &&
             (find_hold(r, kind, key, owner) != h || !h->lost))
             h = NULL; /* replaced by a new hold during the wait */
+        if (h != NULL && h->since != 0 && !h->lost)
+            held = cr__now_ms() - h->since;
         if (h != NULL)
             remove_hold(r, h);
     } else if (h != NULL) {
@@ -482,6 +489,7 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
         h->releasing = 0;
     }
     pthread_mutex_unlock(&r->mu);
+    return held;
 }
 
 static void mark_lost(cr__renewal *r, hold *h, const char *why);
@@ -763,6 +771,9 @@ mark_lost(cr__renewal *r, hold *h, const char *why)
         r->renewing--;
     cr__wheel_cancel(r->clock, &h->expiry);
     CR__STAT_ADD(r->cfg.stats, leases_lost, 1);
+    cr__event(r->cfg.stats, CR_EVENT_LEASE_LOST, CR_ELOST,
+              h->auxoff != 0 ? "read lock" : "lock", hold_key(h), -1, -1,
+              false);
     cr__log(r->cfg.log, CR_LOG_WARN, "lock %s lost by %s: %s", hold_key(h),
             hold_owner(r, h, owner), why);
     if (h->fn == NULL)
@@ -832,6 +843,8 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
             rc = CR_ESCRIPT;
         if (rc != CR_OK) {
             CR__STAT_ADD(r->cfg.stats, renewal_failures, 1);
+            cr__event(r->cfg.stats, CR_EVENT_RENEWAL_FAILED, rc, NULL, NULL,
+                      -1, -1, false);
             cr__log(r->cfg.log, CR_LOG_WARN,
                     "watchdog renewal of %zu leases failed (%s: %s); retrying",
                     n, cr_strerror(rc), cr_last_error());

@@ -99,9 +99,11 @@ bool cr__hold_is_watchdog(cr__renewal *r, cr__hold_kind kind, const char *key,
 /* cr__hold_release: one hold fewer (every hold when `all`); the entry and
  * its timers go when the count reaches 0. With holds left, `valid_until`
  * (>= 0) is their new local deadline: the unlock script set the key's
- * time to live again. */
-void cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
-                      const char *owner, bool all, int64_t valid_until);
+ * time to live again. Returns how long the hold stood (ms since the
+ * cr__hold_add that made the entry) when the entry went and was not lost
+ * and the client has an event hook; -1 otherwise. */
+int64_t cr__hold_release(cr__renewal *r, cr__hold_kind kind,
+                         const char *key, const char *owner, bool all, int64_t valid_until);
 
 /* cr__hold_found_lost: the server no longer has the hold of `owner` on
  * `key` (an unlock found it gone): it is lost, `why`, and its callback is

@@ -218,7 +218,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
 {
     char owner[CR__OWNER_MAX], *channel = NULL;
     attempt_ctx a;
-    cr__wait_spec spec;
+    cr__wait_spec spec = {0};
     cr__wait w;
     int64_t yield_start = cr__now_ms(), hint = -1;
     bool turned, give_up_later = false, undo_later = false;
@@ -335,6 +335,10 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
                               (give_up_later ? CR__LATER_GIVE_UP : 0) |
                               (undo_later ? CR__LATER_UNDO : 0) |
                               (resolve_later ? CR__LATER_RESOLVE : 0));
+    if (cr__hooked(&l->client->run.stats) && (rc == CR_OK || rc == CR_BUSY))
+        cr__event(&l->client->run.stats,
+                  rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
+                  l->kind->name, l->name, cr__now_ms() - w.start, -1, false);
     return rc;
 }
 
@@ -468,8 +472,12 @@ script_release(cr_lock *l, int64_t tid)
     sent = cr__now_ms();
     rc = cr__lock_kind_unlock(l, owner, lease, &result);
     if (rc == CR_OK) {
-        cr__hold_release(r, kind, l->raw, owner, result == 1,
-                         cr__lease_valid_until(sent, lease));
+        int64_t held = cr__hold_release(r, kind, l->raw, owner, result == 1,
+                                        cr__lease_valid_until(sent, lease));
+
+        if (result == 1)
+            cr__event(&l->client->run.stats, CR_EVENT_RELEASED, CR_OK,
+                      l->kind->name, l->name, -1, held, false);
     } else if (rc == CR_ENOTOWNER && local > 0) {
         /* Found lost by the unlock itself: reported as any lost hold, its
          * callback first. */

@@ -216,7 +216,8 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         goto out;
     }
     cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
-    cr__object_wait_begin(&w, s, s->channel, cr__sem_decode, false, wait_ms);
+    cr__object_wait_begin(&w, s, "semaphore", s->channel, cr__sem_decode,
+                          false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = attempt(&a, &hint);
     if (rc == CR_EIO) {
@@ -320,8 +321,12 @@ cr_status
 cr_semaphore_release(cr_semaphore *s, int64_t permits)
 {
     bool done = false;
+    cr_status rc = release(s, permits, false, &done);
 
-    return release(s, permits, false, &done);
+    if (rc == CR_OK)
+        cr__event(&s->client->run.stats, CR_EVENT_RELEASED, CR_OK,
+                  "semaphore", s->name, -1, -1, false);
+    return rc;
 }
 
 cr_status

@@ -85,7 +85,7 @@ cr_status cr__permit_acquire_reply(cr_status rc, cr__reply *r, int64_t *hint);
 cr_status cr__permit_release_call(const void *s, const char *hex,
                                   unsigned char id[16], cr__script_call *call);
 cr_status cr__permit_release_reply(void *s, const char *hex, cr_status rc,
-                                   cr__reply *r, int64_t sent_us,
+                                   cr__reply *r, int64_t sent_us, bool async,
                                    int64_t *result);
 cr_status cr__permit_update_call(const void *s, const char *hex,
                                  int64_t lease_ms, unsigned char id[16],

@@ -164,6 +164,8 @@ consider(cr__topology *t, const char *host, int port)
     n = t->nlisteners;
     pthread_mutex_unlock(&t->mu);
     CR__STAT_ADD(t->cfg->stats, failovers, 1);
+    cr__event(t->cfg->stats, CR_EVENT_FAILOVER, CR_OK, NULL, NULL, -1, -1,
+              false);
     for (i = 0; i < n; i++)
         t->listeners[i].fn(t->listeners[i].userdata, gen);
 }

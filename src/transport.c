@@ -244,8 +244,11 @@ ready_conn(pool *p, conn *c, int64_t deadline)
     c->epoch = epoch;
     c->gen = gen;
     c->replicas_at = 0;
-    if (c->opened)
+    if (c->opened) {
         CR__STAT_ADD(p->cfg->stats, reconnects, 1);
+        cr__event(p->cfg->stats, CR_EVENT_RECONNECT, CR_OK, NULL, NULL, -1,
+                  -1, false);
+    }
     c->opened = true;
     return CR_OK;
 }
@@ -655,6 +658,8 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
             if (++redirects > CR__MAX_REDIRECTS)
                 return CR_OK; /* the caller reports the error reply */
             CR__STAT_ADD(t->cfg.stats, redirects, 1);
+            cr__event(t->cfg.stats, CR_EVENT_REDIRECT, CR_OK, NULL, NULL, -1,
+                      -1, false);
             node = cr__slot_map_intern(t->map, host, port);
             if (node < 0)
                 return CR_OK;

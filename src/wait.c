@@ -129,6 +129,13 @@ finish(cr__wait *w, bool contended)
     }
     if (w->rc == CR_OK)
         CR__STAT_ADD(&c->run.stats, acquisitions, 1);
+    if (w->spec.ev_name != NULL && cr__hooked(&c->run.stats) &&
+        (w->rc == CR_OK || w->rc == CR_BUSY))
+        cr__event(&c->run.stats,
+                  w->rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY,
+                  w->rc == CR_OK ? CR_OK : w->spec.ev_busy, w->spec.ev_object,
+                  w->spec.ev_name, cr__now_ms() - w->start, -1,
+                  w->spec.ev_async);
     if (contended)
         count_wait(c, w->start);
     if (w->patient)

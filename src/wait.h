@@ -55,6 +55,13 @@ typedef struct cr__wait_spec {
      * right after it. A wait of 0 makes no attempt at all: the caller
      * makes its one attempt without a wait. */
     bool subscribe_first;
+    /* For the event hook: the object's kind and name (NULL: the caller
+     * reports the outcome itself), whether the request is asynchronous,
+     * and the status a wait that ran out is reported with (CR_BUSY, or
+     * CR_TIMEOUT for an await). */
+    const char *ev_object, *ev_name;
+    bool ev_async;
+    cr_status ev_busy;
 } cr__wait_spec;
 
 /* The subscriptions a wait uses: the client's (cr__wait_begin, the

@@ -50,6 +50,46 @@ typedef enum cr_sharded_pubsub {
     CR_SHARDED_OFF
 } cr_sharded_pubsub;
 
+/* What an event hook is told about (see cr_event). */
+typedef enum cr_event_kind {
+    CR_EVENT_ACQUIRED = 1,  /* a lock, permits or an open latch obtained;
+                             * wait_ms: how long the call waited */
+    CR_EVENT_RELEASED,      /* a lock's last hold given back (hold_ms: since
+                             * the first), or permits or a permit released
+                             * (hold_ms -1: not measured for permits) */
+    CR_EVENT_BUSY,          /* not obtained before the wait ran out:
+                             * status CR_BUSY (try_*) or CR_TIMEOUT (await);
+                             * wait_ms: how long it waited */
+    CR_EVENT_LEASE_LOST,    /* a hold found gone (watchdog, lease clock,
+                             * unlock, failover check); name is the key */
+    CR_EVENT_RENEWAL_FAILED,/* a watchdog renewal call failed in transport;
+                             * retried; name NULL, status the failure */
+    CR_EVENT_RECONNECT,     /* a connection opened again after a loss */
+    CR_EVENT_FAILOVER,      /* Sentinel switched masters and we followed */
+    CR_EVENT_REDIRECT       /* a cluster MOVED or ASK reply followed */
+} cr_event_kind;
+
+/* One event, passed by pointer to the hook and valid only during the call
+ * (copy the strings to keep them). Durations are -1 where they do not
+ * apply. */
+typedef struct cr_event {
+    cr_event_kind kind;
+    cr_status status;    /* the outcome: CR_OK, CR_BUSY, CR_TIMEOUT... */
+    /* The object's kind as credisson names it ("lock", "fair lock", "read
+     * lock", "write lock", "spin lock", "fenced lock", "semaphore",
+     * "permit semaphore", "latch"...), NULL for connection events. */
+    const char *object;
+    /* The object's name as given; for LEASE_LOST the key (the name after
+     * the client's name_prefix); NULL for connection events. */
+    const char *name;
+    int64_t wait_ms;
+    int64_t hold_ms;
+    bool async;          /* from the asynchronous API (async.h) */
+} cr_event;
+
+/* An event hook: see cr_client_options.event_fn. */
+typedef void (*cr_event_fn)(void *userdata, const cr_event *ev);
+
 /* Options for cr_client_new. Start from CR_CLIENT_OPTIONS_INIT, which sets
  * `size` and leaves every other field 0 or NULL: each then takes the
  * default written beside it (Redisson's), so set only what differs:
@@ -144,6 +184,17 @@ typedef struct cr_client_options {
     const char *tls_key_file;
     const char *tls_server_name;
     bool tls_insecure;
+    /* An event hook for metrics and tracing (cr_event; see
+     * cr_client_new(3)). NULL: none, and nothing is measured for it. It
+     * runs on the thread where the event happens: the caller's for
+     * acquisitions and releases, the event loop's for asynchronous
+     * requests, the watchdog's and the lease clock's for renewals and lost
+     * leases, any connection's for reconnects, failovers and redirects;
+     * sometimes with internal locks held, and at the same time on several
+     * threads. It must be quick, must not block and must not call into
+     * the library. */
+    cr_event_fn event_fn;
+    void *event_userdata;
 } cr_client_options;
 
 /* An initialiser for cr_client_options: every option at its default. As a

@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The client's event hook (cr_client_options.event_fn) against a real
+ * redis-server: acquisitions with the time waited, releases with the time
+ * held, waits that ran out, lost leases and reconnects, for a lock, a
+ * semaphore, a latch and an asynchronous request; and nothing at all when
+ * no hook is set.
+ */
+#include "lock_common.h"
+#include "poll_loop.h"
+
+#include <unistd.h>
+
+/* ------------------------------------------------------------- recorder */
+
+#define MAX_EVENTS 256
+
+typedef struct seen {
+    cr_event_kind kind;
+    cr_status status;
+    char object[32];
+    char name[64];
+    int64_t wait_ms, hold_ms;
+    bool async;
+} seen;
+
+static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
+static seen events[MAX_EVENTS];
+static size_t nevents;
+
+/* The hook: copies the event, whose strings live only during the call. */
+static void
+on_event(void *userdata, const cr_event *ev)
+{
+    seen *s;
+
+    assert_ptr_equal(userdata, &rec_mu);
+    pthread_mutex_lock(&rec_mu);
+    if (nevents < MAX_EVENTS) {
+        s = &events[nevents++];
+        s->kind = ev->kind;
+        s->status = ev->status;
+        snprintf(s->object, sizeof(s->object), "%s",
+                 ev->object != NULL ? ev->object : "");
+        snprintf(s->name, sizeof(s->name), "%s",
+                 ev->name != NULL ? ev->name : "");
+        s->wait_ms = ev->wait_ms;
+        s->hold_ms = ev->hold_ms;
+        s->async = ev->async;
+    }
+    pthread_mutex_unlock(&rec_mu);
+}
+
+/* The first event of `kind` about `name` ("" for connection events), or
+ * NULL; a copy in *out. */
+static bool
+find(cr_event_kind kind, const char *name, seen *out)
+{
+    bool found = false;
+
+    pthread_mutex_lock(&rec_mu);
+    for (size_t i = 0; i < nevents && !found; i++)
+        if (events[i].kind == kind && strcmp(events[i].name, name) == 0) {
+            *out = events[i];
+            found = true;
+        }
+    pthread_mutex_unlock(&rec_mu);
+    return found;
+}
+
+static size_t
+count_events(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&rec_mu);
+    n = nevents;
+    pthread_mutex_unlock(&rec_mu);
+    return n;
+}
+
+static bool
+reconnect_seen(void *arg)
+{
+    seen s;
+
+    (void)arg;
+    return find(CR_EVENT_RECONNECT, "", &s);
+}
+
+static bool
+lost_seen(void *arg)
+{
+    seen s;
+
+    return find(CR_EVENT_LEASE_LOST, arg, &s);
+}
+
+/* Per-test setup: a flushed server and a client with the hook. */
+static int
+hooked_up(void **state)
+{
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+
+    (void)state;
+    if (cr_test_redis_flushall(&test_redis) != 0)
+        return -1;
+    nevents = 0;
+    o.url = test_redis.url;
+    o.lock_watchdog_timeout_ms = 300;
+    o.command_timeout_ms = slow(2000);
+    o.reconnect_window_ms = slow(15000);
+    o.event_fn = on_event;
+    o.event_userdata = &rec_mu;
+    return cr_client_new(&o, &test_client) == CR_OK ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void
+test_events_lock_acquired_busy_and_released_with_times(void **state)
+{
+    cr_client *other = new_client(300);
+    cr_lock *l, *held;
+    seen s;
+
+    (void)state;
+    assert_non_null(other);
+    assert_int_equal(cr_lock_new(test_client, "order:1", &l), CR_OK);
+    assert_int_equal(cr_lock_new(other, "order:1", &held), CR_OK);
+    assert_int_equal(cr_lock_try_lock(held, 0, 400), CR_OK);
+    /* Held elsewhere: a try without wait is busy at once. */
+    assert_int_equal(cr_lock_try_lock(l, 0, 10000), CR_BUSY);
+    assert_true(find(CR_EVENT_BUSY, "order:1", &s));
+    assert_int_equal(s.status, CR_BUSY);
+    assert_string_equal(s.object, "lock");
+    assert_true(s.wait_ms >= 0 && s.wait_ms < slow(200));
+    assert_false(s.async);
+    /* Waiting for the other's lease (400 ms) to run out. */
+    assert_int_equal(cr_lock_try_lock(l, slow(5000), 10000), CR_OK);
+    assert_true(find(CR_EVENT_ACQUIRED, "order:1", &s));
+    assert_int_equal(s.status, CR_OK);
+    assert_string_equal(s.object, "lock");
+    assert_true(s.wait_ms >= 200);
+    assert_true(s.wait_ms < slow(5000));
+    assert_int_equal(s.hold_ms, -1);
+    usleep(150 * 1000);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_true(find(CR_EVENT_RELEASED, "order:1", &s));
+    assert_int_equal(s.status, CR_OK);
+    assert_true(s.hold_ms >= 150 && s.hold_ms < slow(3000));
+    assert_int_equal(s.wait_ms, -1);
+    cr_lock_free(held);
+    cr_lock_free(l);
+    cr_client_free(other);
+}
+
+static void
+test_events_lease_lost_when_key_deleted_behind_the_holder(void **state)
+{
+    cr_lock *l;
+    seen s;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "stolen", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(redis_int("DEL stolen"), 1);
+    assert_true(cr_test_wait_until(lost_seen, "stolen", slow(3000)));
+    assert_true(find(CR_EVENT_LEASE_LOST, "stolen", &s));
+    assert_int_equal(s.status, CR_ELOST);
+    assert_string_equal(s.object, "lock");
+    assert_int_equal(cr_lock_unlock(l), CR_ELOST);
+    /* A lost hold is not reported released. */
+    assert_false(find(CR_EVENT_RELEASED, "stolen", &s));
+    cr_lock_free(l);
+}
+
+static void
+test_events_reconnect_after_client_kill(void **state)
+{
+    cr_lock *l;
+    int64_t n = 0;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "killed", &l), CR_OK);
+    assert_int_equal(cr_lock_get_hold_count(l, &n), CR_OK);
+    assert_true(redis_ok("CLIENT KILL TYPE normal SKIPME yes"));
+    assert_int_equal(cr_lock_get_hold_count(l, &n), CR_OK);
+    assert_true(cr_test_wait_until(reconnect_seen, NULL, slow(3000)));
+    cr_lock_free(l);
+}
+
+static void
+test_events_semaphore_acquired_busy_and_released(void **state)
+{
+    cr_semaphore *sem;
+    bool set = false;
+    seen s;
+
+    (void)state;
+    assert_int_equal(cr_semaphore_new(test_client, "pool:db", &sem), CR_OK);
+    assert_int_equal(cr_semaphore_try_set_permits(sem, 1, 0, &set), CR_OK);
+    assert_int_equal(cr_semaphore_try_acquire(sem, 1, 0), CR_OK);
+    assert_true(find(CR_EVENT_ACQUIRED, "pool:db", &s));
+    assert_string_equal(s.object, "semaphore");
+    assert_true(s.wait_ms >= 0 && s.wait_ms < slow(1000));
+    assert_int_equal(cr_semaphore_try_acquire(sem, 1, 100), CR_BUSY);
+    assert_true(find(CR_EVENT_BUSY, "pool:db", &s));
+    assert_int_equal(s.status, CR_BUSY);
+    assert_true(s.wait_ms >= 100 && s.wait_ms < slow(2000));
+    assert_int_equal(cr_semaphore_release(sem, 1), CR_OK);
+    assert_true(find(CR_EVENT_RELEASED, "pool:db", &s));
+    assert_string_equal(s.object, "semaphore");
+    assert_int_equal(s.hold_ms, -1);
+    cr_semaphore_free(sem);
+}
+
+static void
+test_events_permit_semaphore_acquired_released_and_lease_lost(void **state)
+{
+    cr_permit_semaphore *sem;
+    char id[CR_PERMIT_ID_LEN + 1];
+    bool set = false;
+    seen s;
+
+    (void)state;
+    assert_int_equal(cr_permit_semaphore_new(test_client, "slots:7", &sem),
+                     CR_OK);
+    assert_int_equal(cr_permit_semaphore_try_set_permits(sem, 1, &set), CR_OK);
+    assert_int_equal(cr_permit_semaphore_try_acquire(sem, 0, 10000, id), CR_OK);
+    assert_true(find(CR_EVENT_ACQUIRED, "slots:7", &s));
+    assert_string_equal(s.object, "permit semaphore");
+    assert_int_equal(cr_permit_semaphore_try_acquire(sem, 0, 10000, id),
+                     CR_BUSY);
+    assert_true(find(CR_EVENT_BUSY, "slots:7", &s));
+    assert_int_equal(s.status, CR_BUSY);
+    assert_int_equal(cr_permit_semaphore_release(sem, id), CR_OK);
+    assert_true(find(CR_EVENT_RELEASED, "slots:7", &s));
+    assert_string_equal(s.object, "permit semaphore");
+    assert_int_equal(s.hold_ms, -1);
+    /* A permit whose lease ran out before its release: lost. */
+    assert_int_equal(cr_permit_semaphore_try_acquire(sem, 0, 50, id), CR_OK);
+    usleep(slow(200) * 1000);
+    assert_int_equal(cr_permit_semaphore_release(sem, id), CR_ELOST);
+    assert_true(find(CR_EVENT_LEASE_LOST, "slots:7", &s));
+    assert_int_equal(s.status, CR_ELOST);
+    assert_string_equal(s.object, "permit semaphore");
+    cr_permit_semaphore_free(sem);
+}
+
+static void
+test_events_latch_timeout_and_opened(void **state)
+{
+    cr_latch *l;
+    bool set = false;
+    seen s;
+
+    (void)state;
+    assert_int_equal(cr_latch_new(test_client, "deploy", &l), CR_OK);
+    assert_int_equal(cr_latch_try_set_count(l, 1, 0, &set), CR_OK);
+    assert_int_equal(cr_latch_await(l, 100), CR_TIMEOUT);
+    assert_true(find(CR_EVENT_BUSY, "deploy", &s));
+    assert_int_equal(s.status, CR_TIMEOUT);
+    assert_string_equal(s.object, "latch");
+    assert_true(s.wait_ms >= 100 && s.wait_ms < slow(2000));
+    assert_int_equal(cr_latch_count_down(l), CR_OK);
+    assert_int_equal(cr_latch_await(l, 1000), CR_OK);
+    assert_true(find(CR_EVENT_ACQUIRED, "deploy", &s));
+    assert_string_equal(s.object, "latch");
+    cr_latch_free(l);
+}
+
+typedef struct outcome {
+    int calls;
+    cr_status rc;
+} outcome;
+
+static void
+record(void *userdata, cr_status rc, int64_t value)
+{
+    outcome *o = userdata;
+
+    (void)value;
+    o->calls++;
+    o->rc = rc;
+}
+
+static bool
+called(void *arg)
+{
+    return ((outcome *)arg)->calls > 0;
+}
+
+static void
+test_events_async_lock_acquired_and_released(void **state)
+{
+    cr_async *a = NULL;
+    int64_t owner = cr_async_owner_id();
+    outcome o = {0}, u = {0};
+    cr_lock *l;
+    seen s;
+
+    (void)state;
+    assert_int_equal(cr_async_new(test_client, &poll_loop, &a), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "alock", &l), CR_OK);
+    assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, record, &o, NULL),
+                     CR_OK);
+    assert_true(poll_loop_until(a, called, &o, slow(3000)));
+    assert_int_equal(o.rc, CR_OK);
+    assert_true(find(CR_EVENT_ACQUIRED, "alock", &s));
+    assert_true(s.async);
+    assert_string_equal(s.object, "lock");
+    assert_true(s.wait_ms >= 0 && s.wait_ms < slow(3000));
+    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
+    assert_true(poll_loop_until(a, called, &u, slow(3000)));
+    assert_int_equal(u.rc, CR_OK);
+    assert_true(find(CR_EVENT_RELEASED, "alock", &s));
+    assert_true(s.async);
+    assert_true(s.hold_ms >= 0 && s.hold_ms < slow(3000));
+    cr_async_free(a);
+    cr_lock_free(l);
+}
+
+/* Without a hook nothing is measured or delivered (a NULL hook called
+ * would crash): a plain client takes, releases, loses and reconnects
+ * while the recorder stays empty. */
+static void
+test_events_none_without_a_hook(void **state)
+{
+    cr_lock *l;
+    int64_t n = 0;
+
+    (void)state;
+    nevents = 0;
+    assert_int_equal(cr_lock_new(test_client, "quiet", &l), CR_OK);
+    assert_int_equal(cr_lock_try_lock(l, 0, 10000), CR_OK);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_true(redis_ok("CLIENT KILL TYPE normal SKIPME yes"));
+    assert_int_equal(cr_lock_get_hold_count(l, &n), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_int_equal(redis_int("DEL quiet"), 1);
+    usleep(slow(500) * 1000);
+    assert_int_equal(cr_lock_unlock(l), CR_ELOST);
+    cr_lock_free(l);
+    assert_int_equal(count_events(), 0);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_events_lock_acquired_busy_and_released_with_times, hooked_up,
+            client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_lease_lost_when_key_deleted_behind_the_holder,
+            hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_reconnect_after_client_kill, hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_semaphore_acquired_busy_and_released, hooked_up,
+            client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_permit_semaphore_acquired_released_and_lease_lost,
+            hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_latch_timeout_and_opened, hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_async_lock_acquired_and_released, hooked_up,
+            client_down),
+        cmocka_unit_test_setup_teardown(test_events_none_without_a_hook,
+                                        client_up, client_down),
+    };
+
+    return cmocka_run_group_tests(tests, redis_up, redis_down);
+}
