@@ -1078,14 +1078,16 @@ object_request(cr_async *a, int what, void *obj, const char *channel,
                cr__decode_fn decode, int64_t wait_ms, cr__handoff *h,
                cr_async_fn fn, void *userdata)
 {
-    static const char *const kinds[] = {NULL, "semaphore",
-                                        "permit semaphore", "latch"};
+    static const char *const kinds[] = {
+        [O_SEM] = "semaphore", [O_PERMIT] = "permit semaphore",
+        [O_LATCH] = "latch", [O_LATCH_COUNT] = "latch"};
     cr_request *q = request_new(a, Q_WAIT, fn, userdata);
     cr__wait_spec spec = {
         .ev_object = kinds[what],
         .ev_name = ((const cr__object *)obj)->name,
         .ev_async = true,
-        .ev_busy = what == O_LATCH ? CR_TIMEOUT : CR_BUSY,
+        .ev_busy = what == O_LATCH || what == O_LATCH_COUNT ? CR_TIMEOUT
+                                                            : CR_BUSY,
         .channel = channel,
         .decode = decode,
         .wait_ms = wait_ms,
