@@ -53,7 +53,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (memchr(err, '\0', sizeof(err)) == NULL)
             abort();
     } else if (args.action == CR__CLI_RUN && !args.help &&
-               args.command != CR__CLI_VERSION) {
+               (args.command == CR__CLI_LOCK ||
+                args.command == CR__CLI_SEMAPHORE)) {
+        /* A run under a lease (not a barrier's or a rate limiter's):
+         * its command is stopped before the lease ends. */
         lease = args.lease_ms > 0      ? args.lease_ms
                 : args.watchdog_ms > 0 ? args.watchdog_ms
                                        : CR__CLI_DEFAULT_WATCHDOG_MS;
