@@ -296,6 +296,18 @@ start_script(cr_async *a, cr__script_call *call, unsigned flags,
 static void drive(cr_request *q);
 static void step_later(void *arg);
 
+/* After an attempt (or a look) of waiting request q was sent: a command
+ * that could not even be queued is the attempt's outcome at once. */
+static void
+attempt_sent(cr_request *q, cr_status rc)
+{
+    if (rc == CR_OK)
+        return;
+    q->busy = false;
+    q->w.rc = rc;
+    drive(q);
+}
+
 /* The reply to an attempt. */
 static void
 attempt_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
@@ -385,11 +397,8 @@ lock_attempt(cr_request *q)
         const char *argv[3] = {"HGET", l->raw, q->owner};
 
         q->busy = true;
-        if (cr__aio_command(a->io, 3, argv, NULL, resolved_replied, q) == CR_OK)
-            return;
-        q->busy = false;
-        q->w.rc = CR_EIO;
-        drive(q);
+        rc = cr__aio_command(a->io, 3, argv, NULL, resolved_replied, q);
+        attempt_sent(q, rc == CR_OK ? CR_OK : CR_EIO);
         return;
     }
     if ((settle = cr__topology_settle_left(a->client->topology)) > 0) {
@@ -406,15 +415,10 @@ lock_attempt(cr_request *q)
     if (rc == CR_OK) {
         q->busy = true;
         rc = cr__aio_script(a->io, &call, CR__CMD_SYNC, attempt_replied, q);
-        if (rc != CR_OK)
-            q->busy = false;
     }
     cr__script_call_free(&call);
     free(tmp);
-    if (rc != CR_OK) {
-        q->w.rc = rc;
-        drive(q);
-    }
+    attempt_sent(q, rc);
 }
 
 /* The wait is over: keep the hold, or leave what remains behind. */
@@ -998,11 +1002,8 @@ object_attempt(cr_request *q)
         size_t lens[3] = {6, strlen(s->issued), sizeof(q->raw_id)};
 
         q->busy = true;
-        if (cr__aio_command(a->io, 3, argv, lens, permit_resolved, q) == CR_OK)
-            return;
-        q->busy = false;
-        q->w.rc = CR_EIO;
-        drive(q);
+        rc = cr__aio_command(a->io, 3, argv, lens, permit_resolved, q);
+        attempt_sent(q, rc == CR_OK ? CR_OK : CR_EIO);
         return;
     }
     if (q->what == O_SEM) {
@@ -1024,14 +1025,9 @@ object_attempt(cr_request *q)
     if (rc == CR_OK) {
         q->busy = true;
         rc = cr__aio_script(a->io, &call, 0, object_replied, q);
-        if (rc != CR_OK)
-            q->busy = false;
     }
     cr__script_call_free(&call);
-    if (rc != CR_OK) {
-        q->w.rc = rc;
-        drive(q);
-    }
+    attempt_sent(q, rc);
 }
 
 static void
