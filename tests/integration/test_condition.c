@@ -418,8 +418,10 @@ test_condition_a_killed_waiter_does_not_keep_later_signals(void **state)
     int64_t signalled;
 
     (void)state;
-    /* The first in line dies while it waits (its lease: 1 s). */
-    kill_and_reap(dying_waiter("dead", "1000", 1));
+    /* The first in line dies while it waits. Its lease (4 s) must outlast
+     * the steps up to the signal below, or the living one's first look
+     * settles it before the signal (a loaded machine took over 1 s). */
+    kill_and_reap(dying_waiter("dead", "4000", 1));
     await_free("dead");
     waiter_start(&w, l, c, 1, slow(30000));
     await_line("dead", "not-empty", 2);
@@ -435,7 +437,7 @@ test_condition_a_killed_waiter_does_not_keep_later_signals(void **state)
     pthread_join(w.thread, NULL);
     OK(w.rc);
     assert_true(w.held_after);
-    assert_true(w.returned_ms - signalled <= 1000 + slow(1000));
+    assert_true(w.returned_ms - signalled <= 4000 + slow(1000));
     /* A later signal finds nobody: the dead one is gone too. */
     assert_int_equal(signal_under(l, c, false), 0);
     assert_int_equal(redis_int("EXISTS credisson_condition:{dead}:not-empty"),
