@@ -1,11 +1,13 @@
 --! keys: permits channel issued
---! argv: id:bin one:int now_ms:int publish
+--! argv: id:bin count:int now_ms:int publish
 -- RPermitExpirableSemaphore release / tryRelease of one id (protocol
 -- section 8.2).
 -- KEYS[1] = permits N, KEYS[2] = channel redisson_sc:{N}, KEYS[3] = issued
 -- permits {N}:timeout
--- ARGV[1] = permit id (16 raw bytes), ARGV[2] = 1, ARGV[3] = now in epoch
--- ms, ARGV[4] = publish command
+-- ARGV[1] = permit id (16 raw bytes; 32 hex characters for Redisson
+-- before 3.17), ARGV[2] = the permits it stands for (1; before 3.23.4 an
+-- id can stand for several), ARGV[3] = now in epoch ms, ARGV[4] = publish
+-- command
 -- Returns 0 when the id is not issued (nothing changes); 1 when it was
 -- released; 2 when it had expired but was not reclaimed yet: the permit
 -- comes back all the same (Redisson replies 0 there, protocol section 14

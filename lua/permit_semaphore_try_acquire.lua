@@ -4,12 +4,14 @@
 -- KEYS[1] = permits N, KEYS[2] = issued permits {N}:timeout (zset: member =
 -- 16 raw id bytes, score = expiry in epoch ms), KEYS[3] = channel
 -- redisson_sc:{N}
--- ARGV[1] = k, the number of ids, ARGV[2] = expiry of the new permits in
+-- ARGV[1] = k, the number of permits (and of ids, since Redisson 3.23.4;
+-- before, one id stands for the k), ARGV[2] = expiry of the new permits in
 -- epoch ms (or the never-expires marker), ARGV[3] = now in epoch ms,
 -- ARGV[4] = the never-expires marker 922337203685477, ARGV[5] = publish
--- command, ARGV[6 .. 5 + k] = the new permit ids (16 raw bytes each)
--- First reclaims up to k expired permits (publishing the new count when
--- positive). Returns the bulk string 'OK' when the k ids were granted;
+-- command, ARGV[6 ..] = the new permit ids (16 raw bytes each; 32 hex
+-- characters for Redisson before 3.17)
+-- First reclaims up to k expired ids (publishing the new count when
+-- positive). Returns the bulk string 'OK' when the k permits were granted;
 -- otherwise ':' followed by the earliest expiry among issued permits when it
 -- is not the never-expires marker, or nil.
 local expired = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3],

@@ -91,7 +91,7 @@ struct cr_request {
     void *obj;
     int64_t permits;
     char *latch;              /* a semaphore acquisition's acquire latch */
-    unsigned char raw_id[16]; /* a permit's id */
+    cr__permit_id raw_id;     /* a permit's id, as stored */
     /* Reply readers of one-command requests. */
     cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
     /* A MultiLock's or RedLock's call, on a thread of its own. */
@@ -950,7 +950,7 @@ object_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
          * being freed): what this attempt may have taken is looked for and
          * given back in the background. */
         if (q->what == O_PERMIT && (rc == CR_OK || q->uncertain))
-            cr__permit_late(q->obj, q->raw_id);
+            cr__permit_late(q->obj, &q->raw_id, 1, 1);
         else if (q->what == O_SEM && (rc == CR_OK || q->uncertain)) {
             cr__sem_late(q->obj, q->latch, q->permits);
             q->latch = NULL;
@@ -974,7 +974,7 @@ permit_resolved(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     if (q->ended) {
         /* Its bound passed while it looked: looked for again, given back. */
         cr__reply_free(r);
-        cr__permit_late(q->obj, q->raw_id);
+        cr__permit_late(q->obj, &q->raw_id, 1, 1);
         late_reply(q);
         return;
     }
@@ -998,8 +998,8 @@ object_attempt(cr_request *q)
     cr_status rc;
 
     if (q->what == O_PERMIT && q->uncertain) {
-        const char *argv[3] = {"ZSCORE", s->issued, (const char *)q->raw_id};
-        size_t lens[3] = {6, strlen(s->issued), sizeof(q->raw_id)};
+        const char *argv[3] = {"ZSCORE", s->issued, q->raw_id.b};
+        size_t lens[3] = {6, strlen(s->issued), q->raw_id.len};
 
         q->busy = true;
         rc = cr__aio_command(a->io, 3, argv, lens, permit_resolved, q);
@@ -1018,9 +1018,10 @@ object_attempt(cr_request *q)
     } else if (q->what == O_LATCH || q->what == O_LATCH_COUNT) {
         rc = cr__latch_look_call(q->obj, false, &call);
     } else {
-        rc = cr__random_bytes(q->raw_id, sizeof(q->raw_id));
+        rc = cr__permit_id_new(s, &q->raw_id);
         if (rc == CR_OK)
-            rc = cr__permit_acquire_call(s, q->lease_ms, q->raw_id, &call);
+            rc = cr__permit_acquire_call(s, 1, q->lease_ms, &q->raw_id, 1,
+                                         &call);
     }
     if (rc == CR_OK) {
         q->busy = true;
@@ -1059,9 +1060,9 @@ object_finish(cr_request *q)
     } else {
         if ((rc == CR_OK && q->cancelled) ||
             ((rc == CR_EIO || rc == CR_BUSY) && q->uncertain))
-            cr__permit_late(q->obj, q->raw_id);
+            cr__permit_late(q->obj, &q->raw_id, 1, 1);
         else if (rc == CR_OK)
-            cr__hex(q->raw_id, sizeof(q->raw_id), q->id);
+            cr__permit_id_hex(&q->raw_id, q->id);
     }
     end(q, rc);
 }
@@ -1347,12 +1348,12 @@ cr_async_permit_release(cr_async *a, cr_permit_semaphore *sem, const char *id,
                         cr_async_fn fn, void *userdata, cr_request **req)
 {
     cr__script_call call = {0};
-    unsigned char raw[16];
+    cr__permit_id raw;
     cr_status rc = enter_on(a, sem, &cr__permit_semaphore_kind);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__permit_release_call(sem, id, raw, &call);
+    rc = cr__permit_release_call(sem, id, 1, &raw, &call);
     return start_on(a, sem, rc, &call, permit_released_read, fn, userdata, req,
                     id);
 }
@@ -1363,12 +1364,12 @@ cr_async_permit_update_lease(cr_async *a, cr_permit_semaphore *sem,
                              void *userdata, cr_request **req)
 {
     cr__script_call call = {0};
-    unsigned char raw[16];
+    cr__permit_id raw;
     cr_status rc = enter_on(a, sem, &cr__permit_semaphore_kind);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__permit_update_call(sem, id, lease_ms, raw, &call);
+    rc = cr__permit_update_call(sem, id, lease_ms, &raw, &call);
     return start_on(a, sem, rc, &call, flag_read, fn, userdata, req, NULL);
 }
 

@@ -257,6 +257,10 @@ choose_pubsub(cr_client *c, cr_sharded_pubsub opt)
 {
     const char *argv[2] = {"PUBSUB", "SHARDNUMSUB"};
     int mode = opt != CR_SHARDED_AUTO ? (int)opt : c->url.sharded;
+
+    /* Redisson before 3.22 never used sharded pub/sub: AUTO is off. */
+    if (mode == CR__SHARDED_AUTO && !c->wire.sharded_pubsub)
+        mode = CR__SHARDED_OFF;
     cr__reply *r = NULL;
     cr_status rc;
 
@@ -270,6 +274,23 @@ choose_pubsub(cr_client *c, cr_sharded_pubsub opt)
         cr__reply_free(r);
     }
     c->publish_cmd = mode == CR__SHARDED_ON ? "spublish" : "publish";
+    return CR_OK;
+}
+
+/* Settles the Java side's release line: the option, else the URL's
+ * ?redissonVersion=, else the newest. */
+static cr_status
+release_line(cr_client *c, const char *opt)
+{
+    char err[160];
+    int version = c->url.redisson_version;
+
+    if (opt != NULL &&
+        cr__url_parse_version(opt, strlen(opt), &version, err,
+                              sizeof(err)) != CR_OK)
+        return cr__fail(CR_EINVAL, "the option naming the Java side's "
+                        "Redisson release: %s", err);
+    cr__wire_of(version, &c->wire);
     return CR_OK;
 }
 
@@ -432,7 +453,14 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     c->command_timeout_ms = or_default(opts->command_timeout_ms, 3000);
     c->watchdog_timeout_ms = or_default(opts->lock_watchdog_timeout_ms, 30000);
     c->watchdog_batch = (int)or_default(opts->lock_watchdog_batch_size, 100);
-    c->fair_wait_timeout_ms = or_default(opts->fair_lock_wait_timeout_ms, 300000);
+    rc = release_line(c, opts->redisson_version);
+    if (rc != CR_OK) {
+        cr__url_clear(&c->url);
+        free(c);
+        return rc;
+    }
+    c->fair_wait_timeout_ms = or_default(opts->fair_lock_wait_timeout_ms,
+                                         c->wire.fair_wait_ms);
     c->subscription_timeout_ms = or_default(opts->subscription_timeout_ms, 7500);
     c->reconnect_window_ms = or_default(opts->reconnect_window_ms, 30000);
     /* An unlock's latch outlives every send of its script (transport.c):

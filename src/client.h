@@ -35,6 +35,7 @@ struct cr_client {
     int64_t watchdog_timeout_ms;
     int watchdog_batch;
     int64_t fair_wait_timeout_ms;
+    cr__wire wire; /* the Java side's release line (names.h) */
     int64_t subscription_timeout_ms;
     int64_t reconnect_window_ms;
     int64_t latch_timeout_ms; /* lifetime of unlock latch keys */

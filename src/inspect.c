@@ -236,7 +236,21 @@ read_queue(arena *a, const cr__reply *q)
     return true;
 }
 
-/* Fills the issued permits (ids are raw bytes, shown as hex). */
+/* Whether stored id `m` is hex text already (Redisson before 3.17). */
+static bool
+is_hex_id(const cr__reply *m)
+{
+    if (m->len != 32)
+        return false;
+    for (size_t i = 0; i < m->len; i++)
+        if (!((m->str[i] >= '0' && m->str[i] <= '9') ||
+              (m->str[i] >= 'a' && m->str[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* Fills the issued permits (ids are raw bytes, shown as hex, or before
+ * Redisson 3.17 hex text, shown as it is). */
 static bool
 read_permits(arena *a, const cr__reply *p)
 {
@@ -254,8 +268,13 @@ read_permits(arena *a, const cr__reply *p)
 
         if (!is_str(m) || !reply_num(p->element[i + 1], &e->expires_ms))
             continue;
-        cr__hex((const unsigned char *)m->str, m->len < 32 ? m->len : 32,
-                e->id);
+        if (is_hex_id(m)) {
+            memcpy(e->id, m->str, m->len);
+            e->id[m->len] = '\0';
+        } else {
+            cr__hex((const unsigned char *)m->str, m->len < 32 ? m->len : 32,
+                    e->id);
+        }
         e->never = e->expires_ms >= PERMIT_NEVER;
         in->npermits++;
     }

@@ -248,3 +248,17 @@ cr__name_client_parse(const char *name, size_t len, const char *id,
     }
     return true;
 }
+
+void
+cr__wire_of(int version, cr__wire *out)
+{
+    if (version == 0)
+        version = CR__VERSION_NEWEST;
+    out->version = version;
+    out->pes_hex_ids = version < CR__VERSION(3, 17, 0);
+    out->pes_id_per_permit = version >= CR__VERSION(3, 23, 4);
+    out->fair_wait_ms = version < CR__VERSION(3, 13, 3) ? 5000 : 300000;
+    out->sharded_pubsub = version >= CR__VERSION(3, 22, 0);
+    out->rate_limiter = version >= CR__VERSION(3, 21, 0);
+    out->keep_alive = version >= CR__VERSION(3, 38, 0);
+}

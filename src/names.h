@@ -106,4 +106,37 @@ bool cr__name_client_parse(const char *name, size_t len, const char *id,
                            size_t idlen, const char **host, size_t *hostlen,
                            long *pid);
 
+/* A Redisson release as one number, 3.23.4 -> 3023004. */
+#define CR__VERSION(major, minor, patch)                                   \
+    ((major) * 1000000 + (minor) * 1000 + (patch))
+
+/* The oldest release line credisson can share objects with, and the
+ * newest it knows (newer ones get its formats). */
+#define CR__VERSION_OLDEST CR__VERSION(3, 10, 0)
+#define CR__VERSION_NEWEST CR__VERSION(4, 7, 0)
+
+/* What a Java peer of one Redisson release line reads and writes
+ * differently (protocol section 16; doc/porting.md has the table). Only
+ * what both sides must agree on switches: credisson's own safety (the
+ * unlock latch, readers renewing only their own keys) stays on every
+ * line. */
+typedef struct cr__wire {
+    int version;            /* CR__VERSION(...) of the Java side */
+    bool pes_hex_ids;       /* before 3.17.0: permit ids stored as their
+                             * 32 lowercase hex characters, not 16 bytes */
+    bool pes_id_per_permit; /* since 3.23.4: acquire(n) makes n ids;
+                             * before, one id stands for the n permits */
+    int64_t fair_wait_ms;   /* fairLockWaitTimeout's default: 5 s before
+                             * 3.13.3, 300 s since */
+    bool sharded_pubsub;    /* since 3.22.0: sharded pub/sub in a Cluster
+                             * when the server has it (before: never) */
+    bool rate_limiter;      /* since 3.21.0: the limiter's records in the
+                             * format credisson writes */
+    bool keep_alive;        /* since 3.38.0: the limiter's keepAliveTime */
+} cr__wire;
+
+/* cr__wire_of: the formats of release `version` (CR__VERSION; 0: the
+ * newest). */
+void cr__wire_of(int version, cr__wire *out);
+
 #endif

@@ -87,11 +87,57 @@ hex_digit(char ch)
     return -1;
 }
 
-/* Decodes a user's permit id (exactly 32 hex digits, either case) into
- * 16 bytes; CR_EINVAL otherwise. */
-static cr_status
-decode_id(const char *hex, unsigned char *out)
+/* Whether semaphore `s`'s Java side stores ids as hex text (before 3.17). */
+static bool
+hex_ids(const void *s)
 {
+    return ((const cr__sem *)s)->client->wire.pes_hex_ids;
+}
+
+/* The stored form of 16 id bytes. */
+static void
+id_of_bytes(const void *s, const unsigned char *bytes, cr__permit_id *id)
+{
+    if (hex_ids(s)) {
+        char hex[CR_PERMIT_ID_LEN + 1];
+
+        cr__hex(bytes, ID_BYTES, hex);
+        memcpy(id->b, hex, CR_PERMIT_ID_LEN);
+        id->len = CR_PERMIT_ID_LEN;
+    } else {
+        memcpy(id->b, bytes, ID_BYTES);
+        id->len = ID_BYTES;
+    }
+}
+
+cr_status
+cr__permit_id_new(const void *s, cr__permit_id *id)
+{
+    unsigned char bytes[ID_BYTES];
+    cr_status rc = cr__random_bytes(bytes, ID_BYTES);
+
+    if (rc == CR_OK)
+        id_of_bytes(s, bytes, id);
+    return rc;
+}
+
+void
+cr__permit_id_hex(const cr__permit_id *id, char *hex)
+{
+    if (id->len == ID_BYTES) {
+        cr__hex((const unsigned char *)id->b, ID_BYTES, hex);
+    } else {
+        memcpy(hex, id->b, CR_PERMIT_ID_LEN);
+        hex[CR_PERMIT_ID_LEN] = '\0';
+    }
+}
+
+/* Decodes a user's permit id (exactly 32 hex digits, either case) into
+ * the stored form; CR_EINVAL otherwise. */
+static cr_status
+decode_id(const void *s, const char *hex, cr__permit_id *id)
+{
+    unsigned char bytes[ID_BYTES];
     size_t i;
 
     if (hex == NULL)
@@ -102,12 +148,41 @@ decode_id(const char *hex, unsigned char *out)
         /* hex[2 * i + 1] is safe to read: hex[2 * i] was not the NUL. */
         if (hi < 0 || (lo = hex_digit(hex[2 * i + 1])) < 0)
             break;
-        out[i] = (unsigned char)(hi << 4 | lo);
+        bytes[i] = (unsigned char)(hi << 4 | lo);
     }
     if (i != ID_BYTES || hex[2 * ID_BYTES] != '\0')
         return cr__fail(CR_EINVAL, "permit id is not %d hex digits",
                         CR_PERMIT_ID_LEN);
+    id_of_bytes(s, bytes, id);
     return CR_OK;
+}
+
+/* How many ids an acquisition of `permits` makes: one per permit (Redisson
+ * 3.23.4 and later), else one for all. */
+static size_t
+ids_for(const void *s, int64_t permits)
+{
+    return ((const cr__sem *)s)->client->wire.pes_id_per_permit
+               ? (size_t)permits : 1;
+}
+
+/* The checks of acquire_n's `permits`: 1..CR_PERMIT_ACQUIRE_MAX ids, and
+ * on lines where one id stands for several permits, no lease (see
+ * cr_permit_semaphore_try_acquire_n). */
+static cr_status
+check_acquire_n(const void *s, int64_t permits, int64_t lease_ms)
+{
+    cr_status rc = cr__check_range("permits", permits, 1,
+                                   ids_for(s, 2) == 2 ? CR_PERMIT_ACQUIRE_MAX
+                                                      : CR_PERMITS_MAX);
+
+    if (rc == CR_OK && permits > 1 && ids_for(s, 2) == 1 &&
+        lease_ms != CR_LEASE_NONE)
+        return cr__fail(CR_ENOTSUP, "before Redisson 3.23.4 one id stands "
+                        "for all %lld permits, and when its lease ran out "
+                        "only one would come back: take them without a "
+                        "lease, or one at a time", (long long)permits);
+    return rc;
 }
 
 /* The expiry score of a lease starting now. */
@@ -121,24 +196,27 @@ expiry_of(int64_t lease_ms)
 
 typedef struct attempt_ctx {
     cr_permit_semaphore *sem;
+    int64_t permits;
     int64_t lease_ms;
-    unsigned char id[ID_BYTES]; /* the last attempt's id */
-    bool uncertain;             /* the last attempt's reply was lost */
+    cr__permit_id *ids; /* the last attempt's ids */
+    size_t n;
+    bool uncertain;     /* the last attempt's reply was lost */
 } attempt_ctx;
 
-/* Tells whether the permit of the last attempt is out (its reply was lost
- * but it did run); clears the doubt when Redis answered. */
+/* Tells whether the permits of the last attempt are out (its reply was
+ * lost but it did run: its ids went in together, so the first tells);
+ * clears the doubt when Redis answered. */
 static cr_status
 resolve_lost_reply(attempt_ctx *a, bool *granted)
 {
-    const char *argv[3] = {"ZSCORE", a->sem->issued, (const char *)a->id};
+    const char *argv[3] = {"ZSCORE", a->sem->issued, a->ids[0].b};
     size_t lens[3];
     cr__reply *r = NULL;
     cr_status rc;
 
     lens[0] = 6;
     lens[1] = strlen(a->sem->issued);
-    lens[2] = ID_BYTES;
+    lens[2] = a->ids[0].len;
     rc = cr__command_retry(a->sem->client, 3, argv, lens, &r);
     if (rc != CR_OK)
         return rc;
@@ -149,20 +227,36 @@ resolve_lost_reply(attempt_ctx *a, bool *granted)
 }
 
 cr_status
-cr__permit_acquire_call(const void *obj, int64_t lease_ms,
-                        const unsigned char *id, cr__script_call *call)
+cr__permit_acquire_call(const void *obj, int64_t permits, int64_t lease_ms,
+                        const cr__permit_id *ids, size_t n,
+                        cr__script_call *call)
 {
     const cr__sem *s = obj;
-    const char *ids[1] = {(const char *)id};
-    size_t id_lens[1] = {ID_BYTES};
+    const char *one[1];
+    size_t one_len[1];
+    const char **v = n == 1 ? one : calloc(n, sizeof(*v));
+    size_t *lens = n == 1 ? one_len : calloc(n, sizeof(*lens));
+    cr_status rc = CR_ENOMEM;
 
-    return cr__build_permit_semaphore_try_acquire(
-        &(cr__permit_semaphore_try_acquire_args){
-            .permits = s->raw, .issued = s->issued, .channel = s->channel,
-            .k = 1, .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
-            .never = NEVER, .publish = s->client->publish_cmd, .ids = ids,
-            .ids_lens = id_lens, .n_ids = 1},
-        call);
+    if (v != NULL && lens != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            v[i] = ids[i].b;
+            lens[i] = ids[i].len;
+        }
+        rc = cr__build_permit_semaphore_try_acquire(
+            &(cr__permit_semaphore_try_acquire_args){
+                .permits = s->raw, .issued = s->issued,
+                .channel = s->channel, .k = permits,
+                .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
+                .never = NEVER, .publish = s->client->publish_cmd, .ids = v,
+                .ids_lens = lens, .n_ids = n},
+            call);
+    }
+    if (n != 1) {
+        free(v);
+        free(lens);
+    }
+    return rc;
 }
 
 cr_status
@@ -193,7 +287,7 @@ cr__permit_acquire_reply(cr_status rc, cr__reply *r, int64_t *hint)
     return rc;
 }
 
-/* One attempt of the wait, with a fresh id and expiry. */
+/* One attempt of the wait, with fresh ids and expiry. */
 static cr_status
 attempt(attempt_ctx *a, int64_t *hint)
 {
@@ -201,7 +295,7 @@ attempt(attempt_ctx *a, int64_t *hint)
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
-    cr_status rc;
+    cr_status rc = CR_OK;
 
     *hint = -1;
     if (a->uncertain) {
@@ -213,10 +307,11 @@ attempt(attempt_ctx *a, int64_t *hint)
         if (granted)
             return CR_OK;
     }
-    rc = cr__random_bytes(a->id, ID_BYTES);
-    if (rc != CR_OK)
-        return rc;
-    rc = cr__permit_acquire_call(s, a->lease_ms, a->id, &call);
+    for (size_t i = 0; i < a->n && rc == CR_OK; i++)
+        rc = cr__permit_id_new(s, &a->ids[i]);
+    if (rc == CR_OK)
+        rc = cr__permit_acquire_call(s, a->permits, a->lease_ms, a->ids, a->n,
+                                     &call);
     if (rc == CR_OK)
         rc = cr__script_call_run(s->client, &cmd, &call, &r);
     cr__script_call_free(&call);
@@ -225,31 +320,49 @@ attempt(attempt_ctx *a, int64_t *hint)
     return cr__permit_acquire_reply(rc, r, hint);
 }
 
-/* A permit whose grant may have come after its caller gave up. */
+static cr_status release(cr_permit_semaphore *s, const char *hex,
+                         int64_t permits, int64_t *result);
+
+/* Gives back the n ids of an acquisition of `permits`. */
+static void
+give_back(cr_permit_semaphore *s, const cr__permit_id *ids, size_t n,
+          int64_t permits)
+{
+    char hex[CR_PERMIT_ID_LEN + 1];
+    int64_t ignored;
+
+    for (size_t i = 0; i < n; i++) {
+        cr__permit_id_hex(&ids[i], hex);
+        release(s, hex, n == 1 ? permits : 1, &ignored);
+    }
+}
+
+/* Permits whose grant may have come after their caller gave up. */
 typedef struct late_permit {
     cr_permit_semaphore *sem;
-    unsigned char id[ID_BYTES];
+    int64_t permits;
+    size_t n;
+    cr__permit_id ids[]; /* n */
 } late_permit;
 
-/* Background: if the permit was granted, give it back. */
+/* Background: if the permits were granted, give them back. */
 static void
 late_permit_run(void *arg)
 {
     late_permit *p = arg;
     attempt_ctx a;
-    char hex[CR_PERMIT_ID_LEN + 1];
     bool granted = false;
 
     memset(&a, 0, sizeof(a));
     a.sem = p->sem;
-    memcpy(a.id, p->id, ID_BYTES);
+    a.ids = p->ids;
+    a.n = p->n;
     if (resolve_lost_reply(&a, &granted) != CR_OK || !granted)
         return;
-    cr__hex(p->id, ID_BYTES, hex);
-    cr__log(&p->sem->client->log, CR_LOG_INFO, "permit semaphore %s: a "
-            "permit granted after its caller gave up is given back",
+    cr__log(&p->sem->client->log, CR_LOG_INFO, "permit semaphore %s: "
+            "permits granted after their caller gave up are given back",
             p->sem->name);
-    cr_permit_semaphore_release(p->sem, hex);
+    give_back(p->sem, p->ids, p->n, p->permits);
 }
 
 static void
@@ -259,23 +372,25 @@ late_permit_done(void *arg)
 }
 
 void
-cr__permit_late(void *s, const unsigned char *id)
+cr__permit_late(void *s, const cr__permit_id *ids, size_t n, int64_t permits)
 {
-    late_permit *p = calloc(1, sizeof(*p));
+    late_permit *p = calloc(1, sizeof(*p) + n * sizeof(p->ids[0]));
 
     if (p == NULL)
         return;
     p->sem = s;
-    memcpy(p->id, id, ID_BYTES);
+    p->permits = permits;
+    p->n = n;
+    memcpy(p->ids, ids, n * sizeof(p->ids[0]));
     cr__object_background(s, late_permit_run, late_permit_done, p);
 }
 
-static cr_status release(cr_permit_semaphore *s, const char *hex,
-                         int64_t *result);
-
-/* Acquisition shared by acquire and try_acquire. */
+/* Acquisition shared by the acquire calls: `permits` under their ids,
+ * written to `out` (CR_PERMIT_ID_LEN + 1 bytes each) with their number in
+ * *n_out (may be NULL when it is 1). */
 static cr_status
-acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
+acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
+        int64_t lease_ms, char *out, size_t *n_out)
 {
     attempt_ctx a;
     cr__wait w;
@@ -284,13 +399,20 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
 
     if (rc != CR_OK)
         return rc;
+    memset(&a, 0, sizeof(a));
     if ((rc = cr__check_wait(wait_ms)) != CR_OK ||
         (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK ||
-        (rc = cr__check_out(id, "id")) != CR_OK)
+        (rc = check_acquire_n(s, permits, lease_ms)) != CR_OK ||
+        (rc = cr__check_out(out, "id")) != CR_OK)
         goto out;
-    memset(&a, 0, sizeof(a));
     a.sem = s;
+    a.permits = permits;
     a.lease_ms = lease_ms;
+    a.n = ids_for(s, permits);
+    if ((a.ids = calloc(a.n, sizeof(*a.ids))) == NULL) {
+        rc = cr__fail(CR_ENOMEM, "out of memory");
+        goto out;
+    }
     cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
     cr__object_wait_begin(&w, s, "permit semaphore", s->channel,
                           cr__sem_decode, false, wait_ms);
@@ -301,27 +423,28 @@ acquire(cr_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms, char *id)
         bool granted = false;
 
         /* One look if a connection is at hand; else in the background,
-         * which gives a permit granted too late back. */
+         * which gives permits granted too late back. */
         if (resolve_lost_reply(&a, &granted) != CR_OK)
-            cr__permit_late(s, a.id);
+            cr__permit_late(s, a.ids, a.n, permits);
         else if (granted)
             rc = CR_OK;
         cr__call_patience_set(patience);
     }
     if (rc == CR_OK && atomic_load(&s->client->closing)) {
-        char hex[CR_PERMIT_ID_LEN + 1];
-        int64_t ignored;
-
         /* Granted while the client is being freed: the caller could not
-         * release it any more; give it back now, within the free's grace. */
-        cr__hex(a.id, ID_BYTES, hex);
-        release(s, hex, &ignored);
-        rc = cr__fail(CR_ECLOSED, "the client is being freed (the permit, "
-                      "granted meanwhile, was given back)");
+         * release them any more; give them back now, within the free's
+         * grace. */
+        give_back(s, a.ids, a.n, permits);
+        rc = cr__fail(CR_ECLOSED, "the client is being freed (the permits, "
+                      "granted meanwhile, were given back)");
     } else if (rc == CR_OK) {
-        cr__hex(a.id, ID_BYTES, id);
+        for (size_t i = 0; i < a.n; i++)
+            cr__permit_id_hex(&a.ids[i], out + i * (CR_PERMIT_ID_LEN + 1));
+        if (n_out != NULL)
+            *n_out = a.n;
     }
 out:
+    free(a.ids);
     cr__object_leave(s);
     return rc;
 }
@@ -329,31 +452,46 @@ out:
 cr_status
 cr_permit_semaphore_acquire(cr_permit_semaphore *s, int64_t lease_ms, char *id)
 {
-    return acquire(s, CR_WAIT_FOREVER, lease_ms, id);
+    return acquire(s, 1, CR_WAIT_FOREVER, lease_ms, id, NULL);
 }
 
 cr_status
 cr_permit_semaphore_try_acquire(cr_permit_semaphore *s, int64_t wait_ms,
                                 int64_t lease_ms, char *id)
 {
-    return acquire(s, wait_ms, lease_ms, id);
+    return acquire(s, 1, wait_ms, lease_ms, id, NULL);
+}
+
+cr_status
+cr_permit_semaphore_acquire_n(cr_permit_semaphore *s, int64_t permits,
+                              int64_t lease_ms, char *ids, size_t *n_ids)
+{
+    return acquire(s, permits, CR_WAIT_FOREVER, lease_ms, ids, n_ids);
+}
+
+cr_status
+cr_permit_semaphore_try_acquire_n(cr_permit_semaphore *s, int64_t permits,
+                                  int64_t wait_ms, int64_t lease_ms,
+                                  char *ids, size_t *n_ids)
+{
+    return acquire(s, permits, wait_ms, lease_ms, ids, n_ids);
 }
 
 /* ------------------------------------------------------------ releasing */
 
 cr_status
-cr__permit_release_call(const void *obj, const char *hex,
-                        unsigned char id[ID_BYTES], cr__script_call *call)
+cr__permit_release_call(const void *obj, const char *hex, int64_t permits,
+                        cr__permit_id *id, cr__script_call *call)
 {
     const cr__sem *s = obj;
-    cr_status rc = decode_id(hex, id);
+    cr_status rc = decode_id(s, hex, id);
 
     if (rc != CR_OK)
         return rc;
     return cr__build_permit_semaphore_release(
         &(cr__permit_semaphore_release_args){
             .permits = s->raw, .channel = s->channel, .issued = s->issued,
-            .id = {(const char *)id, ID_BYTES}, .one = 1,
+            .id = {id->b, id->len}, .count = permits,
             .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd},
         call);
 }
@@ -396,14 +534,15 @@ cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
  * 1 (released) or 2 (expired, not reclaimed yet, released all the same:
  * CR_ELOST). */
 static cr_status
-release(cr_permit_semaphore *s, const char *hex, int64_t *result)
+release(cr_permit_semaphore *s, const char *hex, int64_t permits,
+        int64_t *result)
 {
-    unsigned char id[ID_BYTES];
+    cr__permit_id id;
     int64_t sent = cr__now_us();
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
-    cr_status rc = cr__permit_release_call(s, hex, id, &call);
+    cr_status rc = cr__permit_release_call(s, hex, permits, &id, &call);
 
     if (rc == CR_OK)
         rc = cr__script_call_run(s->client, &cmd, &call, &r);
@@ -419,7 +558,28 @@ cr_permit_semaphore_release(cr_permit_semaphore *s, const char *id)
 
     if (rc != CR_OK)
         return rc;
-    rc = release(s, id, &result);
+    rc = release(s, id, 1, &result);
+    cr__object_leave(s);
+    return rc;
+}
+
+cr_status
+cr_permit_semaphore_release_n(cr_permit_semaphore *s, const char *id,
+                              int64_t permits)
+{
+    int64_t result = 0;
+    cr_status rc = enter(s);
+
+    if (rc != CR_OK)
+        return rc;
+    if (ids_for(s, 2) == 2 && permits != 1)
+        rc = cr__fail(CR_EINVAL, "since Redisson 3.23.4 each permit has its "
+                      "own id: an id stands for 1 permit, not %lld",
+                      (long long)permits);
+    else
+        rc = cr__check_range("permits", permits, 1, CR_PERMITS_MAX);
+    if (rc == CR_OK)
+        rc = release(s, id, permits, &result);
     cr__object_leave(s);
     return rc;
 }
@@ -433,7 +593,7 @@ cr_permit_semaphore_try_release(cr_permit_semaphore *s, const char *id,
 
     if (rc != CR_OK)
         return rc;
-    rc = release(s, id, &result);
+    rc = release(s, id, 1, &result);
     if ((rc == CR_OK || rc == CR_ENOTOWNER || rc == CR_ELOST) &&
         released != NULL)
         *released = result == 1;
@@ -447,18 +607,18 @@ cr_permit_semaphore_try_release(cr_permit_semaphore *s, const char *id,
 
 cr_status
 cr__permit_update_call(const void *obj, const char *hex, int64_t lease_ms,
-                       unsigned char id[ID_BYTES], cr__script_call *call)
+                       cr__permit_id *id, cr__script_call *call)
 {
     const cr__sem *s = obj;
     cr_status rc;
 
-    if ((rc = decode_id(hex, id)) != CR_OK ||
+    if ((rc = decode_id(s, hex, id)) != CR_OK ||
         (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK)
         return rc;
     return cr__build_permit_semaphore_update_lease_time(
         &(cr__permit_semaphore_update_lease_time_args){
             .permits = s->raw, .issued = s->issued, .channel = s->channel,
-            .id = {(const char *)id, ID_BYTES},
+            .id = {id->b, id->len},
             .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
             .publish = s->client->publish_cmd},
         call);
@@ -468,7 +628,7 @@ cr_status
 cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
                                       int64_t lease_ms, bool *updated)
 {
-    unsigned char raw[ID_BYTES];
+    cr__permit_id raw;
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
@@ -477,7 +637,7 @@ cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__permit_update_call(s, id, lease_ms, raw, &call);
+    rc = cr__permit_update_call(s, id, lease_ms, &raw, &call);
     if (rc == CR_OK)
         rc = cr__script_call_run(s->client, &cmd, &call, &r);
     cr__script_call_free(&call);
@@ -493,7 +653,7 @@ cr_status
 cr_permit_semaphore_get_lease_time(cr_permit_semaphore *s, const char *id,
                                    int64_t *remaining_ms)
 {
-    unsigned char raw[ID_BYTES];
+    cr__permit_id raw;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
@@ -501,13 +661,13 @@ cr_permit_semaphore_get_lease_time(cr_permit_semaphore *s, const char *id,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = decode_id(id, raw)) != CR_OK ||
+    if ((rc = decode_id(s, id, &raw)) != CR_OK ||
         (rc = cr__check_out(remaining_ms, "remaining_ms")) != CR_OK)
         goto out;
     rc = cr__run_permit_semaphore_get_lease_time(s->client, &cmd,
         &(cr__permit_semaphore_get_lease_time_args){
             .permits = s->raw, .issued = s->issued, .channel = s->channel,
-            .id = {(const char *)raw, ID_BYTES}, .never = NEVER,
+            .id = {raw.b, raw.len}, .never = NEVER,
             .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd},
         &r);
     if (rc == CR_OK)

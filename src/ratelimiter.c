@@ -68,6 +68,13 @@ cr_rate_limiter_new(cr_client *c, const char *name, cr_rate_limiter **out)
                             (void **)&l);
     if (rc != CR_OK)
         return rc;
+    if (!c->wire.rate_limiter) {
+        cr__object_free(l, free_own);
+        return cr__fail(CR_ENOTSUP, "Redisson before 3.21 writes rate "
+                        "limiter records that credisson cannot share (and "
+                        "cannot read credisson's); the client names an "
+                        "older Java side");
+    }
     l->value = cr__name(CR__NAME_RATE_VALUE, l->raw);
     l->records = cr__name(CR__NAME_RATE_PERMITS, l->raw);
     if (l->value != NULL && l->records != NULL) {
@@ -111,10 +118,12 @@ cr_rate_limiter_name(const cr_rate_limiter *l)
 /* -------------------------------------------------------- configuration */
 
 /* The checks of both set calls (ratelimiter protocol section 3: Java's
- * keep-alive rule included). */
+ * keep-alive rule included, and that a Java side before 3.38 has no
+ * keep-alive: its acquires would not refresh it, and the limiter would
+ * vanish under it). */
 static cr_status
-check_rate(cr_rate_type type, int64_t rate, int64_t interval_ms,
-           int64_t keep_alive_ms)
+check_rate(const cr_rate_limiter *l, cr_rate_type type, int64_t rate,
+           int64_t interval_ms, int64_t keep_alive_ms)
 {
     cr_status rc;
 
@@ -130,6 +139,10 @@ check_rate(cr_rate_type type, int64_t rate, int64_t interval_ms,
         return cr__fail(CR_EINVAL, "keep-alive time of %lld ms is shorter "
                         "than the interval of %lld ms", (long long)keep_alive_ms,
                         (long long)interval_ms);
+    if (keep_alive_ms != 0 && !l->client->wire.keep_alive)
+        return cr__fail(CR_ENOTSUP, "Redisson before 3.38 has no keep-alive "
+                        "time: its acquires would not refresh it (the "
+                        "client names an older Java side)");
     return CR_OK;
 }
 
@@ -145,7 +158,7 @@ cr_rate_limiter_try_set_rate(cr_rate_limiter *l, cr_rate_type type,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = check_rate(type, rate, interval_ms, keep_alive_ms)) != CR_OK)
+    if ((rc = check_rate(l, type, rate, interval_ms, keep_alive_ms)) != CR_OK)
         goto out;
     rc = cr__run_rate_limiter_try_set_rate(l->client, &cmd,
         &(cr__rate_limiter_try_set_rate_args){
@@ -172,7 +185,7 @@ cr_rate_limiter_set_rate(cr_rate_limiter *l, cr_rate_type type, int64_t rate,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = check_rate(type, rate, interval_ms, keep_alive_ms)) != CR_OK)
+    if ((rc = check_rate(l, type, rate, interval_ms, keep_alive_ms)) != CR_OK)
         goto out;
     rc = cr__run_rate_limiter_set_rate(l->client, &cmd,
         &(cr__rate_limiter_set_rate_args){

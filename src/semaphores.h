@@ -73,28 +73,48 @@ cr_status cr__sem_add_call(const void *s, bool expirable, int64_t delta,
  * taken, and give them back if so. */
 void cr__sem_late(void *s, char *latch, int64_t permits);
 
-/* RPermitExpirableSemaphore's calls in halves (16-byte ids, hex in
- * `hex`): an acquire attempt of permit `id` (CR_OK granted, CR_BUSY with
- * the time to the earliest expiry in *hint), a release (CR_ENOTOWNER: not
- * out; CR_ELOST: its lease had run out; *result 0, 1 or 2 as the script's),
- * an update of its lease (reply: 1 when updated, cr__reply_bool). */
-cr_status cr__permit_acquire_call(const void *s, int64_t lease_ms,
-                                  const unsigned char *id,
-                                  cr__script_call *call);
+/* A permit id as it is stored (protocol sections 8.1 and 16): 16 random
+ * bytes, raw; for a Java side before Redisson 3.17 their 32 lowercase hex
+ * characters. */
+typedef struct cr__permit_id {
+    char b[CR_PERMIT_ID_LEN];
+    size_t len; /* 16 or 32 */
+} cr__permit_id;
+
+/* cr__permit_id_new: a fresh id in the form semaphore `s`'s line stores. */
+cr_status cr__permit_id_new(const void *s, cr__permit_id *id);
+
+/* cr__permit_id_hex: `id` as users see it, 32 lowercase hex characters
+ * and a NUL. */
+void cr__permit_id_hex(const cr__permit_id *id, char *hex);
+
+/* RPermitExpirableSemaphore's calls in halves (ids as users see them in
+ * `hex`): an acquire attempt of `permits` under the n ids `ids` (one per
+ * permit, or one for all of them on lines before 3.23.4; CR_OK granted,
+ * CR_BUSY with the time to the earliest expiry in *hint), a release of
+ * the `permits` id `hex` stands for (CR_ENOTOWNER: not out; CR_ELOST: its
+ * lease had run out; *result 0, 1 or 2 as the script's), an update of its
+ * lease (reply: 1 when updated, cr__reply_bool). `id` receives the stored
+ * form of `hex`, which the call refers to. */
+cr_status cr__permit_acquire_call(const void *s, int64_t permits,
+                                  int64_t lease_ms, const cr__permit_id *ids,
+                                  size_t n, cr__script_call *call);
 cr_status cr__permit_acquire_reply(cr_status rc, cr__reply *r, int64_t *hint);
 cr_status cr__permit_release_call(const void *s, const char *hex,
-                                  unsigned char id[16], cr__script_call *call);
+                                  int64_t permits, cr__permit_id *id,
+                                  cr__script_call *call);
 cr_status cr__permit_release_reply(void *s, const char *hex, cr_status rc,
                                    cr__reply *r, int64_t sent_us, bool async,
                                    int64_t *result);
 cr_status cr__permit_update_call(const void *s, const char *hex,
-                                 int64_t lease_ms, unsigned char id[16],
+                                 int64_t lease_ms, cr__permit_id *id,
                                  cr__script_call *call);
 
-/* cr__permit_late: find out in the background whether the permit `id` of
- * an acquisition that ended without it was granted, and give it back if
- * so. */
-void cr__permit_late(void *s, const unsigned char *id);
+/* cr__permit_late: find out in the background whether the n ids `ids` of
+ * an acquisition of `permits` that ended without them were granted, and
+ * give them back if so. */
+void cr__permit_late(void *s, const cr__permit_id *ids, size_t n,
+                     int64_t permits);
 
 /* cr__sem_decode: a semaphore's message (protocol sections 7.2 and 8.2):
  * n > 0 permits came back, so up to n waiters may try. */

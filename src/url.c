@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "url.h"
+#include "names.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -256,8 +257,41 @@ static cr_status parse_sharded(const char *v, size_t n, cr__url *u, char *err,
     return fail(err, errlen, "sharded must be auto, on or off");
 }
 
+cr_status cr__url_parse_version(const char *v, size_t n, int *out, char *err,
+                                size_t errlen)
+{
+    long part[3] = {0, 0, 0};
+    size_t i = 0, parts = 0;
+
+    while (parts < 3) {
+        size_t digits = 0;
+
+        while (i < n && v[i] >= '0' && v[i] <= '9' && digits < 4) {
+            part[parts] = part[parts] * 10 + (v[i] - '0');
+            i++;
+            digits++;
+        }
+        if (digits == 0 || digits == 4 || part[parts] > 999)
+            break;
+        parts++;
+        if (i == n || v[i] != '.')
+            break;
+        i++;
+    }
+    if (i != n || parts < 2)
+        return fail(err, errlen, "a Redisson version is MAJOR.MINOR or "
+                    "MAJOR.MINOR.PATCH, such as 3.23.4");
+    *out = CR__VERSION((int)part[0], (int)part[1], (int)part[2]);
+    if (*out < CR__VERSION_OLDEST)
+        return fail(err, errlen, "Redisson %ld.%ld.%ld is older than the "
+                    "oldest line credisson shares objects with (3.10)",
+                    part[0], part[1], part[2]);
+    return CR_OK;
+}
+
 /* Parse the query string that starts at q (just after the '?') up to the end
- * of the string. db=N is understood, and sharded=M for a cluster;
+ * of the string. db=N and redissonVersion=V are understood, and sharded=M
+ * for a cluster;
  * `db_given` says whether the path already gave the database, which makes a
  * second one an error. */
 static cr_status parse_query(const char *q, bool db_given, cr__url *u,
@@ -284,15 +318,26 @@ static cr_status parse_query(const char *q, bool db_given, cr__url *u,
             q += len;
             continue;
         }
+        if (key_len == 15 && memcmp(q, "redissonVersion", 15) == 0 &&
+            eq != NULL) {
+            rc = cr__url_parse_version(eq + 1, len - key_len - 1,
+                                       &u->redisson_version, err, errlen);
+            if (rc != CR_OK)
+                return rc;
+            q += len;
+            continue;
+        }
         if (key_len != 2 || memcmp(q, "db", 2) != 0) {
             if (is_quotable_word(q, key_len) &&
                 !overlaps(q, key_len, u->password,
                           u->password != NULL ? strlen(u->password) : 0))
                 return fail(err, errlen,
-                            "unknown query parameter '%.*s' (only db is "
-                            "supported)", (int)key_len, q);
-            return fail(err, errlen,
-                        "unknown query parameter (only db is supported)");
+                            "unknown query parameter '%.*s' (db, "
+                            "redissonVersion and, for a cluster, sharded are "
+                            "known)", (int)key_len, q);
+            return fail(err, errlen, "unknown query parameter (db, "
+                        "redissonVersion and, for a cluster, sharded are "
+                        "known)");
         }
         if (db_given)
             return fail(err, errlen, "db is given more than once");

@@ -42,6 +42,9 @@ typedef struct cr__url {
     int *ports;
     /* Cluster: sharded pub/sub mode (protocol 1.3), one of CR__SHARDED_*. */
     int sharded;
+    /* ?redissonVersion=V: the Java side's Redisson release (CR__VERSION);
+     * 0 when not given. */
+    int redisson_version;
 } cr__url;
 
 /* cr__url_parse: parse `s` into *out (which needs cr__url_clear after CR_OK).
@@ -49,6 +52,12 @@ typedef struct cr__url {
  * the password is written to err (errlen bytes, may be 0).
  * Returns CR_OK, CR_EINVAL, CR_ENOMEM. */
 cr_status cr__url_parse(const char *s, cr__url *out, char *err, size_t errlen);
+
+/* cr__url_parse_version: parse a Redisson release, MAJOR.MINOR[.PATCH]
+ * (`n` bytes at `v`), into *out (CR__VERSION); 3.10 and later.
+ * Returns CR_OK or CR_EINVAL with the reason in err. */
+cr_status cr__url_parse_version(const char *v, size_t n, int *out, char *err,
+                                size_t errlen);
 
 /* cr__url_clear: free what cr__url_parse allocated and zero *u. */
 void cr__url_clear(cr__url *u);

@@ -195,6 +195,15 @@ typedef struct cr_client_options {
      * the library. */
     cr_event_fn event_fn;
     void *event_userdata;
+    /* The Redisson release the Java side runs, "MAJOR.MINOR[.PATCH]" such
+     * as "3.16.4" (3.10 and later; the URL's ?redissonVersion= when NULL,
+     * else the newest line credisson knows, 4.7). It sets what older
+     * releases read and write differently: permit ids as hex text before
+     * 3.17, one id for acquire(n) before 3.23.4, the fair lock's default
+     * wait of 5 s before 3.13.3, classic pub/sub in a Cluster before 3.22,
+     * no rate limiter before 3.21 and no keep-alive before 3.38
+     * (doc/porting.md has the table). */
+    const char *redisson_version;
 } cr_client_options;
 
 /* An initialiser for cr_client_options: every option at its default. As a

@@ -162,6 +162,8 @@ CR_EXPORT cr_status cr_semaphore_delete(cr_semaphore *sem, bool *deleted);
 #define CR_PERMIT_ID_LEN 32
 /* lease_ms: the permit never expires (Redisson's leaseTime -1). */
 #define CR_LEASE_NONE ((int64_t)-1)
+/* The most permits one acquire_n takes when each gets its own id. */
+#define CR_PERMIT_ACQUIRE_MAX ((int64_t)10000)
 
 /* cr_permit_semaphore_new: a handle on the permit-expirable semaphore
  * `name` (Redisson getPermitExpirableSemaphore). The name is copied;
@@ -203,6 +205,40 @@ CR_EXPORT cr_status cr_permit_semaphore_try_acquire(cr_permit_semaphore *sem,
                                                     int64_t lease_ms,
                                                     char *id);
 
+/* cr_permit_semaphore_try_acquire_n: take `permits` permits at once
+ * (Redisson tryAcquire(permits, waitTime, leaseTime)), waiting at most
+ * wait_ms (0: one attempt; CR_WAIT_FOREVER: as long as it takes), each
+ * expiring lease_ms after it was granted (or never: CR_LEASE_NONE). Their
+ * ids go to `ids`, one after another, each CR_PERMIT_ID_LEN characters and
+ * a NUL (id i at ids + i * (CR_PERMIT_ID_LEN + 1)), and their number to
+ * *n_ids (may be NULL). How many ids there are follows the Java side's
+ * release line (cr_client_options.redisson_version): since Redisson 3.23.4
+ * one per permit (1..CR_PERMIT_ACQUIRE_MAX permits; `ids` needs room for
+ * `permits` ids), before it one id for all of them (1..CR_PERMITS_MAX;
+ * room for one id), given back with cr_permit_semaphore_release_n(id,
+ * permits). On those older lines a lease with more than one permit is
+ * CR_ENOTSUP: when such an id's lease runs out, Redisson's and
+ * credisson's scripts give back one permit, not all.
+ * Returns CR_OK, CR_BUSY when the wait ran out (nothing written),
+ * CR_EINVAL, CR_ENOTSUP, CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO,
+ * CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG, CR_ETLS. */
+CR_EXPORT cr_status cr_permit_semaphore_try_acquire_n(cr_permit_semaphore *sem,
+                                                      int64_t permits,
+                                                      int64_t wait_ms,
+                                                      int64_t lease_ms,
+                                                      char *ids,
+                                                      size_t *n_ids);
+
+/* cr_permit_semaphore_acquire_n: as try_acquire_n, waiting as long as it
+ * takes (Redisson acquire(permits, leaseTime)).
+ * Returns CR_OK, CR_EINVAL, CR_ENOTSUP, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG,
+ * CR_ETLS. */
+CR_EXPORT cr_status cr_permit_semaphore_acquire_n(cr_permit_semaphore *sem,
+                                                  int64_t permits,
+                                                  int64_t lease_ms, char *ids,
+                                                  size_t *n_ids);
+
 /* cr_permit_semaphore_release: give back the permit `id` (32 hex
  * characters, either case; from C or from Java's acquire) (Redisson
  * release). Returns CR_OK; CR_ENOTOWNER when no such permit is out (never
@@ -214,6 +250,17 @@ CR_EXPORT cr_status cr_permit_semaphore_try_acquire(cr_permit_semaphore *sem,
  * CR_ETLS. */
 CR_EXPORT cr_status cr_permit_semaphore_release(cr_permit_semaphore *sem,
                                                 const char *id);
+
+/* cr_permit_semaphore_release_n: give back the `permits` permits that `id`
+ * stands for (Redisson release(permitId, permits), before 3.23.4, when one
+ * id stood for all the permits of an acquire(n)). Since 3.23.4 an id
+ * stands for one permit, and `permits` must be 1 (else CR_EINVAL).
+ * Returns CR_OK, CR_ENOTOWNER, CR_ELOST, CR_EINVAL, CR_ENOMEM, CR_ECLOSED,
+ * CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM,
+ * CR_ECONFIG, CR_ETLS, as cr_permit_semaphore_release. */
+CR_EXPORT cr_status cr_permit_semaphore_release_n(cr_permit_semaphore *sem,
+                                                  const char *id,
+                                                  int64_t permits);
 
 /* cr_permit_semaphore_try_release: as release, reporting in *released
  * (may be NULL) whether a permit with an unexpired lease was released

@@ -65,7 +65,8 @@ typedef enum opt_id {
     OPT_PARTIES,
     OPT_RATE,
     OPT_PER_CLIENT,
-    OPT_KEEP_ALIVE
+    OPT_KEEP_ALIVE,
+    OPT_REDISSON_VERSION
 } opt_id;
 
 #define BIT(id) ((uint64_t)1 << (id))
@@ -79,7 +80,8 @@ typedef enum opt_id {
      BIT(OPT_SENTINEL_PASSWORD_FILE) | BIT(OPT_CLIENT_NAME))
 #define GLOBAL_OPTS                                                        \
     (BIT(OPT_URL) | BIT(OPT_TIMEOUT) | BIT(OPT_COMMAND_TIMEOUT) |          \
-     BIT(OPT_NAME_PREFIX) | BIT(OPT_JSON) | BIT(OPT_VERBOSE) |             \
+     BIT(OPT_NAME_PREFIX) | BIT(OPT_REDISSON_VERSION) | BIT(OPT_JSON) |    \
+     BIT(OPT_VERBOSE) |                                                    \
      BIT(OPT_QUIET) | BIT(OPT_NO_STATUS) | BIT(OPT_HELP) |                 \
      BIT(OPT_VERSION) | TLS_OPTS | CREDENTIAL_OPTS)
 /* The options of a wait: how long, and what to do when it runs out. */
@@ -114,6 +116,9 @@ static const opt_def opt_defs[] = {
      "name); after 'latch NAME await' and 'barrier': --wait"},
     {"name-prefix", 0, true, OPT_NAME_PREFIX, "P",
      "put P before every name (a Redisson NameMapper)"},
+    {"redisson-version", 0, true, OPT_REDISSON_VERSION, "V",
+     "the Java side's Redisson release, such as 3.16.4:\n"
+     "write what it reads (default: 4.7; see credisson(1))"},
     {"user", 0, true, OPT_USER, "NAME", "the ACL user ($CREDISSON_USER)"},
     {"password-file", 0, true, OPT_PASSWORD_FILE, "F",
      "the password: the first line of F\n"
@@ -586,6 +591,9 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         return 0;
     case OPT_NAME_PREFIX:
         a->name_prefix = v;
+        return 0;
+    case OPT_REDISSON_VERSION:
+        a->redisson_version = v;
         return 0;
     case OPT_JSON:
         a->json = true;

@@ -80,6 +80,7 @@ typedef struct cr__cli_args {
      * command timeout; -1: not given. */
     int64_t command_timeout_ms;
     const char *name_prefix; /* --name-prefix; NULL: none */
+    const char *redisson_version; /* --redisson-version; NULL: the URL's */
     bool json;               /* --json */
     bool verbose;            /* -v, --verbose: the status line */
     bool quiet;              /* -q, --quiet: no "busy", no status line */

@@ -640,6 +640,7 @@ static int settle_connection(cr__cli *cli, const char *url)
     if (a->watchdog_ms > 0)
         cli->conn.lock_watchdog_timeout_ms = a->watchdog_ms;
     cli->conn.name_prefix = a->name_prefix;
+    cli->conn.redisson_version = a->redisson_version;
     /* Commands run once: one connection for calls, besides the watchdog's
      * and the subscriber's. */
     cli->conn.pool_size = 1;

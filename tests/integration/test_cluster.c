@@ -395,6 +395,16 @@ test_cluster_unlock_wakes_waiter_by_classic_pubsub(void **state)
     unlock_wakes_waiter("/?sharded=off", false, "wake-classic");
 }
 
+/* A Java side before Redisson 3.22 never uses sharded pub/sub: with its
+ * release line given, AUTO means classic even where the server has
+ * sharded pub/sub (protocol section 16). */
+static void
+test_cluster_release_line_before_3_22_wakes_by_classic_pubsub(void **state)
+{
+    (void)state;
+    unlock_wakes_waiter("/?redissonVersion=3.21.0", false, "wake-old-line");
+}
+
 static void
 test_cluster_unlock_publishes_with_spublish(void **state)
 {
@@ -1013,6 +1023,7 @@ main(void)
         cmocka_unit_test(test_cluster_every_object_works_on_every_master),
         cmocka_unit_test(test_cluster_fair_lock_keys_share_the_name_slot),
         cmocka_unit_test(test_cluster_unlock_wakes_waiter_by_sharded_pubsub),
+        cmocka_unit_test(test_cluster_release_line_before_3_22_wakes_by_classic_pubsub),
         cmocka_unit_test(test_cluster_unlock_wakes_waiter_by_classic_pubsub),
         cmocka_unit_test(test_cluster_unlock_publishes_with_spublish),
         cmocka_unit_test(test_cluster_async_requests_reach_every_master_and_wake_by_sharded_pubsub),

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "names.h"
 #include "url.h"
 
 #define ERR_LEN 256
@@ -480,6 +481,32 @@ static void test_url_reads_the_cluster_sharded_mode(void **state)
     expect_invalid("redis://h1?sharded=on", "unknown query parameter");
 }
 
+static void test_url_reads_the_redisson_version(void **state)
+{
+    cr__url u;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(cr__url_parse("redis://h1/2?redissonVersion=3.16.4", &u,
+                                   err, sizeof(err)), CR_OK);
+    assert_int_equal(u.redisson_version, CR__VERSION(3, 16, 4));
+    assert_int_equal(u.db, 2);
+    cr__url_clear(&u);
+    assert_int_equal(cr__url_parse("redis-cluster://h1?sharded=on&"
+                                   "redissonVersion=4.7", &u, err,
+                                   sizeof(err)), CR_OK);
+    assert_int_equal(u.redisson_version, CR__VERSION(4, 7, 0));
+    assert_int_equal(u.sharded, CR__SHARDED_ON);
+    cr__url_clear(&u);
+    assert_int_equal(cr__url_parse("redis://h1", &u, err, sizeof(err)), CR_OK);
+    assert_int_equal(u.redisson_version, 0);
+    cr__url_clear(&u);
+    expect_invalid("redis://h1?redissonVersion=3.9.0", "older than");
+    expect_invalid("redis://h1?redissonVersion=3", "MAJOR.MINOR");
+    expect_invalid("redis://h1?redissonVersion=3.16.x", "MAJOR.MINOR");
+    expect_invalid("redis://h1?redissonVersion=", "MAJOR.MINOR");
+}
+
 static void test_url_refuses_sentinel_without_master_or_hosts(void **state)
 {
     (void)state;
@@ -794,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_url_refuses_sentinel_without_master_or_hosts),
         cmocka_unit_test(test_url_parses_cluster_seed_nodes),
         cmocka_unit_test(test_url_reads_the_cluster_sharded_mode),
+        cmocka_unit_test(test_url_reads_the_redisson_version),
         cmocka_unit_test(test_url_refuses_empty_host),
         cmocka_unit_test(test_url_refuses_invalid_host_character),
         cmocka_unit_test(test_url_refuses_bad_port),
