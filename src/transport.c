@@ -58,7 +58,7 @@ typedef struct conn {
 } conn;
 
 /* The connections to one server: the URL's, or one cluster master. */
-typedef struct pool {
+struct cr__pool {
     const cr__conn_config *cfg;
     char host[256]; /* cluster node; empty: the URL's server */
     int port;
@@ -70,15 +70,15 @@ typedef struct pool {
     conn reserved;
     pthread_mutex_t reserved_mu;
     atomic_uint_fast64_t epoch;
-} pool;
+};
 
 struct cr__transport {
     cr__conn_config cfg;
     int pool_size;
-    pool *single;          /* standalone and Sentinel */
+    cr__pool *single;      /* standalone and Sentinel */
     cr__slot_map *map;     /* cluster: NULL otherwise */
     pthread_mutex_t nodes_mu;
-    pool *nodes[CR__CLUSTER_MAX_NODES]; /* by node number, made on use */
+    cr__pool *nodes[CR__CLUSTER_MAX_NODES]; /* by node number, made on use */
     pthread_mutex_t refresh_mu;
     _Atomic int64_t refreshed_at;
     atomic_bool refresh_due;
@@ -98,12 +98,10 @@ cond_init_monotonic(pthread_cond_t *cv)
     pthread_condattr_destroy(&attr);
 }
 
-/* Makes a pool of `size` connections (none open yet) for the server at
- * host:port, or the URL's server when host is NULL. */
-static pool *
-pool_new(const cr__conn_config *cfg, int size, const char *host, int port)
+cr__pool *
+cr__pool_new(const cr__conn_config *cfg, int size, const char *host, int port)
 {
-    pool *p = calloc(1, sizeof(*p));
+    cr__pool *p = calloc(1, sizeof(*p));
     int i;
 
     if (p == NULL)
@@ -129,8 +127,8 @@ pool_new(const cr__conn_config *cfg, int size, const char *host, int port)
     return p;
 }
 
-static void
-pool_free(pool *p)
+void
+cr__pool_free(cr__pool *p)
 {
     int i;
 
@@ -150,7 +148,7 @@ pool_free(pool *p)
  * free one of the pool, waiting until `deadline` for one to come back when
  * all are busy. NULL (with the reason recorded) when none came in time. */
 static conn *
-take_conn(pool *p, unsigned flags, int64_t deadline)
+take_conn(cr__pool *p, unsigned flags, int64_t deadline)
 {
     struct timespec ts;
     conn *c;
@@ -178,7 +176,7 @@ take_conn(pool *p, unsigned flags, int64_t deadline)
 
 /* Gives back a connection taken by take_conn. */
 static void
-give_conn(pool *p, conn *c)
+give_conn(cr__pool *p, conn *c)
 {
     if (c == &p->reserved) {
         pthread_mutex_unlock(&p->reserved_mu);
@@ -194,7 +192,7 @@ give_conn(pool *p, conn *c)
 /* Closes a connection that failed and tells the pool that the others may be
  * broken too. */
 static void
-drop_conn(pool *p, conn *c)
+drop_conn(cr__pool *p, conn *c)
 {
     cr__conn_free(c->ctx);
     c->ctx = NULL;
@@ -206,7 +204,7 @@ drop_conn(pool *p, conn *c)
  * `deadline` when needed: to the pool's cluster node, to the master the
  * topology knows, or to the URL's server. */
 static cr_status
-ready_conn(pool *p, conn *c, int64_t deadline)
+ready_conn(cr__pool *p, conn *c, int64_t deadline)
 {
     uint64_t epoch = atomic_load(&p->epoch);
     cr__topology *topo = p->cfg->topology;
@@ -253,9 +251,8 @@ ready_conn(pool *p, conn *c, int64_t deadline)
     return CR_OK;
 }
 
-/* Closes the idle connections of `p` opened under an older generation. */
-static void
-close_stale(pool *p)
+void
+cr__pool_close_stale(cr__pool *p)
 {
     unsigned gen = cr__topology_generation(p->cfg->topology);
     conn *c;
@@ -274,7 +271,7 @@ close_stale(pool *p)
  * come before that of anything sent after them (so a new command is
  * written first and these are read while it travels), and ASKING's. */
 static cr_status
-drop_replies(pool *p, conn *c, unsigned n, int64_t deadline)
+drop_replies(cr__pool *p, conn *c, unsigned n, int64_t deadline)
 {
     while (n-- > 0) {
         cr__reply *r = NULL;
@@ -294,7 +291,7 @@ drop_replies(pool *p, conn *c, unsigned n, int64_t deadline)
  * read as "no replicas": the check would silently be off. So is a reply
  * that is no role at all: the replies on the link are out of step. */
 static cr_status
-count_replicas(pool *p, conn *c, int64_t deadline)
+count_replicas(cr__pool *p, conn *c, int64_t deadline)
 {
     const char *argv[1] = {"ROLE"};
     cr__reply *r = NULL;
@@ -341,7 +338,7 @@ count_replicas(pool *p, conn *c, int64_t deadline)
 /* After a command on `c`: WAIT until the replicas acknowledge it; the
  * outcome goes to cmd->sync. Returns CR_EIO when the link broke. */
 static cr_status
-wait_replicas(pool *p, conn *c, cr__cmd *cmd)
+wait_replicas(cr__pool *p, conn *c, cr__cmd *cmd)
 {
     char replicas[24], timeout[24];
     const char *argv[3] = {"WAIT", replicas, timeout};
@@ -386,7 +383,7 @@ is_readonly(const cr__reply *r)
  * not run (the server refused it as a replica, or is loading), *readonly
  * for the former. */
 static cr_status
-run_on(pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
+run_on(cr__pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
        const size_t *argvlen, cr__reply **out, bool *not_run, bool *readonly,
        bool sync, bool asking, int64_t deadline)
 {
@@ -457,7 +454,7 @@ run_on(pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
  * primary, or a URL that points at a replica): a fresh connection's ROLE
  * tells which. CR_OK when it is a master now; CR_ECONFIG when a replica. */
 static cr_status
-check_still_replica(pool *p, conn *c, int64_t deadline)
+check_still_replica(cr__pool *p, conn *c, int64_t deadline)
 {
     const char *argv[1] = {"ROLE"};
     cr__reply *r = NULL;
@@ -480,12 +477,11 @@ check_still_replica(pool *p, conn *c, int64_t deadline)
     return rc;
 }
 
-/* Runs one command on pool `p`, once more after a broken link when that is
- * safe (`flags` has CR__CMD_RETRY, or the command did not run) and time
- * remains. */
-static cr_status
-pool_command(pool *p, cr__cmd *cmd, int argc, const char **argv,
-             const size_t *argvlen, cr__reply **out, bool asking)
+/* Once more after a broken link when that is safe (`flags` has
+ * CR__CMD_RETRY, or the command did not run) and time remains. */
+cr_status
+cr__pool_command(cr__pool *p, cr__cmd *cmd, int argc, const char **argv,
+                 const size_t *argvlen, cr__reply **out, bool asking)
 {
     unsigned flags = cmd->flags;
     int64_t deadline = cr__deadline_in(p->cfg->command_timeout_ms);
@@ -520,23 +516,48 @@ pool_command(pool *p, cr__cmd *cmd, int argc, const char **argv,
     return rc;
 }
 
+cr_status
+cr__pool_open(cr__pool *p, int64_t deadline)
+{
+    return ready_conn(p, &p->conns[0], deadline);
+}
+
+void
+cr__pool_send_noreply(cr__pool *p, int argc, const char **argv,
+                      const size_t *argvlen)
+{
+    int64_t deadline = cr__deadline_in(p->cfg->command_timeout_ms);
+    conn *c;
+
+    if ((c = take_conn(p, 0, deadline)) == NULL)
+        return;
+    if (ready_conn(p, c, deadline) == CR_OK &&
+        cr__conn_append(c->ctx, argc, argv, argvlen) == CR_OK) {
+        c->discard++;
+        CR__STAT_ADD(p->cfg->stats, commands, 1);
+        if (cr__conn_flush(c->ctx, deadline) != CR_OK)
+            drop_conn(p, c);
+    }
+    give_conn(p, c);
+}
+
 /* ---------------------------------------------------------------- cluster */
 
 /* The pool of cluster node `n`, made on first use; NULL when out of
  * memory or unknown. */
-static pool *
+static cr__pool *
 node_pool(cr__transport *t, int n)
 {
     char host[256];
     int port;
-    pool *p;
+    cr__pool *p;
 
     if (n < 0 || n >= CR__CLUSTER_MAX_NODES)
         return NULL;
     pthread_mutex_lock(&t->nodes_mu);
     p = t->nodes[n];
     if (p == NULL && cr__slot_map_addr(t->map, n, host, sizeof(host), &port))
-        p = t->nodes[n] = pool_new(&t->cfg, t->pool_size, host, port);
+        p = t->nodes[n] = cr__pool_new(&t->cfg, t->pool_size, host, port);
     pthread_mutex_unlock(&t->nodes_mu);
     return p;
 }
@@ -546,14 +567,14 @@ static cr_status
 refresh_from(cr__transport *t, int n)
 {
     const char *argv[2] = {"CLUSTER", "SLOTS"};
-    pool *p = node_pool(t, n);
+    cr__pool *p = node_pool(t, n);
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     cr_status rc;
 
     if (p == NULL)
         return CR_ENOMEM;
-    rc = pool_command(p, &cmd, 2, argv, NULL, &r, false);
+    rc = cr__pool_command(p, &cmd, 2, argv, NULL, &r, false);
     if (rc == CR_OK && r->type == CR__REPLY_ERROR)
         rc = cr__fail(CR_ESERVER, "CLUSTER SLOTS: %s", r->str);
     else if (rc == CR_OK)
@@ -629,7 +650,7 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
         unsigned moved_slot;
         int port;
         bool ask;
-        pool *p;
+        cr__pool *p;
 
         if (!asking && (node = cr__slot_map_node(t->map, slot)) < 0 &&
             (refresh(t, false) != CR_OK ||
@@ -638,7 +659,7 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
                             argv[0], slot);
         if ((p = node_pool(t, node)) == NULL)
             return CR_ENOMEM;
-        rc = pool_command(p, cmd, argc, argv, argvlen, out, asking);
+        rc = cr__pool_command(p, cmd, argc, argv, argvlen, out, asking);
         asking = false;
         if (rc == CR_EIO) {
             /* The node may be gone: a failover moves its slots. A command
@@ -761,15 +782,14 @@ cr__transport_new(const cr__conn_config *cfg, int pool_size,
     pthread_mutex_init(&t->refresh_mu, NULL);
     if (cfg->url->is_cluster) {
         rc = cluster_start(t);
-    } else if ((t->single = pool_new(&t->cfg, pool_size, NULL, 0)) == NULL) {
+    } else if ((t->single = cr__pool_new(&t->cfg, pool_size, NULL, 0)) ==
+               NULL) {
         rc = CR_ENOMEM;
     } else {
         /* Open one connection now to report an unreachable server. */
-        conn *c = &t->single->conns[0];
-
-        rc = ready_conn(t->single, c,
-                        cr__deadline_in(cfg->connect_timeout_ms +
-                                        cfg->command_timeout_ms));
+        rc = cr__pool_open(t->single,
+                           cr__deadline_in(cfg->connect_timeout_ms +
+                                           cfg->command_timeout_ms));
     }
     if (rc != CR_OK) {
         cr__transport_free(t);
@@ -786,9 +806,9 @@ cr__transport_free(cr__transport *t)
 
     if (t == NULL)
         return;
-    pool_free(t->single);
+    cr__pool_free(t->single);
     for (i = 0; i < CR__CLUSTER_MAX_NODES; i++)
-        pool_free(t->nodes[i]);
+        cr__pool_free(t->nodes[i]);
     cr__slot_map_free(t->map);
     pthread_mutex_destroy(&t->nodes_mu);
     pthread_mutex_destroy(&t->refresh_mu);
@@ -802,16 +822,14 @@ cr__transport_command(cr__transport *t, cr__cmd *cmd, int argc,
 {
     if (t->map != NULL)
         return cluster_command(t, cmd, argc, argv, argvlen, out);
-    return pool_command(t->single, cmd, argc, argv, argvlen, out, false);
+    return cr__pool_command(t->single, cmd, argc, argv, argvlen, out, false);
 }
 
 void
 cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
                            const size_t *argvlen)
 {
-    int64_t deadline = cr__deadline_in(t->cfg.command_timeout_ms);
-    pool *p = t->single;
-    conn *c;
+    cr__pool *p = t->single;
 
     if (t->map != NULL) {
         int k = cr__routing_key(argc, argv, argvlen);
@@ -823,21 +841,12 @@ cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
         if ((p = node_pool(t, cr__slot_map_node(t->map, slot))) == NULL)
             return;
     }
-    if ((c = take_conn(p, 0, deadline)) == NULL)
-        return;
-    if (ready_conn(p, c, deadline) == CR_OK &&
-        cr__conn_append(c->ctx, argc, argv, argvlen) == CR_OK) {
-        c->discard++;
-        CR__STAT_ADD(p->cfg->stats, commands, 1);
-        if (cr__conn_flush(c->ctx, deadline) != CR_OK)
-            drop_conn(p, c);
-    }
-    give_conn(p, c);
+    cr__pool_send_noreply(p, argc, argv, argvlen);
 }
 
 void
 cr__transport_master_moved(cr__transport *t)
 {
     if (t->single != NULL)
-        close_stale(t->single);
+        cr__pool_close_stale(t->single);
 }

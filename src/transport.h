@@ -61,6 +61,37 @@ typedef struct cr__cmd {
     cr_status sync;
 } cr__cmd;
 
+/* One server's connections: the URL's server (with Sentinel, the master
+ * cfg->topology knows), or one cluster node. */
+typedef struct cr__pool cr__pool;
+
+/* cr__pool_new: a pool of `size` connections (none open yet) plus one
+ * reserved, for the server at host:port, or the URL's server when host is
+ * NULL. cfg must outlive the pool. NULL when out of memory. */
+cr__pool *cr__pool_new(const cr__conn_config *cfg, int size, const char *host,
+                       int port);
+void cr__pool_free(cr__pool *p);
+
+/* cr__pool_open: open the pool's first connection now, before `deadline`,
+ * to report an unreachable or refusing server. */
+cr_status cr__pool_open(cr__pool *p, int64_t deadline);
+
+/* cr__pool_command: cr__transport_command on this pool's server (all it
+ * says but the routing), after ASKING (in the same write, its reply
+ * dropped) when `asking`. */
+cr_status cr__pool_command(cr__pool *p, cr__cmd *cmd, int argc,
+                           const char **argv, const size_t *argvlen,
+                           cr__reply **out, bool asking);
+
+/* cr__pool_send_noreply: cr__transport_send_noreply on this pool's
+ * server. */
+void cr__pool_send_noreply(cr__pool *p, int argc, const char **argv,
+                           const size_t *argvlen);
+
+/* cr__pool_close_stale: close the idle connections opened under an older
+ * topology generation (the master moved). */
+void cr__pool_close_stale(cr__pool *p);
+
 /* cr__transport_command: send one command and wait for its reply. An error
  * reply from Redis is CR_OK with a CR__REPLY_ERROR reply. CR_EIO when the
  * link broke or timed out (the detail is in cr_last_error()); with
