@@ -15,8 +15,8 @@
 #include "names.h"
 #include "pubsub.h"
 #include "registry.h"
+#include "route.h"
 #include "script.h"
-#include "transport.h"
 #include "url.h"
 
 typedef struct cr__renewal cr__renewal;

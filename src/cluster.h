@@ -5,8 +5,8 @@
  * of MOVED and ASK redirections; and which key of a command routes it.
  *
  * Nodes are numbered in the order they become known and are never
- * forgotten, so a node number stays valid for the table's life (the
- * transport keeps one connection pool per number).
+ * forgotten, so a node number stays valid for the table's life (route.c
+ * keeps one connection pool per number).
  *
  * Thread safety: the table has its own lock; every function may be called
  * from any thread. The pure functions need none.

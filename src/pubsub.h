@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "transport.h"
+#include "route.h"
 
 /* What one message on a channel does (protocol section 2). Pub/sub knows
  * no object: each decodes its own messages, and says so when it

@@ -16,7 +16,7 @@
 
 #include "credisson/client.h"
 #include "resp.h"
-#include "transport.h"
+#include "route.h"
 
 /* What running commands needs of a client: the first member of struct
  * cr_client, so that every cr_client * taken here is one of these. */

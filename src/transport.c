@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The command transport: pools of connections (conn.h). A caller takes a
- * free connection, sends one command, reads its reply and gives the
- * connection back, so no connection is ever used by two threads at once.
+ * Pools of command connections (conn.h), one per server; which server a
+ * command goes to is route.c's. A caller takes a free connection, sends
+ * one command, reads its reply and gives the connection back, so no
+ * connection is ever used by two threads at once.
  *
  * A connection that fails (I/O error, timeout, end of stream) is closed at
  * once, and the pool's epoch is bumped: the other idle connections were
@@ -11,18 +12,11 @@
  * connection also carries the topology's generation: one opened before the
  * master moved is never used again, and a reply read on it is not trusted.
  *
- * In a Redis Cluster there is one such pool per master, made on first use,
- * and each command goes to the master of its routing key's slot (the
- * table in cluster.c). MOVED corrects the table and sends the command
- * again; ASK sends it once to the named node after ASKING; TRYAGAIN (a
- * multi-key script on a slot being migrated) and CLUSTERDOWN are retried
- * with a short backoff; a broken link or CLUSTERDOWN re-reads the map.
- *
  * Every wait ends by the command's deadline: min(now + command timeout,
  * the caller's call deadline); a resend happens only before it.
  *
  * Lock order: the pool mutex is never held while talking to Redis; the
- * refresh mutex may be held while a pool connection is taken.
+ * reserved connection's mutex is held for a whole command on it.
  */
 #include "config.h"
 
@@ -33,18 +27,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster.h"
-#include "slot.h"
 #include "topology.h"
 #include "transport.h"
 
 /* How often a connection with the replica-sync check counts replicas. */
 #define REPLICAS_RECOUNT_MS 1000
-
-/* Cluster: the slot map re-read at least this often, and never more often
- * than the second figure. */
-#define REFRESH_PERIOD_MS 10000
-#define REFRESH_MIN_GAP_MS 100
 
 typedef struct conn {
     cr__conn *ctx;
@@ -58,7 +45,7 @@ typedef struct conn {
 } conn;
 
 /* The connections to one server: the URL's, or one cluster master. */
-typedef struct pool {
+struct cr__pool {
     const cr__conn_config *cfg;
     char host[256]; /* cluster node; empty: the URL's server */
     int port;
@@ -70,18 +57,6 @@ typedef struct pool {
     conn reserved;
     pthread_mutex_t reserved_mu;
     atomic_uint_fast64_t epoch;
-} pool;
-
-struct cr__transport {
-    cr__conn_config cfg;
-    int pool_size;
-    pool *single;          /* standalone and Sentinel */
-    cr__slot_map *map;     /* cluster: NULL otherwise */
-    pthread_mutex_t nodes_mu;
-    pool *nodes[CR__CLUSTER_MAX_NODES]; /* by node number, made on use */
-    pthread_mutex_t refresh_mu;
-    _Atomic int64_t refreshed_at;
-    atomic_bool refresh_due;
 };
 
 /* ------------------------------------------------------------------- pool */
@@ -98,12 +73,10 @@ cond_init_monotonic(pthread_cond_t *cv)
     pthread_condattr_destroy(&attr);
 }
 
-/* Makes a pool of `size` connections (none open yet) for the server at
- * host:port, or the URL's server when host is NULL. */
-static pool *
-pool_new(const cr__conn_config *cfg, int size, const char *host, int port)
+cr__pool *
+cr__pool_new(const cr__conn_config *cfg, int size, const char *host, int port)
 {
-    pool *p = calloc(1, sizeof(*p));
+    cr__pool *p = calloc(1, sizeof(*p));
     int i;
 
     if (p == NULL)
@@ -129,8 +102,8 @@ pool_new(const cr__conn_config *cfg, int size, const char *host, int port)
     return p;
 }
 
-static void
-pool_free(pool *p)
+void
+cr__pool_free(cr__pool *p)
 {
     int i;
 
@@ -150,7 +123,7 @@ pool_free(pool *p)
  * free one of the pool, waiting until `deadline` for one to come back when
  * all are busy. NULL (with the reason recorded) when none came in time. */
 static conn *
-take_conn(pool *p, unsigned flags, int64_t deadline)
+take_conn(cr__pool *p, unsigned flags, int64_t deadline)
 {
     struct timespec ts;
     conn *c;
@@ -178,7 +151,7 @@ take_conn(pool *p, unsigned flags, int64_t deadline)
 
 /* Gives back a connection taken by take_conn. */
 static void
-give_conn(pool *p, conn *c)
+give_conn(cr__pool *p, conn *c)
 {
     if (c == &p->reserved) {
         pthread_mutex_unlock(&p->reserved_mu);
@@ -194,7 +167,7 @@ give_conn(pool *p, conn *c)
 /* Closes a connection that failed and tells the pool that the others may be
  * broken too. */
 static void
-drop_conn(pool *p, conn *c)
+drop_conn(cr__pool *p, conn *c)
 {
     cr__conn_free(c->ctx);
     c->ctx = NULL;
@@ -206,7 +179,7 @@ drop_conn(pool *p, conn *c)
  * `deadline` when needed: to the pool's cluster node, to the master the
  * topology knows, or to the URL's server. */
 static cr_status
-ready_conn(pool *p, conn *c, int64_t deadline)
+ready_conn(cr__pool *p, conn *c, int64_t deadline)
 {
     uint64_t epoch = atomic_load(&p->epoch);
     cr__topology *topo = p->cfg->topology;
@@ -253,9 +226,8 @@ ready_conn(pool *p, conn *c, int64_t deadline)
     return CR_OK;
 }
 
-/* Closes the idle connections of `p` opened under an older generation. */
-static void
-close_stale(pool *p)
+void
+cr__pool_close_stale(cr__pool *p)
 {
     unsigned gen = cr__topology_generation(p->cfg->topology);
     conn *c;
@@ -274,7 +246,7 @@ close_stale(pool *p)
  * come before that of anything sent after them (so a new command is
  * written first and these are read while it travels), and ASKING's. */
 static cr_status
-drop_replies(pool *p, conn *c, unsigned n, int64_t deadline)
+drop_replies(cr__pool *p, conn *c, unsigned n, int64_t deadline)
 {
     while (n-- > 0) {
         cr__reply *r = NULL;
@@ -294,7 +266,7 @@ drop_replies(pool *p, conn *c, unsigned n, int64_t deadline)
  * read as "no replicas": the check would silently be off. So is a reply
  * that is no role at all: the replies on the link are out of step. */
 static cr_status
-count_replicas(pool *p, conn *c, int64_t deadline)
+count_replicas(cr__pool *p, conn *c, int64_t deadline)
 {
     const char *argv[1] = {"ROLE"};
     cr__reply *r = NULL;
@@ -341,7 +313,7 @@ count_replicas(pool *p, conn *c, int64_t deadline)
 /* After a command on `c`: WAIT until the replicas acknowledge it; the
  * outcome goes to cmd->sync. Returns CR_EIO when the link broke. */
 static cr_status
-wait_replicas(pool *p, conn *c, cr__cmd *cmd)
+wait_replicas(cr__pool *p, conn *c, cr__cmd *cmd)
 {
     char replicas[24], timeout[24];
     const char *argv[3] = {"WAIT", replicas, timeout};
@@ -386,7 +358,7 @@ is_readonly(const cr__reply *r)
  * not run (the server refused it as a replica, or is loading), *readonly
  * for the former. */
 static cr_status
-run_on(pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
+run_on(cr__pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
        const size_t *argvlen, cr__reply **out, bool *not_run, bool *readonly,
        bool sync, bool asking, int64_t deadline)
 {
@@ -457,7 +429,7 @@ run_on(pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
  * primary, or a URL that points at a replica): a fresh connection's ROLE
  * tells which. CR_OK when it is a master now; CR_ECONFIG when a replica. */
 static cr_status
-check_still_replica(pool *p, conn *c, int64_t deadline)
+check_still_replica(cr__pool *p, conn *c, int64_t deadline)
 {
     const char *argv[1] = {"ROLE"};
     cr__reply *r = NULL;
@@ -480,12 +452,11 @@ check_still_replica(pool *p, conn *c, int64_t deadline)
     return rc;
 }
 
-/* Runs one command on pool `p`, once more after a broken link when that is
- * safe (`flags` has CR__CMD_RETRY, or the command did not run) and time
- * remains. */
-static cr_status
-pool_command(pool *p, cr__cmd *cmd, int argc, const char **argv,
-             const size_t *argvlen, cr__reply **out, bool asking)
+/* Once more after a broken link when that is safe (`flags` has
+ * CR__CMD_RETRY, or the command did not run) and time remains. */
+cr_status
+cr__pool_command(cr__pool *p, cr__cmd *cmd, int argc, const char **argv,
+                 const size_t *argvlen, cr__reply **out, bool asking)
 {
     unsigned flags = cmd->flags;
     int64_t deadline = cr__deadline_in(p->cfg->command_timeout_ms);
@@ -520,309 +491,19 @@ pool_command(pool *p, cr__cmd *cmd, int argc, const char **argv,
     return rc;
 }
 
-/* ---------------------------------------------------------------- cluster */
-
-/* The pool of cluster node `n`, made on first use; NULL when out of
- * memory or unknown. */
-static pool *
-node_pool(cr__transport *t, int n)
-{
-    char host[256];
-    int port;
-    pool *p;
-
-    if (n < 0 || n >= CR__CLUSTER_MAX_NODES)
-        return NULL;
-    pthread_mutex_lock(&t->nodes_mu);
-    p = t->nodes[n];
-    if (p == NULL && cr__slot_map_addr(t->map, n, host, sizeof(host), &port))
-        p = t->nodes[n] = pool_new(&t->cfg, t->pool_size, host, port);
-    pthread_mutex_unlock(&t->nodes_mu);
-    return p;
-}
-
-/* Asks node `n` for the slot map and loads it; CR_OK when loaded. */
-static cr_status
-refresh_from(cr__transport *t, int n)
-{
-    const char *argv[2] = {"CLUSTER", "SLOTS"};
-    pool *p = node_pool(t, n);
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
-    cr_status rc;
-
-    if (p == NULL)
-        return CR_ENOMEM;
-    rc = pool_command(p, &cmd, 2, argv, NULL, &r, false);
-    if (rc == CR_OK && r->type == CR__REPLY_ERROR)
-        rc = cr__fail(CR_ESERVER, "CLUSTER SLOTS: %s", r->str);
-    else if (rc == CR_OK)
-        rc = cr__slot_map_load(t->map, r, n);
-    cr__reply_free(r);
-    return rc;
-}
-
-/* Reads the slot map again: from the known masters first, then from every
- * other node known (the seeds among them), until one answers. Unless
- * `force`, does nothing when another thread refreshed it just now. */
-static cr_status
-refresh(cr__transport *t, bool force)
-{
-    int64_t started = cr__now_ms();
-    cr_status rc = CR_EIO;
-    int pass, n, count;
-
-    pthread_mutex_lock(&t->refresh_mu);
-    if (atomic_load(&t->refreshed_at) >= started - (force ? 0 : REFRESH_MIN_GAP_MS)) {
-        pthread_mutex_unlock(&t->refresh_mu);
-        return CR_OK;
-    }
-    atomic_store(&t->refresh_due, false);
-    count = cr__slot_map_count(t->map);
-    for (pass = 0; pass < 2 && rc != CR_OK; pass++)
-        for (n = 0; n < count && rc != CR_OK; n++)
-            if (cr__slot_map_is_master(t->map, n) == (pass == 0))
-                rc = refresh_from(t, n);
-    if (rc == CR_OK) {
-        CR__STAT_ADD(t->cfg.stats, topology_refreshes, 1);
-        atomic_store(&t->refreshed_at, cr__now_ms());
-    } else {
-        cr__log(t->cfg.log, CR_LOG_WARN, "no cluster node gave its slot map: %s",
-                cr_last_error());
-        rc = cr__fail(CR_EIO, "no cluster node gave its slot map");
-    }
-    pthread_mutex_unlock(&t->refresh_mu);
-    return rc;
-}
-
-/* Whether an error reply says the cluster cannot serve the command now
- * (nothing ran): TRYAGAIN during a migration, CLUSTERDOWN. */
-static bool
-is_transient(const cr__reply *r)
-{
-    return strncmp(r->str, "TRYAGAIN", 8) == 0 ||
-           strncmp(r->str, "CLUSTERDOWN", 11) == 0;
-}
-
-/* One command in a cluster: routed by its key's slot, following MOVED and
- * ASK, waiting out TRYAGAIN and CLUSTERDOWN for up to the command timeout,
- * and re-reading the map after a broken link. */
-static cr_status
-cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
-                const size_t *argvlen, cr__reply **out)
-{
-    unsigned flags = cmd->flags;
-    int k = cr__routing_key(argc, argv, argvlen);
-    unsigned slot = k < 0 ? 0 : cr__key_slot(argv[k], argvlen != NULL ?
-                                             argvlen[k] : strlen(argv[k]));
-    int64_t deadline = cr__deadline_in(t->cfg.command_timeout_ms);
-    int64_t backoff = 5;
-    int redirects = 0, node = -1;
-    bool asking = false;
-    cr_status rc;
-
-    if (atomic_load(&t->refresh_due) ||
-        cr__now_ms() - atomic_load(&t->refreshed_at) > REFRESH_PERIOD_MS)
-        refresh(t, false);
-    for (;;) {
-        char host[256];
-        unsigned moved_slot;
-        int port;
-        bool ask;
-        pool *p;
-
-        if (!asking && (node = cr__slot_map_node(t->map, slot)) < 0 &&
-            (refresh(t, false) != CR_OK ||
-             (node = cr__slot_map_node(t->map, slot)) < 0))
-            return cr__fail(CR_EIO, "%s: no cluster node serves slot %u",
-                            argv[0], slot);
-        if ((p = node_pool(t, node)) == NULL)
-            return CR_ENOMEM;
-        rc = pool_command(p, cmd, argc, argv, argvlen, out, asking);
-        asking = false;
-        if (rc == CR_EIO) {
-            /* The node may be gone: a failover moves its slots. A command
-             * safe to send again follows them when they moved. */
-            int was = node;
-
-            if (refresh(t, false) != CR_OK || !(flags & CR__CMD_RETRY) ||
-                ++redirects > CR__MAX_REDIRECTS ||
-                cr__slot_map_node(t->map, slot) == was)
-                return rc;
-            continue;
-        }
-        if (rc != CR_OK || (*out)->type != CR__REPLY_ERROR)
-            return rc;
-        if (cr__parse_redirect((*out)->str, &ask, &moved_slot, host,
-                               sizeof(host), &port)) {
-            if (++redirects > CR__MAX_REDIRECTS)
-                return CR_OK; /* the caller reports the error reply */
-            CR__STAT_ADD(t->cfg.stats, redirects, 1);
-            cr__event(t->cfg.stats, CR_EVENT_REDIRECT, CR_OK, NULL, NULL, -1,
-                      -1, false);
-            node = cr__slot_map_intern(t->map, host, port);
-            if (node < 0)
-                return CR_OK;
-            if (ask)
-                asking = true;
-            else {
-                cr__slot_map_set(t->map, moved_slot, node);
-                atomic_store(&t->refresh_due, true);
-            }
-        } else if (is_transient(*out)) {
-            if (cr__now_ms() + backoff > deadline) {
-                rc = cr__fail(CR_EIO, "%s: %s", argv[0], (*out)->str);
-                cr__reply_free(*out);
-                *out = NULL;
-                return rc;
-            }
-            if (strncmp((*out)->str, "CLUSTERDOWN", 11) == 0)
-                refresh(t, false);
-            cr__sleep_ms(backoff);
-            backoff = backoff * 2 > 100 ? 100 : backoff * 2;
-        } else {
-            return CR_OK;
-        }
-        cr__reply_free(*out);
-        *out = NULL;
-    }
-}
-
-/* Learns the seed nodes and reads the first slot map. */
-static cr_status
-cluster_start(cr__transport *t)
-{
-    const cr__url *u = t->cfg.url;
-    cr_status rc;
-    size_t i;
-
-    rc = cr__slot_map_new(&t->map);
-    if (rc != CR_OK)
-        return rc;
-    for (i = 0; i < u->nhosts; i++)
-        if (cr__slot_map_intern(t->map, u->hosts[i], u->ports[i]) < 0)
-            return CR_ENOMEM;
-    for (i = 0; i < u->nhosts; i++)
-        if ((rc = refresh_from(t, (int)i)) == CR_OK)
-            break;
-    if (rc != CR_OK)
-        return rc;
-    CR__STAT_ADD(t->cfg.stats, topology_refreshes, 1);
-    atomic_store(&t->refreshed_at, cr__now_ms());
-    return CR_OK;
-}
-
-int
-cr__transport_node_addr(cr__transport *t, int64_t slot, char *host, size_t len,
-                        int *port)
-{
-    int node, n, count;
-
-    if (t->map == NULL)
-        return -1;
-    if (slot >= 0) {
-        node = cr__slot_map_node(t->map, (unsigned)slot);
-    } else {
-        /* Any master: the first one known. */
-        count = cr__slot_map_count(t->map);
-        for (node = -1, n = 0; n < count && node < 0; n++)
-            if (cr__slot_map_is_master(t->map, n))
-                node = n;
-    }
-    if (node < 0 || !cr__slot_map_addr(t->map, node, host, len, port))
-        return -1;
-    return node;
-}
-
-void
-cr__transport_refresh(cr__transport *t)
-{
-    if (t->map != NULL)
-        refresh(t, false);
-}
-
-/* -------------------------------------------------------------- transport */
-
 cr_status
-cr__transport_new(const cr__conn_config *cfg, int pool_size,
-                  cr__transport **out)
+cr__pool_open(cr__pool *p, int64_t deadline)
 {
-    cr__transport *t;
-    cr_status rc = CR_OK;
-
-    if (pool_size < 1 || pool_size > 1024)
-        return cr__fail(CR_EINVAL, "pool size %d is not in 1..1024", pool_size);
-    t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        return CR_ENOMEM;
-    t->cfg = *cfg;
-    t->pool_size = pool_size;
-    pthread_mutex_init(&t->nodes_mu, NULL);
-    pthread_mutex_init(&t->refresh_mu, NULL);
-    if (cfg->url->is_cluster) {
-        rc = cluster_start(t);
-    } else if ((t->single = pool_new(&t->cfg, pool_size, NULL, 0)) == NULL) {
-        rc = CR_ENOMEM;
-    } else {
-        /* Open one connection now to report an unreachable server. */
-        conn *c = &t->single->conns[0];
-
-        rc = ready_conn(t->single, c,
-                        cr__deadline_in(cfg->connect_timeout_ms +
-                                        cfg->command_timeout_ms));
-    }
-    if (rc != CR_OK) {
-        cr__transport_free(t);
-        return rc;
-    }
-    *out = t;
-    return CR_OK;
+    return ready_conn(p, &p->conns[0], deadline);
 }
 
 void
-cr__transport_free(cr__transport *t)
+cr__pool_send_noreply(cr__pool *p, int argc, const char **argv,
+                      const size_t *argvlen)
 {
-    int i;
-
-    if (t == NULL)
-        return;
-    pool_free(t->single);
-    for (i = 0; i < CR__CLUSTER_MAX_NODES; i++)
-        pool_free(t->nodes[i]);
-    cr__slot_map_free(t->map);
-    pthread_mutex_destroy(&t->nodes_mu);
-    pthread_mutex_destroy(&t->refresh_mu);
-    free(t);
-}
-
-cr_status
-cr__transport_command(cr__transport *t, cr__cmd *cmd, int argc,
-                      const char **argv, const size_t *argvlen,
-                      cr__reply **out)
-{
-    if (t->map != NULL)
-        return cluster_command(t, cmd, argc, argv, argvlen, out);
-    return pool_command(t->single, cmd, argc, argv, argvlen, out, false);
-}
-
-void
-cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
-                           const size_t *argvlen)
-{
-    int64_t deadline = cr__deadline_in(t->cfg.command_timeout_ms);
-    pool *p = t->single;
+    int64_t deadline = cr__deadline_in(p->cfg->command_timeout_ms);
     conn *c;
 
-    if (t->map != NULL) {
-        int k = cr__routing_key(argc, argv, argvlen);
-        unsigned slot = k < 0 ? 0 : cr__key_slot(argv[k], argvlen != NULL ?
-                                                 argvlen[k] : strlen(argv[k]));
-
-        /* A stale map sends it to the wrong node: its MOVED is dropped and
-         * the key expires by itself. */
-        if ((p = node_pool(t, cr__slot_map_node(t->map, slot))) == NULL)
-            return;
-    }
     if ((c = take_conn(p, 0, deadline)) == NULL)
         return;
     if (ready_conn(p, c, deadline) == CR_OK &&
@@ -833,11 +514,4 @@ cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
             drop_conn(p, c);
     }
     give_conn(p, c);
-}
-
-void
-cr__transport_master_moved(cr__transport *t)
-{
-    if (t->single != NULL)
-        close_stale(t->single);
 }
