@@ -1,11 +1,13 @@
---! keys: lock conds queue leases channel
---! argv: owner count:int publish
+--! keys: lock conds queue leases channel registry
+--! argv: owner count:int publish name
 -- A condition on a lock: signal (count 1) or signal all (count: every
 -- waiter). The signaller must hold the lock.
 -- KEYS[1..4] as condition_await.lua, KEYS[5] = the channel
--- credisson_condition__channel:{N}:C
+-- credisson_condition__channel:{N}:C, KEYS[6] = the registry
+-- credisson_conditions:{N}
 -- ARGV[1] = the signaller's field in N, ARGV[2] = how many waiters to
--- signal at most, ARGV[3] = publish command
+-- signal at most, ARGV[3] = publish command, ARGV[4] = the condition's
+-- name C (it leaves the registry with its hash)
 -- Returns -1 when ARGV[1] does not hold the lock (nothing written); else
 -- the number of waiters signalled, first come first signalled. A waiter
 -- whose lease has lapsed (its process died while waiting) is dropped and
@@ -37,5 +39,6 @@ if n > 0 then
     redis.call(ARGV[3], KEYS[5], 1)
 elseif redis.call('zcard', KEYS[4]) == 0 then
     redis.call('del', KEYS[2])
+    redis.call('srem', KEYS[6], ARGV[4])
 end
 return n

@@ -1,10 +1,11 @@
---! keys: conds queue leases channel
---! argv: waiter lease_ms:int leave:int publish
+--! keys: conds queue leases channel registry
+--! argv: waiter lease_ms:int leave:int publish name
 -- A condition on a lock: a waiter looks (leave 0) or gives up (leave 1:
 -- its wait ran out, keeping a signal that came; leave 2: it cannot use a
 -- signal, which goes to the next waiter).
 -- KEYS as condition_signal.lua without the lock; ARGV[1] = the waiter,
--- ARGV[2] = its lease ms, ARGV[3] = leave, ARGV[4] = publish command
+-- ARGV[2] = its lease ms, ARGV[3] = leave, ARGV[4] = publish command,
+-- ARGV[5] = the condition's name C (it leaves the registry with its hash)
 -- First every lapsed lease is settled: a waiting waiter's entry goes; a
 -- signalled one's goes and its signal passes to the first waiting waiter
 -- whose lease stands ("1" is published).
@@ -66,5 +67,6 @@ if published then
 end
 if redis.call('zcard', KEYS[3]) == 0 then
     redis.call('del', KEYS[1])
+    redis.call('srem', KEYS[5], ARGV[5])
 end
 return answer

@@ -1,25 +1,34 @@
---! keys: object queue timeouts token permits
---! argv: most_listed:int most_holds:int key_prefix most_fields:int
+--! keys: object queue timeouts token permits conditions
+--! argv: most_listed:int most_holds:int key_prefix most_fields:int cond_prefix queue_prefix leases_prefix
 -- What an object holds, read in one step so the answer is a snapshot;
 -- writes nothing (credisson's own; Java has no counterpart). Reads every
 -- layout a name may have: a lock hash (RLock, fenced, spin, non-reentrant,
 -- read/write), a fair lock's queue and deadlines, a fenced lock's token,
--- a semaphore's or latch's count, an expirable semaphore's issued permits.
+-- a semaphore's or latch's count, an expirable semaphore's issued permits,
+-- the waiters of a lock's conditions.
 -- KEYS[1] = N
 -- KEYS[2] = fair lock queue prefixName(redisson_lock_queue, N)
 -- KEYS[3] = fair lock deadlines prefixName(redisson_lock_timeout, N)
 -- KEYS[4] = fencing token prefixName(redisson_lock_token, N)
 -- KEYS[5] = issued permits suffixName(N, timeout)
+-- KEYS[6] = the lock's conditions credisson_conditions:{N} (set of names C)
 -- ARGV[1] = the most queue entries and permits listed
 -- ARGV[2] = the most hold keys looked at per reader
 -- ARGV[3] = the readers' hold key prefix ({N}, or N when it has a '{')
 -- ARGV[4] = the most hash fields read (a bigger hash is not a lock)
+-- ARGV[5], ARGV[6], ARGV[7] = credisson_condition:{N},
+-- credisson_condition_queue:{N}, credisson_condition_leases:{N}: a
+-- condition C's keys are these followed by ":C" (the same slot as N: the
+-- set names them, so they cannot be passed as KEYS)
 -- Returns { type, pttl, server time ms, hash, readers, queue length,
--- queue, token, value, issued count, permits }: hash is the flat HGETALL
+-- queue, token, value, issued count, permits, conditions }: hash is the
+-- flat HGETALL
 -- (or "big", or 0 when N is no hash); readers is { owner, longest PTTL of
 -- its hold keys (-2: none left) }...; queue is { owner, deadline score or
 -- "" }...; token and value are the strings or 0; permits is ZRANGE
--- WITHSCORES. A key of another type than expected reads as absent.
+-- WITHSCORES; conditions is { { C, waiting count, { waiter, "s" or "w",
+-- lease deadline }... }... }, the signalled first, then the waiting in
+-- line. A key of another type than expected reads as absent.
 local function try(...)
     local ok, v = pcall(redis.call, ...)
     if ok then
@@ -79,5 +88,29 @@ local permits = {}
 if plen > 0 then
     permits = redis.call('zrange', KEYS[5], 0, limit - 1, 'withscores')
 end
+local conditions = {}
+local names = try('smembers', KEYS[6]) or {}
+table.sort(names)
+for i = 1, math.min(#names, limit) do
+    local c = names[i]
+    local h, q, l = ARGV[5] .. ':' .. c, ARGV[6] .. ':' .. c,
+                    ARGV[7] .. ':' .. c
+    local waiters = {}
+    for _, w in ipairs(try('hkeys', h) or {}) do
+        if #waiters < 3 * limit and try('hget', h, w) == 's' then
+            table.insert(waiters, w)
+            table.insert(waiters, 's')
+            table.insert(waiters, try('zscore', l, w) or '')
+        end
+    end
+    for _, w in ipairs(try('zrange', q, 0, limit - 1) or {}) do
+        if #waiters < 3 * limit then
+            table.insert(waiters, w)
+            table.insert(waiters, 'w')
+            table.insert(waiters, try('zscore', l, w) or '')
+        end
+    end
+    table.insert(conditions, {c, try('zcard', q) or 0, waiters})
+end
 return {t, redis.call('pttl', KEYS[1]), now, hash, readers, qlen, queue,
-        token, value, plen, permits}
+        token, value, plen, permits, conditions}

@@ -50,6 +50,7 @@ struct cr_lock_condition {
     char *queue;   /* credisson_condition_queue:{N}:C */
     char *leases;  /* credisson_condition_leases:{N}:C */
     char *channel; /* credisson_condition__channel:{N}:C */
+    char *registry; /* credisson_conditions:{N}: the lock's conditions */
 };
 
 /* One await under way: who waits, and for how long its lease stands. */
@@ -103,8 +104,9 @@ cr_lock_condition_new(cr_lock *lock, const char *name, cr_lock_condition **out)
     c->queue = cond_name(CR__NAME_CONDITION_QUEUE, lock->raw, name);
     c->leases = cond_name(CR__NAME_CONDITION_LEASES, lock->raw, name);
     c->channel = cond_name(CR__NAME_CONDITION_CHANNEL, lock->raw, name);
+    c->registry = cr__name(CR__NAME_CONDITIONS, lock->raw);
     if (c->conds == NULL || c->queue == NULL || c->leases == NULL ||
-        c->channel == NULL) {
+        c->channel == NULL || c->registry == NULL) {
         cr__object_free(c, free_own);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
@@ -122,6 +124,7 @@ free_own(void *obj)
     free(c->queue);
     free(c->leases);
     free(c->channel);
+    free(c->registry);
 }
 
 void
@@ -171,9 +174,9 @@ wait_script(waiter *wt, int mode, int64_t *answer, int64_t *hint)
     rc = cr__run_condition_wait(c->client, &cmd,
         &(cr__condition_wait_args){
             .conds = c->conds, .queue = c->queue, .leases = c->leases,
-            .channel = c->channel, .waiter = wt->id,
-            .lease_ms = wt->lease_ms, .leave = mode,
-            .publish = c->client->publish_cmd},
+            .channel = c->channel, .registry = c->registry,
+            .waiter = wt->id, .lease_ms = wt->lease_ms, .leave = mode,
+            .publish = c->client->publish_cmd, .name = c->name},
         &r);
     if (rc != CR_OK)
         return rc;
@@ -255,8 +258,8 @@ join(waiter *wt, const char *holder)
     rc = cr__run_condition_await(c->client, &cmd,
         &(cr__condition_await_args){
             .lock = c->lock->raw, .conds = c->conds, .queue = c->queue,
-            .leases = c->leases, .owner = holder, .waiter = wt->id,
-            .lease_ms = wt->lease_ms},
+            .leases = c->leases, .registry = c->registry, .owner = holder,
+            .waiter = wt->id, .lease_ms = wt->lease_ms, .name = c->name},
         &r);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "condition await", &in_line);
@@ -346,8 +349,9 @@ signal_some(cr_lock_condition *c, int64_t count, int64_t *n)
     rc = cr__run_condition_signal(c->client, &cmd,
         &(cr__condition_signal_args){
             .lock = c->lock->raw, .conds = c->conds, .queue = c->queue,
-            .leases = c->leases, .channel = c->channel, .owner = holder,
-            .count = count, .publish = c->client->publish_cmd},
+            .leases = c->leases, .channel = c->channel,
+            .registry = c->registry, .owner = holder, .count = count,
+            .publish = c->client->publish_cmd, .name = c->name},
         &r);
     if (rc == CR_OK) {
         if (!cr__reply_int(r, &done))

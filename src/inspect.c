@@ -69,6 +69,9 @@ cr_object_info_free(cr_object_info *info)
     free(info->holders);
     free(info->queue);
     free(info->permits);
+    for (i = 0; i < info->nconditions; i++)
+        free(info->conditions[i].waiters);
+    free(info->conditions);
     free(a);
 }
 
@@ -281,6 +284,50 @@ read_permits(arena *a, const cr__reply *p)
     return true;
 }
 
+/* Fills a lock's conditions: { C, waiting, { waiter, state, lease }... }
+ * each. */
+static bool
+read_conditions(arena *a, const cr__reply *p)
+{
+    cr_object_info *in = &a->info;
+
+    if (p->type != CR__REPLY_ARRAY || p->elements == 0)
+        return true;
+    in->conditions = calloc(p->elements, sizeof(*in->conditions));
+    if (in->conditions == NULL)
+        return false;
+    for (size_t i = 0; i < p->elements; i++) {
+        const cr__reply *c = p->element[i], *w;
+        cr_condition_info *ci = &in->conditions[in->nconditions];
+
+        if (c->type != CR__REPLY_ARRAY || c->elements != 3 ||
+            !is_str(c->element[0]) || !reply_num(c->element[1], &ci->waiting) ||
+            (w = c->element[2])->type != CR__REPLY_ARRAY)
+            continue;
+        if ((ci->name = keep(a, c->element[0]->str, c->element[0]->len)) ==
+                NULL ||
+            (w->elements > 0 &&
+             (ci->waiters = calloc(w->elements / 3 + 1,
+                                   sizeof(*ci->waiters))) == NULL))
+            return false;
+        in->nconditions++;
+        for (size_t j = 0; j + 2 < w->elements; j += 3) {
+            cr_condition_waiter_info *e = &ci->waiters[ci->nwaiters];
+            const cr__reply *who = w->element[j], *state = w->element[j + 1];
+
+            if (!is_str(who) || !is_str(state))
+                continue;
+            if ((e->who.owner = keep(a, who->str, who->len)) == NULL)
+                return false;
+            e->who.owner_len = who->len;
+            e->signalled = state->len == 1 && state->str[0] == 's';
+            e->has_lease = reply_num(w->element[j + 2], &e->lease_ms);
+            ci->nwaiters++;
+        }
+    }
+    return true;
+}
+
 /* Counts the subscribers of the semaphore's and the latch's channels
  * (the only trace that tells a plain semaphore from a latch); false when
  * they cannot be counted. */
@@ -332,7 +379,7 @@ classify(cr_object_info *in, const char *type, bool has_queue, int64_t sem,
                    : CR_OBJECT_SEMAPHORE_OR_LATCH;
     else if (strcmp(type, "none") == 0)
         in->kind = has_queue ? CR_OBJECT_FAIR_LOCK
-                   : in->has_token ? CR_OBJECT_LOCK
+                   : in->has_token || in->nconditions > 0 ? CR_OBJECT_LOCK
                    : in->issued_count > 0 ? CR_OBJECT_PERMIT_SEMAPHORE
                    : CR_OBJECT_NONE;
     else
@@ -344,7 +391,7 @@ static cr_status
 read_object(cr_client *c, arena *a, const char *raw)
 {
     cr_object_info *in = &a->info;
-    char *keys[5], *kp;
+    char *keys[9], *kp;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL, **e;
     int64_t sem = 0, latch = 0;
@@ -357,8 +404,12 @@ read_object(cr_client *c, arena *a, const char *raw)
     keys[2] = cr__name(CR__NAME_FAIR_TIMEOUTS, raw);
     keys[3] = cr__name(CR__NAME_FENCE_TOKEN, raw);
     keys[4] = cr__name(CR__NAME_PERMIT_TIMEOUTS, raw);
+    keys[5] = cr__name(CR__NAME_CONDITIONS, raw);
+    keys[6] = cr__name(CR__NAME_CONDITION, raw);
+    keys[7] = cr__name(CR__NAME_CONDITION_QUEUE, raw);
+    keys[8] = cr__name(CR__NAME_CONDITION_LEASES, raw);
     kp = cr__name(CR__NAME_KEY_PREFIX, raw);
-    for (i = 0; i < 5; i++)
+    for (i = 0; i < 9; i++)
         if (keys[i] == NULL)
             goto out;
     if (kp == NULL)
@@ -366,15 +417,16 @@ read_object(cr_client *c, arena *a, const char *raw)
     rc = cr__run_object_inspect(c, &cmd,
         &(cr__object_inspect_args){
             .object = keys[0], .queue = keys[1], .timeouts = keys[2],
-            .token = keys[3], .permits = keys[4],
+            .token = keys[3], .permits = keys[4], .conditions = keys[5],
             .most_listed = CR_INSPECT_MAX_LISTED,
             .most_holds = MAX_READER_HOLDS, .key_prefix = kp,
-            .most_fields = MAX_HASH_FIELDS},
+            .most_fields = MAX_HASH_FIELDS, .cond_prefix = keys[6],
+            .queue_prefix = keys[7], .leases_prefix = keys[8]},
         &r);
     if (rc != CR_OK)
         goto out;
     rc = CR_ESCRIPT;
-    if (r->type != CR__REPLY_ARRAY || r->elements != 11 ||
+    if (r->type != CR__REPLY_ARRAY || r->elements != 12 ||
         !is_str(r->element[0]))
         goto out;
     e = r->element;
@@ -389,7 +441,7 @@ read_object(cr_client *c, arena *a, const char *raw)
     in->has_value = is_str(e[8]) && cr__reply_int(e[8], &in->value);
     rc = CR_ENOMEM;
     if (!read_holders(a, e[3], e[4]) || !read_queue(a, e[6]) ||
-        !read_permits(a, e[10]))
+        !read_permits(a, e[10]) || !read_conditions(a, e[11]))
         goto out;
     has_queue = in->queue_length != 0;
     if (strcmp(in->redis_type, "string") == 0 && in->has_value &&
@@ -399,7 +451,7 @@ read_object(cr_client *c, arena *a, const char *raw)
     rc = CR_OK;
 out:
     cr__reply_free(r);
-    for (i = 0; i < 5; i++)
+    for (i = 0; i < 9; i++)
         free(keys[i]);
     free(kp);
     if (rc == CR_ESCRIPT)
@@ -486,9 +538,11 @@ read_presence(cr_client *c, arena *a)
     cr__reply *r = NULL;
     const char *p, *end;
     bool unnamed = false, ok = true;
-    size_t i;
+    size_t i, waiters = 0;
 
-    if (in->nholders + in->nqueue == 0)
+    for (i = 0; i < in->nconditions; i++)
+        waiters += in->conditions[i].nwaiters;
+    if (in->nholders + in->nqueue + waiters == 0)
         return true;
     if (cr__command_retry(c, 2, argv, NULL, &r) != CR_OK ||
         r->type != CR__REPLY_STRING) {
@@ -511,6 +565,10 @@ read_presence(cr_client *c, arena *a)
         ok = place(a, &in->holders[i].who, r->str, r->len, unnamed);
     for (i = 0; ok && i < in->nqueue; i++)
         ok = place(a, &in->queue[i].who, r->str, r->len, unnamed);
+    for (i = 0; ok && i < in->nconditions; i++)
+        for (size_t j = 0; ok && j < in->conditions[i].nwaiters; j++)
+            ok = place(a, &in->conditions[i].waiters[j].who, r->str, r->len,
+                       unnamed);
     cr__reply_free(r);
     return ok;
 }

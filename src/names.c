@@ -50,6 +50,7 @@ static const struct {
                                    false},
     [CR__NAME_CONDITION_CHANNEL] = {PREFIX, "credisson_condition__channel",
                                     false},
+    [CR__NAME_CONDITIONS] = {PREFIX, "credisson_conditions", false},
 };
 
 /* Shapes name `word` around `raw`. */

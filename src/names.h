@@ -47,7 +47,9 @@ typedef enum cr__name_id {
                                  * line */
     CR__NAME_CONDITION_LEASES,  /* credisson_condition_leases:{N}, their
                                  * leases */
-    CR__NAME_CONDITION_CHANNEL  /* credisson_condition__channel:{N} */
+    CR__NAME_CONDITION_CHANNEL, /* credisson_condition__channel:{N} */
+    CR__NAME_CONDITIONS         /* credisson_conditions:{N} (no ":C"): the
+                                 * names of N's conditions with waiters */
 } cr__name_id;
 
 /* Redisson's two shapes, malloc'd (NULL: out of memory):

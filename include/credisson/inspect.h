@@ -83,6 +83,23 @@ typedef struct cr_permit_info {
     int64_t expires_ms;  /* epoch ms */
 } cr_permit_info;
 
+/* A waiter of a condition on a lock (cr_lock_condition): in line, or
+ * signalled and not yet back (its signal passes on if its lease lapses). */
+typedef struct cr_condition_waiter_info {
+    cr_owner_info who;
+    bool signalled;
+    bool has_lease;
+    int64_t lease_ms;    /* epoch ms its lease lapses */
+} cr_condition_waiter_info;
+
+/* A condition of a lock with waiters. */
+typedef struct cr_condition_info {
+    const char *name;    /* its name, as cr_lock_condition_new was given */
+    int64_t waiting;     /* waiters in line (all of them) */
+    size_t nwaiters;     /* the signalled first, then the line in order */
+    cr_condition_waiter_info *waiters;
+} cr_condition_info;
+
 /* The snapshot. Lists hold at most CR_INSPECT_MAX_LISTED entries; the
  * counts beside them are the whole. */
 #define CR_INSPECT_MAX_LISTED 100
@@ -114,6 +131,9 @@ typedef struct cr_object_info {
     int64_t parties, generation, waiting;
     bool broken;
     int64_t rate, interval_ms, rate_type, keep_alive_ms;
+    /* A lock: its conditions that have waiters (by name). */
+    size_t nconditions;
+    cr_condition_info *conditions;
 } cr_object_info;
 
 /* cr_object_inspect: read what `name` (after the client's name prefix)

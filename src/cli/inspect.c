@@ -212,6 +212,32 @@ static void print_json(const cr__cli *cli, const cr_object_info *in)
                (long long)in->keep_alive_ms);
     if (in->kind == CR_OBJECT_SEMAPHORE_OR_LATCH)
         printf(",\"value\":%lld", (long long)in->value);
+    if (in->nconditions > 0) {
+        fputs(",\"conditions\":[", stdout);
+        for (i = 0; i < in->nconditions; i++) {
+            const cr_condition_info *c = &in->conditions[i];
+
+            fputs(i > 0 ? ",{\"name\":" : "{\"name\":", stdout);
+            cr__cli_json_str(stdout, c->name, strlen(c->name));
+            printf(",\"waiting\":%lld,\"waiters\":[", (long long)c->waiting);
+            for (size_t j = 0; j < c->nwaiters; j++) {
+                const cr_condition_waiter_info *w = &c->waiters[j];
+
+                fputs(j > 0 ? ",{\"owner\":" : "{\"owner\":", stdout);
+                cr__cli_json_str(stdout, w->who.owner, w->who.owner_len);
+                printf(",\"state\":\"%s\"",
+                       w->signalled ? "signalled" : "waiting");
+                if (w->has_lease)
+                    json_deadline(stdout, "lease_ms", w->lease_ms, in->now_ms);
+                else
+                    fputs(",\"lease_ms\":null", stdout);
+                json_client(&w->who);
+                fputc('}', stdout);
+            }
+            fputs("]}", stdout);
+        }
+        fputc(']', stdout);
+    }
     fputs("}\n", stdout);
 }
 
@@ -393,6 +419,25 @@ static void print_text(const cr__cli *cli, const cr_object_info *in)
                                                     : "expires ",
                    p->never ? "" : until_text(p->expires_ms, in->now_ms, t,
                                               sizeof(t)));
+        }
+    }
+    for (i = 0; i < in->nconditions; i++) {
+        const cr_condition_info *c = &in->conditions[i];
+
+        fputs("condition:  ", stdout);
+        text_str(c->name, strlen(c->name));
+        printf(", %lld waiting\n", (long long)c->waiting);
+        for (size_t j = 0; j < c->nwaiters; j++) {
+            const cr_condition_waiter_info *w = &c->waiters[j];
+
+            fputs("  ", stdout);
+            text_str(w->who.owner, w->who.owner_len);
+            printf(" (%s", w->signalled ? "signalled" : "waiting");
+            if (w->has_lease)
+                printf(", lease %s",
+                       until_text(w->lease_ms, in->now_ms, t, sizeof(t)));
+            printf("), client: %s\n",
+                   client_text(&w->who, false, who, sizeof(who)));
         }
     }
 }

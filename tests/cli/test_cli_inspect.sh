@@ -121,6 +121,32 @@ test_inspect_fair_lock_queue_with_deadlines() {
     expect_contains "$json" '{"owner":"c:3","deadline_ms":null,' "json"
 }
 
+test_inspect_lock_conditions() {
+    # A lock's conditions as credisson writes them (doc/coordination.md):
+    # "a:1" signalled, "b:2" and "c:3" in line on not-empty.
+    local now
+    now=$(now_ms)
+    rcli hset cv "h:1" 1 >/dev/null
+    rcli sadd "credisson_conditions:{cv}" not-empty >/dev/null
+    rcli hset "credisson_condition:{cv}:not-empty" seq 3 "a:1" s "b:2" w \
+        "c:3" w >/dev/null
+    rcli zadd "credisson_condition_queue:{cv}:not-empty" 2 "b:2" 3 "c:3" \
+        >/dev/null
+    rcli zadd "credisson_condition_leases:{cv}:not-empty" \
+        $((now + 60000)) "a:1" $((now + 90000)) "b:2" $((now + 90000)) "c:3" \
+        >/dev/null
+    inspect_both cv
+    expect_contains "$text" "condition:  not-empty, 2 waiting" "text"
+    expect_contains "$text" "  a:1 (signalled, lease in " "text"
+    expect_contains "$text" "  b:2 (waiting, lease in 1m" "text"
+    expect_contains "$json" '"conditions":[{"name":"not-empty","waiting":2,' \
+        "json"
+    expect_contains "$json" \
+        "{\"owner\":\"a:1\",\"state\":\"signalled\",\"lease_ms\":$((now + 60000))" \
+        "json"
+    expect_contains "$json" '{"owner":"c:3","state":"waiting",' "json"
+}
+
 test_inspect_fair_queue_of_name_with_hash_tag() {
     rcli rpush "redisson_lock_queue:app{7}job" "w:1" >/dev/null
     inspect_both "app{7}job"
@@ -302,6 +328,7 @@ run_test test_inspect_names_the_holders_host_pid_and_address
 run_test test_inspect_java_reentrant_lock
 run_test test_inspect_fair_lock_queue_with_deadlines
 run_test test_inspect_fair_queue_of_name_with_hash_tag
+run_test test_inspect_lock_conditions
 run_test test_inspect_read_write_lock
 run_test test_inspect_read_lock_taken_by_credisson
 run_test test_inspect_plain_integer_is_semaphore_or_latch

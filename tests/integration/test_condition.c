@@ -446,6 +446,57 @@ test_condition_a_killed_waiter_does_not_keep_later_signals(void **state)
     cr_lock_free(l);
 }
 
+/* cr_object_inspect on the lock: its conditions with waiters, the
+ * signalled first (here a dead one, its signal not taken), then the line;
+ * once the last waiter has left, the lock's registry of conditions is
+ * gone with the condition's keys. */
+static void
+test_condition_inspect_shows_the_waiters(void **state)
+{
+    cr_lock *l = rlock("seen");
+    cr_lock_condition *c = condition(l, "not-empty");
+    cr_object_info *info = NULL;
+    const cr_condition_waiter_info *dead, *alive;
+    waiter w;
+
+    (void)state;
+    kill_and_reap(dying_waiter("seen", "4000", 1));
+    await_free("seen");
+    waiter_start(&w, l, c, 1, slow(30000));
+    await_line("seen", "not-empty", 2);
+    await_free("seen");
+    assert_int_equal(signal_under(l, c, false), 1);
+    OK(cr_object_inspect(test_client, "seen", &info));
+    /* Nobody holds the lock, but it has a condition with waiters. */
+    assert_int_equal(info->kind, CR_OBJECT_LOCK);
+    assert_int_equal(info->nconditions, 1);
+    assert_string_equal(info->conditions[0].name, "not-empty");
+    assert_int_equal(info->conditions[0].waiting, 1);
+    assert_int_equal(info->conditions[0].nwaiters, 2);
+    dead = &info->conditions[0].waiters[0];
+    alive = &info->conditions[0].waiters[1];
+    assert_true(dead->signalled);
+    assert_true(dead->has_lease);
+    assert_false(alive->signalled);
+    assert_true(alive->has_lease && alive->lease_ms > info->now_ms);
+    assert_int_equal(alive->who.owner_len, strlen(w.id));
+    assert_memory_equal(alive->who.owner, w.id, strlen(w.id));
+    assert_int_equal(alive->who.presence, CR_PRESENCE_CONNECTED);
+    assert_int_equal(alive->who.pid, (long)getpid());
+    cr_object_info_free(info);
+    /* The dead one's lease lapses, its signal passes on, the line empties. */
+    pthread_join(w.thread, NULL);
+    OK(w.rc);
+    assert_int_equal(redis_int("EXISTS credisson_conditions:{seen} "
+                               "credisson_condition:{seen}:not-empty"), 0);
+    OK(cr_object_inspect(test_client, "seen", &info));
+    assert_int_equal(info->kind, CR_OBJECT_NONE);
+    assert_int_equal(info->nconditions, 0);
+    cr_object_info_free(info);
+    cr_lock_condition_free(c);
+    cr_lock_free(l);
+}
+
 /* Whether the earliest lease in the zset `arg` has lapsed on the server's
  * clock. */
 static bool
@@ -482,7 +533,8 @@ test_condition_a_waiter_dead_for_its_lease_is_skipped(void **state)
     assert_int_equal(redis_int("ZCARD credisson_condition_queue:{lapsed}:"
                                "not-empty"), 1);
     assert_int_equal(signal_under(l, c, false), 0);
-    assert_int_equal(redis_int("EXISTS credisson_condition:{lapsed}:not-empty "
+    assert_int_equal(redis_int("EXISTS credisson_conditions:{lapsed} "
+                               "credisson_condition:{lapsed}:not-empty "
                                "credisson_condition_queue:{lapsed}:not-empty "
                                "credisson_condition_leases:{lapsed}:not-empty"),
                      0);
@@ -558,6 +610,7 @@ main(void)
         T(test_condition_on_the_fair_lock_and_the_write_lock),
         T(test_condition_a_killed_waiter_does_not_keep_later_signals),
         T(test_condition_a_waiter_dead_for_its_lease_is_skipped),
+        T(test_condition_inspect_shows_the_waiters),
         T(test_condition_bounded_buffer_across_processes),
 #undef T
     };
