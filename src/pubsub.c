@@ -69,8 +69,8 @@ enum { ASK_SUB, ASK_UNSUB, ASK_PING };
 #define LINGER_MS 250
 
 /* A thread in cr__sub_wait. An entry's waiters queue by ticket (the
- * order of their first wait) and its permits go to the first: with p
- * permits, the first p waiters may each take one. */
+ * order of their first wait) and its wake tokens go to the first: with p
+ * tokens, the first p waiters may each take one. */
 typedef struct waiter {
     uint64_t ticket;
     pthread_cond_t cv;
@@ -89,7 +89,7 @@ struct cr__sub {
     char *channel;
     cr__decode_fn decode;
     int refs;
-    int64_t permits;
+    int64_t tokens;
     int last_sent;
     int inflight;
     bool confirmed;
@@ -259,40 +259,40 @@ wake_yielders(cr__sub *s, bool all)
             pthread_cond_signal(&y->cv);
 }
 
-/* Wakes the waiters of `s` that may take a permit (the oldest
- * s->permits), but not `self`, which reads the link and finds its own;
+/* Wakes the waiters of `s` that may take a wake token (the oldest
+ * s->tokens), but not `self`, which reads the link and finds its own;
  * mu held. */
 static void
-wake_permitted(cr__sub *s, const waiter *self)
+wake_token_holders(cr__sub *s, const waiter *self)
 {
     waiter *w;
     int64_t i = 0;
 
-    for (w = s->waiting; w != NULL && i < s->permits; w = w->next, i++)
+    for (w = s->waiting; w != NULL && i < s->tokens; w = w->next, i++)
         if (w != self)
             pthread_cond_signal(&w->cv);
 }
 
-/* Whether waiter `w` of `s` may take a permit: one of the oldest
- * s->permits; mu held. */
+/* Whether waiter `w` of `s` may take a wake token: one of the oldest
+ * s->tokens; mu held. */
 static bool
-permitted(const cr__sub *s, const waiter *w)
+has_token(const cr__sub *s, const waiter *w)
 {
     const waiter *o;
     int64_t i = 0;
 
-    for (o = s->waiting; o != NULL && i < s->permits; o = o->next, i++)
+    for (o = s->waiting; o != NULL && i < s->tokens; o = o->next, i++)
         if (o == w)
             return true;
     return false;
 }
 
-/* Gives every local waiter of `s` a permit to retry; mu held. */
+/* Gives every local waiter of `s` a wake token to retry; mu held. */
 static void
 wake_all(cr__sub *s)
 {
-    s->permits = s->refs; /* each waiter holds a reference */
-    wake_permitted(s, NULL);
+    s->tokens = s->refs; /* each waiter holds a reference */
+    wake_token_holders(s, NULL);
 }
 
 static bool await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv,
@@ -366,7 +366,7 @@ cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *s)
         return;
     pthread_mutex_lock(&ps->mu);
     if (--s->refs == 0) {
-        s->permits = 0;
+        s->tokens = 0;
         if (s->last_sent == SENT_SUB && s->confirmed) {
             /* Linger; the dispatcher unsubscribes when it expires. */
             s->idle_since = cr__now_ms();
@@ -379,8 +379,8 @@ cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *s)
             mark_dirty(ps, s);
             poke(ps);
         }
-    } else if (s->permits > s->refs) {
-        s->permits = s->refs;
+    } else if (s->tokens > s->refs) {
+        s->tokens = s->refs;
     }
     pthread_mutex_unlock(&ps->mu);
 }
@@ -403,15 +403,15 @@ cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms,
         ; /* behind those who came first, as it came back after a try */
     me.next = *p;
     *p = &me;
-    while (!permitted(s, &me) && !ps->closing && s->refused == CR_OK)
+    while (!has_token(s, &me) && !ps->closing && s->refused == CR_OK)
         if (!await_link(ps, s, &me.cv, &me, 1, deadline))
             break;
     if (ps->closing) {
         rc = cr__fail(CR_ECLOSED, "the client is being freed");
     } else if (s->refused != CR_OK) {
         rc = cr__fail(s->refused, "%s", s->refused_why);
-    } else if (permitted(s, &me)) {
-        s->permits--;
+    } else if (has_token(s, &me)) {
+        s->tokens--;
         rc = CR_OK;
     }
     if (f != NULL)
@@ -419,7 +419,7 @@ cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms,
                   f->resets == s->resets && s->open_pongs >= f->pongs;
     for (p = &s->waiting; *p != &me; p = &(*p)->next)
         ;
-    *p = me.next; /* those behind move up as the permits went down */
+    *p = me.next; /* those behind move up as the tokens went down */
     hand_over(ps, s);
     pthread_mutex_unlock(&ps->mu);
     pthread_cond_destroy(&me.cv);
@@ -761,7 +761,7 @@ reconcile(cr__pubsub *ps, int *bad)
     return true;
 }
 
-/* Turns a message's payload into permits as the channel's decoder says. */
+/* Turns a message's payload into wake tokens as the channel's decoder says. */
 static void
 deliver(cr__pubsub *ps, sublink *l, cr__sub *s, const char *payload,
         size_t len)
@@ -770,9 +770,9 @@ deliver(cr__pubsub *ps, sublink *l, cr__sub *s, const char *payload,
 
     s->messages++;
     if (w.wakes >= s->refs)
-        s->permits = s->refs;
+        s->tokens = s->refs;
     else if (w.wakes > 0)
-        s->permits += w.wakes;
+        s->tokens += w.wakes;
     if (w.counted) {
         s->counted++;
         s->counted_at_us = cr__now_us();
@@ -780,11 +780,11 @@ deliver(cr__pubsub *ps, sublink *l, cr__sub *s, const char *payload,
     }
     if (w.opens)
         s->open_pongs = l->pongs;
-    if (s->permits > s->refs)
-        s->permits = s->refs;
-    /* The first in line, one per permit, wake; the waiter reading the
+    if (s->tokens > s->refs)
+        s->tokens = s->refs;
+    /* The first in line, one per token, wake; the waiter reading the
      * link takes its own without a wake-up. */
-    wake_permitted(s, ps->self);
+    wake_token_holders(s, ps->self);
 }
 
 /* Forgets that `s` is subscribed: it must be sent again (on the link of
@@ -1009,8 +1009,8 @@ kick(sublink *l)
 /* The calling thread reads link `i` until input comes, the reader is
  * kicked or the deadline (ms; -1: none) passes, handling what it reads;
  * mu held, released while polling. `self`: the calling thread as a
- * waiter for permits (NULL: it waits for something else), which finds a
- * permit of its own without a wake-up; `lowat`: how many bytes must have
+ * waiter for wake tokens (NULL: it waits for something else), which finds a
+ * token of its own without a wake-up; `lowat`: how many bytes must have
  * come before poll() returns (SO_RCVLOWAT, set for this poll only; see
  * reader_lowat). Returns false once the deadline passed. */
 static bool
