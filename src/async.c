@@ -832,10 +832,11 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
 
     local = cr__script_lock_holds(l, q->owner, &lost);
     if (rc == CR_OK) {
-        const char *argv[2] = {"DEL", q->unlock.latch};
+        const char *argv[2] = {"DEL", q->unlock.unlock_latch};
 
         rc = cr__unlock_reply(l, r, &result, &heard);
-        /* The latch goes, as Redisson drops it; nobody waits for that. */
+        /* The unlock latch goes, as Redisson drops it; nobody waits for
+         * that. */
         cr__aio_command(a->io, 2, argv, NULL, NULL, NULL);
     }
     if (rc == CR_OK) {
@@ -864,8 +865,8 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
     }
     if (rc != CR_OK || result == 1)
         atomic_store(&l->lease_ms, a->client->watchdog_timeout_ms);
-    free(q->unlock.latch);
-    q->unlock.latch = NULL;
+    free(q->unlock.unlock_latch);
+    q->unlock.unlock_latch = NULL;
     return rc;
 }
 
@@ -906,7 +907,7 @@ cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
     if (rc != CR_OK) {
         cr__hold_release(a->client->renewal, l->kind->hold_kind, l->raw, name,
                          false, -1);
-        free(u.latch);
+        free(u.unlock_latch);
         cr__client_leave(a->client);
         return rc;
     }
@@ -1009,7 +1010,7 @@ object_attempt(cr_request *q)
     if (q->what == O_SEM) {
         rc = cr__sem_acquire_call(s, q->permits, q->latch,
                                   a->client->reconnect_window_ms +
-                                      a->client->latch_timeout_ms,
+                                      a->client->unlock_latch_timeout_ms,
                                   &call);
     } else if (q->what == O_LATCH_COUNT && !q->counted) {
         /* Marked before it is sent: never counted down twice. */

@@ -160,7 +160,7 @@ late_permits_run(void *arg)
             "permits taken after their caller gave up are given back",
             p->sem->name, (long long)p->permits);
     if (cr_semaphore_release((cr_semaphore *)p->sem, p->permits) == CR_OK)
-        cr__drop_latch(p->sem->client, p->latch);
+        cr__del_noreply(p->sem->client, p->latch);
 }
 
 static void
@@ -209,7 +209,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     /* The latch must outlive every retry of the call: the waiting loop's
      * retries for the reconnect window, and the transport's resends of the
      * last one (the unlock latch's lifetime). */
-    a.latch_ms = c->reconnect_window_ms + c->latch_timeout_ms;
+    a.latch_ms = c->reconnect_window_ms + c->unlock_latch_timeout_ms;
     a.latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw);
     if (a.latch == NULL) {
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
@@ -235,7 +235,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         cr__call_patience_set(patience);
     }
     if (rc == CR_OK)
-        cr__drop_latch(c, a.latch);
+        cr__del_noreply(c, a.latch);
     else if (rc == CR_BUSY)
         cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits until the "
                  "wait ran out", s->name, (long long)permits);
