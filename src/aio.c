@@ -109,7 +109,7 @@ struct asub {
     char *channel;
     cr__decode_fn decode;
     int refs;
-    int64_t permits;
+    int64_t tokens;
     bool confirmed;
     bool sent;                /* SUBSCRIBE is the last command sent for it */
     int inflight;
@@ -162,7 +162,7 @@ struct cr__aio {
 static void link_fail(alink *l, cr_status rc, const char *why);
 static void dispatch_begin(cr__aio *io);
 static void dispatch_end(cr__aio *io);
-static void wake_permitted(cr__aio *io, asub *s);
+static void wake_token_holders(cr__aio *io, asub *s);
 static void link_drive(alink *l, int events);
 
 /* --------------------------------------------------------------- timers */
@@ -866,8 +866,8 @@ link_fail(alink *l, cr_status rc, const char *why)
         /* Waiters look again: a message may have been lost. */
         HASH_ITER(hh, io->subs, x, tmp)
             if (x->link == l) {
-                x->permits = x->refs;
-                wake_permitted(io, x);
+                x->tokens = x->refs;
+                wake_token_holders(io, x);
             }
     }
     link_schedule(l);
@@ -1545,14 +1545,14 @@ unlink_sleeper(cr__aio *io, cr__asleeper *w)
     cr__aio_cancel_timer(io, &w->timer);
 }
 
-/* Gives the sleepers their permits: the first in line, one each. */
+/* Gives the sleepers their wake tokens: the first in line, one each. */
 static void
-wake_permitted(cr__aio *io, asub *s)
+wake_token_holders(cr__aio *io, asub *s)
 {
-    while (s->permits > 0 && s->sleepers != NULL) {
+    while (s->tokens > 0 && s->sleepers != NULL) {
         cr__asleeper *w = s->sleepers;
 
-        s->permits--;
+        s->tokens--;
         s->sleepers = w->next;
         w->next = NULL;
         cr__aio_cancel_timer(io, &w->timer);
@@ -1629,11 +1629,11 @@ handle_sub_reply(alink *l, const cr__reply *r)
         CR__STAT_ADD(&io->client->run.stats, messages, 1);
         s->messages++;
         if (w.wakes >= s->refs)
-            s->permits = s->refs;
+            s->tokens = s->refs;
         else if (w.wakes > 0)
-            s->permits += w.wakes;
-        if (s->permits > s->refs)
-            s->permits = s->refs;
+            s->tokens += w.wakes;
+        if (s->tokens > s->refs)
+            s->tokens = s->refs;
         if (w.counted) {
             s->counted++;
             s->counted_at = cr__now_us();
@@ -1645,7 +1645,7 @@ handle_sub_reply(alink *l, const cr__reply *r)
             for (x = s->sleepers; x != NULL; x = x->next)
                 x->opened = true;
         }
-        wake_permitted(io, s);
+        wake_token_holders(io, s);
     } else if (strcasecmp(k, "subscribe") == 0 ||
                strcasecmp(k, "unsubscribe") == 0) {
         if (l->len > 0 && (l->q[l->head].kind == E_SUB ||
@@ -1658,8 +1658,8 @@ handle_sub_reply(alink *l, const cr__reply *r)
             s->confirms++;
             sub_confirmed(io, s, CR_OK);
             /* Waiters look again: they may have missed a message. */
-            s->permits = s->refs;
-            wake_permitted(io, s);
+            s->tokens = s->refs;
+            wake_token_holders(io, s);
         }
         if (!s->sent)
             s->confirmed = false;
@@ -1810,8 +1810,8 @@ cr__aio_sleep(cr__aio *io, void *sub, int64_t ms, const cr__fence *fence,
         w->ticket = ++io->tickets;
     w->sub = s;
     w->opened = false;
-    if (s->permits > 0 && s->sleepers == NULL) {
-        s->permits--;
+    if (s->tokens > 0 && s->sleepers == NULL) {
+        s->tokens--;
         cr__aio_after(io, &w->timer, 0, sleeper_fire, w);
         return;
     }
@@ -1822,7 +1822,7 @@ cr__aio_sleep(cr__aio *io, void *sub, int64_t ms, const cr__fence *fence,
     *p = w;
     if (ms >= 0)
         cr__aio_after(io, &w->timer, ms, sleep_timeout, w);
-    wake_permitted(io, s);
+    wake_token_holders(io, s);
 }
 
 void
@@ -1881,7 +1881,7 @@ aio_unsubscribe(void *ctx, void *sub)
 
     if (s == NULL || --s->refs > 0)
         return;
-    s->permits = 0;
+    s->tokens = 0;
     s->idle_since = cr__now_ms();
     if (io->linger.index == 0)
         cr__aio_after(io, &io->linger, LINGER_MS, linger, io);

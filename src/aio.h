@@ -17,7 +17,7 @@
  *
  * Subscriptions are reference counted per channel, as the blocking
  * pub/sub's: each object decodes its own messages (cr__decode_fn), a
- * message becomes permits for the waiters in line, and a permit nobody
+ * message becomes wake tokens for the waiters in line, and a token nobody
  * could take yet waits for the next sleeper, so none is lost. They serve
  * the wait state machine through cr__aio_subs.
  *
@@ -125,7 +125,7 @@ extern const cr__wait_subs cr__aio_subs;
 void cr__aio_subscribe(cr__aio *io, const char *channel, cr__decode_fn decode,
                        int64_t timeout_ms, cr__asleeper *s);
 
-/* cr__aio_sleep: wait on `sub` for a permit (CR_OK), up to ms (-1: no
+/* cr__aio_sleep: wait on `sub` for a wake token (CR_OK), up to ms (-1: no
  * limit; CR_TIMEOUT), or until the links close (CR_ECLOSED); `fence`
  * (may be NULL): as cr__sub_wait's. fn runs from the loop. */
 void cr__aio_sleep(cr__aio *io, void *sub, int64_t ms, const cr__fence *fence,

@@ -90,7 +90,7 @@ struct cr_request {
     bool counting;            /* and its reply is awaited */
     void *obj;
     int64_t permits;
-    char *latch;              /* a semaphore acquisition's acquire latch */
+    char *acquire_latch;      /* a semaphore acquisition's acquire latch */
     cr__permit_id raw_id;     /* a permit's id, as stored */
     /* Reply readers of one-command requests. */
     cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
@@ -121,7 +121,7 @@ static void
 request_free(cr_request *q)
 {
     free(q->channel);
-    free(q->latch);
+    free(q->acquire_latch);
     free(q);
 }
 
@@ -832,10 +832,11 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
 
     local = cr__script_lock_holds(l, q->owner, &lost);
     if (rc == CR_OK) {
-        const char *argv[2] = {"DEL", q->unlock.latch};
+        const char *argv[2] = {"DEL", q->unlock.unlock_latch};
 
         rc = cr__unlock_reply(l, r, &result, &heard);
-        /* The latch goes, as Redisson drops it; nobody waits for that. */
+        /* The unlock latch goes, as Redisson drops it; nobody waits for
+         * that. */
         cr__aio_command(a->io, 2, argv, NULL, NULL, NULL);
     }
     if (rc == CR_OK) {
@@ -864,8 +865,8 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
     }
     if (rc != CR_OK || result == 1)
         atomic_store(&l->lease_ms, a->client->watchdog_timeout_ms);
-    free(q->unlock.latch);
-    q->unlock.latch = NULL;
+    free(q->unlock.unlock_latch);
+    q->unlock.unlock_latch = NULL;
     return rc;
 }
 
@@ -906,7 +907,7 @@ cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
     if (rc != CR_OK) {
         cr__hold_release(a->client->renewal, l->kind->hold_kind, l->raw, name,
                          false, -1);
-        free(u.latch);
+        free(u.unlock_latch);
         cr__client_leave(a->client);
         return rc;
     }
@@ -952,8 +953,8 @@ object_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
         if (q->what == O_PERMIT && (rc == CR_OK || q->uncertain))
             cr__permit_late(q->obj, &q->raw_id, 1, 1);
         else if (q->what == O_SEM && (rc == CR_OK || q->uncertain)) {
-            cr__sem_late(q->obj, q->latch, q->permits);
-            q->latch = NULL;
+            cr__sem_late(q->obj, q->acquire_latch, q->permits);
+            q->acquire_latch = NULL;
         }
         late_reply(q);
         return;
@@ -1007,9 +1008,9 @@ object_attempt(cr_request *q)
         return;
     }
     if (q->what == O_SEM) {
-        rc = cr__sem_acquire_call(s, q->permits, q->latch,
+        rc = cr__sem_acquire_call(s, q->permits, q->acquire_latch,
                                   a->client->reconnect_window_ms +
-                                      a->client->latch_timeout_ms,
+                                      a->client->unlock_latch_timeout_ms,
                                   &call);
     } else if (q->what == O_LATCH_COUNT && !q->counted) {
         /* Marked before it is sent: never counted down twice. */
@@ -1042,10 +1043,10 @@ object_finish(cr_request *q)
          * an attempt whose reply was lost, are looked for and given back
          * in the background. */
         if ((rc == CR_OK && q->cancelled) || (rc == CR_EIO && q->uncertain)) {
-            cr__sem_late(q->obj, q->latch, q->permits);
-            q->latch = NULL;
+            cr__sem_late(q->obj, q->acquire_latch, q->permits);
+            q->acquire_latch = NULL;
         } else if (rc == CR_OK) {
-            const char *argv[2] = {"DEL", q->latch};
+            const char *argv[2] = {"DEL", q->acquire_latch};
 
             cr__aio_command(a->io, 2, argv, NULL, NULL, NULL);
         } else if (rc == CR_BUSY) {
@@ -1109,7 +1110,7 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *sem, int64_t permits,
 {
     cr__sem *s = (cr__sem *)sem;
     cr_request *q = NULL;
-    char *latch = NULL;
+    char *acquire_latch = NULL;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
@@ -1118,7 +1119,8 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *sem, int64_t permits,
         cr__object_leave(sem);
         if ((rc = cr__check_permits(permits)) == CR_OK &&
             (rc = cr__check_wait(wait_ms)) == CR_OK &&
-            (latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw)) == NULL)
+            (acquire_latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw)) ==
+                NULL)
             rc = cr__fail(CR_ENOMEM, "cannot make a request id");
     }
     if (rc == CR_OK &&
@@ -1126,11 +1128,11 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *sem, int64_t permits,
                             &s->handoff, fn, userdata)) == NULL)
         rc = CR_ENOMEM;
     if (rc != CR_OK) {
-        free(latch);
+        free(acquire_latch);
         cr__client_leave(a->client);
         return rc;
     }
-    q->latch = latch;
+    q->acquire_latch = acquire_latch;
     q->permits = permits;
     if (permits == 0) {
         cr__aio_cancel_timer(a->io, &q->timer);

@@ -463,11 +463,11 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
                                          c->wire.fair_wait_ms);
     c->subscription_timeout_ms = or_default(opts->subscription_timeout_ms, 7500);
     c->reconnect_window_ms = or_default(opts->reconnect_window_ms, 30000);
-    /* An unlock's latch outlives every send of its script (transport.c's
+    /* An unlock latch outlives every send of its script (transport.c's
      * resend, route.c's redirections): two on a connection, each with a
      * connect, the command and a replica WAIT, on every master a
      * cluster's redirections may lead to. */
-    c->latch_timeout_ms =
+    c->unlock_latch_timeout_ms =
         2 * (c->connect_timeout_ms + c->command_timeout_ms +
              opts->replica_sync_timeout_ms) *
             (c->url.is_cluster ? CR__MAX_REDIRECTS + 1 : 1) +

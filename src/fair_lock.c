@@ -126,9 +126,10 @@ fair_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
     (void)tmp;
     return cr__build_fair_lock_unlock(&(cr__fair_lock_unlock_args){
         .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
-        .channel = l->channel, .latch = u->latch, .message = 0,
+        .channel = l->channel, .latch = u->unlock_latch, .message = 0,
         .lease_ms = lease_ms, .owner = owner, .now_ms = cr__wall_ms(),
-        .publish = l->client->publish_cmd, .latch_ms = u->latch_ms}, call);
+        .publish = l->client->publish_cmd,
+        .latch_ms = u->unlock_latch_ms}, call);
 }
 
 /* forceUnlock: delete the hash and wake the head waiter. */

@@ -160,8 +160,8 @@ spin_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
 {
     (void)tmp;
     return cr__build_spin_lock_unlock(&(cr__spin_lock_unlock_args){
-        .lock = l->raw, .latch = u->latch, .lease_ms = lease_ms,
-        .owner = owner, .latch_ms = u->latch_ms}, call);
+        .lock = l->raw, .latch = u->unlock_latch, .lease_ms = lease_ms,
+        .owner = owner, .latch_ms = u->unlock_latch_ms}, call);
 }
 
 /* forceUnlock and delete are a plain DEL: nobody to tell. */

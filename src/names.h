@@ -58,8 +58,9 @@ typedef enum cr__name_id {
 char *cr__name_prefixed(const char *prefix, const char *raw);
 char *cr__name_suffixed(const char *raw, const char *suffix);
 
-/* cr__name: name `id` of raw name N, malloc'd; the latches get a fresh
- * request id each call. NULL when out of memory (or randomness). */
+/* cr__name: name `id` of raw name N, malloc'd; the unlock and acquire
+ * latches get a fresh request id each call. NULL when out of memory (or
+ * randomness). */
 char *cr__name(cr__name_id id, const char *raw);
 
 /* cr__name_raw: Redisson's NameMapper: `prefix` (may be NULL) + name,

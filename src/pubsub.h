@@ -5,7 +5,7 @@
  * Local waiters share one subscription per channel (reference counted:
  * SUBSCRIBE with the first waiter, UNSUBSCRIBE 250 ms after the last one
  * left unless another came meanwhile). A message
- * becomes wake-up permits on the channel's subscription, so a message that
+ * becomes wake tokens on the channel's subscription, so a message that
  * arrives between a failed attempt and the wait is never lost. After the
  * subscriber connection drops, the thread reconnects with backoff,
  * resubscribes every channel and wakes every waiter to retry.
@@ -80,11 +80,11 @@ typedef struct cr__fence {
  * subscription `sub`, now; does not wait. */
 void cr__sub_fence(cr__pubsub *ps, cr__sub *sub, cr__fence *f);
 
-/* cr__sub_wait: wait up to timeout_ms (-1: no limit) for a wake-up permit
+/* cr__sub_wait: wait up to timeout_ms (-1: no limit) for a wake token
  * and consume it. Returns CR_OK (woken), CR_TIMEOUT, CR_ECLOSED, or the
  * status of a refused subscription (see cr__pubsub_subscribe). A
  * caller's *ticket is 0 before its first wait and keeps the place in line
- * that wait gave it: the waiters of a subscription get its permits in the
+ * that wait gave it: the waiters of a subscription get its tokens in the
  * order they first waited, however often they wake, try and wait again. With a
  * fence `f` (else NULL), *opened tells on CR_OK whether the subscription
  * read a message that opens (cr__wake) after the PONG of `f`, on the same

@@ -27,9 +27,10 @@ cr__rlock_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
 {
     (void)tmp;
     return cr__build_lock_unlock(&(cr__lock_unlock_args){
-        .lock = l->raw, .channel = l->channel, .latch = u->latch, .message = 0,
-        .lease_ms = lease_ms, .owner = owner, .publish = l->client->publish_cmd,
-        .latch_ms = u->latch_ms}, call);
+        .lock = l->raw, .channel = l->channel, .latch = u->unlock_latch,
+        .message = 0, .lease_ms = lease_ms, .owner = owner,
+        .publish = l->client->publish_cmd, .latch_ms = u->unlock_latch_ms},
+        call);
 }
 
 /* forceUnlock (and delete): the hash goes and waiters are told. */

@@ -89,9 +89,9 @@ read_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
         return rc;
     return cr__build_rwlock_read_unlock(&(cr__rwlock_read_unlock_args){
         .lock = l->raw, .channel = l->channel, .reader_timeouts = *tmp,
-        .key_prefix = l->key2, .latch = u->latch, .message = 0,
+        .key_prefix = l->key2, .latch = u->unlock_latch, .message = 0,
         .reader = owner, .publish = l->client->publish_cmd,
-        .latch_ms = u->latch_ms}, call);
+        .latch_ms = u->unlock_latch_ms}, call);
 }
 
 /* forceUnlock (and delete) of one side: runs only in that side's mode. */
@@ -200,9 +200,10 @@ write_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
 {
     (void)tmp;
     return cr__build_rwlock_write_unlock(&(cr__rwlock_write_unlock_args){
-        .lock = l->raw, .channel = l->channel, .latch = u->latch,
+        .lock = l->raw, .channel = l->channel, .latch = u->unlock_latch,
         .message = 1, .lease_ms = lease_ms, .writer = owner,
-        .publish = l->client->publish_cmd, .latch_ms = u->latch_ms}, call);
+        .publish = l->client->publish_cmd,
+        .latch_ms = u->unlock_latch_ms}, call);
 }
 
 static cr_status

@@ -137,9 +137,9 @@ cr__command_get_int(cr_client *c, const char *key, const char *what,
 }
 
 void
-cr__drop_latch(cr_client *c, const char *latch)
+cr__del_noreply(cr_client *c, const char *key)
 {
-    const char *argv[2] = {"DEL", latch};
+    const char *argv[2] = {"DEL", key};
 
     cr__transport_send_noreply(run(c)->transport, 2, argv, NULL);
 }

@@ -89,9 +89,10 @@ cr_status cr__command_retry(cr_client *c, int argc, const char **argv,
 cr_status cr__command_get_int(cr_client *c, const char *key, const char *what,
                               int64_t *out);
 
-/* cr__drop_latch: send DEL of an unlock latch without waiting (after the
- * unlock script replied, as Redisson does). */
-void cr__drop_latch(cr_client *c, const char *latch);
+/* cr__del_noreply: send DEL of `key` without waiting: an unlock latch
+ * after the unlock script replied, as Redisson does, or a semaphore's
+ * acquire latch. */
+void cr__del_noreply(cr_client *c, const char *key);
 
 /* cr__reply_int: the integer of an INTEGER reply, or of a STRING holding a
  * decimal; false otherwise. */

@@ -406,10 +406,11 @@ cr_status
 cr__unlock_begin(cr_lock *l, cr__unlock *u)
 {
     u->cmd = (cr__cmd){.flags = CR__CMD_RETRY | CR__CMD_SYNC};
-    u->latch_ms = l->client->latch_timeout_ms;
+    u->unlock_latch_ms = l->client->unlock_latch_timeout_ms;
     u->started_us = cr__now_us();
-    u->latch = cr__name(CR__NAME_UNLOCK_LATCH, l->raw);
-    return u->latch != NULL ? CR_OK : cr__fail(CR_ENOMEM, "out of memory");
+    u->unlock_latch = cr__name(CR__NAME_UNLOCK_LATCH, l->raw);
+    return u->unlock_latch != NULL ? CR_OK
+                                   : cr__fail(CR_ENOMEM, "out of memory");
 }
 
 cr_status
@@ -444,9 +445,9 @@ cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc, cr__reply *r,
 
     if (rc == CR_OK) {
         rc = cr__unlock_reply(l, r, result, &heard);
-        cr__drop_latch(l->client, u->latch);
+        cr__del_noreply(l->client, u->unlock_latch);
     }
-    free(u->latch);
+    free(u->unlock_latch);
     if (rc == CR_OK)
         cr__handoff_after_unlock(&l->handoff, l->client, l->channel, heard,
                                  u->started_us, l->kind->in_line);

@@ -83,17 +83,17 @@ cr_status cr__lock_kind_unlock(cr_lock *l, const char *owner, int64_t lease_ms,
  * twice) and is sent with CR__CMD_RETRY and CR__CMD_SYNC. */
 struct cr__unlock {
     cr__cmd cmd;
-    char *latch;        /* redisson_unlock_latch:{N}:<request id> */
-    int64_t latch_ms;   /* its lifetime */
-    int64_t started_us; /* monotonic */
+    char *unlock_latch;      /* redisson_unlock_latch:{N}:<request id> */
+    int64_t unlock_latch_ms; /* its lifetime */
+    int64_t started_us;      /* monotonic */
 };
 
 /* cr__unlock_begin: set up *u for an unlock of `l` (CR_ENOMEM).
  * cr__unlock_end: after the script ran with status rc and reply r, map the
  * reply (nil: CR_ENOTOWNER; 0 or 1 into *result, -n for "released, n
  * heard it"; the fair lock's 2: CR_ENOTOWNER, nobody held it), drop the
- * latch as Redisson does, start the releaser's turn (handoff.h) and free
- * what begin made. */
+ * unlock latch as Redisson does, start the releaser's turn (handoff.h) and
+ * free what begin made. */
 cr_status cr__unlock_begin(cr_lock *l, cr__unlock *u);
 cr_status cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc,
                          cr__reply *r, int *result);

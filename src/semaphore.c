@@ -72,19 +72,20 @@ cr_semaphore_name(const cr_semaphore *s)
 typedef struct attempt_ctx {
     cr_semaphore *sem;
     int64_t permits;
-    int64_t latch_ms;
-    char *latch; /* credisson_semaphore_acquire:{N}:<request id> */
+    int64_t acquire_latch_ms;
+    char *acquire_latch; /* credisson_semaphore_acquire:{N}:<request id> */
 } attempt_ctx;
 
 cr_status
-cr__sem_acquire_call(const void *obj, int64_t permits, const char *latch,
-                     int64_t latch_ms, cr__script_call *call)
+cr__sem_acquire_call(const void *obj, int64_t permits,
+                     const char *acquire_latch, int64_t acquire_latch_ms,
+                     cr__script_call *call)
 {
     const cr__sem *s = obj;
 
     return cr__build_semaphore_try_acquire(&(cr__semaphore_try_acquire_args){
-        .permits = s->raw, .latch = latch, .count_value = permits,
-        .latch_ms = latch_ms}, call);
+        .permits = s->raw, .latch = acquire_latch, .count_value = permits,
+        .latch_ms = acquire_latch_ms}, call);
 }
 
 cr_status
@@ -111,8 +112,8 @@ attempt(attempt_ctx *a, int64_t *hint)
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
-    cr_status rc = cr__sem_acquire_call(a->sem, a->permits, a->latch,
-                                        a->latch_ms, &call);
+    cr_status rc = cr__sem_acquire_call(a->sem, a->permits, a->acquire_latch,
+                                        a->acquire_latch_ms, &call);
 
     *hint = -1;
     if (rc == CR_OK)
@@ -122,12 +123,12 @@ attempt(attempt_ctx *a, int64_t *hint)
 }
 
 /* After a wait that ended in CR_EIO: did an attempt whose reply was lost
- * take the permits? Its latch says so: CR_OK with *taken, or the failure
- * of the look. */
+ * take the permits? Its acquire latch says so: CR_OK with *taken, or the
+ * failure of the look. */
 static cr_status
-latch_left_behind(cr__sem *s, const char *latch, bool *taken)
+acquire_latch_left_behind(cr__sem *s, const char *acquire_latch, bool *taken)
 {
-    const char *argv[2] = {"EXISTS", latch};
+    const char *argv[2] = {"EXISTS", acquire_latch};
     cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc = cr__command_retry(s->client, 2, argv, NULL, &r);
@@ -143,24 +144,25 @@ latch_left_behind(cr__sem *s, const char *latch, bool *taken)
 /* Permits that may have been taken after their caller gave up. */
 typedef struct late_permits {
     cr__sem *sem;
-    char *latch;
+    char *acquire_latch;
     int64_t permits;
 } late_permits;
 
-/* Background: if the latch says they were taken, give them back. */
+/* Background: if the acquire latch says they were taken, give them back. */
 static void
 late_permits_run(void *arg)
 {
     late_permits *p = arg;
     bool taken = false;
 
-    if (latch_left_behind(p->sem, p->latch, &taken) != CR_OK || !taken)
+    if (acquire_latch_left_behind(p->sem, p->acquire_latch, &taken) != CR_OK ||
+        !taken)
         return;
     cr__log(&p->sem->client->log, CR_LOG_INFO, "semaphore %s: %lld "
             "permits taken after their caller gave up are given back",
             p->sem->name, (long long)p->permits);
     if (cr_semaphore_release((cr_semaphore *)p->sem, p->permits) == CR_OK)
-        cr__drop_latch(p->sem->client, p->latch);
+        cr__del_noreply(p->sem->client, p->acquire_latch);
 }
 
 static void
@@ -168,21 +170,21 @@ late_permits_done(void *arg)
 {
     late_permits *p = arg;
 
-    free(p->latch);
+    free(p->acquire_latch);
     free(p);
 }
 
 void
-cr__sem_late(void *obj, char *latch, int64_t permits)
+cr__sem_late(void *obj, char *acquire_latch, int64_t permits)
 {
     late_permits *late = calloc(1, sizeof(*late));
 
     if (late == NULL) {
-        free(latch);
+        free(acquire_latch);
         return;
     }
     late->sem = obj;
-    late->latch = latch;
+    late->acquire_latch = acquire_latch;
     late->permits = permits;
     cr__object_background(obj, late_permits_run, late_permits_done, late);
 }
@@ -206,12 +208,12 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     memset(&a, 0, sizeof(a));
     a.sem = s;
     a.permits = permits;
-    /* The latch must outlive every retry of the call: the waiting loop's
-     * retries for the reconnect window, and the transport's resends of the
-     * last one (the unlock latch's lifetime). */
-    a.latch_ms = c->reconnect_window_ms + c->latch_timeout_ms;
-    a.latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw);
-    if (a.latch == NULL) {
+    /* The acquire latch must outlive every retry of the call: the waiting
+     * loop's retries for the reconnect window, and the transport's resends
+     * of the last one (the unlock latch's lifetime). */
+    a.acquire_latch_ms = c->reconnect_window_ms + c->unlock_latch_timeout_ms;
+    a.acquire_latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw);
+    if (a.acquire_latch == NULL) {
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
         goto out;
     }
@@ -225,21 +227,22 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         bool taken = false;
 
         /* One look if a connection is at hand; else in the background. */
-        if (latch_left_behind((cr__sem *)s, a.latch, &taken) == CR_OK) {
+        if (acquire_latch_left_behind((cr__sem *)s, a.acquire_latch,
+                                      &taken) == CR_OK) {
             if (taken)
                 rc = CR_OK;
         } else {
-            cr__sem_late(s, a.latch, permits);
-            a.latch = NULL;
+            cr__sem_late(s, a.acquire_latch, permits);
+            a.acquire_latch = NULL;
         }
         cr__call_patience_set(patience);
     }
     if (rc == CR_OK)
-        cr__drop_latch(c, a.latch);
+        cr__del_noreply(c, a.acquire_latch);
     else if (rc == CR_BUSY)
         cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits until the "
                  "wait ran out", s->name, (long long)permits);
-    free(a.latch);
+    free(a.acquire_latch);
 out:
     cr__object_leave(s);
     return rc;

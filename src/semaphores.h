@@ -52,11 +52,12 @@ cr_status cr__sem_delete(void *s, const cr__sem_kind *k, bool *deleted);
 
 /* RSemaphore's calls in halves, a script call and the reading of its
  * reply, so that the blocking and the asynchronous API send the same:
- * an acquire attempt of `permits` under acquire latch `latch` (CR_OK
+ * an acquire attempt of `permits` under acquire latch `acquire_latch` (CR_OK
  * taken, CR_BUSY too few), and a release (*done: released; the releaser's
  * turn starts from `sent_us`). */
 cr_status cr__sem_acquire_call(const void *s, int64_t permits,
-                               const char *latch, int64_t latch_ms,
+                               const char *acquire_latch,
+                               int64_t acquire_latch_ms,
                                cr__script_call *call);
 cr_status cr__sem_acquire_reply(cr_status rc, cr__reply *r);
 cr_status cr__sem_release_call(const void *s, int64_t permits,
@@ -71,7 +72,7 @@ cr_status cr__sem_add_call(const void *s, bool expirable, int64_t delta,
 /* cr__sem_late: after an acquisition that ended in CR_EIO, find out in the
  * background whether its acquire latch (taken over) says the permits were
  * taken, and give them back if so. */
-void cr__sem_late(void *s, char *latch, int64_t permits);
+void cr__sem_late(void *s, char *acquire_latch, int64_t permits);
 
 /* A permit id as it is stored (protocol sections 8.1 and 16): 16 random
  * bytes, raw; for a Java side before Redisson 3.17 their 32 lowercase hex

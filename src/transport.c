@@ -242,9 +242,10 @@ cr__pool_close_stale(cr__pool *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Reads and drops `n` replies nobody waits for: latch DELs, whose replies
- * come before that of anything sent after them (so a new command is
- * written first and these are read while it travels), and ASKING's. */
+/* Reads and drops `n` replies nobody waits for: DELs of unlock (and
+ * acquire) latches, whose replies come before that of anything sent after
+ * them (so a new command is written first and these are read while it
+ * travels), and ASKING's. */
 static cr_status
 drop_replies(cr__pool *p, conn *c, unsigned n, int64_t deadline)
 {
@@ -273,9 +274,9 @@ count_replicas(cr__pool *p, conn *c, int64_t deadline)
     unsigned deferred = c->discard;
     cr_status rc;
 
-    /* The replies of latch DELs sent before come first: an unlock's DEL
-     * read as ROLE's reply counted no replicas, and the acquisition after
-     * it went without WAIT. */
+    /* The replies of unlock latch DELs sent before come first: an
+     * unlock's DEL read as ROLE's reply counted no replicas, and the
+     * acquisition after it went without WAIT. */
     if (cr__conn_append(c->ctx, 1, argv, NULL) != CR_OK)
         return CR_ENOMEM;
     c->discard = 0;

@@ -6,7 +6,7 @@
  * waiters, and has read nothing on it since), then sleep until a message
  * or the attempt's hint (a ttl) runs out, bounded by the caller's remaining
  * wait; repeat. A message between a failed try and the sleep is kept as a
- * permit, so it is never lost; nothing sleeps unbounded on a message alone
+ * wake token, so it is never lost; nothing sleeps unbounded on a message alone
  * unless the object gives no hint and the caller waits forever, and even
  * then `max_sleep_ms` can bound it. Transport errors while waiting are
  * retried with backoff for up to the client's reconnect window.
