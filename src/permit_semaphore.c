@@ -157,13 +157,12 @@ decode_id(const void *s, const char *hex, cr__permit_id *id)
     return CR_OK;
 }
 
-/* How many ids an acquisition of `permits` makes: one per permit (Redisson
- * 3.23.4 and later), else one for all. */
-static size_t
-ids_for(const void *s, int64_t permits)
+/* Whether each permit has its own id (Redisson 3.23.4 and later), or an
+ * acquisition's one id stands for all its permits. */
+static bool
+id_per_permit(const void *s)
 {
-    return ((const cr__sem *)s)->client->wire.pes_id_per_permit
-               ? (size_t)permits : 1;
+    return ((const cr__sem *)s)->client->wire.pes_id_per_permit;
 }
 
 /* The checks of acquire_n's `permits`: 1..CR_PERMIT_ACQUIRE_MAX ids, and
@@ -173,10 +172,10 @@ static cr_status
 check_acquire_n(const void *s, int64_t permits, int64_t lease_ms)
 {
     cr_status rc = cr__check_range("permits", permits, 1,
-                                   ids_for(s, 2) == 2 ? CR_PERMIT_ACQUIRE_MAX
-                                                      : CR_PERMITS_MAX);
+                                   id_per_permit(s) ? CR_PERMIT_ACQUIRE_MAX
+                                                    : CR_PERMITS_MAX);
 
-    if (rc == CR_OK && permits > 1 && ids_for(s, 2) == 1 &&
+    if (rc == CR_OK && permits > 1 && !id_per_permit(s) &&
         lease_ms != CR_LEASE_NONE)
         return cr__fail(CR_ENOTSUP, "before Redisson 3.23.4 one id stands "
                         "for all %lld permits, and when its lease ran out "
@@ -408,7 +407,7 @@ acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
     a.sem = s;
     a.permits = permits;
     a.lease_ms = lease_ms;
-    a.n = ids_for(s, permits);
+    a.n = id_per_permit(s) ? (size_t)permits : 1;
     if ((a.ids = calloc(a.n, sizeof(*a.ids))) == NULL) {
         rc = cr__fail(CR_ENOMEM, "out of memory");
         goto out;
@@ -572,7 +571,7 @@ cr_permit_semaphore_release_n(cr_permit_semaphore *s, const char *id,
 
     if (rc != CR_OK)
         return rc;
-    if (ids_for(s, 2) == 2 && permits != 1)
+    if (id_per_permit(s) && permits != 1)
         rc = cr__fail(CR_EINVAL, "since Redisson 3.23.4 each permit has its "
                       "own id: an id stands for 1 permit, not %lld",
                       (long long)permits);
