@@ -2,9 +2,9 @@
 /*
  * The client's event hook (cr_client_options.event_fn) against a real
  * redis-server: acquisitions with the time waited, releases with the time
- * held, waits that ran out, lost leases and reconnects, for a lock, a
- * semaphore, a latch and an asynchronous request; and nothing at all when
- * no hook is set.
+ * held, waits that ran out, lost leases, failed watchdog renewals and
+ * reconnects, for a lock, a semaphore, a latch, a MultiLock, a RedLock and
+ * an asynchronous request; and nothing at all when no hook is set.
  */
 #include "lock_common.h"
 #include "poll_loop.h"
@@ -96,6 +96,15 @@ lost_seen(void *arg)
     return find(CR_EVENT_LEASE_LOST, arg, &s);
 }
 
+static bool
+renewal_failed_seen(void *arg)
+{
+    seen s;
+
+    (void)arg;
+    return find(CR_EVENT_RENEWAL_FAILED, "", &s);
+}
+
 /* Per-test setup: a flushed server and a client with the hook. */
 static int
 hooked_up(void **state)
@@ -172,6 +181,39 @@ test_events_lease_lost_when_key_deleted_behind_the_holder(void **state)
     assert_int_equal(cr_lock_unlock(l), CR_ELOST);
     /* A lost hold is not reported released. */
     assert_false(find(CR_EVENT_RELEASED, "stolen", &s));
+    cr_lock_free(l);
+}
+
+/* A watchdog renewal the server refuses: someone else made the lock's key
+ * a string, so the renewal script's HEXISTS fails with WRONGTYPE. The
+ * failure is reported as such, with the status and no object (a renewal
+ * call is for a batch of holds), and retried. */
+static void
+test_events_renewal_failed_when_the_server_refuses_the_renewal(void **state)
+{
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
+    cr_lock *l;
+    seen s;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "refused", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_false(find(CR_EVENT_RENEWAL_FAILED, "", &s));
+    assert_true(redis_ok("SET refused taken"));
+    /* Renewals come every 100 ms (a third of the 300 ms watchdog). */
+    assert_true(cr_test_wait_until(renewal_failed_seen, NULL, slow(3000)));
+    assert_true(find(CR_EVENT_RENEWAL_FAILED, "", &s));
+    assert_int_equal(s.status, CR_ESERVER); /* WRONGTYPE */
+    assert_string_equal(s.object, "");
+    assert_int_equal(s.wait_ms, -1);
+    assert_int_equal(s.hold_ms, -1);
+    assert_false(s.async);
+    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
+    assert_true(st.renewal_failures >= 1);
+    assert_int_equal(redis_int("DEL refused"), 1);
+    /* The hold is gone by now or found gone by the unlock. */
+    assert_int_not_equal(cr_lock_unlock(l), CR_OK);
+    assert_false(find(CR_EVENT_RELEASED, "refused", &s));
     cr_lock_free(l);
 }
 
@@ -354,6 +396,9 @@ main(void)
             client_down),
         cmocka_unit_test_setup_teardown(
             test_events_lease_lost_when_key_deleted_behind_the_holder,
+            hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_renewal_failed_when_the_server_refuses_the_renewal,
             hooked_up, client_down),
         cmocka_unit_test_setup_teardown(
             test_events_reconnect_after_client_kill, hooked_up, client_down),
