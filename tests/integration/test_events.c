@@ -534,6 +534,64 @@ test_events_multilock_name_of_many_locks_is_cut_with_a_count(void **state)
         cr_lock_free(l[i]);
 }
 
+/* From the asynchronous API, a MultiLock runs on a thread in slices of a
+ * wait: still one event per request, marked asynchronous, with the time
+ * the whole request waited. */
+static void
+test_events_async_multilock_reports_once_per_request(void **state)
+{
+    cr_client *other = new_client(300);
+    cr_async *as = NULL;
+    int64_t owner = cr_async_owner_id();
+    outcome o = {0}, u = {0}, w = {0};
+    cr_lock *a, *b, *ml, *held;
+    seen s;
+
+    (void)state;
+    assert_non_null(other);
+    assert_int_equal(cr_async_new(test_client, &poll_loop, &as), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "aml:a", &a), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "aml:b", &b), CR_OK);
+    assert_int_equal(cr_multilock_new((cr_lock *[]){a, b}, 2, &ml), CR_OK);
+    assert_int_equal(cr_lock_new(other, "aml:a", &held), CR_OK);
+    assert_int_equal(cr_async_lock(as, ml, owner, 0, 30000, record, &o, NULL),
+                     CR_OK);
+    assert_true(poll_loop_until(as, called, &o, slow(3000)));
+    assert_int_equal(o.rc, CR_OK);
+    assert_int_equal(count_of(CR_EVENT_ACQUIRED, "aml:a,aml:b"), 1);
+    assert_true(find(CR_EVENT_ACQUIRED, "aml:a,aml:b", &s));
+    assert_string_equal(s.object, "multilock");
+    assert_true(s.async);
+    assert_true(s.wait_ms >= 0 && s.wait_ms < slow(3000));
+    assert_int_equal(cr_async_unlock(as, ml, owner, record, &u, NULL), CR_OK);
+    assert_true(poll_loop_until(as, called, &u, slow(3000)));
+    assert_int_equal(u.rc, CR_OK);
+    assert_int_equal(count_of(CR_EVENT_RELEASED, "aml:a,aml:b"), 1);
+    assert_true(find(CR_EVENT_RELEASED, "aml:a,aml:b", &s));
+    assert_true(s.async);
+    assert_true(s.hold_ms >= 0 && s.hold_ms < slow(3000));
+    /* A wait of several slices (200 ms each) that runs out: one event. */
+    assert_int_equal(cr_lock_try_lock(held, 0, 30000), CR_OK);
+    assert_int_equal(cr_async_lock(as, ml, owner, 500, 30000, record, &w,
+                                   NULL), CR_OK);
+    assert_true(poll_loop_until(as, called, &w, slow(5000)));
+    assert_int_equal(w.rc, CR_BUSY);
+    assert_int_equal(count_of(CR_EVENT_BUSY, "aml:a,aml:b"), 1);
+    assert_true(find(CR_EVENT_BUSY, "aml:a,aml:b", &s));
+    assert_int_equal(s.status, CR_BUSY);
+    assert_true(s.async);
+    assert_true(s.wait_ms >= 500 && s.wait_ms < slow(5000));
+    assert_int_equal(count_about("aml:a"), 0);
+    assert_int_equal(count_about("aml:b"), 0);
+    assert_int_equal(cr_lock_unlock(held), CR_OK);
+    cr_async_free(as);
+    cr_lock_free(ml);
+    cr_lock_free(held);
+    cr_lock_free(a);
+    cr_lock_free(b);
+    cr_client_free(other);
+}
+
 /* Without a hook nothing is measured or delivered (a NULL hook called
  * would crash): a plain client takes, releases, loses and reconnects
  * while the recorder stays empty. */
@@ -593,6 +651,9 @@ main(void)
         cmocka_unit_test_setup_teardown(
             test_events_multilock_name_of_many_locks_is_cut_with_a_count,
             hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_async_multilock_reports_once_per_request, hooked_up,
+            client_down),
         cmocka_unit_test_setup_teardown(test_events_none_without_a_hook,
                                         client_up, client_down),
     };
