@@ -671,11 +671,31 @@ typedef struct thread_call {
     pthread_t thread;
 } thread_call;
 
+/* The thread call's outcome as one event of the request, from what the
+ * multilock's calls kept in the thread's sink: an acquisition or a wait
+ * that ran out with the time waited over all the slices, or a release.
+ * Nothing for a cancelled wait or an error, as for the other requests. */
+static void
+thread_call_event(const thread_call *t, const cr__lock_sink *kept,
+                  int64_t start)
+{
+    if (!kept->kept)
+        return;
+    if (t->unlock ? t->rc != CR_OK || kept->kind != CR_EVENT_RELEASED
+                  : t->rc != CR_OK &&
+                        (t->rc != CR_BUSY || atomic_load(&t->stop)))
+        return;
+    cr__lock_event(t->lock, kept->kind, kept->status, kept->object,
+                   kept->name, t->unlock ? -1 : cr__now_ms() - start,
+                   kept->hold_ms, true);
+}
+
 static void *
 thread_call_run(void *arg)
 {
     thread_call *t = arg;
     int64_t start = cr__now_ms(), left;
+    cr__lock_sink kept = {0}, *was = cr__lock_sink_swap(&kept);
 
     if (t->unlock) {
         t->rc = cr_lock_unlock_tid(t->lock, t->owner);
@@ -691,7 +711,9 @@ thread_call_run(void *arg)
         } while (t->rc == CR_BUSY && !atomic_load(&t->stop) &&
                  (t->wait_ms < 0 || cr__now_ms() - start < t->wait_ms));
     }
+    cr__lock_sink_swap(was);
     snprintf(t->err, sizeof(t->err), "%s", cr_last_error());
+    thread_call_event(t, &kept, start);
     cr__aio_post(t->q->async->io, &t->post);
     return NULL;
 }

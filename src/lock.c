@@ -9,6 +9,35 @@
 
 #include "lock.h"
 
+/* This thread's event sink (lock.h); NULL: events go to the hook. */
+static _Thread_local cr__lock_sink *sink;
+
+cr__lock_sink *
+cr__lock_sink_swap(cr__lock_sink *s)
+{
+    cr__lock_sink *was = sink;
+
+    sink = s;
+    return was;
+}
+
+void
+cr__lock_event(const cr_lock *l, cr_event_kind kind, cr_status status,
+               const char *object, const char *name, int64_t wait_ms,
+               int64_t hold_ms, bool async)
+{
+    if (!cr__hooked(&l->client->run.stats))
+        return;
+    if (sink != NULL) {
+        *sink = (cr__lock_sink){.kept = true, .kind = kind, .status = status,
+                                .object = object, .name = name,
+                                .hold_ms = hold_ms};
+        return;
+    }
+    cr__event(&l->client->run.stats, kind, status, object, name, wait_ms,
+              hold_ms, async);
+}
+
 cr_status
 cr__lock_create(cr_client *c, const char *name, const cr__lock_class *cls,
                 const char *label, bool keyed, cr_lock **out)

@@ -76,4 +76,30 @@ void cr__lock_leave(const cr_lock *l);
 cr_status cr__lock_try_lock(cr_lock *l, int64_t tid, int64_t wait_ms,
                             int64_t lease_ms, int64_t *token);
 
+/* Where the acquisition, wait and release events of the lock calls made on
+ * a thread go: to the client's hook, or, while the thread has a sink set
+ * (cr__lock_sink_swap), into the sink, the last one kept. A multilock's
+ * sub-locks report nothing of their own this way (the multilock reports
+ * one event for them all), and the asynchronous API reports a multilock's
+ * outcome itself, once, from what its thread call kept. Lost leases,
+ * renewals and connection events are not lock calls' and always go to
+ * the hook. */
+typedef struct cr__lock_sink {
+    bool kept;
+    cr_event_kind kind;
+    cr_status status;
+    const char *object, *name; /* live as long as the lock */
+    int64_t hold_ms;
+} cr__lock_sink;
+
+/* cr__lock_sink_swap: set this thread's sink (NULL: none); returns the
+ * one it had. */
+cr__lock_sink *cr__lock_sink_swap(cr__lock_sink *sink);
+
+/* cr__lock_event: report an event of lock `l` (object and name as the
+ * event shows them) to this thread's sink or to the hook of l's client. */
+void cr__lock_event(const cr_lock *l, cr_event_kind kind, cr_status status,
+                    const char *object, const char *name, int64_t wait_ms,
+                    int64_t hold_ms, bool async);
+
 #endif

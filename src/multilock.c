@@ -10,6 +10,14 @@
  * remains; otherwise everything taken is released and, while the budget
  * lasts, the attempt is repeated after a short random pause so that two
  * contenders holding each other's sub-locks do not meet again in step.
+ *
+ * Events (cr_event): the multilock reports one acquisition (the time
+ * waited in all its attempts), one wait that ran out and one release (the
+ * time since this handle first took it for that owner) as a whole, to
+ * the hook of its first sub-lock's client, as object "multilock" or
+ * "redlock" and named by its sub-locks' names joined by ','. What its
+ * sub-locks do on its behalf (each attempt's acquisitions, waits and
+ * give-backs) is not reported: their jobs run with an event sink set.
  */
 #include "config.h"
 
@@ -27,12 +35,27 @@
  * Redisson's base wait of n x 1500 ms. */
 #define FOREVER_ATTEMPT_MS_PER_LOCK 1500
 
+/* Room for the name events show: sub-lock names joined by ','. */
+#define EV_NAME_MAX 128
+
+/* An owner's holds of the multilock through this handle, kept when the
+ * client has an event hook: for the time held its release reports. */
+typedef struct holder {
+    int64_t tid;
+    int64_t count;
+    int64_t since;             /* monotonic ms of its first acquisition */
+} holder;
+
 typedef struct multi {
     cr_lock **locks;
     size_t n;
     size_t needed;              /* n for MultiLock, n/2 + 1 for RedLock */
     bool redlock;
     atomic_int_fast64_t valid_until; /* monotonic ms; -1 watchdog; 0 never */
+    char ev_name[EV_NAME_MAX];
+    pthread_mutex_t mu;         /* guards holders */
+    holder *holders;
+    size_t nholders, capholders;
 } multi;
 
 /* One sub-lock's share of an attempt or an unlock, run on its own thread. */
@@ -52,12 +75,14 @@ static void *
 run_job(void *arg)
 {
     job *j = arg;
+    cr__lock_sink quiet, *was = cr__lock_sink_swap(&quiet);
 
     if (j->unlock)
         j->rc = cr_lock_unlock_tid(j->lock, j->tid);
     else
         j->rc = cr_lock_try_lock_tid(j->lock, j->tid, j->wait_ms, j->lease_ms);
     snprintf(j->err, sizeof(j->err), "%s", j->rc == CR_OK ? "" : cr_last_error());
+    cr__lock_sink_swap(was);
     return NULL;
 }
 
@@ -122,6 +147,75 @@ pause_before_retry(int64_t deadline)
     nanosleep(&ts, NULL);
 }
 
+/* The holder entry of `tid`, added with count 0 when `add`; NULL when
+ * there is none (or no memory). m->mu held. */
+static holder *
+holder_of(multi *m, int64_t tid, bool add)
+{
+    size_t i;
+
+    for (i = 0; i < m->nholders; i++)
+        if (m->holders[i].tid == tid)
+            return &m->holders[i];
+    if (!add)
+        return NULL;
+    if (m->nholders == m->capholders) {
+        size_t cap = m->capholders ? 2 * m->capholders : 4;
+        holder *h = realloc(m->holders, cap * sizeof(*h));
+
+        if (h == NULL)
+            return NULL;
+        m->holders = h;
+        m->capholders = cap;
+    }
+    m->holders[m->nholders] = (holder){.tid = tid, .count = 0,
+                                       .since = cr__now_ms()};
+    return &m->holders[m->nholders++];
+}
+
+/* An acquisition by `tid` that began at `start`: counted for its
+ * release, and reported. */
+static cr_status
+acquired(cr_lock *l, int64_t tid, int64_t start)
+{
+    multi *m = l->impl;
+    holder *h;
+
+    if (!cr__hooked(&l->client->run.stats))
+        return CR_OK;
+    pthread_mutex_lock(&m->mu);
+    if ((h = holder_of(m, tid, true)) != NULL)
+        h->count++;
+    pthread_mutex_unlock(&m->mu);
+    cr__lock_event(l, CR_EVENT_ACQUIRED, CR_OK, l->label, m->ev_name,
+                   cr__now_ms() - start, -1, false);
+    return CR_OK;
+}
+
+/* An unlock by `tid` that ended with `rc`: one hold fewer; the last one
+ * given back is reported released unless the unlock failed (a hold that
+ * was lost is not reported released). Holds not taken through this
+ * handle are not reported. */
+static void
+released(cr_lock *l, int64_t tid, cr_status rc)
+{
+    multi *m = l->impl;
+    int64_t held = -1;
+    holder *h;
+
+    if (!cr__hooked(&l->client->run.stats))
+        return;
+    pthread_mutex_lock(&m->mu);
+    if ((h = holder_of(m, tid, false)) != NULL && --h->count <= 0) {
+        held = cr__now_ms() - h->since;
+        *h = m->holders[--m->nholders];
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (rc == CR_OK && held >= 0)
+        cr__lock_event(l, CR_EVENT_RELEASED, CR_OK, l->label, m->ev_name, -1,
+                       held, false);
+}
+
 /* The class's acquire: see the file comment. */
 static cr_status
 multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
@@ -164,12 +258,12 @@ multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
         if ((size_t)taken >= m->needed) {
             if (lease_ms < 0) {
                 atomic_store(&m->valid_until, -1);
-                return CR_OK;
+                return acquired(l, tid, start);
             }
             now = cr__now_ms();
             if (lease_ms - (now - t0) - drift(lease_ms) > 0) {
                 atomic_store(&m->valid_until, t0 + lease_ms - drift(lease_ms));
-                return CR_OK;
+                return acquired(l, tid, start);
             }
             failure = cr__fail(CR_BUSY, "acquired too late: no validity left "
                                "of a %lld ms lease", (long long)lease_ms);
@@ -181,8 +275,13 @@ multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     }
     /* Hard errors are reported only when nothing was merely busy. */
     for (i = 0; i < m->n; i++)
-        if (jobs[i].rc == CR_BUSY)
-            return cr__fail(CR_BUSY, "not enough sub-locks taken in time");
+        if (jobs[i].rc == CR_BUSY) {
+            failure = cr__fail(CR_BUSY, "not enough sub-locks taken in time");
+            break;
+        }
+    if (failure == CR_BUSY && cr__hooked(&l->client->run.stats))
+        cr__lock_event(l, CR_EVENT_BUSY, CR_BUSY, l->label, m->ev_name,
+                       cr__now_ms() - start, -1, false);
     return failure;
 }
 
@@ -218,10 +317,11 @@ multi_release(cr_lock *l, int64_t tid)
     }
     atomic_store(&m->valid_until, 0);
     if (m->redlock && ok >= m->needed)
-        return CR_OK;
-    if (first != CR_OK)
-        return cr__fail(first, "%s", msg);
-    return CR_OK;
+        first = CR_OK;
+    else if (first != CR_OK)
+        first = cr__fail(first, "%s", msg);
+    released(l, tid, first);
+    return first;
 }
 
 /* The smallest hold count among the sub-locks (RedLock: the majority's
@@ -298,9 +398,46 @@ multi_free(cr_lock *l)
 {
     multi *m = l->impl;
 
-    if (m != NULL)
+    if (m != NULL) {
         free(m->locks);
+        free(m->holders);
+        pthread_mutex_destroy(&m->mu);
+    }
     free(m);
+}
+
+/* The name events show: the sub-locks' names joined by ','; when they do
+ * not all fit, those that do and ",+<how many more>", or, when not even
+ * the first does, as much of it as fits, "..." and the count. */
+static void
+event_name(char *out, size_t len, cr_lock *const *locks, size_t n)
+{
+    char more[32];
+    size_t used = 0, i;
+
+    out[0] = '\0';
+    for (i = 0; i < n; i++) {
+        size_t need = strlen(locks[i]->name) + (i > 0);
+
+        /* Room for this name and, unless it is the last, ",+N" after. */
+        snprintf(more, sizeof(more), ",+%zu", n - i - 1);
+        if (used + need + (i + 1 < n ? strlen(more) : 0) >= len)
+            break;
+        used += (size_t)snprintf(out + used, len - used, "%s%s",
+                                 i > 0 ? "," : "", locks[i]->name);
+    }
+    if (i == n)
+        return;
+    if (i > 0) {
+        snprintf(out + used, len - used, ",+%zu", n - i);
+        return;
+    }
+    if (n > 1)
+        snprintf(more, sizeof(more), "...,+%zu", n - 1);
+    else
+        snprintf(more, sizeof(more), "...");
+    snprintf(out, len, "%.*s%s", (int)(len - 1 - strlen(more)),
+             locks[0]->name, more);
 }
 
 static const cr__lock_class multi_class = {
@@ -350,9 +487,12 @@ create(cr_lock *const *locks, size_t n, bool redlock, cr_lock **out)
     m->n = n;
     m->redlock = redlock;
     m->needed = redlock ? n / 2 + 1 : n;
+    event_name(m->ev_name, sizeof(m->ev_name), locks, n);
+    pthread_mutex_init(&m->mu, NULL);
     rc = cr__lock_create(locks[0]->client, name, &multi_class,
                          redlock ? "redlock" : "multilock", false, &l);
     if (rc != CR_OK) {
+        pthread_mutex_destroy(&m->mu);
         free(m->locks);
         free(m);
         return rc;

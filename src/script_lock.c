@@ -336,9 +336,9 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
                               (undo_later ? CR__LATER_UNDO : 0) |
                               (resolve_later ? CR__LATER_RESOLVE : 0));
     if (cr__hooked(&l->client->run.stats) && (rc == CR_OK || rc == CR_BUSY))
-        cr__event(&l->client->run.stats,
-                  rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
-                  l->kind->name, l->name, cr__now_ms() - w.start, -1, false);
+        cr__lock_event(l, rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
+                       l->kind->name, l->name, cr__now_ms() - w.start, -1,
+                       false);
     return rc;
 }
 
@@ -477,8 +477,8 @@ script_release(cr_lock *l, int64_t tid)
                                         cr__lease_valid_until(sent, lease));
 
         if (result == 1)
-            cr__event(&l->client->run.stats, CR_EVENT_RELEASED, CR_OK,
-                      l->kind->name, l->name, -1, held, false);
+            cr__lock_event(l, CR_EVENT_RELEASED, CR_OK, l->kind->name,
+                           l->name, -1, held, false);
     } else if (rc == CR_ENOTOWNER && local > 0) {
         /* Found lost by the unlock itself: reported as any lost hold, its
          * callback first. */

@@ -53,7 +53,8 @@ typedef enum cr_sharded_pubsub {
 /* What an event hook is told about (see cr_event). */
 typedef enum cr_event_kind {
     CR_EVENT_ACQUIRED = 1,  /* a lock, permits or an open latch obtained;
-                             * wait_ms: how long the call waited */
+                             * wait_ms: how long the call waited (a
+                             * MultiLock or RedLock: once, as a whole) */
     CR_EVENT_RELEASED,      /* a lock's last hold given back (hold_ms: since
                              * the first), or permits or a permit released
                              * (hold_ms -1: not measured for permits) */
@@ -62,8 +63,9 @@ typedef enum cr_event_kind {
                              * wait_ms: how long it waited */
     CR_EVENT_LEASE_LOST,    /* a hold found gone (watchdog, lease clock,
                              * unlock, failover check); name is the key */
-    CR_EVENT_RENEWAL_FAILED,/* a watchdog renewal call failed in transport;
-                             * retried; name NULL, status the failure */
+    CR_EVENT_RENEWAL_FAILED,/* a watchdog renewal call failed (transport,
+                             * timeout or an error reply); retried; name
+                             * NULL, status the failure */
     CR_EVENT_RECONNECT,     /* a connection opened again after a loss */
     CR_EVENT_FAILOVER,      /* Sentinel switched masters and we followed */
     CR_EVENT_REDIRECT       /* a cluster MOVED or ASK reply followed */
@@ -76,11 +78,14 @@ typedef struct cr_event {
     cr_event_kind kind;
     cr_status status;    /* the outcome: CR_OK, CR_BUSY, CR_TIMEOUT... */
     /* The object's kind as credisson names it ("lock", "fair lock", "read
-     * lock", "write lock", "spin lock", "fenced lock", "semaphore",
-     * "permit semaphore", "latch"...), NULL for connection events. */
+     * lock", "write lock", "spin lock", "fenced lock", "multilock",
+     * "redlock", "semaphore", "permit semaphore", "latch"...), NULL for
+     * connection events. */
     const char *object;
-    /* The object's name as given; for LEASE_LOST the key (the name after
-     * the client's name_prefix); NULL for connection events. */
+    /* The object's name as given; for a multilock or redlock its locks'
+     * names joined by ',' (cut to 127 bytes: the names that fit, then
+     * ",+N" for the N others); for LEASE_LOST the key (the name after the
+     * client's name_prefix); NULL for connection events. */
     const char *name;
     int64_t wait_ms;
     int64_t hold_ms;
@@ -188,7 +193,8 @@ typedef struct cr_client_options {
      * cr_client_new(3)). NULL: none, and nothing is measured for it. It
      * runs on the thread where the event happens: the caller's for
      * acquisitions and releases, the event loop's for asynchronous
-     * requests, the watchdog's and the lease clock's for renewals and lost
+     * requests (a MultiLock's or RedLock's own thread for theirs), the
+     * watchdog's and the lease clock's for renewals and lost
      * leases, any connection's for reconnects, failovers and redirects;
      * sometimes with internal locks held, and at the same time on several
      * threads. It must be quick, must not block and must not call into

@@ -4,7 +4,8 @@
  * started once for the file. Every object on every master, keys of one
  * object on one master, wake-ups by sharded and by classic pub/sub, SPUBLISH
  * as Java listeners hear it, names refused when their keys would split, a
- * slot migrated under held and awaited locks, and a master killed while
+ * slot migrated under held and awaited locks (and its MOVED and ASK
+ * reported to the event hook), and a master killed while
  * threads contend for a lock with a shared counter. The failover test runs
  * last: it leaves the cluster without the killed node.
  */
@@ -56,9 +57,11 @@ cluster_down(void **state)
     return 0;
 }
 
-/* A client on the cluster; `query` (may be NULL) is appended to the URL. */
+/* A client on the cluster; `query` (may be NULL) is appended to the URL;
+ * `hook` (may be NULL) is its event hook, called with `hook_userdata`. */
 static cr_client *
-client(const char *query, int64_t watchdog_ms, int64_t sync_ms)
+hooked_client(const char *query, int64_t watchdog_ms, int64_t sync_ms,
+              cr_event_fn hook, void *hook_userdata)
 {
     cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
@@ -70,9 +73,17 @@ client(const char *query, int64_t watchdog_ms, int64_t sync_ms)
     o.replica_sync_timeout_ms = sync_ms;
     o.command_timeout_ms = slow(2000);
     o.reconnect_window_ms = slow(30000);
+    o.event_fn = hook;
+    o.event_userdata = hook_userdata;
     if (cr_client_new(&o, &c) != CR_OK)
         fail_msg("cr_client_new: %s", cr_last_error());
     return c;
+}
+
+static cr_client *
+client(const char *query, int64_t watchdog_ms, int64_t sync_ms)
+{
+    return hooked_client(query, watchdog_ms, sync_ms, NULL, NULL);
 }
 
 static cr_client_stats
@@ -1016,6 +1027,114 @@ test_cluster_async_requests_reach_every_master_and_wake_by_sharded_pubsub(void *
     cr_client_free(c);
 }
 
+/* ----------------------------------------------------- redirect events */
+
+/* What the event hook heard of redirections: how many, how many from the
+ * asynchronous API, and how many had a field other than the documented
+ * (CR_OK, no object or name, no times). */
+typedef struct redirect_log {
+    pthread_mutex_t mu;
+    int n, async, malformed;
+} redirect_log;
+
+static void
+on_redirect(void *userdata, const cr_event *ev)
+{
+    redirect_log *log = userdata;
+
+    if (ev->kind != CR_EVENT_REDIRECT)
+        return;
+    pthread_mutex_lock(&log->mu);
+    log->n++;
+    log->async += ev->async;
+    log->malformed += ev->status != CR_OK || ev->object != NULL ||
+                      ev->name != NULL || ev->wait_ms != -1 ||
+                      ev->hold_ms != -1;
+    pthread_mutex_unlock(&log->mu);
+}
+
+static redirect_log
+redirects_heard(redirect_log *log)
+{
+    redirect_log copy;
+
+    pthread_mutex_lock(&log->mu);
+    copy = *log;
+    pthread_mutex_unlock(&log->mu);
+    return copy;
+}
+
+/* A slot moved by hand under a client whose map still names the old
+ * owner: mid-migration the old owner answers ASK for a key it lacks (the
+ * map stays, so every such command is redirected again), then MOVED once
+ * the slot is moved (the map follows, and the next command goes straight
+ * to the new owner). Each redirection followed is one CR_EVENT_REDIRECT,
+ * blocking or asynchronous. */
+static void
+test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
+{
+    redirect_log log = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+    cr_client *c = hooked_client(NULL, 30000, 0, on_redirect, &log);
+    unsigned slot = cr_test_cluster_keyslot(&cl, "evr");
+    int from = cr_test_cluster_master_of(&cl, slot), m[3], to, before;
+    int64_t owner = cr_async_owner_id();
+    async_outcome o = {0}, u = {0};
+    cr_lock *a, *b, *d;
+    cr_async *as = NULL;
+
+    (void)state;
+    masters(m);
+    to = m[0] != from ? m[0] : m[1];
+    assert_int_equal(cr_lock_new(c, "{evr}a", &a), CR_OK);
+    assert_int_equal(cr_lock_new(c, "{evr}b", &b), CR_OK);
+    assert_int_equal(cr_lock_new(c, "{evr}d", &d), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &as), CR_OK);
+    /* The map is right: nothing redirected. */
+    assert_int_equal(cr_lock_try_lock(a, 0, 30000), CR_OK);
+    assert_int_equal(cr_lock_unlock(a), CR_OK);
+    assert_int_equal(redirects_heard(&log).n, 0);
+
+    /* ASK: the old owner is MIGRATING and lacks the keys. */
+    assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
+    assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
+    assert_int_equal(cr_lock_try_lock(a, 0, 30000), CR_OK);
+    before = redirects_heard(&log).n;
+    assert_true(before >= 1);
+    assert_int_equal(cr_lock_try_lock(b, 0, 30000), CR_OK);
+    assert_true(redirects_heard(&log).n > before);
+    assert_int_equal(cr_async_lock(as, d, owner, 0, 30000, async_record, &o,
+                                   NULL), CR_OK);
+    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_int_equal(o.rc, CR_OK);
+    assert_true(redirects_heard(&log).async >= 1);
+
+    /* MOVED: the slot is the new owner's now. One redirection, then the
+     * map knows. */
+    assert_int_equal(cr_test_cluster_migrate_finish(&cl, slot, to, slow(10000)),
+                     0);
+    before = redirects_heard(&log).n;
+    assert_int_equal(cr_lock_unlock(a), CR_OK);
+    assert_true(redirects_heard(&log).n > before);
+    before = redirects_heard(&log).n;
+    assert_int_equal(cr_lock_unlock(b), CR_OK);
+    assert_int_equal(redirects_heard(&log).n, before);
+    /* (Unlocked only now: its script names a key the slot lacks, which
+     * the importing node would answer TRYAGAIN mid-migration.) */
+    assert_int_equal(cr_async_unlock(as, d, owner, async_record, &u, NULL),
+                     CR_OK);
+    assert_true(poll_loop_until(as, async_called, &u, slow(5000)));
+    assert_int_equal(u.rc, CR_OK);
+    assert_int_equal(AT_KEY("{evr}a", "EXISTS %s", "{evr}a"), 0);
+    assert_int_equal(AT_KEY("{evr}d", "EXISTS %s", "{evr}d"), 0);
+    assert_int_equal(cr_test_cluster_master_of(&cl, slot), to);
+    assert_int_equal(redirects_heard(&log).malformed, 0);
+    cr_async_free(as);
+    cr_lock_free(a);
+    cr_lock_free(b);
+    cr_lock_free(d);
+    cr_client_free(c);
+}
+
 int
 main(void)
 {
@@ -1031,6 +1150,7 @@ main(void)
         cmocka_unit_test(test_cluster_watchdog_renews_locks_in_every_slot),
         cmocka_unit_test(test_cluster_watchdog_renews_read_holds_in_every_slot),
         cmocka_unit_test(test_cluster_slot_migration_keeps_locks_working),
+        cmocka_unit_test(test_cluster_moved_and_ask_are_reported_as_redirect_events),
         cmocka_unit_test(test_cluster_cli_runs_a_command_under_a_lock_and_inspects_it),
         cmocka_unit_test_teardown(
             test_cluster_replica_sync_undoes_unacknowledged_acquisitions,

@@ -2,9 +2,9 @@
 /*
  * The client's event hook (cr_client_options.event_fn) against a real
  * redis-server: acquisitions with the time waited, releases with the time
- * held, waits that ran out, lost leases and reconnects, for a lock, a
- * semaphore, a latch and an asynchronous request; and nothing at all when
- * no hook is set.
+ * held, waits that ran out, lost leases, failed watchdog renewals and
+ * reconnects, for a lock, a semaphore, a latch, a MultiLock, a RedLock and
+ * an asynchronous request; and nothing at all when no hook is set.
  */
 #include "lock_common.h"
 #include "poll_loop.h"
@@ -19,7 +19,7 @@ typedef struct seen {
     cr_event_kind kind;
     cr_status status;
     char object[32];
-    char name[64];
+    char name[128];
     int64_t wait_ms, hold_ms;
     bool async;
 } seen;
@@ -68,6 +68,35 @@ find(cr_event_kind kind, const char *name, seen *out)
     return found;
 }
 
+/* How many events of `kind` about `name` (NULL: any name) came. */
+static int
+count_of(cr_event_kind kind, const char *name)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&rec_mu);
+    for (size_t i = 0; i < nevents; i++)
+        if (events[i].kind == kind &&
+            (name == NULL || strcmp(events[i].name, name) == 0))
+            n++;
+    pthread_mutex_unlock(&rec_mu);
+    return n;
+}
+
+/* How many events of any kind about `name` came. */
+static int
+count_about(const char *name)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&rec_mu);
+    for (size_t i = 0; i < nevents; i++)
+        if (strcmp(events[i].name, name) == 0)
+            n++;
+    pthread_mutex_unlock(&rec_mu);
+    return n;
+}
+
 static size_t
 count_events(void)
 {
@@ -94,6 +123,15 @@ lost_seen(void *arg)
     seen s;
 
     return find(CR_EVENT_LEASE_LOST, arg, &s);
+}
+
+static bool
+renewal_failed_seen(void *arg)
+{
+    seen s;
+
+    (void)arg;
+    return find(CR_EVENT_RENEWAL_FAILED, "", &s);
 }
 
 /* Per-test setup: a flushed server and a client with the hook. */
@@ -172,6 +210,39 @@ test_events_lease_lost_when_key_deleted_behind_the_holder(void **state)
     assert_int_equal(cr_lock_unlock(l), CR_ELOST);
     /* A lost hold is not reported released. */
     assert_false(find(CR_EVENT_RELEASED, "stolen", &s));
+    cr_lock_free(l);
+}
+
+/* A watchdog renewal the server refuses: someone else made the lock's key
+ * a string, so the renewal script's HEXISTS fails with WRONGTYPE. The
+ * failure is reported as such, with the status and no object (a renewal
+ * call is for a batch of holds), and retried. */
+static void
+test_events_renewal_failed_when_the_server_refuses_the_renewal(void **state)
+{
+    cr_client_stats st = CR_CLIENT_STATS_INIT;
+    cr_lock *l;
+    seen s;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "refused", &l), CR_OK);
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    assert_false(find(CR_EVENT_RENEWAL_FAILED, "", &s));
+    assert_true(redis_ok("SET refused taken"));
+    /* Renewals come every 100 ms (a third of the 300 ms watchdog). */
+    assert_true(cr_test_wait_until(renewal_failed_seen, NULL, slow(3000)));
+    assert_true(find(CR_EVENT_RENEWAL_FAILED, "", &s));
+    assert_int_equal(s.status, CR_ESERVER); /* WRONGTYPE */
+    assert_string_equal(s.object, "");
+    assert_int_equal(s.wait_ms, -1);
+    assert_int_equal(s.hold_ms, -1);
+    assert_false(s.async);
+    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
+    assert_true(st.renewal_failures >= 1);
+    assert_int_equal(redis_int("DEL refused"), 1);
+    /* The hold is gone by now or found gone by the unlock. */
+    assert_int_not_equal(cr_lock_unlock(l), CR_OK);
+    assert_false(find(CR_EVENT_RELEASED, "refused", &s));
     cr_lock_free(l);
 }
 
@@ -321,6 +392,206 @@ test_events_async_lock_acquired_and_released(void **state)
     cr_lock_free(l);
 }
 
+/* A MultiLock reports itself: one acquisition with the whole wait, one
+ * release of its last hold with the time held, one wait that ran out,
+ * as object "multilock" named by its locks' names joined; its sub-locks,
+ * taken and given back on its behalf, report nothing of their own. */
+static void
+test_events_multilock_reports_itself_once_and_not_its_members(void **state)
+{
+    cr_client *other = new_client(300);
+    cr_lock *a, *b, *ml, *held;
+    seen s;
+
+    (void)state;
+    assert_non_null(other);
+    assert_int_equal(cr_lock_new(test_client, "ml:a", &a), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "ml:b", &b), CR_OK);
+    assert_int_equal(cr_multilock_new((cr_lock *[]){a, b}, 2, &ml), CR_OK);
+    assert_int_equal(cr_lock_new(other, "ml:b", &held), CR_OK);
+    /* Waiting for the other's lease (400 ms) on one sub-lock. */
+    assert_int_equal(cr_lock_try_lock(held, 0, 400), CR_OK);
+    assert_int_equal(cr_lock_try_lock(ml, slow(5000), 10000), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_ACQUIRED, "ml:a,ml:b"), 1);
+    assert_true(find(CR_EVENT_ACQUIRED, "ml:a,ml:b", &s));
+    assert_int_equal(s.status, CR_OK);
+    assert_string_equal(s.object, "multilock");
+    assert_true(s.wait_ms >= 200 && s.wait_ms < slow(5000));
+    assert_int_equal(s.hold_ms, -1);
+    assert_false(s.async);
+    /* Reentrant: only the last unlock releases it. */
+    assert_int_equal(cr_lock_try_lock(ml, 0, 10000), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_ACQUIRED, "ml:a,ml:b"), 2);
+    usleep(150 * 1000);
+    assert_int_equal(cr_lock_unlock(ml), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_RELEASED, "ml:a,ml:b"), 0);
+    assert_int_equal(cr_lock_unlock(ml), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_RELEASED, "ml:a,ml:b"), 1);
+    assert_true(find(CR_EVENT_RELEASED, "ml:a,ml:b", &s));
+    assert_int_equal(s.status, CR_OK);
+    assert_string_equal(s.object, "multilock");
+    assert_true(s.hold_ms >= 150 && s.hold_ms < slow(5000));
+    assert_int_equal(s.wait_ms, -1);
+    /* A wait that runs out: one busy event, however many attempts. */
+    assert_int_equal(cr_lock_try_lock(held, 0, 30000), CR_OK);
+    assert_int_equal(cr_lock_try_lock(ml, 300, 10000), CR_BUSY);
+    assert_int_equal(count_of(CR_EVENT_BUSY, "ml:a,ml:b"), 1);
+    assert_true(find(CR_EVENT_BUSY, "ml:a,ml:b", &s));
+    assert_int_equal(s.status, CR_BUSY);
+    assert_string_equal(s.object, "multilock");
+    assert_true(s.wait_ms >= 300 && s.wait_ms < slow(3000));
+    assert_int_equal(cr_lock_unlock(held), CR_OK);
+    /* The sub-locks said nothing of their own. */
+    assert_int_equal(count_about("ml:a"), 0);
+    assert_int_equal(count_about("ml:b"), 0);
+    /* Used on their own, they report as any lock. */
+    assert_int_equal(cr_lock_try_lock(a, 0, 10000), CR_OK);
+    assert_int_equal(cr_lock_unlock(a), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_ACQUIRED, "ml:a"), 1);
+    assert_int_equal(count_of(CR_EVENT_RELEASED, "ml:a"), 1);
+    cr_lock_free(ml);
+    cr_lock_free(held);
+    cr_lock_free(a);
+    cr_lock_free(b);
+    cr_client_free(other);
+}
+
+/* A RedLock reports itself as "redlock": acquired and released with a
+ * majority of its locks, busy without one. */
+static void
+test_events_redlock_reports_itself_with_a_majority(void **state)
+{
+    cr_client *other = new_client(300);
+    cr_lock *l[3], *rl, *theirs[2];
+    seen s;
+
+    (void)state;
+    assert_non_null(other);
+    assert_int_equal(cr_lock_new(test_client, "rl:1", &l[0]), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "rl:2", &l[1]), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "rl:3", &l[2]), CR_OK);
+    assert_int_equal(cr_redlock_new(l, 3, &rl), CR_OK);
+    assert_int_equal(cr_lock_new(other, "rl:3", &theirs[0]), CR_OK);
+    assert_int_equal(cr_lock_new(other, "rl:2", &theirs[1]), CR_OK);
+    assert_int_equal(cr_lock_try_lock(theirs[0], 0, 30000), CR_OK);
+    assert_int_equal(cr_lock_try_lock(rl, 0, 10000), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_ACQUIRED, "rl:1,rl:2,rl:3"), 1);
+    assert_true(find(CR_EVENT_ACQUIRED, "rl:1,rl:2,rl:3", &s));
+    assert_string_equal(s.object, "redlock");
+    assert_true(s.wait_ms >= 0 && s.wait_ms < slow(2000));
+    assert_int_equal(cr_lock_unlock(rl), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_RELEASED, "rl:1,rl:2,rl:3"), 1);
+    assert_true(find(CR_EVENT_RELEASED, "rl:1,rl:2,rl:3", &s));
+    assert_string_equal(s.object, "redlock");
+    assert_true(s.hold_ms >= 0 && s.hold_ms < slow(2000));
+    assert_int_equal(cr_lock_try_lock(theirs[1], 0, 30000), CR_OK);
+    assert_int_equal(cr_lock_try_lock(rl, 150, 10000), CR_BUSY);
+    assert_int_equal(count_of(CR_EVENT_BUSY, "rl:1,rl:2,rl:3"), 1);
+    assert_true(find(CR_EVENT_BUSY, "rl:1,rl:2,rl:3", &s));
+    assert_int_equal(s.status, CR_BUSY);
+    assert_string_equal(s.object, "redlock");
+    assert_true(s.wait_ms >= 150 && s.wait_ms < slow(3000));
+    assert_int_equal(count_about("rl:1"), 0);
+    assert_int_equal(count_about("rl:2"), 0);
+    assert_int_equal(count_about("rl:3"), 0);
+    assert_int_equal(cr_lock_unlock(theirs[0]), CR_OK);
+    assert_int_equal(cr_lock_unlock(theirs[1]), CR_OK);
+    cr_lock_free(rl);
+    cr_lock_free(theirs[0]);
+    cr_lock_free(theirs[1]);
+    for (int i = 0; i < 3; i++)
+        cr_lock_free(l[i]);
+    cr_client_free(other);
+}
+
+/* The name of a MultiLock whose locks' names do not all fit: those that
+ * do, then ",+" and how many more. */
+static void
+test_events_multilock_name_of_many_locks_is_cut_with_a_count(void **state)
+{
+    cr_lock *l[8], *ml;
+    char name[32], want[128] = "";
+    size_t used = 0;
+    int i;
+
+    (void)state;
+    for (i = 0; i < 8; i++) {
+        snprintf(name, sizeof(name), "long-lock-name-number-%02d", i);
+        assert_int_equal(cr_lock_new(test_client, name, &l[i]), CR_OK);
+        if (i < 5) /* 5 x 24 + 4 commas, with ",+3": 127 bytes */
+            used += (size_t)snprintf(want + used, sizeof(want) - used, "%s%s",
+                                     i > 0 ? "," : "", name);
+    }
+    snprintf(want + used, sizeof(want) - used, ",+3");
+    assert_int_equal(cr_multilock_new(l, 8, &ml), CR_OK);
+    assert_int_equal(cr_lock_try_lock(ml, 0, 10000), CR_OK);
+    assert_int_equal(cr_lock_unlock(ml), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_ACQUIRED, want), 1);
+    assert_int_equal(count_of(CR_EVENT_RELEASED, want), 1);
+    assert_int_equal(count_of(CR_EVENT_ACQUIRED, NULL), 1);
+    cr_lock_free(ml);
+    for (i = 0; i < 8; i++)
+        cr_lock_free(l[i]);
+}
+
+/* From the asynchronous API, a MultiLock runs on a thread in slices of a
+ * wait: still one event per request, marked asynchronous, with the time
+ * the whole request waited. */
+static void
+test_events_async_multilock_reports_once_per_request(void **state)
+{
+    cr_client *other = new_client(300);
+    cr_async *as = NULL;
+    int64_t owner = cr_async_owner_id();
+    outcome o = {0}, u = {0}, w = {0};
+    cr_lock *a, *b, *ml, *held;
+    seen s;
+
+    (void)state;
+    assert_non_null(other);
+    assert_int_equal(cr_async_new(test_client, &poll_loop, &as), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "aml:a", &a), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "aml:b", &b), CR_OK);
+    assert_int_equal(cr_multilock_new((cr_lock *[]){a, b}, 2, &ml), CR_OK);
+    assert_int_equal(cr_lock_new(other, "aml:a", &held), CR_OK);
+    assert_int_equal(cr_async_lock(as, ml, owner, 0, 30000, record, &o, NULL),
+                     CR_OK);
+    assert_true(poll_loop_until(as, called, &o, slow(3000)));
+    assert_int_equal(o.rc, CR_OK);
+    assert_int_equal(count_of(CR_EVENT_ACQUIRED, "aml:a,aml:b"), 1);
+    assert_true(find(CR_EVENT_ACQUIRED, "aml:a,aml:b", &s));
+    assert_string_equal(s.object, "multilock");
+    assert_true(s.async);
+    assert_true(s.wait_ms >= 0 && s.wait_ms < slow(3000));
+    assert_int_equal(cr_async_unlock(as, ml, owner, record, &u, NULL), CR_OK);
+    assert_true(poll_loop_until(as, called, &u, slow(3000)));
+    assert_int_equal(u.rc, CR_OK);
+    assert_int_equal(count_of(CR_EVENT_RELEASED, "aml:a,aml:b"), 1);
+    assert_true(find(CR_EVENT_RELEASED, "aml:a,aml:b", &s));
+    assert_true(s.async);
+    assert_true(s.hold_ms >= 0 && s.hold_ms < slow(3000));
+    /* A wait of several slices (200 ms each) that runs out: one event. */
+    assert_int_equal(cr_lock_try_lock(held, 0, 30000), CR_OK);
+    assert_int_equal(cr_async_lock(as, ml, owner, 500, 30000, record, &w,
+                                   NULL), CR_OK);
+    assert_true(poll_loop_until(as, called, &w, slow(5000)));
+    assert_int_equal(w.rc, CR_BUSY);
+    assert_int_equal(count_of(CR_EVENT_BUSY, "aml:a,aml:b"), 1);
+    assert_true(find(CR_EVENT_BUSY, "aml:a,aml:b", &s));
+    assert_int_equal(s.status, CR_BUSY);
+    assert_true(s.async);
+    assert_true(s.wait_ms >= 500 && s.wait_ms < slow(5000));
+    assert_int_equal(count_about("aml:a"), 0);
+    assert_int_equal(count_about("aml:b"), 0);
+    assert_int_equal(cr_lock_unlock(held), CR_OK);
+    cr_async_free(as);
+    cr_lock_free(ml);
+    cr_lock_free(held);
+    cr_lock_free(a);
+    cr_lock_free(b);
+    cr_client_free(other);
+}
+
 /* Without a hook nothing is measured or delivered (a NULL hook called
  * would crash): a plain client takes, releases, loses and reconnects
  * while the recorder stays empty. */
@@ -356,6 +627,9 @@ main(void)
             test_events_lease_lost_when_key_deleted_behind_the_holder,
             hooked_up, client_down),
         cmocka_unit_test_setup_teardown(
+            test_events_renewal_failed_when_the_server_refuses_the_renewal,
+            hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
             test_events_reconnect_after_client_kill, hooked_up, client_down),
         cmocka_unit_test_setup_teardown(
             test_events_semaphore_acquired_busy_and_released, hooked_up,
@@ -367,6 +641,18 @@ main(void)
             test_events_latch_timeout_and_opened, hooked_up, client_down),
         cmocka_unit_test_setup_teardown(
             test_events_async_lock_acquired_and_released, hooked_up,
+            client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_multilock_reports_itself_once_and_not_its_members,
+            hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_redlock_reports_itself_with_a_majority, hooked_up,
+            client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_multilock_name_of_many_locks_is_cut_with_a_count,
+            hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_async_multilock_reports_once_per_request, hooked_up,
             client_down),
         cmocka_unit_test_setup_teardown(test_events_none_without_a_hook,
                                         client_up, client_down),

@@ -9,7 +9,8 @@
  * in on the new master soon after it; nothing of a client reaches the old
  * master once it knows; a hold the new master lacks is reported lost
  * within a poll period and a command of the switch; an idle client learns
- * of the switch within a poll period of the sentinels.
+ * of the switch within a poll period of the sentinels, and a client with
+ * an event hook hears it as one CR_EVENT_FAILOVER.
  *
  * A second group starts sentinels of their own with credentials (a
  * password, an ACL user) and one without, in front of a master with a
@@ -321,15 +322,19 @@ settle_up(void **state)
 }
 
 /* A client through the sentinels at `sentinel_url`, logging in to them
- * as `sentinel_user` (NULL: no credentials). */
+ * as `sentinel_user` (NULL: no credentials), with event hook `hook` (may
+ * be NULL). */
 static cr_client *
-client_as(const char *sentinel_url, const char *sentinel_user,
-          const char *sentinel_pw, int64_t watchdog_ms)
+client_hooked(const char *sentinel_url, const char *sentinel_user,
+              const char *sentinel_pw, int64_t watchdog_ms, cr_event_fn hook,
+              void *hook_userdata)
 {
     cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
     o.url = sentinel_url;
+    o.event_fn = hook;
+    o.event_userdata = hook_userdata;
     o.sentinel_username = sentinel_user;
     o.sentinel_password = sentinel_pw;
     o.lock_watchdog_timeout_ms = watchdog_ms;
@@ -339,6 +344,16 @@ client_as(const char *sentinel_url, const char *sentinel_user,
         fprintf(stderr, "cr_client_new(%s): %s\n", sentinel_url,
                 cr_last_error());
     return c;
+}
+
+/* A client through the sentinels at `sentinel_url`, logging in to them
+ * as `sentinel_user` (NULL: no credentials). */
+static cr_client *
+client_as(const char *sentinel_url, const char *sentinel_user,
+          const char *sentinel_pw, int64_t watchdog_ms)
+{
+    return client_hooked(sentinel_url, sentinel_user, sentinel_pw,
+                         watchdog_ms, NULL, NULL);
 }
 
 /* A client through the sentinels at `sentinel_url`. */
@@ -929,6 +944,79 @@ test_failover_an_idle_client_learns_the_switch_within_a_poll_of_the_sentinels(vo
         cr_client_free(c[i]);
 }
 
+/* What the event hook heard of failovers: how many, and how many had a
+ * field other than the documented (CR_OK, no object or name, no times,
+ * not asynchronous). */
+typedef struct failover_log {
+    pthread_mutex_t mu;
+    int n, malformed;
+} failover_log;
+
+static void
+on_failover(void *userdata, const cr_event *ev)
+{
+    failover_log *log = userdata;
+
+    if (ev->kind != CR_EVENT_FAILOVER)
+        return;
+    pthread_mutex_lock(&log->mu);
+    log->n++;
+    log->malformed += ev->status != CR_OK || ev->object != NULL ||
+                      ev->name != NULL || ev->wait_ms != -1 ||
+                      ev->hold_ms != -1 || ev->async;
+    pthread_mutex_unlock(&log->mu);
+}
+
+static int
+failovers_heard(failover_log *log)
+{
+    int n;
+
+    pthread_mutex_lock(&log->mu);
+    n = log->n;
+    pthread_mutex_unlock(&log->mu);
+    return n;
+}
+
+static bool
+failover_heard(void *arg)
+{
+    return failovers_heard(arg) >= 1;
+}
+
+/* SENTINEL FAILOVER under a client with an event hook: when the client
+ * follows the new master, the hook hears exactly one CR_EVENT_FAILOVER
+ * (one per switch the client's counters show), and the client locks on
+ * the new master. */
+static void
+test_failover_the_switch_is_reported_as_one_failover_event(void **state)
+{
+    failover_log log = {PTHREAD_MUTEX_INITIALIZER, 0, 0};
+    cr_client *c = client_hooked(url, NULL, NULL, 3000, on_failover, &log);
+    cr_lock *l;
+
+    (void)state;
+    assert_non_null(c);
+    assert_int_equal(cr_lock_new(c, "fo:event", &l), CR_OK);
+    assert_int_equal(cr_lock_try_lock(l, 0, 30000), CR_OK);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(failovers_heard(&log), 0);
+    fail_over();
+    assert_true(cr_test_wait_until(failover_heard, &log, slow(5000)));
+    assert_true(cr_test_wait_until(has_followed, c, slow(5000)));
+    assert_int_equal(failovers_heard(&log), 1);
+    assert_int_equal(failovers_of(c), 1);
+    pthread_mutex_lock(&log.mu);
+    assert_int_equal(log.malformed, 0);
+    pthread_mutex_unlock(&log.mu);
+    assert_int_equal(cr_lock_try_lock(l, slow(5000), 30000), CR_OK);
+    assert_int_equal(server_int(MASTER, "EXISTS", "fo:event"), 1);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(failovers_heard(&log), 1);
+    cr_lock_free(l);
+    cr_client_free(c);
+}
+
 /* ---------------------------------------------- sentinels with passwords */
 
 #define MASTER_PW "master-pw"
@@ -1240,6 +1328,7 @@ main(void)
         T(test_failover_contenders_keep_exclusion_without_a_hold_across_the_switch),
         T(test_failover_a_hold_the_new_master_lacks_is_reported_lost_within_a_poll),
         T(test_failover_an_idle_client_learns_the_switch_within_a_poll_of_the_sentinels),
+        T(test_failover_the_switch_is_reported_as_one_failover_event),
 #undef T
     };
     int failed;
