@@ -23,8 +23,10 @@
 #include <string.h>
 
 #include "aio.h"
+#include "barriers.h"
 #include "credisson/async.h"
 #include "latches.h"
+#include "ratelimiters.h"
 #include "script_lock.h"
 #include "semaphores.h"
 #include "topology.h"
@@ -40,7 +42,15 @@ static atomic_int_fast64_t next_owner = 0;
 enum { Q_WAIT, Q_SCRIPT, Q_THREAD };
 
 /* The object of a waiting request that is not a lock. */
-enum { O_SEM = 1, O_PERMIT, O_LATCH, O_LATCH_COUNT };
+enum { O_SEM = 1, O_PERMIT, O_LATCH, O_LATCH_COUNT, O_RATE, O_BARRIER };
+
+/* What a barrier await's command out is. */
+enum { B_ARRIVE, B_QUICK, B_LOOK, B_LAST_LOOK, B_LEAVE };
+
+/* Backoff while Redis cannot be reached, as the shared waiting loop's
+ * (a rate limiter's wait, which has no pub/sub, runs its own). */
+#define IO_BACKOFF_MIN_MS 20
+#define IO_BACKOFF_MAX_MS 1000
 
 /* What a waiting request does at the steps the wait state machine leaves
  * to it: send an attempt (whose reply sets w.rc and w.hint, then drives
@@ -56,6 +66,9 @@ struct cr_request {
     cr_request *prev, *next;  /* pending requests */
     cr_request *done_next;    /* ended, callback due */
     bool ended, cancelled;
+    bool final;               /* its outcome stands after a cancel: it
+                               * happened on the server, and cannot be
+                               * given back (a rate limiter's grant) */
     bool busy;                /* a command of it is out */
     bool zombie;              /* ended and called back, a command still out */
     bool sleeping;            /* asleep on a subscription */
@@ -65,6 +78,7 @@ struct cr_request {
     char id[CR_PERMIT_ID_LEN + 1];
     cr_async_fn fn;
     cr_async_permit_fn pfn;
+    cr_async_barrier_fn bfn;
     void *userdata;
     /* Waiting. */
     const wait_ops *ops;
@@ -92,6 +106,12 @@ struct cr_request {
     int64_t permits;
     char *acquire_latch;      /* a semaphore acquisition's acquire latch */
     cr__permit_id raw_id;     /* a permit's id, as stored */
+    unsigned char rid[CR__RATE_ID_BYTES]; /* a rate limiter's record id */
+    /* Barriers. */
+    cr__barrier_party *party; /* the await's party */
+    int stage;                /* B_*: its command out */
+    cr_status left_rc;        /* the wait's end, which its leave reports */
+    char *why;                /* and that end's message */
     /* Reply readers of one-command requests. */
     cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
     /* A MultiLock's or RedLock's call, on a thread of its own. */
@@ -122,6 +142,8 @@ request_free(cr_request *q)
 {
     free(q->channel);
     free(q->acquire_latch);
+    free(q->party);
+    free(q->why);
     free(q);
 }
 
@@ -152,6 +174,10 @@ run_callbacks(cr_async *a, bool all)
             a->done_tail = &a->done;
         if (q->pfn != NULL)
             q->pfn(q->userdata, q->rc, q->rc == CR_OK ? q->id : NULL);
+        else if (q->bfn != NULL)
+            q->bfn(q->userdata, q->rc,
+                   q->rc == CR_OK ? q->party->generation : -1,
+                   q->rc == CR_OK ? q->party->index : -1);
         else if (q->fn != NULL)
             q->fn(q->userdata, q->rc, q->value);
         if (q->busy)
@@ -192,7 +218,7 @@ end(cr_request *q, cr_status rc)
     if (q->ended)
         return;
     q->ended = true;
-    q->rc = q->cancelled && rc != CR_ECLOSED ? CR_ECANCELED : rc;
+    q->rc = q->cancelled && rc != CR_ECLOSED && !q->final ? CR_ECANCELED : rc;
     cr__aio_cancel_timer(a->io, &q->timer);
     cr__aio_cancel_timer(a->io, &q->bound);
     cr__aio_wake_stop(a->io, &q->sleeper);
@@ -1237,6 +1263,420 @@ cr_async_latch_count_down_and_await(cr_async *a, cr_latch *l, int64_t wait_ms,
     return latch_wait(a, l, O_LATCH_COUNT, wait_ms, fn, userdata, req);
 }
 
+/* ------------------------------------------------------ rate limiters */
+
+/* A rate limiter's or a barrier's handle must be of the client the
+ * asynchronous handle sends through (its names, lease and owner are). */
+static cr_status
+same_client(const cr_async *a, const void *obj)
+{
+    if (((const cr__object *)obj)->client != a->client)
+        return cr__fail(CR_EINVAL, "%s is a handle of another client",
+                        ((const cr__object *)obj)->name);
+    return CR_OK;
+}
+
+/* RRateLimiter publishes nothing: between attempts an acquisition waits
+ * the time the last one said on the loop's timer (or backs off while
+ * Redis cannot be reached), as cr_rate_limiter_try_acquire sleeps, and
+ * gives up at once when that time is beyond its wait. A grant cannot be
+ * given back (RRateLimiter has no release): one that comes after a cancel
+ * is reported as CR_OK. */
+
+static void rate_attempt(cr_request *q);
+
+static void
+rate_finish(cr_request *q)
+{
+    cr_status rc = q->w.rc;
+
+    cr__aio_cancel_timer(q->async->io, &q->timer);
+    if (rc == CR_BUSY) {
+        rc = cr__rate_busy(q->obj, q->permits, q->wait_ms, q->hint);
+        q->value = q->hint > 0 ? q->hint : 0;
+    } else if (rc == CR_OK) {
+        CR__STAT_ADD(&q->async->client->run.stats, acquisitions, 1);
+        q->final = true;
+    }
+    end(q, rc);
+}
+
+/* The next attempt is due. */
+static void
+rate_step(void *arg)
+{
+    cr_request *q = arg;
+
+    if (q->cancelled) {
+        q->w.rc = CR_ECANCELED;
+        rate_finish(q);
+    } else if (atomic_load(&q->async->client->closing)) {
+        q->w.rc = cr__fail(CR_ECLOSED, "the client is being freed");
+        rate_finish(q);
+    } else {
+        rate_attempt(q);
+    }
+}
+
+/* After an attempt (its status in w.rc): the next on the timer, or the
+ * end, by the blocking loop's rules. */
+static void
+rate_next(cr_request *q)
+{
+    cr_client *c = q->async->client;
+    cr_status rc = q->w.rc;
+    int64_t now, sleep, deadline = q->w.deadline;
+
+    if ((rc != CR_BUSY && rc != CR_EIO) || q->wait_ms == 0 || q->cancelled) {
+        rate_finish(q);
+        return;
+    }
+    now = cr__now_ms();
+    if (rc == CR_EIO) {
+        if (q->w.io_since == 0)
+            q->w.io_since = now;
+        if (now - q->w.io_since > c->reconnect_window_ms) {
+            rate_finish(q);
+            return;
+        }
+        q->w.backoff = q->w.backoff == 0 ? IO_BACKOFF_MIN_MS
+                       : q->w.backoff * 2 > IO_BACKOFF_MAX_MS
+                           ? IO_BACKOFF_MAX_MS
+                           : q->w.backoff * 2;
+        sleep = q->w.backoff;
+    } else {
+        q->w.io_since = 0;
+        q->w.backoff = 0;
+        sleep = q->hint;
+    }
+    if (deadline >= 0 && (now >= deadline || sleep > deadline - now)) {
+        /* No permit comes back before the wait ends (the hint is when the
+         * oldest record expires): give up now. */
+        if (rc == CR_BUSY || now >= deadline) {
+            rate_finish(q);
+            return;
+        }
+        sleep = deadline - now;
+    }
+    cr__aio_after(q->async->io, &q->timer, sleep, rate_step, q);
+}
+
+static void
+rate_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+    int64_t hint = -1;
+
+    q->busy = false;
+    /* Sent, its reply lost: it may have granted; the next attempt asks
+     * with the same id and finds out. */
+    if (rc != CR_OK)
+        q->uncertain = q->uncertain || (rc == CR_EIO && cmd->sent);
+    else
+        q->uncertain = false;
+    rc = cr__rate_acquire_reply(q->obj, q->permits, rc, r, &hint);
+    if (q->ended) {
+        late_reply(q); /* a grant after the bound: nothing to give back */
+        return;
+    }
+    if (rc == CR_BUSY)
+        q->hint = hint;
+    q->w.rc = rc;
+    rate_next(q);
+}
+
+static void
+rate_attempt(cr_request *q)
+{
+    cr__script_call call = {0};
+    cr_status rc = CR_OK;
+
+    if (!q->uncertain)
+        rc = cr__random_bytes(q->rid, CR__RATE_ID_BYTES);
+    if (rc == CR_OK)
+        rc = cr__rate_acquire_call(q->obj, q->permits, q->rid, &call);
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(q->async->io, &call, 0, rate_replied, q);
+    }
+    cr__script_call_free(&call);
+    if (rc != CR_OK) {
+        q->busy = false;
+        q->w.rc = rc;
+        rate_next(q);
+    }
+}
+
+static const wait_ops rate_ops = {rate_attempt, rate_finish};
+
+cr_status
+cr_async_rate_limiter_acquire(cr_async *a, cr_rate_limiter *l,
+                              int64_t permits, int64_t wait_ms,
+                              cr_async_fn fn, void *userdata,
+                              cr_request **req)
+{
+    cr_request *q = NULL;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__rate_limiter_enter(l)) == CR_OK) {
+        cr__object_leave(l);
+        if ((rc = same_client(a, l)) == CR_OK &&
+            (rc = cr__check_range("permits", permits, 1,
+                                  CR_RATE_PERMITS_MAX)) == CR_OK)
+            rc = cr__check_wait(wait_ms);
+    }
+    if (rc == CR_OK && (q = request_new(a, Q_WAIT, fn, userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q->ops = &rate_ops;
+    q->what = O_RATE;
+    q->obj = l;
+    q->permits = permits;
+    q->wait_ms = wait_ms;
+    q->w.client = a->client;
+    q->w.start = cr__now_ms();
+    q->w.deadline = wait_ms < 0 ? -1 : q->w.start + wait_ms;
+    q->w.spec.wait_ms = wait_ms;
+    if (wait_ms >= 0)
+        cr__aio_after(a->io, &q->bound,
+                      wait_ms + a->client->command_timeout_ms +
+                          a->client->conn_cfg.sync_timeout_ms,
+                      bound_passed, q);
+    cr__aio_after(a->io, &q->timer, 0, rate_step, q); /* never inside */
+    return started(a, q, req);
+}
+
+/* ------------------------------------------------------------ barriers */
+
+/* An await runs the wait state machine as cr_barrier_await does: its
+ * first attempt is the arrival, later ones a quick look (a wake-up before
+ * a look is due) or a look, which renews the party's lease: the wait's
+ * sleeps are bounded by the look's hint (a third of the lease at most),
+ * so the loop's timer keeps the lease alive. A wait that ends without an
+ * outcome leaves, breaking the round unless it ended first. */
+
+static void barrier_send(cr_request *q, int stage);
+
+/* The wait on the channel of the party's generation, for wait_ms. */
+static void
+barrier_spec(cr_request *q, int64_t wait_ms, cr__wait_spec *spec)
+{
+    *spec = (cr__wait_spec){
+        .channel = cr__barrier_channel(q->obj, q->party->parity),
+        .decode = cr__barrier_decode,
+        .wait_ms = wait_ms,
+        .min_sleep_ms = 1,
+        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+        .trust_open = true,
+    };
+}
+
+/* The await is over with rc. */
+static void
+barrier_complete(cr_request *q, cr_status rc)
+{
+    cr__barrier_ended(q->party);
+    if (rc == CR_OK)
+        q->final = true; /* passed: a cancel cannot undo the round */
+    end(q, rc);
+}
+
+/* After the wait and its last look: leave, or complete. */
+static void
+barrier_conclude(cr_request *q, cr_status rc)
+{
+    if ((rc == CR_BUSY || rc == CR_ECANCELED) && q->cancelled)
+        rc = cr__fail(CR_ECANCELED, "barrier %s: the await was cancelled",
+                      ((const cr__object *)q->obj)->name);
+    if (rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL &&
+        q->party->arrived) {
+        free(q->why);
+        q->why = strdup(cr_last_error());
+        q->left_rc = rc;
+        barrier_send(q, B_LEAVE);
+        return;
+    }
+    barrier_complete(q, rc);
+}
+
+static void
+barrier_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+    cr__barrier_party *p = q->party;
+    cr__aio *io = q->async->io;
+    cr_status sent = rc;
+    int64_t hint = -1;
+    bool look_now = false;
+
+    (void)cmd;
+    q->busy = false;
+    switch (q->stage) {
+    case B_ARRIVE:
+        rc = cr__barrier_arrive_reply(p, rc, r, &hint);
+        break;
+    case B_QUICK:
+        rc = cr__barrier_quick_reply(p, rc, r, &hint, &look_now);
+        break;
+    case B_LEAVE:
+        rc = cr__barrier_leave_reply(p, q->left_rc,
+                                     q->why != NULL ? q->why : "",
+                                     rc, r);
+        break;
+    default:
+        rc = cr__barrier_look_reply(p, rc, r, &hint);
+        break;
+    }
+    if (q->ended) {
+        /* Ended meanwhile (its bound passed, or the handle is being
+         * freed): a party still waiting, or whose leave may not have run,
+         * leaves in the background. */
+        if (q->stage == B_LEAVE ? sent != CR_OK
+                                : rc != CR_OK && rc != CR_EBROKEN &&
+                                      rc != CR_EINVAL)
+            cr__barrier_leave_later(p);
+        late_reply(q);
+        return;
+    }
+    if (q->stage == B_LEAVE) {
+        barrier_complete(q, rc);
+        return;
+    }
+    if (q->stage == B_LAST_LOOK) {
+        barrier_conclude(q, cr__barrier_last_look(p, rc));
+        return;
+    }
+    if (look_now) {
+        barrier_send(q, B_LOOK);
+        return;
+    }
+    if (rc == CR_BUSY)
+        cr__aio_subs.waiters(io, cr__barrier_channel(q->obj, p->parity),
+                             &p->mark);
+    if (rc != CR__BARRIER_AGAIN)
+        p->answered_ok = rc == CR_OK;
+    q->w.rc = rc;
+    q->w.hint = hint;
+    drive(q);
+}
+
+/* Sends the command of `stage`; one that cannot be queued is its reply. */
+static void
+barrier_send(cr_request *q, int stage)
+{
+    cr__aio *io = q->async->io;
+    cr__script_call call = {0};
+    cr_status rc;
+
+    q->stage = stage;
+    q->busy = true;
+    if (stage == B_QUICK) {
+        const char *argv[4];
+        char field[32];
+
+        cr__barrier_quick_argv(q->party, argv, field);
+        rc = cr__aio_command(io, 4, argv, NULL, barrier_replied, q);
+    } else {
+        rc = stage == B_ARRIVE  ? cr__barrier_arrive_call(q->party, &call)
+             : stage == B_LEAVE ? cr__barrier_leave_call(q->party, &call)
+                                : cr__barrier_look_call(q->party, &call);
+        if (rc == CR_OK)
+            rc = cr__aio_script(io, &call, 0, barrier_replied, q);
+        cr__script_call_free(&call);
+    }
+    if (rc != CR_OK)
+        barrier_replied(q, rc, NULL, &(cr__cmd){0});
+}
+
+static void
+barrier_attempt(cr_request *q)
+{
+    cr__barrier_party *p = q->party;
+
+    barrier_send(q, !p->arrived                 ? B_ARRIVE
+                    : cr__now_ms() < p->look_due ? B_QUICK
+                                                 : B_LOOK);
+}
+
+/* The wait is over (w.rc). */
+static void
+barrier_finish(cr_request *q)
+{
+    cr_async *a = q->async;
+    cr__barrier_party *p = q->party;
+    cr_status rc = q->w.rc;
+    cr__wait_spec spec;
+    cr__sub_mark now;
+
+    if (rc == CR__BARRIER_AGAIN) {
+        /* The arrival joined a generation of the other parity: a new wait
+         * on its channel, for what is left of this one. */
+        int64_t left = q->w.deadline < 0 ? -1 : q->w.deadline - cr__now_ms();
+
+        p->parity = (int)(p->generation % 2);
+        barrier_spec(q, left < 0 && q->w.deadline >= 0 ? 0 : left, &spec);
+        cr__wait_begin_on(&q->w, a->client, &spec, &cr__aio_subs, a->io);
+        cr__aio_after(a->io, &q->timer, 0, step_later, q);
+        return;
+    }
+    if (rc == CR_OK && !p->answered_ok) {
+        cr__aio_subs.waiters(a->io, cr__barrier_channel(q->obj, p->parity),
+                             &now);
+        if (!cr__barrier_released(p, &now)) {
+            /* Released by a 0 that may not be this round's: look. */
+            p->look_due = 0;
+            barrier_send(q, B_LAST_LOOK);
+            return;
+        }
+    }
+    barrier_conclude(q, rc);
+}
+
+static const wait_ops barrier_ops = {barrier_attempt, barrier_finish};
+
+cr_status
+cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
+                       cr_async_barrier_fn fn, void *userdata,
+                       cr_request **req)
+{
+    static cr__handoff none;
+    cr__barrier_party *p = NULL;
+    cr__wait_spec spec;
+    cr_request *q = NULL;
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__barrier_enter(b)) == CR_OK) {
+        cr__object_leave(b);
+        if ((rc = same_client(a, b)) == CR_OK &&
+            (rc = cr__check_wait(wait_ms)) == CR_OK &&
+            (p = malloc(sizeof(*p))) == NULL)
+            rc = CR_ENOMEM;
+    }
+    if (rc == CR_OK && (q = request_new(a, Q_WAIT, NULL, userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        free(p);
+        cr__client_leave(a->client);
+        return rc;
+    }
+    cr__barrier_party_begin(p, b, cr_async_owner_id());
+    q->bfn = fn;
+    q->ops = &barrier_ops;
+    q->what = O_BARRIER;
+    q->obj = b;
+    q->party = p;
+    barrier_spec(q, wait_ms, &spec);
+    wait_begin(q, &spec, &none);
+    return started(a, q, req);
+}
+
 /* One-command requests on semaphores and latches: their reply readers. */
 static cr_status
 released_read(cr_request *q, cr_status rc, cr__reply *r)
@@ -1485,6 +1925,12 @@ cr_async_free(cr_async *a)
 
         q->cancelled = true;
         if (q->kind == Q_WAIT) {
+            /* A barrier party waiting (no command out) leaves in the
+             * background, breaking the round as the blocking call does
+             * when its client is freed; one with a command out, when
+             * that command's reply comes (CR_ECLOSED, below). */
+            if (q->what == O_BARRIER && !q->busy)
+                cr__barrier_leave_later(q->party);
             abandon(q, closed);
         } else {
             if (q->kind == Q_THREAD && q->call != NULL) {

@@ -34,8 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "credisson/barrier.h"
-#include "object.h"
+#include "barriers.h"
 
 #define BARRIER_MAGIC 0x43524252u /* "CRBR" */
 
@@ -64,10 +63,16 @@ struct cr_barrier {
 };
 
 /* The guard of every call. */
+cr_status
+cr__barrier_enter(const cr_barrier *b)
+{
+    return cr__object_enter(b, BARRIER_MAGIC, "barrier");
+}
+
 static cr_status
 enter(cr_barrier *b)
 {
-    return cr__object_enter(b, BARRIER_MAGIC, "barrier");
+    return cr__barrier_enter(b);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -133,9 +138,9 @@ cr_barrier_name(const cr_barrier *b)
 
 /* The barrier's messages: 0 (a round completed) and 1 (broken, reset,
  * deleted) wake every waiter; 0 "opens" (wait.h's trust_open): see
- * released_by_message. */
-static cr__wake
-decode(const char *payload, size_t len)
+ * cr__barrier_released. */
+cr__wake
+cr__barrier_decode(const char *payload, size_t len)
 {
     int64_t n;
 
@@ -144,28 +149,37 @@ decode(const char *payload, size_t len)
     return (cr__wake){.wakes = CR__WAKE_ALL, .opens = n == 0};
 }
 
+const char *
+cr__barrier_channel(const cr_barrier *b, int parity)
+{
+    return b->channel[parity & 1];
+}
+
 /* One await under way. */
-typedef struct await_ctx {
-    cr_barrier *barrier;
-    char owner[CR__OWNER_MAX];
-    int64_t lease_ms;
-    bool arrived; /* the arrival was answered: looks from now on (an
-                   * arrival whose reply was lost is sent again) */
-    int64_t generation, index;
-    int64_t look_due; /* monotonic ms: the next look (renewal, or the
-                       * earliest lease's lapse); before it, a wake-up
-                       * only reads the round's outcome */
-    bool answered_ok; /* an attempt said the round completed */
-    const cr__wait *wait; /* the wait under way */
-    int parity;           /* the channel it listens to */
-    cr__sub_mark mark; /* the subscription when the last attempt said
-                        * "waiting" (id 0: not subscribed then) */
-} await_ctx;
+typedef cr__barrier_party await_ctx;
+
+void
+cr__barrier_party_begin(cr__barrier_party *p, cr_barrier *b, int64_t owner_id)
+{
+    memset(p, 0, sizeof(*p));
+    p->barrier = b;
+    p->lease_ms = b->client->watchdog_timeout_ms;
+    cr__name_owner(b->client->id, owner_id, false, p->owner);
+    p->parity = (int)(atomic_load(&b->next) % 2);
+}
+
+void
+cr__barrier_ended(const cr__barrier_party *p)
+{
+    if (p->arrived)
+        atomic_store(&p->barrier->next, p->generation + 1);
+}
 
 /* The elements of a script's reply: *n integers into v (at most max);
  * CR_ESCRIPT otherwise. Frees r. */
 static cr_status
-reply_ints(cr_barrier *b, cr__reply *r, int64_t *v, size_t max, size_t *n)
+reply_ints(const cr_barrier *b, cr__reply *r, int64_t *v, size_t max,
+           size_t *n)
 {
     size_t i;
     cr_status rc = CR_OK;
@@ -196,25 +210,29 @@ hint_of(await_ctx *a, int64_t lapse_ms)
     return hint;
 }
 
-/* The arrival: CR_BUSY (waiting, with the hint), CR_OK (this arrival
- * completed the round), CR_EBROKEN, CR_EINVAL (other parties)... */
-static cr_status
-arrive(await_ctx *a, int64_t *hint)
+cr_status
+cr__barrier_arrive_call(const cr__barrier_party *a, cr__script_call *call)
 {
-    cr_barrier *b = a->barrier;
-    cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    cr__reply *r = NULL;
-    int64_t v[4];
-    size_t n = 0;
-    cr_status rc;
+    const cr_barrier *b = a->barrier;
 
-    rc = cr__run_barrier_arrive(b->client, &cmd,
+    return cr__build_barrier_arrive(
         &(cr__barrier_arrive_args){
             .barrier = b->raw, .arrivals = b->arrivals,
             .even = b->channel[0], .odd = b->channel[1],
             .parties = b->parties, .owner = a->owner, .lease_ms = a->lease_ms,
             .publish = b->client->publish_cmd, .keep = OUTCOMES_KEPT},
-        &r);
+        call);
+}
+
+/* The arrival's answer: CR_BUSY (waiting, with the hint), CR_OK (this
+ * arrival completed the round), CR_EBROKEN, CR_EINVAL (other parties)... */
+static cr_status
+arrival_answer(await_ctx *a, cr_status rc, cr__reply *r, int64_t *hint)
+{
+    cr_barrier *b = a->barrier;
+    int64_t v[4];
+    size_t n = 0;
+
     if (rc != CR_OK || (rc = reply_ints(b, r, v, 4, &n)) != CR_OK)
         return rc;
     switch (v[0]) {
@@ -244,26 +262,41 @@ arrive(await_ctx *a, int64_t *hint)
                     b->name, (long long)v[0]);
 }
 
-/* A look while waiting: CR_BUSY (waiting, with the hint), CR_OK
- * (completed), CR_EBROKEN... */
-static cr_status
-look(await_ctx *a, int64_t *hint)
+cr_status
+cr__barrier_arrive_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
+                         int64_t *hint)
 {
-    cr_barrier *b = a->barrier;
-    cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    cr__reply *r = NULL;
-    int64_t v[2];
-    size_t n = 0;
-    cr_status rc;
+    rc = arrival_answer(a, rc, r, hint);
+    if (a->arrived && a->generation % 2 != a->parity)
+        return CR__BARRIER_AGAIN;
+    return rc;
+}
 
-    rc = cr__run_barrier_look(b->client, &cmd,
+cr_status
+cr__barrier_look_call(const cr__barrier_party *a, cr__script_call *call)
+{
+    const cr_barrier *b = a->barrier;
+
+    return cr__build_barrier_look(
         &(cr__barrier_look_args){
             .barrier = b->raw, .arrivals = b->arrivals,
             .even = b->channel[0], .odd = b->channel[1],
             .owner = a->owner, .generation = a->generation,
             .lease_ms = a->lease_ms, .publish = b->client->publish_cmd,
             .keep = OUTCOMES_KEPT},
-        &r);
+        call);
+}
+
+/* A look while waiting: CR_BUSY (waiting, with the hint), CR_OK
+ * (completed), CR_EBROKEN... */
+cr_status
+cr__barrier_look_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
+                       int64_t *hint)
+{
+    cr_barrier *b = a->barrier;
+    int64_t v[2];
+    size_t n = 0;
+
     if (rc != CR_OK || (rc = reply_ints(b, r, v, 2, &n)) != CR_OK)
         return rc;
     switch (v[0]) {
@@ -288,23 +321,45 @@ look(await_ctx *a, int64_t *hint)
                     (long long)v[0]);
 }
 
+static cr_status
+look(await_ctx *a, int64_t *hint)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    cr_status rc = cr__barrier_look_call(a, &call);
+
+    if (rc == CR_OK)
+        rc = cr__script_call_run(a->barrier->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return cr__barrier_look_reply(a, rc, r, hint);
+}
+
+void
+cr__barrier_quick_argv(const cr__barrier_party *a, const char *argv[4],
+                       char field[32])
+{
+    snprintf(field, 32, "o:%lld", (long long)a->generation);
+    argv[0] = "HMGET";
+    argv[1] = a->barrier->raw;
+    argv[2] = field;
+    argv[3] = "generation";
+}
+
 /* A wake-up before the next look is due (a message, most likely): reads
  * the outcome of the party's round and the generation (HMGET N o:<g>
  * generation), cheaper for the server than a look. CR_OK (completed),
  * CR_EBROKEN, or CR_BUSY with the time left to the look as the hint; a
  * generation gone or moved on without an outcome asks for the look now. */
-static cr_status
-quick_look(await_ctx *a, int64_t *hint)
+cr_status
+cr__barrier_quick_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
+                        int64_t *hint, bool *look_now)
 {
     cr_barrier *b = a->barrier;
-    char field[32];
-    const char *argv[4] = {"HMGET", b->raw, field, "generation"};
-    cr__reply *r = NULL;
     int64_t g = -1, left;
-    cr_status rc;
 
-    snprintf(field, sizeof(field), "o:%lld", (long long)a->generation);
-    if ((rc = cr__command_retry(b->client, 4, argv, NULL, &r)) != CR_OK)
+    *look_now = false;
+    if (rc != CR_OK)
         return rc;
     if (r->type != CR__REPLY_ARRAY || r->elements != 2) {
         cr__reply_free(r);
@@ -326,15 +381,28 @@ quick_look(await_ctx *a, int64_t *hint)
         a->look_due = 0; /* deleted, or moved on: the look tells */
     cr__reply_free(r);
     left = a->look_due - cr__now_ms();
-    if (left <= 0)
-        return look(a, hint);
+    if (left <= 0) {
+        *look_now = true;
+        return CR_BUSY;
+    }
     *hint = left;
     return CR_BUSY;
 }
 
-/* What an attempt returns to end the wait and begin another (see
- * attempt); never returned by the library. */
-#define AGAIN CR_EDEADLK
+static cr_status
+quick_look(await_ctx *a, int64_t *hint)
+{
+    const char *argv[4];
+    char field[32];
+    cr__reply *r = NULL;
+    bool look_now = false;
+    cr_status rc;
+
+    cr__barrier_quick_argv(a, argv, field);
+    rc = cr__command_retry(a->barrier->client, 4, argv, NULL, &r);
+    rc = cr__barrier_quick_reply(a, rc, r, hint, &look_now);
+    return look_now ? look(a, hint) : rc;
+}
 
 /* One attempt of the wait; after a "waiting" answer, marks what the
  * subscription has read.
@@ -346,8 +414,8 @@ quick_look(await_ctx *a, int64_t *hint)
  * before a slow party of this one would take the wake-up meant for it
  * (and leave it asleep until it looks again). The wait listens to the
  * channel of the generation the handle expects; an arrival that joined a
- * generation of the other parity ends the wait (AGAIN) and a new one
- * begins on the right channel. */
+ * generation of the other parity ends the wait (CR__BARRIER_AGAIN) and a
+ * new one begins on the right channel. */
 static cr_status
 attempt(await_ctx *a, int64_t *hint)
 {
@@ -358,9 +426,17 @@ attempt(await_ctx *a, int64_t *hint)
 
     *hint = -1;
     if (!a->arrived) {
-        rc = arrive(a, hint);
-        if (a->arrived && a->generation % 2 != a->parity)
-            return AGAIN;
+        cr__script_call call = {0};
+        cr__cmd cmd = {.flags = CR__CMD_RETRY};
+        cr__reply *r = NULL;
+
+        rc = cr__barrier_arrive_call(a, &call);
+        if (rc == CR_OK)
+            rc = cr__script_call_run(b->client, &cmd, &call, &r);
+        cr__script_call_free(&call);
+        if ((rc = cr__barrier_arrive_reply(a, rc, r, hint)) ==
+            CR__BARRIER_AGAIN)
+            return rc;
     } else if (cr__now_ms() < a->look_due) {
         rc = quick_look(a, hint);
     } else {
@@ -382,6 +458,14 @@ attempt(await_ctx *a, int64_t *hint)
  * round completed. More than one message since (a break, a reset, and a
  * later round completed, say), or a subscription lost meanwhile: false,
  * and the caller looks. */
+bool
+cr__barrier_released(const cr__barrier_party *a, const cr__sub_mark *now)
+{
+    return a->mark.id != 0 && now->id == a->mark.id &&
+           now->confirms == a->mark.confirms &&
+           now->messages == a->mark.messages + 1;
+}
+
 static bool
 released_by_message(await_ctx *a)
 {
@@ -392,37 +476,40 @@ released_by_message(await_ctx *a)
 
     cr__pubsub_waiters(b->client->pubsub, b->channel[a->parity], &count, &at,
                        &now);
-    return a->mark.id != 0 && now.id == a->mark.id &&
-           now.confirms == a->mark.confirms &&
-           now.messages == a->mark.messages + 1;
+    return cr__barrier_released(a, &now);
 }
 
-/* The wait ended without an outcome (`rc`): leave, breaking the round
- * unless it ended first. Returns the await's status. */
-static cr_status
-leave(await_ctx *a, cr_status rc)
+cr_status
+cr__barrier_last_look(const cr__barrier_party *a, cr_status rc)
 {
-    cr_barrier *b = a->barrier;
-    cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    cr__reply *r = NULL;
-    int64_t v[1], patience;
-    size_t n = 0;
-    cr_status left;
-    char why[256];
+    if (rc == CR_BUSY)
+        return cr__fail(CR_ESCRIPT, "barrier %s: a round after this party's "
+                        "completed while it still waits", a->barrier->name);
+    return rc;
+}
 
-    if (!a->arrived)
-        return rc; /* never arrived, or not known to: a lease ends it */
-    snprintf(why, sizeof(why), "%s", cr_last_error());
-    /* At most one try: the lease breaks the round if this cannot. */
-    patience = cr__call_patience_set(cr__now_ms());
-    left = cr__run_barrier_leave(b->client, &cmd,
+cr_status
+cr__barrier_leave_call(const cr__barrier_party *a, cr__script_call *call)
+{
+    const cr_barrier *b = a->barrier;
+
+    return cr__build_barrier_leave(
         &(cr__barrier_leave_args){
             .barrier = b->raw, .arrivals = b->arrivals,
             .even = b->channel[0], .odd = b->channel[1],
             .owner = a->owner, .generation = a->generation,
             .publish = b->client->publish_cmd, .keep = OUTCOMES_KEPT},
-        &r);
-    cr__call_patience_set(patience);
+        call);
+}
+
+cr_status
+cr__barrier_leave_reply(const cr__barrier_party *a, cr_status rc,
+                        const char *why, cr_status left, cr__reply *r)
+{
+    const cr_barrier *b = a->barrier;
+    int64_t v[1];
+    size_t n = 0;
+
     if (left == CR_OK)
         left = reply_ints(b, r, v, 1, &n);
     if (left != CR_OK) {
@@ -448,6 +535,61 @@ leave(await_ctx *a, cr_status rc)
     }
 }
 
+/* The leave itself, at most one try: the lease breaks the round if this
+ * cannot. `left` gets how the call went, *r its reply. */
+static cr_status
+leave_once(const await_ctx *a, cr__reply **r)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    int64_t patience = cr__call_patience_set(cr__now_ms());
+    cr_status left = cr__barrier_leave_call(a, &call);
+
+    if (left == CR_OK)
+        left = cr__script_call_run(a->barrier->client, &cmd, &call, r);
+    cr__script_call_free(&call);
+    cr__call_patience_set(patience);
+    return left;
+}
+
+/* The wait ended without an outcome (`rc`): leave, breaking the round
+ * unless it ended first. Returns the await's status. */
+static cr_status
+leave(await_ctx *a, cr_status rc)
+{
+    cr__reply *r = NULL;
+    cr_status left;
+    char why[256];
+
+    if (!a->arrived)
+        return rc; /* never arrived, or not known to: a lease ends it */
+    snprintf(why, sizeof(why), "%s", cr_last_error());
+    left = leave_once(a, &r);
+    return cr__barrier_leave_reply(a, rc, why, left, r);
+}
+
+static void
+leave_later_run(void *arg)
+{
+    cr__reply *r = NULL;
+
+    if (leave_once(arg, &r) == CR_OK)
+        cr__reply_free(r);
+}
+
+void
+cr__barrier_leave_later(const cr__barrier_party *p)
+{
+    cr__barrier_party *copy = malloc(sizeof(*copy));
+
+    if (copy == NULL || !p->arrived) {
+        free(copy); /* the lease ends it */
+        return;
+    }
+    *copy = *p;
+    cr__object_background(p->barrier, leave_later_run, free, copy);
+}
+
 cr_status
 cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
                  int64_t *index)
@@ -461,37 +603,28 @@ cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    memset(&a, 0, sizeof(a));
-    a.barrier = b;
-    a.lease_ms = b->client->watchdog_timeout_ms;
-    cr__name_owner(b->client->id, cr_thread_id(), false, a.owner);
-    a.wait = &w;
-    a.parity = (int)(atomic_load(&b->next) % 2);
+    cr__barrier_party_begin(&a, b, cr_thread_id());
     deadline = wait_ms < 0 ? -1 : cr__now_ms() + wait_ms;
     do {
         int64_t left = deadline < 0 ? -1 : deadline - cr__now_ms();
 
         if (a.arrived)
             a.parity = (int)(a.generation % 2);
-        cr__object_wait_begin(&w, b, NULL, b->channel[a.parity], decode,
-                              true, left < 0 && deadline >= 0 ? 0 : left);
+        cr__object_wait_begin(&w, b, NULL, b->channel[a.parity],
+                              cr__barrier_decode, true,
+                              left < 0 && deadline >= 0 ? 0 : left);
         cr__call_wait(b->client, wait_ms); /* the call's bound stays */
         for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
             rc = attempt(&a, &hint);
-    } while (rc == AGAIN);
+    } while (rc == CR__BARRIER_AGAIN);
     if (rc == CR_OK && !a.answered_ok && !released_by_message(&a)) {
         /* Released by a 0 that may not be this round's: look. */
         a.look_due = 0;
-        rc = look(&a, &hint);
-        if (rc == CR_BUSY)
-            rc = cr__fail(CR_ESCRIPT, "barrier %s: a round after this "
-                          "party's completed while it still waits",
-                          b->name);
+        rc = cr__barrier_last_look(&a, look(&a, &hint));
     }
     if (rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL)
         rc = leave(&a, rc);
-    if (a.arrived)
-        atomic_store(&b->next, a.generation + 1);
+    cr__barrier_ended(&a);
     if (rc == CR_OK) {
         if (generation != NULL)
             *generation = a.generation;

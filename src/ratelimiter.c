@@ -23,12 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "credisson/ratelimiter.h"
-#include "object.h"
+#include "ratelimiters.h"
 
 #define RATE_MAGIC 0x4352524cu /* "CRRL" */
 
-#define ID_BYTES 16
+#define ID_BYTES CR__RATE_ID_BYTES
 /* The answers of the acquire and available scripts (their first element). */
 #define ANSWER_OK 0
 #define ANSWER_WAIT 1
@@ -49,10 +48,16 @@ struct cr_rate_limiter {
 };
 
 /* The guard of every call. */
+cr_status
+cr__rate_limiter_enter(const cr_rate_limiter *l)
+{
+    return cr__object_enter(l, RATE_MAGIC, "rate limiter");
+}
+
 static cr_status
 enter(cr_rate_limiter *l)
 {
-    return cr__object_enter(l, RATE_MAGIC, "rate limiter");
+    return cr__rate_limiter_enter(l);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -262,7 +267,7 @@ out:
 
 /* Reads an {answer, value} reply of the acquire or available script. */
 static cr_status
-answer_of(cr_rate_limiter *l, cr__reply *r, int64_t *answer, int64_t *value)
+answer_of(const cr_rate_limiter *l, cr__reply *r, int64_t *answer, int64_t *value)
 {
     cr_status rc = CR_OK;
 
@@ -288,34 +293,26 @@ typedef struct attempt_ctx {
     bool uncertain; /* the last attempt's reply was lost: keep its id */
 } attempt_ctx;
 
-/* One attempt: CR_OK when granted; CR_BUSY with the script's hint in
- * *hint; CR_EINVAL for too many permits or no rate; CR_EIO... */
-static cr_status
-attempt(attempt_ctx *a, int64_t *hint)
+cr_status
+cr__rate_acquire_call(const cr_rate_limiter *l, int64_t permits,
+                      const unsigned char *id, cr__script_call *call)
 {
-    cr_rate_limiter *l = a->limiter;
-    cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    cr__reply *r = NULL;
-    int64_t answer = 0, value = 0;
-    cr_status rc;
-
-    if (!a->uncertain && (rc = cr__random_bytes(a->id, ID_BYTES)) != CR_OK)
-        return rc;
-    rc = cr__run_rate_limiter_acquire(l->client, &cmd,
+    return cr__build_rate_limiter_acquire(
         &(cr__rate_limiter_acquire_args){
             .config = l->raw, .value = l->value,
             .client_value = l->client_value, .permits = l->records,
-            .client_permits = l->client_records, .count = a->permits,
-            .id = {(const char *)a->id, ID_BYTES}},
-        &r);
-    if (rc != CR_OK) {
-        /* Sent, its reply lost: it may have granted; the next attempt
-         * asks with the same id and finds out. */
-        a->uncertain = a->uncertain || (rc == CR_EIO && cmd.sent);
-        return rc;
-    }
-    a->uncertain = false;
-    if ((rc = answer_of(l, r, &answer, &value)) != CR_OK)
+            .client_permits = l->client_records, .count = permits,
+            .id = {(const char *)id, ID_BYTES}},
+        call);
+}
+
+cr_status
+cr__rate_acquire_reply(const cr_rate_limiter *l, int64_t permits,
+                       cr_status rc, cr__reply *r, int64_t *hint)
+{
+    int64_t answer = 0, value = 0;
+
+    if (rc != CR_OK || (rc = answer_of(l, r, &answer, &value)) != CR_OK)
         return rc;
     switch (answer) {
     case ANSWER_OK:
@@ -324,11 +321,47 @@ attempt(attempt_ctx *a, int64_t *hint)
         return cr__fail(CR_EINVAL, "rate limiter %s: %lld permits asked for, "
                         "more than its rate of %lld (Redisson: Requested "
                         "permits amount cannot exceed defined rate)", l->name,
-                        (long long)a->permits, (long long)value);
+                        (long long)permits, (long long)value);
     default:
         *hint = value > 0 ? value : 1;
         return CR_BUSY;
     }
+}
+
+cr_status
+cr__rate_busy(const cr_rate_limiter *l, int64_t permits, int64_t wait_ms,
+              int64_t hint)
+{
+    return cr__fail(CR_BUSY, "rate limiter %s: %lld permits not free within "
+                    "%lld ms (the next comes back in %lld ms)", l->name,
+                    (long long)permits, (long long)wait_ms, (long long)hint);
+}
+
+/* One attempt: CR_OK when granted; CR_BUSY with the script's hint in
+ * *hint; CR_EINVAL for too many permits or no rate; CR_EIO... */
+static cr_status
+attempt(attempt_ctx *a, int64_t *hint)
+{
+    cr_rate_limiter *l = a->limiter;
+    cr__script_call call = {0};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    if (!a->uncertain && (rc = cr__random_bytes(a->id, ID_BYTES)) != CR_OK)
+        return rc;
+    rc = cr__rate_acquire_call(l, a->permits, a->id, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    if (rc != CR_OK) {
+        /* Sent, its reply lost: it may have granted; the next attempt
+         * asks with the same id and finds out. */
+        a->uncertain = a->uncertain || (rc == CR_EIO && cmd.sent);
+        return rc;
+    }
+    a->uncertain = false;
+    return cr__rate_acquire_reply(l, a->permits, rc, r, hint);
 }
 
 /* Sleeps ms milliseconds, or until the client's free wakes its waits.
@@ -413,9 +446,7 @@ cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
     if (patient)
         cr__call_patience_set(patience);
     if (rc == CR_BUSY)
-        rc = cr__fail(CR_BUSY, "rate limiter %s: %lld permits not free within "
-                      "%lld ms (the next comes back in %lld ms)", l->name,
-                      (long long)permits, (long long)wait_ms, (long long)hint);
+        rc = cr__rate_busy(l, permits, wait_ms, hint);
     else if (rc == CR_OK)
         CR__STAT_ADD(&l->client->run.stats, acquisitions, 1);
 out:

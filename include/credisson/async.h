@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The asynchronous API: every waiting or round-trip operation of locks,
- * semaphores and latches without blocking a thread, for servers built
- * around an event loop (Redisson's RLockAsync, RSemaphoreAsync,
- * RPermitExpirableSemaphoreAsync, RCountDownLatchAsync). The wire
- * protocol is the same as the blocking API's: asynchronous, blocking and
- * Java clients share every object.
+ * semaphores and latches, and the rate limiter's acquire and the
+ * barrier's await, without blocking a thread, for servers built around an
+ * event loop (Redisson's RLockAsync, RSemaphoreAsync,
+ * RPermitExpirableSemaphoreAsync, RCountDownLatchAsync, RRateLimiterAsync).
+ * The wire protocol is the same as the blocking API's: asynchronous,
+ * blocking and Java clients share every object.
  *
  * A cr_async binds a client to one event loop. The library tells the loop
  * which descriptors to watch and when to call back (cr_loop); the
@@ -40,9 +41,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <credisson/barrier.h>
 #include <credisson/client.h>
 #include <credisson/latch.h>
 #include <credisson/lock.h>
+#include <credisson/ratelimiter.h>
 #include <credisson/semaphore.h>
 #include <credisson/status.h>
 
@@ -120,6 +123,10 @@ CR_EXPORT int64_t cr_async_owner_id(void);
 typedef void (*cr_async_fn)(void *userdata, cr_status rc, int64_t value);
 typedef void (*cr_async_permit_fn)(void *userdata, cr_status rc,
                                    const char *id);
+/* A barrier await's: the round's generation and the arrival index (as
+ * cr_barrier_await gives them) with CR_OK, -1 and -1 otherwise. */
+typedef void (*cr_async_barrier_fn)(void *userdata, cr_status rc,
+                                    int64_t generation, int64_t index);
 
 /* cr_async_cancel: stop a pending request. Its callback runs (later, on
  * the loop) with CR_ECANCELED, unless it had completed already (then
@@ -265,6 +272,52 @@ CR_EXPORT cr_status cr_async_latch_try_set_count(cr_async *async,
                                                  cr_async_fn fn,
                                                  void *userdata,
                                                  cr_request **req);
+
+/* ------------------------------------------------------ rate limiters */
+
+/* cr_async_rate_limiter_acquire: tryAcquireAsync(permits, wait_ms) of a
+ * rate limiter (wait_ms 0: one attempt; CR_WAIT_FOREVER: acquireAsync),
+ * as cr_rate_limiter_try_acquire: between attempts the request waits the
+ * time the last one said on the loop's timer, and ends with CR_BUSY at
+ * once when that is beyond what is left of its wait. The callback gets
+ * CR_OK (taken), CR_BUSY (value: the ms until the limiter expects permits
+ * back), CR_EINVAL (more permits than the rate, or no rate), CR_EIO...
+ * A grant cannot be given back (RRateLimiter has no release): a cancel
+ * that comes while an attempt is out, which then grants, ends the request
+ * with CR_OK, not CR_ECANCELED.
+ * Returns CR_OK (started), CR_EINVAL (permits outside
+ * 1..CR_RATE_PERMITS_MAX, a bad wait, a handle that is not live or is of
+ * another client),
+ * CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
+CR_EXPORT cr_status cr_async_rate_limiter_acquire(cr_async *async,
+                                                  cr_rate_limiter *limiter,
+                                                  int64_t permits,
+                                                  int64_t wait_ms,
+                                                  cr_async_fn fn,
+                                                  void *userdata,
+                                                  cr_request **req);
+
+/* ----------------------------------------------------------- barriers */
+
+/* cr_async_barrier_await: cr_barrier_await(wait_ms) without blocking (0:
+ * only if this arrival completes the round; CR_WAIT_FOREVER: as long as
+ * it takes): arrive, then wait on the barrier's channel for the round's
+ * end, renewing the party's lease from the loop's timer. Each request is
+ * a party of its own. The callback gets CR_OK with the generation and the
+ * arrival index, CR_EBROKEN (the round was broken, or the barrier was
+ * broken already), CR_TIMEOUT (the wait ran out: the round is broken for
+ * the others), CR_EINVAL (another number of parties)... A cancel is
+ * Java's interrupted await: a party that arrived leaves and breaks the
+ * round (CR_ECANCELED; the others get CR_EBROKEN), unless the round
+ * completed first (CR_OK); one cancelled before its arrival was sent
+ * leaves the barrier alone. Freeing the handle breaks the round too.
+ * Returns CR_OK (started), CR_EINVAL (a bad wait, a handle that is not
+ * live or is of another client), CR_ENOMEM, CR_ECLOSED, CR_EFORKED. */
+CR_EXPORT cr_status cr_async_barrier_await(cr_async *async,
+                                           cr_barrier *barrier,
+                                           int64_t wait_ms,
+                                           cr_async_barrier_fn fn,
+                                           void *userdata, cr_request **req);
 
 #ifdef __cplusplus
 }

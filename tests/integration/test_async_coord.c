@@ -1,0 +1,701 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The asynchronous rate limiter and barrier against a real redis-server,
+ * driven by a poll() loop of the test's own (poll_loop.h): grants spaced
+ * by the limiter, judged on the grant times the script recorded (never
+ * more than the rate in any window of one interval), waits that end at
+ * once when the limiter's hint is beyond them, cancels; barrier parties on
+ * one loop completing rounds with blocking parties on threads, a lease
+ * kept alive from the loop's timer, and rounds broken by an asynchronous
+ * party's timeout, cancel or free, as a blocking party's would be.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "lock_common.h"
+#include "poll_loop.h"
+
+#define OK(call) assert_int_equal((call), CR_OK)
+
+/* ------------------------------------------------------------- helpers */
+
+/* One request's outcome. */
+typedef struct outcome {
+    int calls;
+    cr_status rc;
+    int64_t value, generation, index;
+    int64_t at; /* when the callback ran (monotonic ms) */
+    cr_async *free_it; /* freed from the callback when set */
+} outcome;
+
+static void
+record(void *userdata, cr_status rc, int64_t value)
+{
+    outcome *o = userdata;
+
+    o->calls++;
+    o->rc = rc;
+    o->value = value;
+    o->at = poll_loop_now_ms();
+}
+
+static void
+passed(void *userdata, cr_status rc, int64_t generation, int64_t index)
+{
+    outcome *o = userdata;
+
+    o->calls++;
+    o->rc = rc;
+    o->generation = generation;
+    o->index = index;
+    o->at = poll_loop_now_ms();
+    if (o->free_it != NULL)
+        cr_async_free(o->free_it);
+}
+
+static bool
+called(void *arg)
+{
+    return ((outcome *)arg)->calls > 0;
+}
+
+/* For poll_loop_until: every outcome of a set has its callback. */
+typedef struct outcomes {
+    outcome *v;
+    int n;
+} outcomes;
+
+static bool
+all_called(void *arg)
+{
+    outcomes *s = arg;
+    int i;
+
+    for (i = 0; i < s->n; i++)
+        if (s->v[i].calls == 0)
+            return false;
+    return true;
+}
+
+static cr_async *
+new_async_on(cr_client *c)
+{
+    cr_async *a = NULL;
+
+    OK(cr_async_new(c, &poll_loop, &a));
+    return a;
+}
+
+static cr_async *
+new_async(void)
+{
+    return new_async_on(test_client);
+}
+
+/* Runs `a` until o has its callback; the callback's status. */
+static cr_status
+await(cr_async *a, outcome *o, int64_t max_ms)
+{
+    assert_true(poll_loop_until(a, called, o, max_ms));
+    assert_int_equal(o->calls, 1);
+    return o->rc;
+}
+
+/* Turns the loop for about ms. */
+static void
+turn_for(cr_async *a, int64_t ms)
+{
+    int64_t end = poll_loop_now_ms() + ms;
+
+    while (poll_loop_now_ms() < end)
+        poll_loop_turn(a, 10);
+}
+
+/* The server's count of calls of `cmd` so far (INFO commandstats). */
+static long long
+calls_of(const char *cmd)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
+    char field[64];
+    const char *p;
+    long long n = 0;
+
+    snprintf(field, sizeof(field), "cmdstat_%s:calls=", cmd);
+    p = r != NULL && r->type == REDIS_REPLY_STRING ? strstr(r->str, field)
+                                                   : NULL;
+    if (p != NULL)
+        n = atoll(p + strlen(field));
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* ----------------------------------------------- rate limiter records */
+
+/* A grant record as read from the zset: the member's bytes and score. */
+typedef struct record_t {
+    char member[32];
+    size_t len;
+    long long score;
+} record_t;
+
+/* What the collector has seen: every member once. */
+typedef struct collector {
+    char key[128];
+    record_t *v;
+    size_t n, cap;
+    atomic_bool stop;
+    pthread_t thread;
+} collector;
+
+static void
+collect(collector *c, const redisReply *r)
+{
+    size_t i, k;
+
+    for (i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *m = r->element[i];
+        bool seen = false;
+
+        for (k = c->n; k > 0 && !seen; k--)
+            seen = c->v[k - 1].len == m->len &&
+                   memcmp(c->v[k - 1].member, m->str, m->len) == 0;
+        if (seen || m->len > sizeof(c->v[0].member))
+            continue;
+        if (c->n == c->cap) {
+            c->cap = c->cap ? c->cap * 2 : 256;
+            c->v = realloc(c->v, c->cap * sizeof(*c->v));
+            assert_non_null(c->v);
+        }
+        memcpy(c->v[c->n].member, m->str, m->len);
+        c->v[c->n].len = m->len;
+        c->v[c->n].score = atoll(r->element[i + 1]->str);
+        c->n++;
+    }
+}
+
+/* The collector's thread: reads the whole zset every 50 ms (a record
+ * lives one interval before a call may reclaim it). */
+static void *
+collector_run(void *arg)
+{
+    collector *c = arg;
+    redisContext *rc = cr_test_redis_connect(&test_redis);
+    bool last = false;
+
+    assert_non_null(rc);
+    while (!last) {
+        redisReply *r;
+
+        last = atomic_load(&c->stop);
+        r = redisCommand(rc, "ZRANGE %s 0 -1 WITHSCORES", c->key);
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY)
+            collect(c, r);
+        if (r != NULL)
+            freeReplyObject(r);
+        if (!last)
+            usleep(50000);
+    }
+    redisFree(rc);
+    return NULL;
+}
+
+static int
+by_score(const void *a, const void *b)
+{
+    const record_t *x = a, *y = b;
+
+    return x->score < y->score ? -1 : x->score > y->score;
+}
+
+/* The permits of a record (bytes 17..20, little-endian). */
+static unsigned
+permits_of(const record_t *r)
+{
+    const unsigned char *p = (const unsigned char *)r->member;
+
+    assert_int_equal(r->len, 21);
+    return p[17] | p[18] << 8 | p[19] << 16 | (unsigned)p[20] << 24;
+}
+
+/* The most permits granted in any window [s, s + interval) that starts at
+ * a grant. */
+static unsigned
+most_in_a_window(record_t *v, size_t n, long long interval)
+{
+    unsigned most = 0;
+    size_t i, j;
+
+    qsort(v, n, sizeof(*v), by_score);
+    for (i = 0; i < n; i++) {
+        unsigned sum = 0;
+
+        for (j = i; j < n && v[j].score < v[i].score + interval; j++)
+            sum += permits_of(&v[j]);
+        if (sum > most)
+            most = sum;
+    }
+    return most;
+}
+
+static cr_rate_limiter *
+limiter(const char *name, int64_t rate, int64_t interval_ms)
+{
+    cr_rate_limiter *l = NULL;
+
+    OK(cr_rate_limiter_new(test_client, name, &l));
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, rate, interval_ms, 0,
+                                    NULL));
+    return l;
+}
+
+/* ------------------------------------------------- rate limiter tests */
+
+#define SPACED_REQUESTS 14
+#define SPACED_RATE 4
+#define SPACED_INTERVAL 500
+
+/* Fourteen requests on one loop, for 1 or 2 permits each (18 in all), at
+ * 4 per 500 ms: every one is granted, never more than the rate in any
+ * window of the grants the script recorded, the last not before the
+ * limiter allows it, and the waits retry on the script's hint, not by
+ * polling. */
+static void
+test_async_rate_limiter_spaces_grants_by_the_limiter(void **state)
+{
+    cr_rate_limiter *l = limiter("spaced", SPACED_RATE, SPACED_INTERVAL);
+    cr_async *a = new_async();
+    outcome o[SPACED_REQUESTS];
+    outcomes all = {o, SPACED_REQUESTS};
+    collector col;
+    long long evals;
+    int64_t start, last = 0;
+    unsigned total = 0, asked = 0;
+    size_t k;
+    int i;
+
+    (void)state;
+    memset(o, 0, sizeof(o));
+    memset(&col, 0, sizeof(col));
+    snprintf(col.key, sizeof(col.key), "{spaced}:permits");
+    assert_int_equal(pthread_create(&col.thread, NULL, collector_run, &col), 0);
+    evals = calls_of("evalsha") + calls_of("eval");
+    start = poll_loop_now_ms();
+    for (i = 0; i < SPACED_REQUESTS; i++) {
+        int64_t permits = i % 4 == 3 ? 2 : 1;
+
+        asked += (unsigned)permits;
+        OK(cr_async_rate_limiter_acquire(a, l, permits, CR_WAIT_FOREVER,
+                                         record, &o[i], NULL));
+    }
+    assert_int_equal(o[0].calls, 0); /* never inside the call */
+    assert_true(poll_loop_until(a, all_called, &all, slow(20000)));
+    for (i = 0; i < SPACED_REQUESTS; i++) {
+        assert_int_equal(o[i].calls, 1);
+        assert_int_equal(o[i].rc, CR_OK);
+        if (o[i].at > last)
+            last = o[i].at;
+    }
+    evals = calls_of("evalsha") + calls_of("eval") - evals;
+    atomic_store(&col.stop, true);
+    pthread_join(col.thread, NULL);
+    for (k = 0; k < col.n; k++)
+        total += permits_of(&col.v[k]);
+    assert_int_equal(total, asked);
+    assert_true(most_in_a_window(col.v, col.n, SPACED_INTERVAL) <=
+                SPACED_RATE);
+    /* 18 permits at 4 per interval: the last in the fifth interval. */
+    assert_true(last - start >= 4 * SPACED_INTERVAL - 100);
+    /* Woken by the hints: a few attempts per request and interval, not a
+     * poll (the collector's ZRANGEs are no EVALs). */
+    assert_true(evals < SPACED_REQUESTS * 8);
+    free(col.v);
+    cr_async_free(a);
+    cr_rate_limiter_free(l);
+}
+
+/* Bounded waits: one whose wait is shorter than the time the limiter
+ * says ends at once with CR_BUSY (and that time in value), one of 0 makes
+ * one attempt, and one long enough is granted when the grant expires. */
+static void
+test_async_rate_limiter_wait_bound_is_respected(void **state)
+{
+    int64_t interval = slow(1500);
+    cr_rate_limiter *l = limiter("bounded", 1, interval);
+    cr_async *a = new_async();
+    outcome shortw = {0}, once = {0}, longw = {0};
+    int64_t start;
+
+    (void)state;
+    OK(cr_rate_limiter_try_acquire(l, 1, 0));
+    start = poll_loop_now_ms();
+    OK(cr_async_rate_limiter_acquire(a, l, 1, slow(400), record, &shortw,
+                                     NULL));
+    OK(cr_async_rate_limiter_acquire(a, l, 1, 0, record, &once, NULL));
+    assert_int_equal(await(a, &shortw, slow(3000)), CR_BUSY);
+    assert_int_equal(await(a, &once, slow(3000)), CR_BUSY);
+    /* Not slept out: the hint (about the interval) is beyond the wait. */
+    assert_true(shortw.at - start < slow(400));
+    assert_true(shortw.value > slow(400) && shortw.value <= interval + 100);
+    assert_int_equal(redis_int("ZCARD {bounded}:permits"), 1);
+    OK(cr_async_rate_limiter_acquire(a, l, 1, slow(5000), record, &longw,
+                                     NULL));
+    assert_int_equal(await(a, &longw, slow(8000)), CR_OK);
+    assert_true(longw.at - start >= interval - 200);
+    assert_true(longw.at - start < interval + slow(2000));
+    /* More permits than the rate: refused by the script. */
+    memset(&once, 0, sizeof(once));
+    OK(cr_async_rate_limiter_acquire(a, l, 2, slow(1000), record, &once,
+                                     NULL));
+    assert_int_equal(await(a, &once, slow(3000)), CR_EINVAL);
+    assert_int_equal(cr_async_rate_limiter_acquire(a, l, 0, 0, record, &once,
+                                                   NULL),
+                     CR_EINVAL);
+    cr_async_free(a);
+    cr_rate_limiter_free(l);
+}
+
+/* A request waiting for the limiter is cancelled: CR_ECANCELED at once,
+ * nothing taken, and no attempt after it. */
+static void
+test_async_rate_limiter_cancel_ends_the_wait(void **state)
+{
+    cr_rate_limiter *l = limiter("cancelled", 1, slow(10000));
+    cr_async *a = new_async();
+    outcome o = {0};
+    cr_request *req = NULL;
+    long long evals;
+    int64_t at;
+
+    (void)state;
+    OK(cr_rate_limiter_try_acquire(l, 1, 0));
+    OK(cr_async_rate_limiter_acquire(a, l, 1, CR_WAIT_FOREVER, record, &o,
+                                     &req));
+    turn_for(a, 300); /* tried, asleep on the hint */
+    assert_int_equal(o.calls, 0);
+    evals = calls_of("evalsha") + calls_of("eval");
+    at = poll_loop_now_ms();
+    cr_async_cancel(req);
+    assert_int_equal(o.calls, 0); /* never inside the call */
+    assert_int_equal(await(a, &o, slow(2000)), CR_ECANCELED);
+    assert_true(o.at - at < slow(500));
+    turn_for(a, 300);
+    assert_int_equal(o.calls, 1);
+    assert_int_equal(calls_of("evalsha") + calls_of("eval"), evals);
+    assert_int_equal(redis_int("ZCARD {cancelled}:permits"), 1);
+    cr_async_free(a);
+    cr_rate_limiter_free(l);
+}
+
+/* ------------------------------------------------------------ barriers */
+
+/* A blocking party on its own thread, for `rounds` rounds. */
+typedef struct party {
+    cr_barrier *barrier;
+    int64_t wait_ms;
+    int rounds;
+    cr_status rc;
+    int64_t generation[8], index[8];
+    int64_t returned_ms;
+    atomic_bool done;
+    pthread_t thread;
+} party;
+
+static void *
+party_run(void *arg)
+{
+    party *p = arg;
+    int k;
+
+    for (k = 0; k < p->rounds; k++) {
+        p->rc = cr_barrier_await(p->barrier, p->wait_ms, &p->generation[k],
+                                 &p->index[k]);
+        if (p->rc != CR_OK)
+            break;
+    }
+    p->returned_ms = poll_loop_now_ms();
+    atomic_store(&p->done, true);
+    return NULL;
+}
+
+static void
+party_start(party *p, cr_barrier *b, int64_t wait_ms, int rounds)
+{
+    memset(p, 0, sizeof(*p));
+    p->barrier = b;
+    p->wait_ms = wait_ms;
+    p->rounds = rounds;
+    assert_int_equal(pthread_create(&p->thread, NULL, party_run, p), 0);
+}
+
+static cr_barrier *
+barrier_on(cr_client *c, const char *name, int64_t parties)
+{
+    cr_barrier *b = NULL;
+
+    OK(cr_barrier_new(c, name, parties, &b));
+    return b;
+}
+
+static cr_barrier *
+barrier(const char *name, int64_t parties)
+{
+    return barrier_on(test_client, name, parties);
+}
+
+/* A client whose parties hold leases of 30 s: a round they leave broken
+ * within a second was broken by their leave, not by a lapsed lease. */
+static cr_client *
+long_lease_client(void)
+{
+    cr_client *c = new_client(30000);
+
+    assert_non_null(c);
+    return c;
+}
+
+/* For poll_loop_until: the barrier has `count` arrivals. */
+typedef struct arrivals_wanted {
+    cr_barrier *barrier;
+    int64_t count;
+} arrivals_wanted;
+
+static bool
+has_arrivals(void *arg)
+{
+    arrivals_wanted *w = arg;
+    int64_t n = -1;
+
+    return cr_barrier_get_number_waiting(w->barrier, &n) == CR_OK &&
+           n >= w->count;
+}
+
+/* Turns the loop until `count` parties have arrived at b. */
+static void
+await_arrivals(cr_async *a, cr_barrier *b, int64_t count)
+{
+    arrivals_wanted w = {b, count};
+
+    assert_true(poll_loop_until(a, has_arrivals, &w, slow(5000)));
+}
+
+#define MIXED_ASYNC 3
+#define MIXED_THREADS 2
+#define MIXED_ROUNDS 4
+
+/* Three parties on one loop and two blocking threads, five parties, four
+ * rounds: each round releases all of them with one generation and the
+ * indices 0..4, once each. */
+static void
+test_async_barrier_parties_on_a_loop_and_threads_complete_rounds(void **state)
+{
+    cr_barrier *b = barrier("mixed", MIXED_ASYNC + MIXED_THREADS);
+    cr_async *a = new_async();
+    party t[MIXED_THREADS];
+    outcome o[MIXED_ASYNC];
+    outcomes all = {o, MIXED_ASYNC};
+    unsigned seen[MIXED_ROUNDS] = {0};
+    int k, i;
+
+    (void)state;
+    for (i = 0; i < MIXED_THREADS; i++)
+        party_start(&t[i], b, slow(20000), MIXED_ROUNDS);
+    for (k = 0; k < MIXED_ROUNDS; k++) {
+        memset(o, 0, sizeof(o));
+        for (i = 0; i < MIXED_ASYNC; i++)
+            OK(cr_async_barrier_await(a, b, slow(20000), passed, &o[i],
+                                      NULL));
+        assert_true(poll_loop_until(a, all_called, &all, slow(20000)));
+        for (i = 0; i < MIXED_ASYNC; i++) {
+            assert_int_equal(o[i].calls, 1);
+            assert_int_equal(o[i].rc, CR_OK);
+            assert_int_equal(o[i].generation, k);
+            assert_true(o[i].index >= 0 && o[i].index < 5);
+            assert_int_equal(seen[k] & 1u << o[i].index, 0);
+            seen[k] |= 1u << o[i].index;
+        }
+    }
+    for (i = 0; i < MIXED_THREADS; i++) {
+        pthread_join(t[i].thread, NULL);
+        assert_int_equal(t[i].rc, CR_OK);
+    }
+    /* Each round: one generation, the indices 0..4 once each. */
+    for (k = 0; k < MIXED_ROUNDS; k++) {
+        for (i = 0; i < MIXED_THREADS; i++) {
+            assert_int_equal(t[i].generation[k], k);
+            assert_int_equal(seen[k] & 1u << t[i].index[k], 0);
+            seen[k] |= 1u << t[i].index[k];
+        }
+        assert_int_equal(seen[k], 0x1f);
+    }
+    cr_async_free(a);
+    cr_barrier_free(b);
+}
+
+/* A party on the loop waits ten leases (the client's watchdog, 300 ms)
+ * for the last one: the loop's timer renews its lease, so the round is
+ * not broken, and it completes when a blocking party arrives. */
+static void
+test_async_barrier_party_keeps_its_lease_while_it_waits(void **state)
+{
+    cr_barrier *b = barrier("leased", 2);
+    cr_async *a = new_async();
+    outcome o = {0};
+    bool broken = true;
+    party t;
+
+    (void)state;
+    OK(cr_async_barrier_await(a, b, CR_WAIT_FOREVER, passed, &o, NULL));
+    await_arrivals(a, b, 1);
+    turn_for(a, 3000);
+    assert_int_equal(o.calls, 0);
+    OK(cr_barrier_is_broken(b, &broken));
+    assert_false(broken);
+    party_start(&t, b, slow(5000), 1);
+    assert_int_equal(await(a, &o, slow(5000)), CR_OK);
+    pthread_join(t.thread, NULL);
+    assert_int_equal(t.rc, CR_OK);
+    assert_int_equal(o.index, 1);
+    assert_int_equal(t.index[0], 0);
+    cr_async_free(a);
+    cr_barrier_free(b);
+}
+
+/* A party on the loop whose wait runs out breaks the round: CR_TIMEOUT
+ * to it, CR_EBROKEN to the blocking party at once (not a lease later). */
+static void
+test_async_barrier_timeout_breaks_the_round_for_a_blocking_party(void **state)
+{
+    cr_client *lc = long_lease_client();
+    cr_barrier *b = barrier("timed", 3), *lb = barrier_on(lc, "timed", 3);
+    cr_async *a = new_async_on(lc);
+    outcome o = {0};
+    bool broken = false;
+    party t;
+
+    (void)state;
+    /* A handle of another client is refused. */
+    assert_int_equal(cr_async_barrier_await(a, b, 0, passed, &o, NULL),
+                     CR_EINVAL);
+    party_start(&t, b, CR_WAIT_FOREVER, 1);
+    while (!has_arrivals(&(arrivals_wanted){b, 1}))
+        usleep(5000);
+    OK(cr_async_barrier_await(a, lb, slow(500), passed, &o, NULL));
+    assert_int_equal(await(a, &o, slow(5000)), CR_TIMEOUT);
+    assert_int_equal(o.generation, -1);
+    pthread_join(t.thread, NULL);
+    assert_int_equal(t.rc, CR_EBROKEN);
+    assert_true(t.returned_ms - o.at < slow(1000));
+    OK(cr_barrier_is_broken(b, &broken));
+    assert_true(broken);
+    cr_async_free(a);
+    cr_barrier_free(lb);
+    cr_barrier_free(b);
+    cr_client_free(lc);
+}
+
+/* A cancelled party on the loop is Java's interrupted await: it breaks
+ * the round (CR_ECANCELED to it, CR_EBROKEN to the blocking party); one
+ * cancelled before it arrived leaves the barrier alone. */
+static void
+test_async_barrier_cancel_breaks_the_round(void **state)
+{
+    cr_client *lc = long_lease_client();
+    cr_barrier *b = barrier("cancelled", 3), *lb = barrier_on(lc, "cancelled", 3);
+    cr_async *a = new_async_on(lc);
+    outcome o = {0}, early = {0};
+    cr_request *req = NULL;
+    bool broken = false;
+    int64_t at;
+    party t;
+
+    (void)state;
+    /* Cancelled before its arrival went out: nothing changes. */
+    OK(cr_async_barrier_await(a, lb, CR_WAIT_FOREVER, passed, &early, &req));
+    cr_async_cancel(req);
+    assert_int_equal(await(a, &early, slow(2000)), CR_ECANCELED);
+    assert_int_equal(redis_int("EXISTS cancelled"), 0);
+
+    party_start(&t, b, CR_WAIT_FOREVER, 1);
+    OK(cr_async_barrier_await(a, lb, CR_WAIT_FOREVER, passed, &o, &req));
+    await_arrivals(a, b, 2);
+    turn_for(a, 100);
+    assert_int_equal(o.calls, 0);
+    at = poll_loop_now_ms();
+    cr_async_cancel(req);
+    assert_int_equal(o.calls, 0); /* never inside the call */
+    assert_int_equal(await(a, &o, slow(3000)), CR_ECANCELED);
+    pthread_join(t.thread, NULL);
+    assert_int_equal(t.rc, CR_EBROKEN);
+    assert_true(t.returned_ms - at < slow(1000)); /* not a lease later */
+    OK(cr_barrier_is_broken(b, &broken));
+    assert_true(broken);
+    cr_async_free(a);
+    cr_barrier_free(lb);
+    cr_barrier_free(b);
+    cr_client_free(lc);
+}
+
+/* The handle is freed from the callback of the party that completed the
+ * round; another handle freed while its party waits breaks the round for
+ * a blocking party at once. */
+static void
+test_async_barrier_free_from_a_callback_and_while_waiting(void **state)
+{
+    cr_client *lc = long_lease_client();
+    cr_barrier *b = barrier("freed", 2), *lb;
+    cr_async *a = new_async(), *c = new_async_on(lc);
+    outcome o = {0}, w = {0};
+    party t;
+    int64_t at;
+
+    (void)state;
+    party_start(&t, b, slow(5000), 1);
+    o.free_it = a;
+    OK(cr_async_barrier_await(a, b, slow(5000), passed, &o, NULL));
+    assert_true(poll_loop_until(a, called, &o, slow(5000)));
+    /* a is gone: its callback freed it. */
+    pthread_join(t.thread, NULL);
+    assert_int_equal(o.rc, CR_OK);
+    assert_int_equal(t.rc, CR_OK);
+    assert_int_equal(o.generation, t.generation[0]);
+    assert_int_equal(o.index + t.index[0], 1);
+
+    cr_barrier_free(b);
+    b = barrier("freed3", 3);
+    lb = barrier_on(lc, "freed3", 3);
+    party_start(&t, b, CR_WAIT_FOREVER, 1);
+    OK(cr_async_barrier_await(c, lb, CR_WAIT_FOREVER, passed, &w, NULL));
+    await_arrivals(c, b, 2);
+    turn_for(c, 100);
+    at = poll_loop_now_ms();
+    cr_async_free(c);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.rc, CR_ECLOSED);
+    pthread_join(t.thread, NULL);
+    assert_int_equal(t.rc, CR_EBROKEN);
+    assert_true(t.returned_ms - at < slow(1000)); /* not a lease later */
+    cr_barrier_free(lb);
+    cr_barrier_free(b);
+    cr_client_free(lc);
+}
+
+int
+main(void)
+{
+    const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, client_up, client_down)
+        T(test_async_rate_limiter_spaces_grants_by_the_limiter),
+        T(test_async_rate_limiter_wait_bound_is_respected),
+        T(test_async_rate_limiter_cancel_ends_the_wait),
+        T(test_async_barrier_parties_on_a_loop_and_threads_complete_rounds),
+        T(test_async_barrier_party_keeps_its_lease_while_it_waits),
+        T(test_async_barrier_timeout_breaks_the_round_for_a_blocking_party),
+        T(test_async_barrier_cancel_breaks_the_round),
+        T(test_async_barrier_free_from_a_callback_and_while_waiting),
+#undef T
+    };
+
+    return cmocka_run_group_tests(tests, redis_up, redis_down);
+}
