@@ -17,6 +17,8 @@
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
     return 0
 end
+-- The registry first: a key of the wrong type fails before any write.
+redis.call('sadd', KEYS[5], ARGV[4])
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if redis.call('hexists', KEYS[2], ARGV[2]) == 0 then
@@ -25,5 +27,4 @@ if redis.call('hexists', KEYS[2], ARGV[2]) == 0 then
     redis.call('zadd', KEYS[3], seq, ARGV[2])
 end
 redis.call('zadd', KEYS[4], now + tonumber(ARGV[3]), ARGV[2])
-redis.call('sadd', KEYS[5], ARGV[4])
 return 1

@@ -38,7 +38,7 @@ end
 if n > 0 then
     redis.call(ARGV[3], KEYS[5], 1)
 elseif redis.call('zcard', KEYS[4]) == 0 then
-    redis.call('del', KEYS[2])
     redis.call('srem', KEYS[6], ARGV[4])
+    redis.call('del', KEYS[2])
 end
 return n

@@ -66,7 +66,7 @@ if published then
     redis.call(ARGV[4], KEYS[4], 1)
 end
 if redis.call('zcard', KEYS[3]) == 0 then
-    redis.call('del', KEYS[1])
     redis.call('srem', KEYS[5], ARGV[5])
+    redis.call('del', KEYS[1])
 end
 return answer

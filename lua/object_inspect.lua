@@ -91,26 +91,28 @@ end
 local conditions = {}
 local names = try('smembers', KEYS[6]) or {}
 table.sort(names)
-for i = 1, math.min(#names, limit) do
-    local c = names[i]
+for _, c in ipairs(names) do
     local h, q, l = ARGV[5] .. ':' .. c, ARGV[6] .. ':' .. c,
                     ARGV[7] .. ':' .. c
-    local waiters = {}
-    for _, w in ipairs(try('hkeys', h) or {}) do
-        if #waiters < 3 * limit and try('hget', h, w) == 's' then
-            table.insert(waiters, w)
-            table.insert(waiters, 's')
-            table.insert(waiters, try('zscore', l, w) or '')
+    -- A name whose hash is gone (a foreign DEL left it behind) is skipped.
+    if #conditions < limit and redis.call('exists', h) == 1 then
+        local waiters = {}
+        for _, w in ipairs(try('hkeys', h) or {}) do
+            if #waiters < 3 * limit and try('hget', h, w) == 's' then
+                table.insert(waiters, w)
+                table.insert(waiters, 's')
+                table.insert(waiters, try('zscore', l, w) or '')
+            end
         end
-    end
-    for _, w in ipairs(try('zrange', q, 0, limit - 1) or {}) do
-        if #waiters < 3 * limit then
-            table.insert(waiters, w)
-            table.insert(waiters, 'w')
-            table.insert(waiters, try('zscore', l, w) or '')
+        for _, w in ipairs(try('zrange', q, 0, limit - 1) or {}) do
+            if #waiters < 3 * limit then
+                table.insert(waiters, w)
+                table.insert(waiters, 'w')
+                table.insert(waiters, try('zscore', l, w) or '')
+            end
         end
+        table.insert(conditions, {c, try('zcard', q) or 0, waiters})
     end
-    table.insert(conditions, {c, try('zcard', q) or 0, waiters})
 end
 return {t, redis.call('pttl', KEYS[1]), now, hash, readers, qlen, queue,
         token, value, plen, permits, conditions}

@@ -17,7 +17,11 @@
 local expired = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3],
                            'limit', 0, ARGV[1])
 if #expired > 0 then
-    redis.call('zrem', KEYS[2], unpack(expired))
+    -- In slices: Lua unpacks at most about 8000 values at once.
+    for i = 1, #expired, 1000 do
+        redis.call('zrem', KEYS[2],
+                   unpack(expired, i, math.min(i + 999, #expired)))
+    end
     local total = redis.call('incrby', KEYS[1], #expired)
     if total > 0 then
         redis.call(ARGV[5], KEYS[3], total)

@@ -112,6 +112,7 @@ struct cr_request {
     int stage;                /* B_*: its command out */
     cr_status left_rc;        /* the wait's end, which its leave reports */
     char *why;                /* and that end's message */
+    bool overdue;             /* its bound passed: nothing more is awaited */
     /* Reply readers of one-command requests. */
     cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
     /* A MultiLock's or RedLock's call, on a thread of its own. */
@@ -651,6 +652,7 @@ bound_passed(void *arg)
     detach(q);
     cr__aio_cancel_timer(q->async->io, &q->timer);
     q->w.rc = q->w.rc == CR_EIO ? CR_EIO : CR_BUSY;
+    q->overdue = true;
     q->ops->finish(q);
 }
 
@@ -1493,6 +1495,18 @@ barrier_conclude(cr_request *q, cr_status rc)
     if ((rc == CR_BUSY || rc == CR_ECANCELED) && q->cancelled)
         rc = cr__fail(CR_ECANCELED, "barrier %s: the await was cancelled",
                       ((const cr__object *)q->obj)->name);
+    if (rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL &&
+        q->party->arrived && q->overdue) {
+        /* No time is left to await the leave: it runs in the background,
+         * and breaks the round unless the round completed first. */
+        cr__barrier_leave_later(q->party);
+        barrier_complete(q, cr__fail(CR_TIMEOUT, "barrier %s: no answer "
+                                     "within the wait and one command "
+                                     "timeout; the party leaves (the round "
+                                     "is broken unless it completed first)",
+                                     ((const cr__object *)q->obj)->name));
+        return;
+    }
     if (rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL &&
         q->party->arrived) {
         free(q->why);

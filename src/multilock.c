@@ -44,6 +44,7 @@ typedef struct holder {
     int64_t tid;
     int64_t count;
     int64_t since;             /* monotonic ms of its first acquisition */
+    int64_t until;             /* monotonic ms its lease ends; -1: none */
 } holder;
 
 typedef struct multi {
@@ -173,29 +174,39 @@ holder_of(multi *m, int64_t tid, bool add)
     return &m->holders[m->nholders++];
 }
 
-/* An acquisition by `tid` that began at `start`: counted for its
- * release, and reported. */
+/* An acquisition by `tid` that began at `start`, with a lease ending at
+ * `until` (-1: none): counted for its release, and reported. Holds whose
+ * lease ended are forgotten first: their release is never reported. */
 static cr_status
-acquired(cr_lock *l, int64_t tid, int64_t start)
+acquired(cr_lock *l, int64_t tid, int64_t start, int64_t until)
 {
     multi *m = l->impl;
+    int64_t now = cr__now_ms();
     holder *h;
 
     if (!cr__hooked(&l->client->run.stats))
         return CR_OK;
     pthread_mutex_lock(&m->mu);
-    if ((h = holder_of(m, tid, true)) != NULL)
+    for (size_t i = 0; i < m->nholders;)
+        if (m->holders[i].until >= 0 && m->holders[i].until <= now)
+            m->holders[i] = m->holders[--m->nholders];
+        else
+            i++;
+    if ((h = holder_of(m, tid, true)) != NULL) {
         h->count++;
+        h->until = until;
+    }
     pthread_mutex_unlock(&m->mu);
     cr__lock_event(l, CR_EVENT_ACQUIRED, CR_OK, l->label, m->ev_name,
                    cr__now_ms() - start, -1, false);
     return CR_OK;
 }
 
-/* An unlock by `tid` that ended with `rc`: one hold fewer; the last one
- * given back is reported released unless the unlock failed (a hold that
- * was lost is not reported released). Holds not taken through this
- * handle are not reported. */
+/* An unlock by `tid` that ended with `rc`: after CR_OK one hold fewer,
+ * the last one reported released; after CR_ENOTOWNER or CR_ELOST (the hold
+ * was not there any more) none is left, and nothing is reported; after any
+ * other failure the holds stay counted (the unlock may be tried again).
+ * Holds not taken through this handle are not reported. */
 static void
 released(cr_lock *l, int64_t tid, cr_status rc)
 {
@@ -206,7 +217,9 @@ released(cr_lock *l, int64_t tid, cr_status rc)
     if (!cr__hooked(&l->client->run.stats))
         return;
     pthread_mutex_lock(&m->mu);
-    if ((h = holder_of(m, tid, false)) != NULL && --h->count <= 0) {
+    if ((h = holder_of(m, tid, false)) != NULL &&
+        (rc == CR_ENOTOWNER || rc == CR_ELOST ||
+         (rc == CR_OK && --h->count <= 0))) {
         held = cr__now_ms() - h->since;
         *h = m->holders[--m->nholders];
     }
@@ -258,12 +271,12 @@ multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
         if ((size_t)taken >= m->needed) {
             if (lease_ms < 0) {
                 atomic_store(&m->valid_until, -1);
-                return acquired(l, tid, start);
+                return acquired(l, tid, start, -1);
             }
             now = cr__now_ms();
             if (lease_ms - (now - t0) - drift(lease_ms) > 0) {
                 atomic_store(&m->valid_until, t0 + lease_ms - drift(lease_ms));
-                return acquired(l, tid, start);
+                return acquired(l, tid, start, t0 + lease_ms);
             }
             failure = cr__fail(CR_BUSY, "acquired too late: no validity left "
                                "of a %lld ms lease", (long long)lease_ms);

@@ -278,7 +278,7 @@ cr_status cr__url_parse_version(const char *v, size_t n, int *out, char *err,
             break;
         i++;
     }
-    if (i != n || parts < 2)
+    if (i != n || parts < 2 || v[n - 1] == '.')
         return fail(err, errlen, "a Redisson version is MAJOR.MINOR or "
                     "MAJOR.MINOR.PATCH, such as 3.23.4");
     *out = CR__VERSION((int)part[0], (int)part[1], (int)part[2]);
@@ -320,6 +320,9 @@ static cr_status parse_query(const char *q, bool db_given, cr__url *u,
         }
         if (key_len == 15 && memcmp(q, "redissonVersion", 15) == 0 &&
             eq != NULL) {
+            if (u->redisson_version != 0)
+                return fail(err, errlen, "redissonVersion is given more "
+                            "than once");
             rc = cr__url_parse_version(eq + 1, len - key_len - 1,
                                        &u->redisson_version, err, errlen);
             if (rc != CR_OK)

@@ -131,7 +131,8 @@ typedef struct cr_object_info {
     int64_t parties, generation, waiting;
     bool broken;
     int64_t rate, interval_ms, rate_type, keep_alive_ms;
-    /* A lock: its conditions that have waiters (by name). */
+    /* A lock: its conditions that have waiters (by name; the first
+     * CR_INSPECT_MAX_LISTED, with no count of the others). */
     size_t nconditions;
     cr_condition_info *conditions;
 } cr_object_info;

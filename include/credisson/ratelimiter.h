@@ -64,8 +64,9 @@ typedef struct cr_rate_config {
  * getRateLimiter). The name is copied; nothing is sent to Redis.
  * Ownership: *out needs to be freed with cr_rate_limiter_free().
  * Returns CR_OK, CR_EINVAL (NULL or empty name, NULL out, a name whose
- * keys fall in different cluster slots), CR_ENOMEM, CR_EFORKED,
- * CR_ECLOSED. */
+ * keys fall in different cluster slots), CR_ENOTSUP (the client's
+ * redisson_version is before 3.21, whose records the limiter cannot
+ * share), CR_ENOMEM, CR_EFORKED, CR_ECLOSED. */
 CR_EXPORT cr_status cr_rate_limiter_new(cr_client *client, const char *name,
                                         cr_rate_limiter **out);
 
@@ -81,7 +82,9 @@ CR_EXPORT const char *cr_rate_limiter_name(const cr_rate_limiter *limiter);
  * keep_alive_ms > 0 (at least interval_ms) makes an unused limiter vanish
  * that long after its last acquisition, with its state; 0: never. *set
  * (may be NULL) tells whether this call set the rate.
- * Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER, CR_ENOPERM. */
+ * Returns CR_OK, CR_EINVAL, CR_ENOTSUP (a keep-alive time, and the
+ * client's redisson_version is before 3.38), CR_EIO, CR_ESERVER,
+ * CR_ENOPERM. */
 CR_EXPORT cr_status cr_rate_limiter_try_set_rate(cr_rate_limiter *limiter,
                                                  cr_rate_type type,
                                                  int64_t rate,
@@ -94,8 +97,8 @@ CR_EXPORT cr_status cr_rate_limiter_try_set_rate(cr_rate_limiter *limiter,
  * client's own with CR_RATE_PER_CLIENT; other clients' budgets keep their
  * records, as in Redisson); a change of type clears the budgets of both
  * types. Arguments as cr_rate_limiter_try_set_rate.
- * Returns CR_OK, CR_EINVAL, CR_EIO, CR_ESERVER, CR_ENOPERM, CR_ESCRIPT,
- * CR_ECLOSED, CR_EFORKED. */
+ * Returns CR_OK, CR_EINVAL, CR_ENOTSUP (as try_set_rate), CR_EIO,
+ * CR_ESERVER, CR_ENOPERM, CR_ESCRIPT, CR_ECLOSED, CR_EFORKED. */
 CR_EXPORT cr_status cr_rate_limiter_set_rate(cr_rate_limiter *limiter,
                                              cr_rate_type type, int64_t rate,
                                              int64_t interval_ms,

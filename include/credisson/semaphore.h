@@ -163,7 +163,7 @@ CR_EXPORT cr_status cr_semaphore_delete(cr_semaphore *sem, bool *deleted);
 /* lease_ms: the permit never expires (Redisson's leaseTime -1). */
 #define CR_LEASE_NONE ((int64_t)-1)
 /* The most permits one acquire_n takes when each gets its own id. */
-#define CR_PERMIT_ACQUIRE_MAX ((int64_t)10000)
+#define CR_PERMIT_ACQUIRE_MAX ((int64_t)1000)
 
 /* cr_permit_semaphore_new: a handle on the permit-expirable semaphore
  * `name` (Redisson getPermitExpirableSemaphore). The name is copied;
@@ -247,7 +247,10 @@ CR_EXPORT cr_status cr_permit_semaphore_acquire_n(cr_permit_semaphore *sem,
  * the same (where Java's release throws); CR_EINVAL for a malformed id;
  * CR_ENOMEM, CR_ECLOSED, CR_EFORKED, CR_EIO (not resent after a broken
  * link), CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM, CR_ECONFIG,
- * CR_ETLS. */
+ * CR_ETLS. It gives back one permit: an id that stands for several (an
+ * acquire_n before Redisson 3.23.4) goes back with
+ * cr_permit_semaphore_release_n and its count, or the rest are lost (the
+ * server does not know how many an id stands for). */
 CR_EXPORT cr_status cr_permit_semaphore_release(cr_permit_semaphore *sem,
                                                 const char *id);
 

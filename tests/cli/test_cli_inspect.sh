@@ -145,6 +145,11 @@ test_inspect_lock_conditions() {
         "{\"owner\":\"a:1\",\"state\":\"signalled\",\"lease_ms\":$((now + 60000))" \
         "json"
     expect_contains "$json" '{"owner":"c:3","state":"waiting",' "json"
+    # A name left in the registry after a foreign DEL shows nothing.
+    rcli sadd "credisson_conditions:{gone}" stale >/dev/null
+    want_rc=79 inspect_both gone
+    expect_contains "$json" '"type":"none"' "json"
+    expect_not_contains "$json" 'conditions' "json"
 }
 
 test_inspect_fair_queue_of_name_with_hash_tag() {

@@ -456,6 +456,33 @@ test_events_multilock_reports_itself_once_and_not_its_members(void **state)
     cr_client_free(other);
 }
 
+/* A MultiLock hold whose lease ended is forgotten: taken again and
+ * released, the multilock reports one release (not none, as when the
+ * ended hold still counted); an unlock of a hold no longer there reports
+ * nothing. */
+static void
+test_events_multilock_forgets_holds_whose_lease_ended(void **state)
+{
+    cr_lock *a, *b, *ml;
+
+    (void)state;
+    assert_int_equal(cr_lock_new(test_client, "mle:a", &a), CR_OK);
+    assert_int_equal(cr_lock_new(test_client, "mle:b", &b), CR_OK);
+    assert_int_equal(cr_multilock_new((cr_lock *[]){a, b}, 2, &ml), CR_OK);
+    assert_int_equal(cr_lock_try_lock(ml, 0, 300), CR_OK);
+    assert_true(cr_test_wait_until(key_gone, "mle:a", slow(5000)));
+    assert_true(cr_test_wait_until(key_gone, "mle:b", slow(5000)));
+    assert_int_equal(cr_lock_try_lock(ml, 0, 10000), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_ACQUIRED, "mle:a,mle:b"), 2);
+    assert_int_equal(cr_lock_unlock(ml), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_RELEASED, "mle:a,mle:b"), 1);
+    assert_int_not_equal(cr_lock_unlock(ml), CR_OK);
+    assert_int_equal(count_of(CR_EVENT_RELEASED, "mle:a,mle:b"), 1);
+    cr_lock_free(ml);
+    cr_lock_free(a);
+    cr_lock_free(b);
+}
+
 /* A RedLock reports itself as "redlock": acquired and released with a
  * majority of its locks, busy without one. */
 static void
@@ -645,6 +672,9 @@ main(void)
         cmocka_unit_test_setup_teardown(
             test_events_multilock_reports_itself_once_and_not_its_members,
             hooked_up, client_down),
+        cmocka_unit_test_setup_teardown(
+            test_events_multilock_forgets_holds_whose_lease_ended, hooked_up,
+            client_down),
         cmocka_unit_test_setup_teardown(
             test_events_redlock_reports_itself_with_a_majority, hooked_up,
             client_down),

@@ -505,6 +505,9 @@ static void test_url_reads_the_redisson_version(void **state)
     expect_invalid("redis://h1?redissonVersion=3", "MAJOR.MINOR");
     expect_invalid("redis://h1?redissonVersion=3.16.x", "MAJOR.MINOR");
     expect_invalid("redis://h1?redissonVersion=", "MAJOR.MINOR");
+    expect_invalid("redis://h1?redissonVersion=3.10.", "MAJOR.MINOR");
+    expect_invalid("redis://h1?redissonVersion=3.16&redissonVersion=4.7",
+                   "more than once");
 }
 
 static void test_url_refuses_sentinel_without_master_or_hosts(void **state)
