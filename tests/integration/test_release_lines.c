@@ -305,6 +305,33 @@ test_release_line_acquire_n_makes_an_id_per_permit_since_3_23_4(void **state)
     cr_client_free(c);
 }
 
+/* On a line where one id stands for all of them, many permits may be
+ * asked for at once; the expired ids reclaimed first can then be more than
+ * Lua unpacks in one call (about 8000). */
+static void
+test_release_line_acquire_n_reclaims_thousands_of_expired_ids(void **state)
+{
+    cr_client *c = line_client("3.23.3", NULL);
+    cr_permit_semaphore *s;
+    char id[SLOT];
+    size_t n = 0;
+
+    (void)state;
+    assert_non_null(c);
+    s = pes(c, "many", 0);
+    assert_true(redis_ok("EVAL %s 1 %s", "for i = 1, 9000 do "
+                         "redis.call('zadd', KEYS[1], 1, 'expired' .. i) end",
+                         "{many}:timeout"));
+    OK(cr_permit_semaphore_try_acquire_n(s, 9000, 0, CR_LEASE_NONE, id, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(redis_int("ZCARD {many}:timeout"), 1);
+    assert_int_equal(redis_int("GET many"), 0);
+    OK(cr_permit_semaphore_release_n(s, id, 9000));
+    assert_int_equal(redis_int("GET many"), 9000);
+    cr_permit_semaphore_free(s);
+    cr_client_free(c);
+}
+
 /* ---------------------------------- the fair lock's wait: 3.13.3 */
 
 typedef struct fair_waiter {
@@ -440,6 +467,7 @@ main(void)
         T(test_release_line_before_3_17_shares_hex_ids_with_java),
         T(test_release_line_acquire_n_makes_one_id_before_3_23_4),
         T(test_release_line_acquire_n_makes_an_id_per_permit_since_3_23_4),
+        T(test_release_line_acquire_n_reclaims_thousands_of_expired_ids),
         T(test_release_line_fair_lock_waits_5_s_before_3_13_3),
         T(test_release_line_rate_limiter_needs_3_21_and_keep_alive_3_38),
 #undef T
