@@ -24,6 +24,7 @@
 
 #include "aio.h"
 #include "barriers.h"
+#include "conditions.h"
 #include "credisson/async.h"
 #include "latches.h"
 #include "ratelimiters.h"
@@ -42,10 +43,15 @@ static atomic_int_fast64_t next_owner = 0;
 enum { Q_WAIT, Q_SCRIPT, Q_THREAD };
 
 /* The object of a waiting request that is not a lock. */
-enum { O_SEM = 1, O_PERMIT, O_LATCH, O_LATCH_COUNT, O_RATE, O_BARRIER };
+enum {
+    O_SEM = 1, O_PERMIT, O_LATCH, O_LATCH_COUNT, O_RATE, O_BARRIER, O_COND
+};
 
 /* What a barrier await's command out is. */
 enum { B_ARRIVE, B_QUICK, B_LOOK, B_LAST_LOOK, B_LEAVE };
+
+/* What a condition await's command out is. */
+enum { C_JOIN = 16, C_RELEASE, C_LOOK, C_LEAVE, C_GIVE_BACK };
 
 /* Backoff while Redis cannot be reached, as the shared waiting loop's
  * (a rate limiter's wait, which has no pub/sub, runs its own). */
@@ -113,6 +119,17 @@ struct cr_request {
     cr_status left_rc;        /* the wait's end, which its leave reports */
     char *why;                /* and that end's message */
     bool overdue;             /* its bound passed: nothing more is awaited */
+    /* Condition awaits. */
+    cr__condition_waiter *waiter;
+    int64_t await_ms;         /* the wait for a signal */
+    int64_t holds;            /* the owner's holds, let go and taken again */
+    int64_t released, taken;  /* how many of them so far */
+    int leave_mode;           /* CR__CONDITION_LEAVE_*: the leave out */
+    bool in_line;             /* (perhaps) in the condition's line */
+    bool in_wait;             /* waiting for its signal: a cancel ends it */
+    bool retake_after;        /* the lock is taken again after the leave */
+    bool shielded;            /* taking the lock again: a cancel does not
+                               * end its wait */
     /* Reply readers of one-command requests. */
     cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
     /* A MultiLock's or RedLock's call, on a thread of its own. */
@@ -145,6 +162,7 @@ request_free(cr_request *q)
     free(q->acquire_latch);
     free(q->party);
     free(q->why);
+    free(q->waiter);
     free(q);
 }
 
@@ -448,9 +466,10 @@ lock_attempt(cr_request *q)
     attempt_sent(q, rc);
 }
 
-/* The wait is over: keep the hold, or leave what remains behind. */
-static void
-lock_finish(cr_request *q)
+/* The wait is over: keep the hold, or leave what remains behind.
+ * Returns the acquisition's status. */
+static cr_status
+lock_settle(cr_request *q)
 {
     cr_async *a = q->async;
     cr_lock *l = q->lock;
@@ -465,9 +484,10 @@ lock_finish(cr_request *q)
     }
     if ((rc == CR_EIO || rc == CR_BUSY) && q->uncertain)
         later |= CR__LATER_RESOLVE;
-    if (rc == CR_OK && (q->cancelled || atomic_load(&a->client->closing))) {
+    if (rc == CR_OK && ((q->cancelled && !q->shielded) ||
+                        atomic_load(&a->client->closing))) {
         later |= CR__LATER_UNDO; /* obtained after the cancel: given back */
-        rc = q->cancelled ? CR_ECANCELED : CR_ECLOSED;
+        rc = q->cancelled && !q->shielded ? CR_ECANCELED : CR_ECLOSED;
     } else if (rc == CR_OK) {
         rc = cr__hold_add(a->client->renewal, l->kind->hold_kind, l->raw,
                           q->owner,
@@ -495,7 +515,13 @@ lock_finish(cr_request *q)
         cr__event(&a->client->run.stats,
                   rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
                   l->kind->name, l->name, cr__now_ms() - q->w.start, -1, true);
-    end(q, rc);
+    return rc;
+}
+
+static void
+lock_finish(cr_request *q)
+{
+    end(q, lock_settle(q));
 }
 
 /* A subscription or a sleep ended. */
@@ -536,7 +562,7 @@ drive(cr_request *q)
 
     switch (cr__wait_step(&q->w)) {
     case CR__WAIT_ATTEMPT:
-        if (q->cancelled) {
+        if (q->cancelled && !q->shielded) {
             q->w.rc = CR_ECANCELED;
             drive(q);
             return;
@@ -552,7 +578,7 @@ drive(cr_request *q)
                           q->w.sleep_ms, &q->sleeper);
         return;
     case CR__WAIT_SLEEP:
-        if (q->cancelled) {
+        if (q->cancelled && !q->shielded) {
             q->w.woke = CR_ECANCELED;
             drive(q);
             return;
@@ -656,10 +682,10 @@ bound_passed(void *arg)
     q->ops->finish(q);
 }
 
-/* Begins the wait of `q` after the releaser's turn of `h` (bounded by the
- * wait). */
+/* Begins the wait of `q` after the releaser's turn of `h`, without a
+ * bound of its own (a condition await's, whose steps end it). */
 static void
-wait_begin(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
+wait_start(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
 {
     cr_async *a = q->async;
     int64_t pause = spec->wait_ms == 0
@@ -668,14 +694,24 @@ wait_begin(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
                               1000;
 
     cr__wait_begin_on(&q->w, a->client, spec, &cr__aio_subs, a->io);
+    if (spec->wait_ms > 0 && pause > spec->wait_ms)
+        pause = spec->wait_ms;
+    cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, step_later, q);
+}
+
+/* Begins the wait of `q` after the releaser's turn of `h` (bounded by the
+ * wait). */
+static void
+wait_begin(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
+{
+    cr_async *a = q->async;
+
+    wait_start(q, spec, h);
     if (spec->wait_ms >= 0)
         cr__aio_after(a->io, &q->bound,
                       spec->wait_ms + a->client->command_timeout_ms +
                           a->client->conn_cfg.sync_timeout_ms,
                       bound_passed, q);
-    if (spec->wait_ms > 0 && pause > spec->wait_ms)
-        pause = spec->wait_ms;
-    cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, step_later, q);
 }
 
 /* ------------------------------------------- MultiLock and RedLock */
@@ -815,12 +851,41 @@ start_thread_call(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
     return started(a, q, req);
 }
 
+/* Begins the wait of lock request q (its lock, owner, wait and lease
+ * set) on the lock kind's channel, after the releaser's turn; `bounded`:
+ * with the request's bound. CR_ENOMEM when a fair waiter's channel cannot
+ * be named (nothing begun). */
+static cr_status
+lock_wait_begin(cr_request *q, bool bounded)
+{
+    cr_lock *l = q->lock;
+    cr__wait_spec spec;
+
+    if (l->kind->own_channel && q->channel == NULL &&
+        (q->channel = cr__name_waiter_channel(l->channel, q->owner)) == NULL)
+        return cr__fail(CR_ENOMEM, "out of memory");
+    spec = (cr__wait_spec){
+        .channel = l->kind->spin ? NULL
+                   : q->channel != NULL ? q->channel : l->channel,
+        .decode = cr__lock_decode,
+        .wait_ms = q->wait_ms,
+        .min_sleep_ms = l->kind->min_sleep_ms,
+        .max_sleep_ms = l->kind->max_sleep_ms,
+        .in_line = l->kind->in_line &&
+                   cr__script_lock_holds(l, q->owner, NULL) == 0,
+    };
+    if (bounded)
+        wait_begin(q, &spec, &l->handoff);
+    else
+        wait_start(q, &spec, &l->handoff);
+    return CR_OK;
+}
+
 cr_status
 cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
               int64_t lease_ms, cr_async_fn fn, void *userdata,
               cr_request **req)
 {
-    cr__wait_spec spec;
     cr_request *q;
     cr_status rc = enter(a);
 
@@ -850,22 +915,8 @@ cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
     q->wait_ms = wait_ms;
     q->attempt_lease = lease_ms > 0 ? lease_ms : a->client->watchdog_timeout_ms;
     cr__name_owner(a->client->id, owner, l->kind->writer, q->owner);
-    if (l->kind->own_channel &&
-        (q->channel = cr__name_waiter_channel(l->channel, q->owner)) == NULL) {
-        end(q, cr__fail(CR_ENOMEM, "out of memory"));
-        return started(a, q, req);
-    }
-    spec = (cr__wait_spec){
-        .channel = l->kind->spin ? NULL
-                   : q->channel != NULL ? q->channel : l->channel,
-        .decode = cr__lock_decode,
-        .wait_ms = wait_ms,
-        .min_sleep_ms = l->kind->min_sleep_ms,
-        .max_sleep_ms = l->kind->max_sleep_ms,
-        .in_line = l->kind->in_line &&
-                   cr__script_lock_holds(l, q->owner, NULL) == 0,
-    };
-    wait_begin(q, &spec, &l->handoff);
+    if ((rc = lock_wait_begin(q, true)) != CR_OK)
+        end(q, rc);
     return started(a, q, req);
 }
 
@@ -920,6 +971,41 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
     return rc;
 }
 
+/* Begins the unlock of one hold of `owner` of `l` (cr_async_unlock's,
+ * and a condition await's release): *u begun, the hold marked releasing,
+ * the kind's script call built into *call with the lock's current lease
+ * (*lease; *tmp, when set, freed once the call was sent). On failure
+ * nothing is left; once it succeeded, an unlock that cannot be sent is
+ * taken back with unlock_abort. */
+static cr_status
+unlock_prepare(cr_async *a, cr_lock *l, const char *owner, cr__unlock *u,
+               int64_t *lease, cr__script_call *call, char **tmp)
+{
+    cr_status rc = cr__unlock_begin(l, u);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__hold_releasing(a->client->renewal, l->kind->hold_kind, l->raw, owner);
+    *lease = atomic_load(&l->lease_ms);
+    rc = l->kind->unlock_call(l, owner, *lease, u, call, tmp);
+    if (rc != CR_OK) {
+        cr__hold_release(a->client->renewal, l->kind->hold_kind, l->raw,
+                         owner, false, -1);
+        free(u->unlock_latch);
+        u->unlock_latch = NULL;
+    }
+    return rc;
+}
+
+static void
+unlock_abort(cr_async *a, cr_lock *l, const char *owner, cr__unlock *u)
+{
+    cr__hold_release(a->client->renewal, l->kind->hold_kind, l->raw, owner,
+                     false, -1);
+    free(u->unlock_latch);
+    u->unlock_latch = NULL;
+}
+
 cr_status
 cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
                 void *userdata, cr_request **req)
@@ -928,7 +1014,7 @@ cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
     cr_request *q = NULL;
     char name[CR__OWNER_MAX], *tmp = NULL;
     cr__unlock u = {0};
-    int64_t lease;
+    int64_t lease = 0;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
@@ -939,25 +1025,19 @@ cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
             return start_thread_call(a, l, owner, 0, 0, true, fn, userdata,
                                      req);
     }
-    if (rc == CR_OK)
-        rc = cr__unlock_begin(l, &u);
     if (rc != CR_OK) {
         cr__client_leave(a->client);
         return rc;
     }
     cr__name_owner(a->client->id, owner, l->kind->writer, name);
-    cr__hold_releasing(a->client->renewal, l->kind->hold_kind, l->raw, name);
-    lease = atomic_load(&l->lease_ms);
-    rc = l->kind->unlock_call(l, name, lease, &u, &call, &tmp);
-    if (rc == CR_OK)
-        rc = start_script(a, &call, u.cmd.flags, unlock_read, fn, userdata,
-                          req, &q);
+    rc = unlock_prepare(a, l, name, &u, &lease, &call, &tmp);
+    if (rc == CR_OK &&
+        (rc = start_script(a, &call, u.cmd.flags, unlock_read, fn, userdata,
+                           req, &q)) != CR_OK)
+        unlock_abort(a, l, name, &u);
     cr__script_call_free(&call);
     free(tmp);
     if (rc != CR_OK) {
-        cr__hold_release(a->client->renewal, l->kind->hold_kind, l->raw, name,
-                         false, -1);
-        free(u.unlock_latch);
         cr__client_leave(a->client);
         return rc;
     }
@@ -1889,6 +1969,395 @@ cr_async_latch_try_set_count(cr_async *a, cr_latch *l, int64_t count,
     return start_on(a, l, rc, &call, flag_read, fn, userdata, req, NULL);
 }
 
+/* ---------------------------------------------------------- conditions */
+
+/* A condition await runs cr_lock_condition_await's steps on the loop: the
+ * join (condition_await.lua), the release of each of the owner's holds
+ * with the lock kind's own unlock (the same call, unlock latch and
+ * bookkeeping as cr_async_unlock), the wait state machine on the
+ * condition's channel with condition_wait.lua's looks as its attempts
+ * (the look's hint, a third of the waiter's lease at most, bounds the
+ * sleeps, so the loop's timer renews the lease), a leave when the wait
+ * ends without a signal, and then the lock's own waits (lock_attempt, as
+ * cr_async_lock's) to take it again: once waiting as long as it takes,
+ * then once per further hold, with the lease kind it had. A cancel during
+ * the join, the release or the wait is Java's interrupted await: the
+ * waiter leaves the line passing on a signal that came, takes the lock
+ * again and ends with CR_ECANCELED; once the wait is over a cancel changes
+ * nothing. */
+
+static void cond_send(cr_request *q, int stage);
+
+static const char *
+cond_name(const cr_request *q)
+{
+    return cr_lock_condition_name(q->obj);
+}
+
+static void cond_retaken(cr_request *q);
+static const wait_ops cond_lock_ops = {lock_attempt, cond_retaken};
+
+/* Takes the lock again: the first hold waiting as long as it takes, each
+ * further one with one attempt; a cancel does not end these waits. */
+static void
+cond_retake(cr_request *q)
+{
+    cr_async *a = q->async;
+    cr_status rc;
+
+    q->shielded = true;
+    q->ops = &cond_lock_ops;
+    q->wait_ms = q->taken == 0 ? CR_WAIT_FOREVER : 0;
+    q->attempt_lease =
+        q->lease_ms > 0 ? q->lease_ms : a->client->watchdog_timeout_ms;
+    q->uncertain = false;
+    q->cmd = (cr__cmd){0};
+    if ((rc = lock_wait_begin(q, false)) != CR_OK)
+        end(q, cr__condition_not_taken(q->obj, rc));
+}
+
+/* One hold was taken again (or not: the await fails, and what it took
+ * again is given back). */
+static void
+cond_retaken(cr_request *q)
+{
+    cr_status rc = lock_settle(q);
+
+    q->value = 0;
+    if (rc == CR_OK) {
+        if (++q->taken < q->holds)
+            cond_retake(q);
+        else
+            end(q, q->left_rc);
+        return;
+    }
+    q->left_rc = cr__condition_not_taken(q->obj, rc);
+    if (q->taken > 0)
+        cond_send(q, C_GIVE_BACK);
+    else
+        end(q, q->left_rc);
+}
+
+/* Leaves the line in `mode`; then the lock is taken again (retake) or the
+ * await ends with left_rc. */
+static void
+cond_leave(cr_request *q, int mode, bool retake)
+{
+    q->leave_mode = mode;
+    q->retake_after = retake;
+    cond_send(q, C_LEAVE);
+}
+
+/* The wait for the signal is over (w.rc). */
+static void
+cond_wait_done(cr_request *q)
+{
+    cr_status rc = q->w.rc;
+
+    q->in_wait = false;
+    if (rc == CR_OK) {
+        /* Signalled (or dropped from the line: a spurious wake-up). */
+        q->left_rc = CR_OK;
+        cond_retake(q);
+    } else if (q->cancelled && (rc == CR_ECANCELED || rc == CR_BUSY)) {
+        q->left_rc = cr__fail(CR_ECANCELED, "condition %s: the await was "
+                              "cancelled", cond_name(q));
+        cond_leave(q, CR__CONDITION_LEAVE_PASS_ON, true);
+    } else if (rc == CR_BUSY) {
+        q->left_rc = CR_BUSY; /* ran out: a signal that came is kept */
+        cond_leave(q, CR__CONDITION_LEAVE_KEEP, true);
+    } else {
+        /* The lock cannot be taken again: a signal must not be lost. */
+        q->left_rc = rc;
+        cond_leave(q, CR__CONDITION_LEAVE_PASS_ON, false);
+    }
+}
+
+static void
+cond_attempt(cr_request *q)
+{
+    cond_send(q, C_LOOK);
+}
+
+static const wait_ops cond_ops = {cond_attempt, cond_wait_done};
+
+/* Every hold was let go: the wait for the signal. */
+static void
+cond_wait(cr_request *q)
+{
+    static cr__handoff none;
+    cr__wait_spec spec = {
+        .channel = cr__condition_channel(q->obj),
+        .decode = cr__condition_decode,
+        .wait_ms = q->await_ms,
+        .min_sleep_ms = 1,
+        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+    };
+
+    q->ops = &cond_ops;
+    q->in_wait = true;
+    wait_start(q, &spec, &none);
+}
+
+/* A background job: the holds an await took again before its handle was
+ * freed are given back. */
+typedef struct holds_back {
+    cr_lock *lock;
+    int64_t owner, n;
+} holds_back;
+
+static void
+holds_back_run(void *arg)
+{
+    holds_back *g = arg;
+    int64_t i;
+
+    for (i = 0; i < g->n; i++)
+        cr_lock_unlock_tid(g->lock, g->owner);
+}
+
+/* The handle is freed while condition await q is pending: what it leaves
+ * behind goes to the background (its command out, if any, does its part
+ * when its reply comes). */
+static void
+cond_abandoned(cr_request *q)
+{
+    if (q->shielded) {
+        holds_back *g;
+
+        if (q->taken > 0 && (g = malloc(sizeof(*g))) != NULL) {
+            *g = (holds_back){q->lock, q->owner_id, q->taken};
+            cr__object_background(q->lock, holds_back_run, free, g);
+        }
+        if (!q->busy)
+            cr__script_lock_later(q->lock, q->owner, q->attempt_lease,
+                                  q->wait_ms, CR__LATER_GIVE_UP);
+    } else if (q->in_line && !q->busy) {
+        cr__condition_leave_later(q->waiter);
+        q->in_line = false;
+    }
+}
+
+static void
+cond_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr_request *q = ctx;
+    cr__condition_waiter *w = q->waiter;
+    int64_t hint = -1;
+    bool signalled = false;
+
+    q->busy = false;
+    switch (q->stage) {
+    case C_JOIN:
+        rc = cr__condition_join_reply(w, rc, r);
+        /* Sent and not answered (a broken link, the handle freed): it
+         * may be in line. */
+        q->in_line = rc == CR_OK || (rc != CR_ENOTOWNER && cmd->sent);
+        break;
+    case C_RELEASE:
+    case C_GIVE_BACK:
+        if (q->unlock.unlock_latch != NULL)
+            rc = unlock_read(q, rc, r); /* else it could not be sent */
+        else
+            cr__reply_free(r);
+        break;
+    case C_LOOK:
+        rc = cr__condition_look_reply(w, rc, r, &hint);
+        if (rc == CR_OK)
+            q->in_line = false; /* its signal taken, or dropped */
+        break;
+    default:
+        signalled = cr__condition_leave_reply(w, rc, r);
+        break;
+    }
+    if (q->ended) {
+        /* The handle was freed meanwhile: a waiter still in line leaves
+         * in the background. */
+        if (q->in_line)
+            cr__condition_leave_later(w);
+        late_reply(q);
+        return;
+    }
+    switch (q->stage) {
+    case C_JOIN:
+        if (rc != CR_OK) {
+            if (q->in_line) /* its join may have run */
+                cr__condition_leave_later(w);
+            end(q, rc);
+        } else {
+            cond_send(q, C_RELEASE);
+        }
+        return;
+    case C_RELEASE:
+        if (rc != CR_OK) {
+            q->left_rc = rc;
+            cond_leave(q, CR__CONDITION_LEAVE_PASS_ON, false);
+        } else if (++q->released < q->holds) {
+            cond_send(q, C_RELEASE);
+        } else {
+            cond_wait(q);
+        }
+        return;
+    case C_GIVE_BACK:
+        if (rc == CR_OK && --q->taken > 0)
+            cond_send(q, C_GIVE_BACK);
+        else
+            end(q, q->left_rc);
+        return;
+    case C_LOOK:
+        q->w.rc = rc;
+        q->w.hint = hint;
+        drive(q);
+        return;
+    default:
+        if (!q->retake_after) {
+            end(q, q->left_rc);
+            return;
+        }
+        if (q->left_rc == CR_BUSY)
+            q->left_rc = cr__condition_ran_out(q->obj, signalled);
+        cond_retake(q);
+        return;
+    }
+}
+
+/* Sends the command of `stage`; one that cannot be queued is its reply. */
+static void
+cond_send(cr_request *q, int stage)
+{
+    cr_async *a = q->async;
+    cr__script_call call = {0};
+    char *tmp = NULL;
+    cr_status rc;
+
+    q->stage = stage;
+    q->busy = true;
+    if (stage == C_RELEASE || stage == C_GIVE_BACK) {
+        rc = unlock_prepare(a, q->lock, q->owner, &q->unlock,
+                            &q->attempt_lease, &call, &tmp);
+        q->sent_ms = cr__now_ms();
+        if (rc == CR_OK &&
+            (rc = cr__aio_script(a->io, &call, q->unlock.cmd.flags,
+                                 cond_replied, q)) != CR_OK)
+            unlock_abort(a, q->lock, q->owner, &q->unlock);
+    } else {
+        rc = stage == C_JOIN
+                 ? cr__condition_join_call(q->waiter, q->owner, &call)
+                 : cr__condition_wait_call(q->waiter,
+                                           stage == C_LOOK
+                                               ? CR__CONDITION_LOOK
+                                               : q->leave_mode,
+                                           &call);
+        if (stage == C_LEAVE)
+            q->in_line = false; /* a leave that fails: its lease lapses */
+        if (rc == CR_OK)
+            rc = cr__aio_script(a->io, &call, 0, cond_replied, q);
+    }
+    cr__script_call_free(&call);
+    free(tmp);
+    if (rc != CR_OK)
+        cond_replied(q, rc, NULL, &(cr__cmd){0});
+}
+
+/* The guard of a request on condition c by `owner`. */
+static cr_status
+enter_cond(cr_async *a, cr_lock_condition *c, int64_t owner)
+{
+    cr_status rc = enter(a);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__condition_enter(c)) == CR_OK) {
+        cr__object_leave(c);
+        if ((rc = same_client(a, c)) == CR_OK && owner <= 0)
+            rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
+                          (long long)owner);
+    }
+    if (rc != CR_OK)
+        cr__client_leave(a->client);
+    return rc;
+}
+
+cr_status
+cr_async_condition_await(cr_async *a, cr_lock_condition *c, int64_t owner,
+                         int64_t wait_ms, cr_async_fn fn, void *userdata,
+                         cr_request **req)
+{
+    cr__condition_waiter *w = NULL;
+    cr_request *q = NULL;
+    cr_lock *l;
+    cr_status rc = enter_cond(a, c, owner);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_wait(wait_ms)) == CR_OK &&
+        (w = malloc(sizeof(*w))) == NULL)
+        rc = CR_ENOMEM;
+    if (rc == CR_OK && (q = request_new(a, Q_WAIT, fn, userdata)) == NULL)
+        rc = CR_ENOMEM;
+    if (rc != CR_OK) {
+        free(w);
+        cr__client_leave(a->client);
+        return rc;
+    }
+    l = cr__condition_lock(c);
+    cr__condition_waiter_begin(w, c, owner);
+    q->what = O_COND;
+    q->obj = c;
+    q->lock = l;
+    q->owner_id = owner;
+    q->waiter = w;
+    q->await_ms = wait_ms;
+    q->final = true; /* its statuses say what a cancel did */
+    cr__condition_holder(c, owner, q->owner);
+    q->holds = cr__script_lock_holds(l, q->owner, NULL);
+    if (q->holds == 0) {
+        end(q, cr__fail(CR_ENOTOWNER, "%s %s is not held by owner %lld",
+                        l->label, l->name, (long long)owner));
+        return started(a, q, req);
+    }
+    q->lease_ms = cr__condition_lease(c, q->owner);
+    cond_send(q, C_JOIN);
+    return started(a, q, req);
+}
+
+static cr_status
+signalled_read(cr_request *q, cr_status rc, cr__reply *r)
+{
+    return cr__condition_signal_reply(q->obj, rc, r, &q->value);
+}
+
+/* Signals up to `count` waiters as `owner`. */
+static cr_status
+cond_signal(cr_async *a, cr_lock_condition *c, int64_t owner, int64_t count,
+            cr_async_fn fn, void *userdata, cr_request **req)
+{
+    char holder[CR__OWNER_MAX];
+    cr__script_call call = {0};
+    cr_status rc = enter_cond(a, c, owner);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__condition_holder(c, owner, holder);
+    rc = cr__condition_signal_call(c, holder, count, &call);
+    return start_on(a, c, rc, &call, signalled_read, fn, userdata, req, NULL);
+}
+
+cr_status
+cr_async_condition_signal(cr_async *a, cr_lock_condition *c, int64_t owner,
+                          cr_async_fn fn, void *userdata, cr_request **req)
+{
+    return cond_signal(a, c, owner, 1, fn, userdata, req);
+}
+
+cr_status
+cr_async_condition_signal_all(cr_async *a, cr_lock_condition *c,
+                              int64_t owner, cr_async_fn fn, void *userdata,
+                              cr_request **req)
+{
+    return cond_signal(a, c, owner, INT32_MAX, fn, userdata, req);
+}
+
 /* -------------------------------------------------------------- handle */
 
 cr_status
@@ -1945,6 +2414,8 @@ cr_async_free(cr_async *a)
              * that command's reply comes (CR_ECLOSED, below). */
             if (q->what == O_BARRIER && !q->busy)
                 cr__barrier_leave_later(q->party);
+            else if (q->what == O_COND)
+                cond_abandoned(q);
             abandon(q, closed);
         } else {
             if (q->kind == Q_THREAD && q->call != NULL) {
@@ -1997,9 +2468,15 @@ cr_async_cancel(cr_request *q)
     if (q == NULL || q->ended || q->cancelled)
         return;
     q->cancelled = true;
-    if (q->kind == Q_WAIT)
+    if (q->what == O_COND) {
+        /* Before its wait: the wait's first step sees the cancel; after
+         * it: nothing changes (see cr_async_condition_await). */
+        if (q->in_wait)
+            end_wait_now(q, CR_ECANCELED);
+    } else if (q->kind == Q_WAIT) {
         end_wait_now(q, CR_ECANCELED);
-    else if (q->kind == Q_THREAD && q->call != NULL)
+    } else if (q->kind == Q_THREAD && q->call != NULL) {
         atomic_store(&q->call->stop, true); /* ends at its next slice */
+    }
     /* A one-command request ends when its command answers. */
 }

@@ -28,8 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "credisson/condition.h"
-#include "script_lock.h"
+#include "conditions.h"
 
 #define CONDITION_MAGIC 0x4352434eu /* "CRCN" */
 
@@ -37,9 +36,9 @@
 #define ANSWER_WAITING 0
 #define ANSWER_SIGNALLED 1
 #define ANSWER_GONE 2
-#define LOOK 0
-#define LEAVE_KEEP 1    /* leave; a signal that came is taken */
-#define LEAVE_PASS_ON 2 /* leave; a signal that came goes to the next */
+#define LOOK CR__CONDITION_LOOK
+#define LEAVE_KEEP CR__CONDITION_LEAVE_KEEP
+#define LEAVE_PASS_ON CR__CONDITION_LEAVE_PASS_ON
 
 static void free_own(void *obj);
 
@@ -53,18 +52,19 @@ struct cr_lock_condition {
     char *registry; /* credisson_conditions:{N}: the lock's conditions */
 };
 
-/* One await under way: who waits, and for how long its lease stands. */
-typedef struct waiter {
-    cr_lock_condition *cond;
-    char id[CR__OWNER_MAX]; /* <uuid>:<tid> */
-    int64_t lease_ms;
-} waiter;
+typedef cr__condition_waiter waiter;
 
 /* The guard of every call. */
+cr_status
+cr__condition_enter(const cr_lock_condition *c)
+{
+    return cr__object_enter(c, CONDITION_MAGIC, "lock condition");
+}
+
 static cr_status
 enter(cr_lock_condition *c)
 {
-    return cr__object_enter(c, CONDITION_MAGIC, "lock condition");
+    return cr__condition_enter(c);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -141,52 +141,114 @@ cr_lock_condition_name(const cr_lock_condition *c)
     return cr__object_name(c, CONDITION_MAGIC);
 }
 
-/* The lock's field of the calling thread `tid` in N: <uuid>:<tid>, with
- * ":write" for the write lock. */
-static void
-holder_of(const cr_lock_condition *c, int64_t tid, char *out)
+cr_lock *
+cr__condition_lock(const cr_lock_condition *c)
 {
-    cr__name_owner(c->lock->client->id, tid, c->lock->kind->writer, out);
+    return c->lock;
+}
+
+const char *
+cr__condition_channel(const cr_lock_condition *c)
+{
+    return c->channel;
+}
+
+void
+cr__condition_holder(const cr_lock_condition *c, int64_t owner_id, char *out)
+{
+    cr__name_owner(c->lock->client->id, owner_id, c->lock->kind->writer, out);
+}
+
+int64_t
+cr__condition_lease(const cr_lock_condition *c, const char *holder)
+{
+    cr_lock *l = c->lock;
+
+    return cr__hold_is_watchdog(c->client->renewal, l->kind->hold_kind,
+                                l->raw, holder)
+               ? CR_LEASE_WATCHDOG
+               : atomic_load(&l->lease_ms);
+}
+
+void
+cr__condition_waiter_begin(cr__condition_waiter *w, cr_lock_condition *c,
+                           int64_t owner_id)
+{
+    w->cond = c;
+    w->lease_ms = c->client->watchdog_timeout_ms;
+    cr__name_owner(c->client->id, owner_id, false, w->id);
 }
 
 /* -------------------------------------------------------------- waiting */
 
 /* Any message ("1": a waiter was signalled) wakes every local waiter,
  * which looks whether it was. */
-static cr__wake
-decode(const char *payload, size_t len)
+cr__wake
+cr__condition_decode(const char *payload, size_t len)
 {
     (void)payload;
     (void)len;
     return (cr__wake){.wakes = CR__WAKE_ALL, .opens = false};
 }
 
-/* Runs condition_wait.lua in `mode` for the waiter: its answer into
- * *answer and the script's hint into *hint. */
-static cr_status
-wait_script(waiter *wt, int mode, int64_t *answer, int64_t *hint)
+cr_status
+cr__condition_wait_call(const cr__condition_waiter *w, int mode,
+                        cr__script_call *call)
 {
-    cr_lock_condition *c = wt->cond;
-    cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    cr__reply *r = NULL;
-    cr_status rc;
+    const cr_lock_condition *c = w->cond;
 
-    rc = cr__run_condition_wait(c->client, &cmd,
+    return cr__build_condition_wait(
         &(cr__condition_wait_args){
             .conds = c->conds, .queue = c->queue, .leases = c->leases,
             .channel = c->channel, .registry = c->registry,
-            .waiter = wt->id, .lease_ms = wt->lease_ms, .leave = mode,
+            .waiter = w->id, .lease_ms = w->lease_ms, .leave = mode,
             .publish = c->client->publish_cmd, .name = c->name},
-        &r);
+        call);
+}
+
+/* The answer and the hint of condition_wait.lua's reply. Frees r. */
+static cr_status
+wait_answer(const waiter *wt, cr_status rc, cr__reply *r, int64_t *answer,
+            int64_t *hint)
+{
     if (rc != CR_OK)
         return rc;
     if (r->type != CR__REPLY_ARRAY || r->elements != 2 ||
         !cr__reply_int(r->element[0], answer) ||
         !cr__reply_int(r->element[1], hint))
         rc = cr__fail(CR_ESCRIPT, "condition %s: the look replied no pair "
-                      "of integers", c->name);
+                      "of integers", wt->cond->name);
     cr__reply_free(r);
     return rc;
+}
+
+/* Runs condition_wait.lua in `mode` for the waiter: its reply into *r. */
+static cr_status
+wait_script(waiter *wt, int mode, cr__reply **r)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr_status rc = cr__condition_wait_call(wt, mode, &call);
+
+    if (rc == CR_OK)
+        rc = cr__script_call_run(wt->cond->client, &cmd, &call, r);
+    cr__script_call_free(&call);
+    return rc;
+}
+
+cr_status
+cr__condition_look_reply(const cr__condition_waiter *w, cr_status rc,
+                         cr__reply *r, int64_t *hint)
+{
+    int64_t answer = 0, ms = -1;
+
+    *hint = -1;
+    if ((rc = wait_answer(w, rc, r, &answer, &ms)) != CR_OK)
+        return rc;
+    if (answer != ANSWER_WAITING)
+        return CR_OK;
+    *hint = ms > 0 && ms < w->lease_ms / 3 ? ms : w->lease_ms / 3;
+    return CR_BUSY;
 }
 
 /* One attempt of the wait: CR_OK when signalled (or dropped from the
@@ -195,16 +257,20 @@ wait_script(waiter *wt, int mode, int64_t *answer, int64_t *hint)
 static cr_status
 look(waiter *wt, int64_t *hint)
 {
-    int64_t answer = 0, ms = -1;
-    cr_status rc = wait_script(wt, LOOK, &answer, &ms);
+    cr__reply *r = NULL;
+    cr_status rc = wait_script(wt, LOOK, &r);
 
-    *hint = -1;
-    if (rc != CR_OK)
-        return rc;
-    if (answer != ANSWER_WAITING)
-        return CR_OK;
-    *hint = ms > 0 && ms < wt->lease_ms / 3 ? ms : wt->lease_ms / 3;
-    return CR_BUSY;
+    return cr__condition_look_reply(wt, rc, r, hint);
+}
+
+bool
+cr__condition_leave_reply(const cr__condition_waiter *w, cr_status rc,
+                          cr__reply *r)
+{
+    int64_t answer = 0, ms = -1;
+
+    return wait_answer(w, rc, r, &answer, &ms) == CR_OK &&
+           answer == ANSWER_SIGNALLED;
 }
 
 /* Leaves the line (mode LEAVE_KEEP or LEAVE_PASS_ON); *signalled tells
@@ -213,18 +279,58 @@ look(waiter *wt, int64_t *hint)
 static void
 leave(waiter *wt, int mode, bool *signalled)
 {
-    int64_t answer = 0, ms = -1, patience = cr__call_patience_set(cr__now_ms());
+    cr__reply *r = NULL;
+    int64_t patience = cr__call_patience_set(cr__now_ms());
+    cr_status rc = wait_script(wt, mode, &r);
 
-    *signalled = wait_script(wt, mode, &answer, &ms) == CR_OK &&
-                 answer == ANSWER_SIGNALLED;
+    *signalled = cr__condition_leave_reply(wt, rc, r);
     cr__call_patience_set(patience);
+}
+
+static void
+leave_later_run(void *arg)
+{
+    bool signalled = false;
+
+    leave(arg, LEAVE_PASS_ON, &signalled);
+}
+
+void
+cr__condition_leave_later(const cr__condition_waiter *w)
+{
+    waiter *copy = malloc(sizeof(*copy));
+
+    if (copy == NULL)
+        return; /* the lease ends it */
+    *copy = *w;
+    cr__object_background(w->cond, leave_later_run, free, copy);
+}
+
+cr_status
+cr__condition_ran_out(const cr_lock_condition *c, bool signalled)
+{
+    return signalled ? CR_OK
+                     : cr__fail(CR_TIMEOUT, "condition %s: no signal before "
+                                "the wait ran out", c->name);
+}
+
+cr_status
+cr__condition_not_taken(const cr_lock_condition *c, cr_status rc)
+{
+    char why[256];
+
+    snprintf(why, sizeof(why), "%s", cr_last_error());
+    return cr__fail(rc, "%s %s could not be taken again after the "
+                    "condition's wait: %s", c->lock->label, c->lock->name,
+                    why);
 }
 
 /* Takes the lock again for `tid`: once waiting as long as it takes, then
  * once per further hold; gives back what it took when one fails. */
 static cr_status
-retake(cr_lock *l, int64_t tid, int64_t holds, int64_t lease_ms)
+retake(cr_lock_condition *c, int64_t tid, int64_t holds, int64_t lease_ms)
 {
+    cr_lock *l = c->lock;
     cr_status rc;
     int64_t i;
 
@@ -233,14 +339,39 @@ retake(cr_lock *l, int64_t tid, int64_t holds, int64_t lease_ms)
     for (i = 1; i < holds && rc == CR_OK; i++)
         rc = l->cls->acquire(l, tid, 0, lease_ms, NULL);
     if (rc != CR_OK) {
-        char why[256];
-
-        snprintf(why, sizeof(why), "%s", cr_last_error());
+        rc = cr__condition_not_taken(c, rc);
         for (; i > 1; i--)
             l->cls->release(l, tid);
-        rc = cr__fail(rc, "%s %s could not be taken again after the "
-                      "condition's wait: %s", l->label, l->name, why);
     }
+    return rc;
+}
+
+cr_status
+cr__condition_join_call(const cr__condition_waiter *w, const char *holder,
+                        cr__script_call *call)
+{
+    const cr_lock_condition *c = w->cond;
+
+    return cr__build_condition_await(
+        &(cr__condition_await_args){
+            .lock = c->lock->raw, .conds = c->conds, .queue = c->queue,
+            .leases = c->leases, .registry = c->registry, .owner = holder,
+            .waiter = w->id, .lease_ms = w->lease_ms, .name = c->name},
+        call);
+}
+
+cr_status
+cr__condition_join_reply(const cr__condition_waiter *w, cr_status rc,
+                         cr__reply *r)
+{
+    const cr_lock_condition *c = w->cond;
+    bool in_line = false;
+
+    if (rc == CR_OK)
+        rc = cr__reply_bool(r, "condition await", &in_line);
+    if (rc == CR_OK && !in_line)
+        rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this owner",
+                      c->lock->label, c->lock->name);
     return rc;
 }
 
@@ -249,24 +380,15 @@ retake(cr_lock *l, int64_t tid, int64_t holds, int64_t lease_ms)
 static cr_status
 join(waiter *wt, const char *holder)
 {
-    cr_lock_condition *c = wt->cond;
+    cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    bool in_line = false;
-    cr_status rc;
+    cr_status rc = cr__condition_join_call(wt, holder, &call);
 
-    rc = cr__run_condition_await(c->client, &cmd,
-        &(cr__condition_await_args){
-            .lock = c->lock->raw, .conds = c->conds, .queue = c->queue,
-            .leases = c->leases, .registry = c->registry, .owner = holder,
-            .waiter = wt->id, .lease_ms = wt->lease_ms, .name = c->name},
-        &r);
     if (rc == CR_OK)
-        rc = cr__reply_bool(r, "condition await", &in_line);
-    if (rc == CR_OK && !in_line)
-        rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this thread",
-                      c->lock->label, c->lock->name);
-    return rc;
+        rc = cr__script_call_run(wt->cond->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return cr__condition_join_reply(wt, rc, r);
 }
 
 cr_status
@@ -285,20 +407,15 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
     l = c->lock;
-    holder_of(c, tid, holder);
+    cr__condition_holder(c, tid, holder);
     holds = cr__script_lock_holds(l, holder, NULL);
     if (holds == 0) {
         rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this thread",
                       l->label, l->name);
         goto out;
     }
-    lease = cr__hold_is_watchdog(c->client->renewal, l->kind->hold_kind,
-                                 l->raw, holder)
-                ? CR_LEASE_WATCHDOG
-                : atomic_load(&l->lease_ms);
-    wt.cond = c;
-    wt.lease_ms = c->client->watchdog_timeout_ms;
-    cr__name_owner(c->client->id, tid, false, wt.id);
+    lease = cr__condition_lease(c, holder);
+    cr__condition_waiter_begin(&wt, c, tid);
     if ((rc = join(&wt, holder)) != CR_OK)
         goto out;
     for (i = 0; i < holds && rc == CR_OK; i++)
@@ -307,21 +424,20 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
         leave(&wt, LEAVE_PASS_ON, &signalled);
         goto out;
     }
-    cr__object_wait_begin(&w, c, NULL, c->channel, decode, false, wait_ms);
+    cr__object_wait_begin(&w, c, NULL, c->channel, cr__condition_decode,
+                          false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = look(&wt, &hint);
     if (rc == CR_BUSY) {
         leave(&wt, LEAVE_KEEP, &signalled);
-        rc = signalled ? CR_OK
-                       : cr__fail(CR_TIMEOUT, "condition %s: no signal "
-                                  "before the wait ran out", c->name);
+        rc = cr__condition_ran_out(c, signalled);
     } else if (rc != CR_OK) {
         /* The lock cannot be taken again: a signal must not be lost. */
         leave(&wt, LEAVE_PASS_ON, &signalled);
         goto out;
     }
     {
-        cr_status taken = retake(l, tid, holds, lease);
+        cr_status taken = retake(c, tid, holds, lease);
 
         if (taken != CR_OK)
             rc = taken;
@@ -333,38 +449,57 @@ out:
 
 /* ------------------------------------------------------------ signalling */
 
-/* Signals up to `count` waiters: *n of them were. */
-static cr_status
-signal_some(cr_lock_condition *c, int64_t count, int64_t *n)
+cr_status
+cr__condition_signal_call(const cr_lock_condition *c, const char *holder,
+                          int64_t count, cr__script_call *call)
 {
-    char holder[CR__OWNER_MAX];
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
-    int64_t done = 0;
-    cr_status rc = enter(c);
-
-    if (rc != CR_OK)
-        return rc;
-    holder_of(c, cr_thread_id(), holder);
-    rc = cr__run_condition_signal(c->client, &cmd,
+    return cr__build_condition_signal(
         &(cr__condition_signal_args){
             .lock = c->lock->raw, .conds = c->conds, .queue = c->queue,
             .leases = c->leases, .channel = c->channel,
             .registry = c->registry, .owner = holder, .count = count,
             .publish = c->client->publish_cmd, .name = c->name},
-        &r);
-    if (rc == CR_OK) {
-        if (!cr__reply_int(r, &done))
-            rc = cr__fail(CR_ESCRIPT, "condition %s: signal replied no "
-                          "integer", c->name);
-        else if (done < 0)
-            rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this thread: "
-                          "only its holder signals", c->lock->label,
-                          c->lock->name);
-        cr__reply_free(r);
-    }
+        call);
+}
+
+cr_status
+cr__condition_signal_reply(const cr_lock_condition *c, cr_status rc,
+                           cr__reply *r, int64_t *n)
+{
+    int64_t done = 0;
+
+    if (rc != CR_OK)
+        return rc;
+    if (!cr__reply_int(r, &done))
+        rc = cr__fail(CR_ESCRIPT, "condition %s: signal replied no integer",
+                      c->name);
+    else if (done < 0)
+        rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this owner: only "
+                      "its holder signals", c->lock->label, c->lock->name);
+    cr__reply_free(r);
     if (rc == CR_OK)
         *n = done;
+    return rc;
+}
+
+/* Signals up to `count` waiters: *n of them were. */
+static cr_status
+signal_some(cr_lock_condition *c, int64_t count, int64_t *n)
+{
+    char holder[CR__OWNER_MAX];
+    cr__script_call call = {0};
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
+    cr_status rc = enter(c);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__condition_holder(c, cr_thread_id(), holder);
+    rc = cr__condition_signal_call(c, holder, count, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(c->client, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    rc = cr__condition_signal_reply(c, rc, r, n);
     cr__object_leave(c);
     return rc;
 }

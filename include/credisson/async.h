@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The asynchronous API: every waiting or round-trip operation of locks,
- * semaphores and latches, and the rate limiter's acquire and the
- * barrier's await, without blocking a thread, for servers built around an
- * event loop (Redisson's RLockAsync, RSemaphoreAsync,
- * RPermitExpirableSemaphoreAsync, RCountDownLatchAsync, RRateLimiterAsync).
+ * semaphores and latches, the rate limiter's acquire, the barrier's await
+ * and the lock condition's await and signals, without blocking a thread,
+ * for servers built around an event loop (Redisson's RLockAsync,
+ * RSemaphoreAsync, RPermitExpirableSemaphoreAsync, RCountDownLatchAsync,
+ * RRateLimiterAsync).
  * The wire protocol is the same as the blocking API's: asynchronous,
  * blocking and Java clients share every object.
  *
@@ -43,6 +44,7 @@
 
 #include <credisson/barrier.h>
 #include <credisson/client.h>
+#include <credisson/condition.h>
 #include <credisson/latch.h>
 #include <credisson/lock.h>
 #include <credisson/ratelimiter.h>
@@ -318,6 +320,65 @@ CR_EXPORT cr_status cr_async_barrier_await(cr_async *async,
                                            int64_t wait_ms,
                                            cr_async_barrier_fn fn,
                                            void *userdata, cr_request **req);
+
+/* --------------------------------------------------------- conditions */
+
+/* cr_async_condition_await: cr_lock_condition_await(wait_ms) for `owner`,
+ * which holds the condition's lock (taken with cr_async_lock, or a _tid
+ * call): the same steps on the loop. The request gets in line, lets every
+ * hold of the owner go with the lock kind's own unlock, waits for a
+ * signal on the condition's channel at most wait_ms (0: only a signal
+ * already due; CR_WAIT_FOREVER: as long as it takes), renewing its lease
+ * in line from the loop's timer, then takes the lock again, waiting as
+ * long as that takes, with the hold count it had and the same kind of
+ * lease, before its callback runs. The callback gets CR_OK when signalled
+ * (or woken spuriously, as the blocking call) and CR_TIMEOUT when the
+ * wait ran out, the lock held again in both; CR_ENOTOWNER when the owner
+ * does not hold the lock (nothing changes); and when the lock could not
+ * be let go or taken again (CR_EIO, CR_ECLOSED...) the lock is not held,
+ * and a signal that came is passed on. A cancel before the wait is over
+ * is Java's interrupted await: the request leaves the line, passing on a
+ * signal that came, takes the lock again as above and gets CR_ECANCELED
+ * (the lock held); a cancel after the signal was taken or the wait ran
+ * out changes nothing. Freeing the handle ends it with CR_ECLOSED at any
+ * step: the line is left in the background and holds it had taken again
+ * are given back (holds it had not let go yet stay held). One await per
+ * owner at a time.
+ * `value` is 0.
+ * Returns CR_OK (started), CR_EINVAL (owner not positive, a bad wait, a
+ * handle that is not live or is of another client), CR_ENOMEM,
+ * CR_ECLOSED, CR_EFORKED. */
+CR_EXPORT cr_status cr_async_condition_await(cr_async *async,
+                                             cr_lock_condition *cond,
+                                             int64_t owner, int64_t wait_ms,
+                                             cr_async_fn fn, void *userdata,
+                                             cr_request **req);
+
+/* cr_async_condition_signal: cr_lock_condition_signal by `owner`, which
+ * must hold the condition's lock: wakes the waiter that has waited
+ * longest; value 1 when one was signalled, 0 when none waits. The
+ * callback gets CR_OK, or CR_ENOTOWNER when the owner does not hold the
+ * lock. Not resent after a broken link (CR_EIO: it may or may not have
+ * been sent).
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
+CR_EXPORT cr_status cr_async_condition_signal(cr_async *async,
+                                              cr_lock_condition *cond,
+                                              int64_t owner, cr_async_fn fn,
+                                              void *userdata,
+                                              cr_request **req);
+
+/* cr_async_condition_signal_all: cr_lock_condition_signal_all by
+ * `owner`: wakes every waiter; value = how many were signalled. As
+ * cr_async_condition_signal otherwise.
+ * Returns CR_OK (started), CR_EINVAL, CR_ENOMEM, CR_ECLOSED, CR_EFORKED,
+ * CR_EIO (in a cluster: no node known for the name's slot). */
+CR_EXPORT cr_status cr_async_condition_signal_all(cr_async *async,
+                                                  cr_lock_condition *cond,
+                                                  int64_t owner,
+                                                  cr_async_fn fn,
+                                                  void *userdata,
+                                                  cr_request **req);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,10 @@
  * Thread safety: a condition handle may be shared by the threads of a
  * process; the owner is the calling thread, as for the lock. Free
  * conditions before their lock, and the lock before its client.
+ *
+ * An event loop awaits and signals for an owner id of the asynchronous
+ * API with cr_async_condition_await, cr_async_condition_signal and
+ * cr_async_condition_signal_all (credisson/async.h), which send the same.
  */
 #ifndef CREDISSON_CONDITION_H
 #define CREDISSON_CONDITION_H

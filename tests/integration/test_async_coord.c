@@ -7,7 +7,11 @@
  * once when the limiter's hint is beyond them, cancels; barrier parties on
  * one loop completing rounds with blocking parties on threads, a lease
  * kept alive from the loop's timer, and rounds broken by an asynchronous
- * party's timeout, cancel or free, as a blocking party's would be.
+ * party's timeout, cancel or free, as a blocking party's would be; and
+ * conditions on a lock awaited and signalled from the loop, with blocking
+ * waiters and signallers beside them: holds restored, timeouts and
+ * cancels that take the lock again, a signal a cancelled waiter passes on,
+ * frees.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -681,6 +685,573 @@ test_async_barrier_free_from_a_callback_and_while_waiting(void **state)
     cr_client_free(lc);
 }
 
+/* ---------------------------------------------------------- conditions */
+
+static cr_lock *
+rlock_on(cr_client *c, const char *name)
+{
+    cr_lock *l = NULL;
+
+    OK(cr_lock_new(c, name, &l));
+    return l;
+}
+
+static cr_lock_condition *
+condition_of(cr_lock *l, const char *name)
+{
+    cr_lock_condition *c = NULL;
+
+    OK(cr_lock_condition_new(l, name, &c));
+    return c;
+}
+
+/* Takes l `holds` times for `owner` on the loop (watchdog lease). */
+static void
+async_hold(cr_async *a, cr_lock *l, int64_t owner, int holds)
+{
+    int i;
+
+    for (i = 0; i < holds; i++) {
+        outcome o = {0};
+
+        OK(cr_async_lock(a, l, owner, slow(5000), CR_LEASE_WATCHDOG, record,
+                         &o, NULL));
+        assert_int_equal(await(a, &o, slow(8000)), CR_OK);
+    }
+}
+
+/* Lets l go `holds` times for `owner` on the loop. */
+static void
+async_release(cr_async *a, cr_lock *l, int64_t owner, int holds)
+{
+    int i;
+
+    for (i = 0; i < holds; i++) {
+        outcome o = {0};
+
+        OK(cr_async_unlock(a, l, owner, record, &o, NULL));
+        assert_int_equal(await(a, &o, slow(5000)), CR_OK);
+    }
+}
+
+/* The hold count of `owner` (of test_client) in lock hash `name`, read
+ * from Redis; 0 when it has no field. */
+static long long
+hold_field(const char *name, int64_t owner)
+{
+    char field[128];
+    long long n;
+
+    snprintf(field, sizeof(field), "%s:%lld", cr_client_id(test_client),
+             (long long)owner);
+    n = redis_int("HGET %s %s", name, field);
+    return n == -999 ? 0 : n;
+}
+
+/* Signals c once (or all) as `owner` on the loop, holding its lock
+ * meanwhile; the number signalled. */
+static int64_t
+async_signal_under(cr_async *a, cr_lock *l, cr_lock_condition *c,
+                   int64_t owner, bool all)
+{
+    outcome s = {0};
+
+    async_hold(a, l, owner, 1);
+    if (all)
+        OK(cr_async_condition_signal_all(a, c, owner, record, &s, NULL));
+    else
+        OK(cr_async_condition_signal(a, c, owner, record, &s, NULL));
+    assert_int_equal(await(a, &s, slow(5000)), CR_OK);
+    async_release(a, l, owner, 1);
+    return s.value;
+}
+
+/* What in_line waits for: `n` waiters in the line of condition `cond` of
+ * lock `lock`, and the lock free when `free` (they let it go). */
+typedef struct line_wanted {
+    const char *lock, *cond;
+    long long n;
+    bool free;
+} line_wanted;
+
+static bool
+line_is(void *arg)
+{
+    line_wanted *w = arg;
+
+    return redis_int("ZCARD credisson_condition_queue:{%s}:%s", w->lock,
+                     w->cond) == w->n &&
+           (!w->free || redis_int("EXISTS %s", w->lock) == 0);
+}
+
+/* Turns the loop until the line of cond has n waiters (and, with `free`,
+ * the lock is free). */
+static void
+loop_until_line(cr_async *a, const char *lock, const char *cond, long long n,
+                bool free)
+{
+    line_wanted w = {lock, cond, n, free};
+
+    assert_true(poll_loop_until(a, line_is, &w, slow(5000)));
+}
+
+/* A blocking waiter on its own thread: takes the lock `holds` times,
+ * awaits, records what it found on its return and lets the lock go. */
+typedef struct bwaiter {
+    cr_lock *lock;
+    cr_lock_condition *cond;
+    int holds;
+    int64_t wait_ms;
+    cr_status rc;
+    int64_t holds_after;
+    atomic_bool done;
+    pthread_t thread;
+} bwaiter;
+
+static void *
+bwaiter_run(void *arg)
+{
+    bwaiter *w = arg;
+    int i;
+
+    for (i = 0; i < w->holds; i++)
+        if (cr_lock_lock(w->lock, CR_LEASE_WATCHDOG) != CR_OK)
+            return NULL;
+    w->rc = cr_lock_condition_await(w->cond, w->wait_ms);
+    cr_lock_get_hold_count(w->lock, &w->holds_after);
+    for (i = 0; i < w->holds_after; i++)
+        cr_lock_unlock(w->lock);
+    atomic_store(&w->done, true);
+    return NULL;
+}
+
+static void
+bwaiter_start(bwaiter *w, cr_lock *l, cr_lock_condition *c, int holds,
+              int64_t wait_ms)
+{
+    memset(w, 0, sizeof(*w));
+    w->lock = l;
+    w->cond = c;
+    w->holds = holds;
+    w->wait_ms = wait_ms;
+    w->rc = CR_EINVAL;
+    assert_int_equal(pthread_create(&w->thread, NULL, bwaiter_run, w), 0);
+}
+
+/* An asynchronous waiter that lets its lock go from its callback. */
+typedef struct releaser {
+    outcome o;
+    cr_async *a;
+    cr_lock *lock;
+    int64_t owner;
+    long long holds_seen; /* the owner's hold count in Redis then */
+} releaser;
+
+static void
+release_on_return(void *userdata, cr_status rc, int64_t value)
+{
+    releaser *r = userdata;
+
+    record(&r->o, rc, value);
+    r->holds_seen = hold_field(cr_lock_name(r->lock), r->owner);
+    if (rc == CR_OK)
+        OK(cr_async_unlock(r->a, r->lock, r->owner, NULL, NULL, NULL));
+}
+
+static bool
+releasers_called(void *arg)
+{
+    releaser *r = arg;
+    int i;
+
+    for (i = 0; i < 3; i++)
+        if (r[i].o.calls == 0)
+            return false;
+    return true;
+}
+
+/* A signal wakes an asynchronous waiter, which lets its three holds go
+ * while it waits and comes back holding the lock three times again, with
+ * the watchdog's lease (renewed after it returns), once the signaller let
+ * the lock go. */
+static void
+test_async_condition_signal_wakes_a_waiter_with_its_holds_restored(
+    void **state)
+{
+    cr_lock *l = rlock_on(test_client, "cholds");
+    cr_lock_condition *c = condition_of(l, "ready");
+    cr_async *a = new_async();
+    int64_t owner = cr_async_owner_id(), other = cr_async_owner_id();
+    outcome w = {0}, s = {0};
+
+    (void)state;
+    async_hold(a, l, owner, 3);
+    assert_int_equal(hold_field("cholds", owner), 3);
+    OK(cr_async_condition_await(a, c, owner, CR_WAIT_FOREVER, record, &w,
+                                NULL));
+    assert_int_equal(w.calls, 0); /* never inside the call */
+    loop_until_line(a, "cholds", "ready", 1, true); /* all three let go */
+    assert_int_equal(w.calls, 0);
+    async_hold(a, l, other, 1);
+    OK(cr_async_condition_signal(a, c, other, record, &s, NULL));
+    assert_int_equal(await(a, &s, slow(5000)), CR_OK);
+    assert_int_equal(s.value, 1);
+    /* Signalled, but the signaller holds the lock: the waiter waits. */
+    turn_for(a, 300);
+    assert_int_equal(w.calls, 0);
+    assert_int_equal(hold_field("cholds", owner), 0);
+    async_release(a, l, other, 1);
+    assert_int_equal(await(a, &w, slow(5000)), CR_OK);
+    assert_int_equal(w.value, 0);
+    assert_int_equal(hold_field("cholds", owner), 3);
+    assert_int_equal(redis_int("HLEN cholds"), 1);
+    /* The watchdog renews it (a 300 ms lease, three leases later). */
+    turn_for(a, 1000);
+    assert_int_equal(hold_field("cholds", owner), 3);
+    assert_int_equal(redis_int("EXISTS credisson_condition:{cholds}:ready"),
+                     0);
+    async_release(a, l, owner, 3);
+    assert_int_equal(redis_int("EXISTS cholds"), 0);
+    cr_async_free(a);
+    cr_lock_condition_free(c);
+    cr_lock_free(l);
+}
+
+/* A blocking waiter signalled by an asynchronous signaller, an
+ * asynchronous waiter signalled by a blocking one, and three asynchronous
+ * waiters woken by one signal-all, each back with its hold. */
+static void
+test_async_condition_blocking_and_async_sides_signal_each_other(void **state)
+{
+    cr_lock *l = rlock_on(test_client, "mixed_c");
+    cr_lock_condition *c = condition_of(l, "c");
+    cr_async *a = new_async();
+    int64_t signaller = cr_async_owner_id(), owner = cr_async_owner_id();
+    releaser r[3];
+    outcome w = {0};
+    bool woke = false;
+    bwaiter b;
+    int i;
+
+    (void)state;
+    /* Blocking waiter, asynchronous signaller. */
+    bwaiter_start(&b, l, c, 2, slow(10000));
+    loop_until_line(a, "mixed_c", "c", 1, true);
+    assert_int_equal(async_signal_under(a, l, c, signaller, false), 1);
+    pthread_join(b.thread, NULL);
+    OK(b.rc);
+    assert_int_equal(b.holds_after, 2);
+
+    /* Asynchronous waiter, blocking signaller (this thread, between two
+     * turns of the loop). */
+    async_hold(a, l, owner, 2);
+    OK(cr_async_condition_await(a, c, owner, slow(10000), record, &w, NULL));
+    loop_until_line(a, "mixed_c", "c", 1, true);
+    OK(cr_lock_lock(l, CR_LEASE_WATCHDOG));
+    OK(cr_lock_condition_signal(c, &woke));
+    assert_true(woke);
+    OK(cr_lock_unlock(l));
+    assert_int_equal(await(a, &w, slow(5000)), CR_OK);
+    assert_int_equal(hold_field("mixed_c", owner), 2);
+    async_release(a, l, owner, 2);
+
+    /* Three asynchronous waiters, one signal-all. */
+    memset(r, 0, sizeof(r));
+    for (i = 0; i < 3; i++) {
+        r[i].a = a;
+        r[i].lock = l;
+        r[i].owner = cr_async_owner_id();
+        async_hold(a, l, r[i].owner, 1);
+        OK(cr_async_condition_await(a, c, r[i].owner, slow(10000),
+                                    release_on_return, &r[i], NULL));
+        loop_until_line(a, "mixed_c", "c", i + 1, true);
+    }
+    assert_int_equal(async_signal_under(a, l, c, signaller, true), 3);
+    assert_true(poll_loop_until(a, releasers_called, r, slow(10000)));
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(r[i].o.calls, 1);
+        assert_int_equal(r[i].o.rc, CR_OK);
+        assert_int_equal(r[i].holds_seen, 1);
+    }
+    assert_true(poll_loop_until(a, key_gone, "mixed_c", slow(5000)));
+    assert_int_equal(redis_int("EXISTS credisson_condition:{mixed_c}:c"), 0);
+    cr_async_free(a);
+    cr_lock_condition_free(c);
+    cr_lock_free(l);
+}
+
+/* Only a holder signals or awaits: CR_ENOTOWNER to the callback, nothing
+ * written; bad owners and another client's condition are refused by the
+ * call. With nobody waiting a signal wakes none. */
+static void
+test_async_condition_only_a_holder_signals_or_awaits(void **state)
+{
+    cr_client *c2 = new_client(30000);
+    cr_lock *l = rlock_on(test_client, "cheld"), *l2 = rlock_on(c2, "cheld");
+    cr_lock_condition *c = condition_of(l, "c"), *c2c = condition_of(l2, "c");
+    cr_async *a = new_async();
+    int64_t owner = cr_async_owner_id(), other = cr_async_owner_id();
+    outcome s = {0}, all = {0}, w = {0};
+
+    (void)state;
+    OK(cr_async_condition_signal(a, c, owner, record, &s, NULL));
+    OK(cr_async_condition_signal_all(a, c, owner, record, &all, NULL));
+    OK(cr_async_condition_await(a, c, owner, 0, record, &w, NULL));
+    assert_int_equal(await(a, &s, slow(5000)), CR_ENOTOWNER);
+    assert_int_equal(await(a, &all, slow(5000)), CR_ENOTOWNER);
+    assert_int_equal(await(a, &w, slow(5000)), CR_ENOTOWNER);
+    /* Held by another owner: still not this one's. */
+    async_hold(a, l, other, 1);
+    memset(&s, 0, sizeof(s));
+    OK(cr_async_condition_signal(a, c, owner, record, &s, NULL));
+    assert_int_equal(await(a, &s, slow(5000)), CR_ENOTOWNER);
+    memset(&w, 0, sizeof(w));
+    OK(cr_async_condition_await(a, c, owner, 0, record, &w, NULL));
+    assert_int_equal(await(a, &w, slow(5000)), CR_ENOTOWNER);
+    assert_int_equal(hold_field("cheld", other), 1);
+    /* The holder, nobody waiting: CR_OK, none signalled. */
+    memset(&s, 0, sizeof(s));
+    s.value = 7;
+    OK(cr_async_condition_signal_all(a, c, other, record, &s, NULL));
+    assert_int_equal(await(a, &s, slow(5000)), CR_OK);
+    assert_int_equal(s.value, 0);
+    async_release(a, l, other, 1);
+    assert_int_equal(redis_int("EXISTS credisson_condition:{cheld}:c "
+                               "credisson_condition_queue:{cheld}:c "
+                               "credisson_condition_leases:{cheld}:c "
+                               "credisson_conditions:{cheld}"),
+                     0);
+    /* Refused by the call: no callback. */
+    assert_int_equal(cr_async_condition_signal(a, c, 0, record, &s, NULL),
+                     CR_EINVAL);
+    assert_int_equal(cr_async_condition_await(a, c, -1, 0, record, &w, NULL),
+                     CR_EINVAL);
+    assert_int_equal(cr_async_condition_await(a, c, owner, -5, record, &w,
+                                              NULL),
+                     CR_EINVAL);
+    assert_int_equal(cr_async_condition_signal(a, c2c, owner, record, &s,
+                                               NULL),
+                     CR_EINVAL);
+    assert_int_equal(cr_async_condition_signal_all(a, NULL, owner, record, &s,
+                                                   NULL),
+                     CR_EINVAL);
+    cr_async_free(a);
+    cr_lock_condition_free(c2c);
+    cr_lock_condition_free(c);
+    cr_lock_free(l2);
+    cr_lock_free(l);
+    cr_client_free(c2);
+}
+
+/* A wait that runs out still takes the lock again before its callback:
+ * CR_TIMEOUT only once another owner, which took the lock meanwhile, let
+ * it go; with the hold count it had, and the line left. */
+static void
+test_async_condition_timeout_takes_the_lock_again(void **state)
+{
+    cr_lock *l = rlock_on(test_client, "ctimed");
+    cr_lock_condition *c = condition_of(l, "c");
+    cr_async *a = new_async();
+    int64_t owner = cr_async_owner_id(), other = cr_async_owner_id();
+    outcome w = {0};
+    int64_t start;
+
+    (void)state;
+    async_hold(a, l, owner, 2);
+    start = poll_loop_now_ms();
+    OK(cr_async_condition_await(a, c, owner, slow(300), record, &w, NULL));
+    loop_until_line(a, "ctimed", "c", 1, true);
+    async_hold(a, l, other, 1);
+    turn_for(a, slow(300) + 500); /* the wait ran out meanwhile */
+    assert_int_equal(w.calls, 0);
+    assert_int_equal(redis_int("ZCARD credisson_condition_queue:{ctimed}:c"),
+                     0);
+    async_release(a, l, other, 1);
+    assert_int_equal(await(a, &w, slow(5000)), CR_TIMEOUT);
+    assert_true(w.at - start >= 300);
+    assert_int_equal(hold_field("ctimed", owner), 2);
+    assert_int_equal(redis_int("HLEN ctimed"), 1);
+    assert_int_equal(redis_int("EXISTS credisson_condition:{ctimed}:c"), 0);
+    /* A wait of 0 with nothing due: at once. */
+    memset(&w, 0, sizeof(w));
+    OK(cr_async_condition_await(a, c, owner, 0, record, &w, NULL));
+    assert_int_equal(await(a, &w, slow(5000)), CR_TIMEOUT);
+    assert_int_equal(hold_field("ctimed", owner), 2);
+    async_release(a, l, owner, 2);
+    cr_async_free(a);
+    cr_lock_condition_free(c);
+    cr_lock_free(l);
+}
+
+/* The lease deadline of waiter `member` in the line of cond (0: none). */
+static long long
+lease_of(const char *lock, const char *cond, const char *member)
+{
+    long long v = redis_int("ZSCORE credisson_condition_leases:{%s}:%s %s",
+                            lock, cond, member);
+
+    return v == -999 ? 0 : v;
+}
+
+typedef struct look_wanted {
+    const char *lock, *cond, *member;
+    long long before;
+} look_wanted;
+
+static bool
+looked(void *arg)
+{
+    look_wanted *w = arg;
+
+    return lease_of(w->lock, w->cond, w->member) != w->before;
+}
+
+/* Turns the loop until the waiter `member` renews its lease in the line
+ * of cond: a look just ran on the server, and with a lease of 30 s the
+ * next is a second away. */
+static void
+loop_until_look(cr_async *a, const char *lock, const char *cond,
+                const char *member)
+{
+    look_wanted w = {lock, cond, member, lease_of(lock, cond, member)};
+
+    assert_true(poll_loop_until(a, looked, &w, slow(5000)));
+}
+
+/* A cancelled waiter leaves the line, passing on a signal that came for
+ * it (to a blocking waiter behind it), takes the lock again and gets
+ * CR_ECANCELED holding it; one cancelled with no signal due just leaves
+ * and takes the lock again. The loop's side has 30 s leases, so that it
+ * looks once a second: the signal and the cancel come between two
+ * looks. */
+static void
+test_async_condition_cancel_passes_the_signal_on(void **state)
+{
+    cr_client *lc = long_lease_client();
+    cr_lock *l = rlock_on(lc, "ccancel"), *tl = rlock_on(test_client,
+                                                         "ccancel");
+    cr_lock_condition *c = condition_of(l, "c"), *tc = condition_of(tl, "c");
+    cr_async *a = new_async_on(lc);
+    int64_t owner = cr_async_owner_id();
+    char member[128], field[160];
+    cr_request *req = NULL;
+    outcome w = {0};
+    bool woke = false;
+    bwaiter b;
+
+    (void)state;
+    snprintf(member, sizeof(member), "%s:%lld", cr_client_id(lc),
+             (long long)owner);
+    snprintf(field, sizeof(field), "%s", member);
+    /* Alone, no signal: it leaves and takes its two holds again. */
+    async_hold(a, l, owner, 2);
+    OK(cr_async_condition_await(a, c, owner, CR_WAIT_FOREVER, record, &w,
+                                &req));
+    loop_until_line(a, "ccancel", "c", 1, true);
+    cr_async_cancel(req);
+    assert_int_equal(w.calls, 0); /* never inside the call */
+    assert_int_equal(await(a, &w, slow(5000)), CR_ECANCELED);
+    assert_int_equal(redis_int("HGET ccancel %s", field), 2);
+    assert_int_equal(redis_int("EXISTS credisson_condition:{ccancel}:c"), 0);
+    async_release(a, l, owner, 1);
+
+    /* First in line and signalled, then cancelled before it looked: the
+     * signal goes to the blocking waiter behind it. */
+    memset(&w, 0, sizeof(w));
+    OK(cr_async_condition_await(a, c, owner, CR_WAIT_FOREVER, record, &w,
+                                &req));
+    loop_until_line(a, "ccancel", "c", 1, true);
+    bwaiter_start(&b, tl, tc, 1, slow(10000));
+    loop_until_line(a, "ccancel", "c", 2, true);
+    loop_until_look(a, "ccancel", "c", member);
+    OK(cr_lock_lock(tl, CR_LEASE_WATCHDOG));
+    OK(cr_lock_condition_signal(tc, &woke)); /* the first: the loop's */
+    assert_true(woke);
+    OK(cr_lock_unlock(tl));
+    cr_async_cancel(req);
+    assert_int_equal(await(a, &w, slow(5000)), CR_ECANCELED);
+    assert_int_equal(redis_int("HGET ccancel %s", field), 1);
+    /* The blocking waiter got the signal (it may wait for the lock). */
+    async_release(a, l, owner, 1);
+    pthread_join(b.thread, NULL);
+    OK(b.rc);
+    assert_int_equal(b.holds_after, 1);
+    assert_int_equal(redis_int("EXISTS credisson_condition:{ccancel}:c"), 0);
+    cr_async_free(a);
+    cr_lock_condition_free(tc);
+    cr_lock_condition_free(c);
+    cr_lock_free(tl);
+    cr_lock_free(l);
+    cr_client_free(lc);
+}
+
+static void
+record_and_free(void *userdata, cr_status rc, int64_t value)
+{
+    outcome *o = userdata;
+
+    record(o, rc, value);
+    if (o->free_it != NULL)
+        cr_async_free(o->free_it);
+}
+
+/* A handle freed from the callback of a signalled await (the lock held
+ * again, released by a blocking call for the owner); another freed while
+ * its await sleeps in line between two looks (30 s leases): CR_ECLOSED
+ * inside the free, and the line left at once in the background (nothing
+ * else would remove the entry before its lease lapses). */
+static void
+test_async_condition_free_from_a_callback_and_while_waiting(void **state)
+{
+    cr_client *lc = long_lease_client();
+    cr_lock *l = rlock_on(test_client, "cfreed"), *ll = rlock_on(lc, "cfreed");
+    cr_lock_condition *c = condition_of(l, "c"), *lcc = condition_of(ll, "c");
+    cr_async *a = new_async(), *b = new_async_on(lc);
+    int64_t owner = cr_async_owner_id();
+    char member[128];
+    outcome w = {0};
+    bool woke = false;
+
+    (void)state;
+    async_hold(a, l, owner, 1);
+    w.free_it = a;
+    OK(cr_async_condition_await(a, c, owner, slow(10000), record_and_free,
+                                &w, NULL));
+    loop_until_line(a, "cfreed", "c", 1, true);
+    OK(cr_lock_lock(l, CR_LEASE_WATCHDOG));
+    OK(cr_lock_condition_signal(c, &woke));
+    assert_true(woke);
+    OK(cr_lock_unlock(l));
+    assert_true(poll_loop_until(a, called, &w, slow(5000)));
+    /* a is gone: its callback freed it. */
+    assert_int_equal(w.rc, CR_OK);
+    assert_int_equal(hold_field("cfreed", owner), 1);
+    OK(cr_lock_unlock_tid(l, owner));
+    assert_int_equal(redis_int("EXISTS cfreed"), 0);
+
+    memset(&w, 0, sizeof(w));
+    snprintf(member, sizeof(member), "%s:%lld", cr_client_id(lc),
+             (long long)owner);
+    async_hold(b, ll, owner, 1);
+    OK(cr_async_condition_await(b, lcc, owner, CR_WAIT_FOREVER, record, &w,
+                                NULL));
+    loop_until_line(b, "cfreed", "c", 1, true);
+    loop_until_look(b, "cfreed", "c", member);
+    turn_for(b, 50); /* the look's reply read: asleep */
+    cr_async_free(b);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.rc, CR_ECLOSED);
+    assert_true(cr_test_wait_until(
+        key_gone, "credisson_condition_queue:{cfreed}:c", slow(2000)));
+    assert_int_equal(redis_int("EXISTS credisson_condition:{cfreed}:c"), 0);
+    assert_int_equal(redis_int("EXISTS cfreed"), 0); /* not held */
+    cr_lock_condition_free(lcc);
+    cr_lock_condition_free(c);
+    cr_lock_free(ll);
+    cr_lock_free(l);
+    cr_client_free(lc);
+}
+
 int
 main(void)
 {
@@ -694,6 +1265,12 @@ main(void)
         T(test_async_barrier_timeout_breaks_the_round_for_a_blocking_party),
         T(test_async_barrier_cancel_breaks_the_round),
         T(test_async_barrier_free_from_a_callback_and_while_waiting),
+        T(test_async_condition_signal_wakes_a_waiter_with_its_holds_restored),
+        T(test_async_condition_blocking_and_async_sides_signal_each_other),
+        T(test_async_condition_only_a_holder_signals_or_awaits),
+        T(test_async_condition_timeout_takes_the_lock_again),
+        T(test_async_condition_cancel_passes_the_signal_on),
+        T(test_async_condition_free_from_a_callback_and_while_waiting),
 #undef T
     };
 
