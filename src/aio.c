@@ -1133,6 +1133,8 @@ handle_reply(alink *l, cr__reply *r)
         CR__STAT_ADD(&io->client->run.stats, redirects, 1);
         cr__event(&io->client->run.stats, CR_EVENT_REDIRECT, CR_OK, NULL,
                   NULL, -1, -1, true);
+        if (!ask) /* the slot moved: the client's map learns it */
+            cr__transport_moved(io->client->run.transport, slot, host, port);
         if (redirect(l, &e, ask, host, port))
             return;
         deliver(&e, cr__fail(CR_EIO, "a redirection could not be sent"),

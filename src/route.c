@@ -116,6 +116,15 @@ refresh(cr__transport *t, bool force)
     return rc;
 }
 
+/* Slot `slot` is served by node `node` now (a MOVED said so): the map is
+ * corrected at once, and read again before the next command. */
+static void
+moved(cr__transport *t, unsigned slot, int node)
+{
+    cr__slot_map_set(t->map, slot, node);
+    atomic_store(&t->refresh_due, true);
+}
+
 /* One command in a cluster: routed by its key's slot, following MOVED and
  * ASK, waiting out TRYAGAIN and CLUSTERDOWN for up to the command timeout,
  * and re-reading the map after a broken link. */
@@ -177,10 +186,8 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
                 return CR_OK;
             if (ask)
                 asking = true;
-            else {
-                cr__slot_map_set(t->map, moved_slot, node);
-                atomic_store(&t->refresh_due, true);
-            }
+            else
+                moved(t, moved_slot, node);
         } else if (cr__cluster_transient((*out)->str, &down)) {
             if (cr__now_ms() + backoff > deadline) {
                 rc = cr__fail(CR_EIO, "%s: %s", argv[0], (*out)->str);
@@ -252,6 +259,16 @@ cr__transport_refresh(cr__transport *t)
 {
     if (t->map != NULL)
         refresh(t, false);
+}
+
+void
+cr__transport_moved(cr__transport *t, unsigned slot, const char *host,
+                    int port)
+{
+    int node;
+
+    if (t->map != NULL && (node = cr__slot_map_intern(t->map, host, port)) >= 0)
+        moved(t, slot, node);
 }
 
 /* -------------------------------------------------------------- transport */

@@ -5,7 +5,8 @@
  * object on one master, wake-ups by sharded and by classic pub/sub, SPUBLISH
  * as Java listeners hear it, names refused when their keys would split, a
  * slot migrated under held and awaited locks (and its MOVED and ASK
- * reported to the event hook), and a master killed while
+ * reported to the event hook; an asynchronous MOVED correcting the slot
+ * map), and a master killed while
  * threads contend for a lock with a shared counter. The failover test runs
  * last: it leaves the cluster without the killed node.
  */
@@ -1135,6 +1136,50 @@ test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
     cr_client_free(c);
 }
 
+/* ------------------------------------------------ asynchronous MOVED */
+
+/* One MOVED seen by an asynchronous command puts the slot's new owner in
+ * the client's map: the next asynchronous command to the slot goes
+ * straight there (no blocking command in between to read the map). */
+static void
+test_cluster_async_moved_corrects_the_slot_map(void **state)
+{
+    cr_client *c = client(NULL, 30000, 0);
+    unsigned slot = cr_test_cluster_keyslot(&cl, "amv");
+    int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
+    int64_t owner = cr_async_owner_id();
+    async_outcome o = {0}, u = {0};
+    uint64_t before;
+    cr_async *as = NULL;
+    cr_lock *l;
+
+    (void)state;
+    masters(m);
+    to = m[0] != from ? m[0] : m[1];
+    assert_int_equal(cr_lock_new(c, "{amv}a", &l), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &as), CR_OK);
+    /* The slot moves under the client: its map names the old owner. */
+    assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
+    assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
+    assert_int_equal(cr_test_cluster_migrate_finish(&cl, slot, to, slow(10000)),
+                     0);
+    before = stats(c).redirects;
+    assert_int_equal(cr_async_lock(as, l, owner, 0, 30000, async_record, &o,
+                                   NULL), CR_OK);
+    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_int_equal(o.rc, CR_OK);
+    assert_int_equal(stats(c).redirects, before + 1);
+    assert_int_equal(cr_async_unlock(as, l, owner, async_record, &u, NULL),
+                     CR_OK);
+    assert_true(poll_loop_until(as, async_called, &u, slow(5000)));
+    assert_int_equal(u.rc, CR_OK);
+    assert_int_equal(stats(c).redirects, before + 1);
+    assert_int_equal(AT_KEY("{amv}a", "EXISTS %s", "{amv}a"), 0);
+    cr_async_free(as);
+    cr_lock_free(l);
+    cr_client_free(c);
+}
+
 int
 main(void)
 {
@@ -1151,6 +1196,7 @@ main(void)
         cmocka_unit_test(test_cluster_watchdog_renews_read_holds_in_every_slot),
         cmocka_unit_test(test_cluster_slot_migration_keeps_locks_working),
         cmocka_unit_test(test_cluster_moved_and_ask_are_reported_as_redirect_events),
+        cmocka_unit_test(test_cluster_async_moved_corrects_the_slot_map),
         cmocka_unit_test(test_cluster_cli_runs_a_command_under_a_lock_and_inspects_it),
         cmocka_unit_test_teardown(
             test_cluster_replica_sync_undoes_unacknowledged_acquisitions,
