@@ -954,11 +954,16 @@ resend_eval(alink *l, apend *e)
         if ((f = push(l)) != NULL) {
             *f = *e;
             f->eval = true;
-            f->bytes = NULL;
-            f->len = 0;
-            rc = link_put(l, b.data, b.len, &unsent);
-            if (unsent)
-                l->unsent++;
+            f->bytes = b.data; /* the EVAL form, to send again if need be */
+            f->len = b.len;
+            f->tail = 0;
+            if ((rc = link_put(l, b.data, b.len, &unsent)) != CR_OK) {
+                l->len--;
+            } else {
+                b.data = NULL;
+                if (unsent)
+                    l->unsent++;
+            }
         }
     }
     cr__buf_free(&b);
