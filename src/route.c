@@ -271,6 +271,13 @@ cr__transport_moved(cr__transport *t, unsigned slot, const char *host,
         moved(t, slot, node);
 }
 
+void
+cr__transport_refresh_due(cr__transport *t)
+{
+    if (t->map != NULL)
+        atomic_store(&t->refresh_due, true);
+}
+
 /* -------------------------------------------------------------- transport */
 
 cr_status

@@ -74,6 +74,11 @@ void cr__transport_refresh(cr__transport *t);
 void cr__transport_moved(cr__transport *t, unsigned slot, const char *host,
                          int port);
 
+/* cr__transport_refresh_due: in a cluster, the slot map may be stale
+ * (CLUSTERDOWN seen elsewhere): the next command reads it again first (no
+ * I/O here). */
+void cr__transport_refresh_due(cr__transport *t);
+
 /* cr__transport_master_moved: tell the transport that the master moved
  * (a topology listener): idle connections opened before are closed now. */
 void cr__transport_master_moved(cr__transport *t);
