@@ -1247,6 +1247,47 @@ test_cluster_async_scripts_wait_out_tryagain_mid_migration(void **state)
     cr_client_free(c);
 }
 
+/* cr_async_free while a script waits out TRYAGAIN: its callback runs
+ * once, with CR_ECLOSED, and nothing of it is left (valgrind). */
+static void
+test_cluster_async_free_ends_a_script_waiting_out_tryagain(void **state)
+{
+    cr_client *c = patient_client();
+    unsigned slot = cr_test_cluster_keyslot(&cl, "afree");
+    int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
+    int64_t owner = cr_async_owner_id();
+    async_outcome o = {0}, u = {0};
+    cr_async *as = NULL;
+    long long target;
+    cr_lock *l;
+
+    (void)state;
+    masters(m);
+    to = m[0] != from ? m[0] : m[1];
+    assert_int_equal(cr_lock_new(c, "{afree}u", &l), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &as), CR_OK);
+    assert_int_equal(cr_async_lock(as, l, owner, 0, 60000, async_record, &o,
+                                   NULL), CR_OK);
+    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_int_equal(o.rc, CR_OK);
+    assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
+    assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
+    target = tryagains() + 1;
+    assert_int_equal(cr_async_unlock(as, l, owner, async_record, &u, NULL),
+                     CR_OK);
+    assert_true(poll_loop_until(as, tryagains_reach, &target, slow(5000)));
+    assert_int_equal(u.calls, 0);
+    cr_async_free(as);
+    assert_int_equal(u.calls, 1);
+    assert_int_equal(u.rc, CR_ECLOSED);
+
+    assert_int_equal(cr_test_cluster_migrate_finish(&cl, slot, to, slow(10000)),
+                     0);
+    assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
+    cr_lock_free(l);
+    cr_client_free(c);
+}
+
 /* One MOVED seen by an asynchronous command puts the slot's new owner in
  * the client's map: the next asynchronous command to the slot goes
  * straight there (no blocking command in between to read the map). */
@@ -1306,6 +1347,7 @@ main(void)
         cmocka_unit_test(test_cluster_slot_migration_keeps_locks_working),
         cmocka_unit_test(test_cluster_moved_and_ask_are_reported_as_redirect_events),
         cmocka_unit_test(test_cluster_async_scripts_wait_out_tryagain_mid_migration),
+        cmocka_unit_test(test_cluster_async_free_ends_a_script_waiting_out_tryagain),
         cmocka_unit_test(test_cluster_async_moved_corrects_the_slot_map),
         cmocka_unit_test(test_cluster_cli_runs_a_command_under_a_lock_and_inspects_it),
         cmocka_unit_test_teardown(
