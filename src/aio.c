@@ -14,6 +14,19 @@
  * the next need; a subscriber link comes back by itself while anyone is
  * subscribed, resubscribes, and wakes every sleeper to look again, as a
  * message may have been missed.
+ *
+ * In a cluster a command goes to the master of its slot by the client's
+ * slot map (route.c's). MOVED sends it to the node named, and that node
+ * goes into the map for the slot (the map is read again by the next
+ * blocking command); ASK sends it there behind an ASKING, the map kept.
+ * TRYAGAIN (a script whose keys a migration has split) and CLUSTERDOWN (a
+ * failover) mean nothing ran: the command waits on a timer of the loop,
+ * 5 ms at first and twice as long each time up to 100 ms, and goes to the
+ * same link again (behind an ASKING if it went so) while its deadline
+ * allows, then ends CR_EIO with the server's answer; CLUSTERDOWN also
+ * marks the map for reading again. A command waiting so is its link's: it
+ * ends with the link (CR_EIO, not written out) and with the handle
+ * (CR_ECLOSED).
  */
 #include "config.h"
 
@@ -74,8 +87,12 @@ typedef struct apend {
     cr__reply *held;          /* SCRIPT followed by WAIT: its reply */
     cr_status held_rc;
     int redirects;
+    bool asked;               /* CMD, SCRIPT: sent behind an ASKING */
+    int64_t backoff;          /* the last pause after TRYAGAIN/CLUSTERDOWN */
     asub *sub;                /* SUB, UNSUB */
 } apend;
+
+struct aretry;
 
 typedef struct alink {
     struct alink *next;
@@ -92,6 +109,7 @@ typedef struct alink {
     apend *q;                 /* ring of commands awaiting replies */
     size_t head, len, cap;
     size_t unsent;            /* the last ones of the ring are in `queued` */
+    struct aretry *retrying;  /* commands waiting to be sent again */
     int64_t replicas, replicas_at;
     cr__atimer timer;
     cr__atimer more;          /* replies left over from the last turn */
@@ -103,6 +121,16 @@ typedef struct alink {
     struct addrinfo *ai;      /* resolved */
     cr_status resolved;       /* the resolver's answer */
 } alink;
+
+/* A command that was answered TRYAGAIN or CLUSTERDOWN (nothing ran),
+ * waiting out its pause before it goes to its link again. */
+typedef struct aretry {
+    struct aretry *next;
+    alink *link;
+    cr__atimer timer;
+    apend e;
+    char why[160];            /* the server's answer */
+} aretry;
 
 struct asub {
     UT_hash_handle hh;
@@ -818,6 +846,7 @@ link_fail(alink *l, cr_status rc, const char *why)
 {
     cr__aio *io = l->io;
     size_t n = l->len, unsent = l->unsent, i;
+    aretry *retrying;
     char keep[400];
 
     if (why != NULL)
@@ -842,6 +871,21 @@ link_fail(alink *l, cr_status rc, const char *why)
         if (e.held != NULL)
             cr__reply_free(e.held);
         e.held = NULL;
+        cr__fail(rc == CR_OK ? CR_EIO : rc, "%s", keep);
+        deliver(&e, rc == CR_OK || rc == CR_ECONFIG ? CR_EIO : rc, NULL,
+                &cmd);
+    }
+    /* Those waiting to be sent again end too (nothing of theirs ran). */
+    retrying = l->retrying;
+    l->retrying = NULL;
+    while (retrying != NULL) {
+        aretry *t = retrying;
+        apend e = t->e;
+        cr__cmd cmd = {.flags = e.flags, .sent = false, .sync = CR_OK};
+
+        retrying = t->next;
+        cr__aio_cancel_timer(io, &t->timer);
+        free(t);
         cr__fail(rc == CR_OK ? CR_EIO : rc, "%s", keep);
         deliver(&e, rc == CR_OK || rc == CR_ECONFIG ? CR_EIO : rc, NULL,
                 &cmd);
@@ -954,11 +998,16 @@ resend_eval(alink *l, apend *e)
         if ((f = push(l)) != NULL) {
             *f = *e;
             f->eval = true;
-            f->bytes = NULL;
-            f->len = 0;
-            rc = link_put(l, b.data, b.len, &unsent);
-            if (unsent)
-                l->unsent++;
+            f->bytes = b.data; /* the EVAL form, to send again if need be */
+            f->len = b.len;
+            f->tail = 0;
+            if ((rc = link_put(l, b.data, b.len, &unsent)) != CR_OK) {
+                l->len--;
+            } else {
+                b.data = NULL;
+                if (unsent)
+                    l->unsent++;
+            }
         }
     }
     cr__buf_free(&b);
@@ -997,31 +1046,15 @@ wait_behind(alink *l)
     return l->len > 0 && l->q[l->head].kind == E_WAIT ? &l->q[l->head] : NULL;
 }
 
-/* Sends `e` to the node another one redirected it to (ASK: behind an
- * ASKING). True when sent. */
+/* Queues `e` (its bytes) on `to` again, behind an ASKING when `ask`. True
+ * when queued: the ring owns its bytes then. */
 static bool
-redirect(alink *l, apend *e, bool ask, const char *host, int port)
+requeue(alink *to, const apend *e, bool ask)
 {
-    cr__aio *io = l->io;
     static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
-    alink *to;
     apend *f;
     bool unsent;
 
-    for (to = io->links; to != NULL; to = to->next)
-        if (!to->sub && strcmp(to->host, host) == 0 && to->port == port)
-            break;
-    if (to == NULL) {
-        if ((to = calloc(1, sizeof(*to))) == NULL)
-            return false;
-        to->io = io;
-        to->fd = -1;
-        to->node = -2; /* known by address only */
-        snprintf(to->host, sizeof(to->host), "%s", host);
-        to->port = port;
-        to->next = io->links;
-        io->links = to;
-    }
     if (ask) {
         if ((f = push(to)) == NULL)
             return false;
@@ -1037,7 +1070,7 @@ redirect(alink *l, apend *e, bool ask, const char *host, int port)
     if ((f = push(to)) == NULL)
         return false;
     *f = *e;
-    f->redirects++;
+    f->asked = ask;
     if (link_put(to, e->bytes, e->len, &unsent) != CR_OK) {
         to->len--;
         return false;
@@ -1052,6 +1085,99 @@ redirect(alink *l, apend *e, bool ask, const char *host, int port)
     return true;
 }
 
+/* Sends `e` to the node another one redirected it to (ASK: behind an
+ * ASKING). True when sent. */
+static bool
+redirect(alink *l, apend *e, bool ask, const char *host, int port)
+{
+    cr__aio *io = l->io;
+    apend moved = *e;
+    alink *to;
+
+    for (to = io->links; to != NULL; to = to->next)
+        if (!to->sub && strcmp(to->host, host) == 0 && to->port == port)
+            break;
+    if (to == NULL) {
+        if ((to = calloc(1, sizeof(*to))) == NULL)
+            return false;
+        to->io = io;
+        to->fd = -1;
+        to->node = -2; /* known by address only */
+        snprintf(to->host, sizeof(to->host), "%s", host);
+        to->port = port;
+        to->next = io->links;
+        io->links = to;
+    }
+    moved.redirects++;
+    return requeue(to, &moved, ask);
+}
+
+/* A command waiting out TRYAGAIN or CLUSTERDOWN goes to its link again:
+ * behind an ASKING when it went so (its slot is being imported there),
+ * with the WAIT of a SYNC script. */
+static void
+retry_now(void *arg)
+{
+    aretry *t = arg, **p;
+    alink *l = t->link;
+    cr__aio *io = l->io;
+    apend e = t->e;
+    cr__cmd cmd = {.flags = e.flags, .sent = false, .sync = CR_OK};
+    cr_status rc;
+
+    for (p = &l->retrying; *p != NULL; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    if (cr__now_ms() >= e.deadline) {
+        /* The loop came late: its time is up. */
+        rc = cr__fail(CR_EIO, "%s: %s", l->host[0] ? l->host : "redis",
+                      t->why);
+    } else if (requeue(l, &e, e.asked)) {
+        if (e.kind == E_SCRIPT && (e.flags & CR__CMD_SYNC) &&
+            l->replicas > 0 && io->client->conn_cfg.sync_timeout_ms > 0)
+            queue_wait(l, e.deadline);
+        free(t);
+        return;
+    } else {
+        rc = cr__fail(CR_ENOMEM, "out of memory");
+    }
+    free(t);
+    deliver(&e, rc, NULL, &cmd);
+}
+
+/* Waits out TRYAGAIN or CLUSTERDOWN (the server's answer `why`) for `e`,
+ * as the blocking router does: a pause of CR__CLUSTER_RETRY_MIN_MS first,
+ * each next one twice the last up to CR__CLUSTER_RETRY_MAX_MS, then sent
+ * to `l` again. False when the pause would end past its deadline (or no
+ * memory): it ends now. */
+static bool
+retry_later(alink *l, const apend *e, const char *why)
+{
+    int64_t pause = e->backoff == 0 ? CR__CLUSTER_RETRY_MIN_MS
+                    : e->backoff * 2 > CR__CLUSTER_RETRY_MAX_MS
+                        ? CR__CLUSTER_RETRY_MAX_MS
+                        : e->backoff * 2;
+    aretry *t;
+
+    if (cr__now_ms() + pause > e->deadline ||
+        (t = calloc(1, sizeof(*t))) == NULL)
+        return false;
+    cr__aio_after(l->io, &t->timer, pause, retry_now, t);
+    if (t->timer.index == 0) { /* no room in the heap */
+        free(t);
+        return false;
+    }
+    t->link = l;
+    t->e = *e;
+    t->e.backoff = pause;
+    snprintf(t->why, sizeof(t->why), "%s", why);
+    t->next = l->retrying;
+    l->retrying = t;
+    return true;
+}
+
 /* Handles the reply to the oldest command of a command link. */
 static void
 handle_reply(alink *l, cr__reply *r)
@@ -1060,7 +1186,7 @@ handle_reply(alink *l, cr__reply *r)
     apend e = pop(l), *w;
     cr__cmd cmd = {.flags = e.flags, .sent = true, .sync = CR_OK};
     cr_status rc = CR_OK;
-    bool ask = false;
+    bool ask = false, down;
     unsigned slot;
     char host[256];
     int port;
@@ -1133,10 +1259,28 @@ handle_reply(alink *l, cr__reply *r)
         CR__STAT_ADD(&io->client->run.stats, redirects, 1);
         cr__event(&io->client->run.stats, CR_EVENT_REDIRECT, CR_OK, NULL,
                   NULL, -1, -1, true);
+        if (!ask) /* the slot moved: the client's map learns it */
+            cr__transport_moved(io->client->run.transport, slot, host, port);
         if (redirect(l, &e, ask, host, port))
             return;
         deliver(&e, cr__fail(CR_EIO, "a redirection could not be sent"),
                 NULL, &cmd);
+        return;
+    }
+    if (io->cluster && e.bytes != NULL &&
+        cr__cluster_transient(r->str, &down)) {
+        /* Nothing ran: sent again after a pause, until its deadline. */
+        if (down)
+            cr__transport_refresh_due(io->client->run.transport);
+        if (retry_later(l, &e, r->str)) {
+            cr__reply_free(r);
+            return;
+        }
+        cmd.sent = false;
+        rc = cr__fail(CR_EIO, "%s: %s", l->host[0] ? l->host : "redis",
+                      r->str);
+        cr__reply_free(r);
+        deliver(&e, rc, NULL, &cmd);
         return;
     }
     if (strncmp(r->str, "READONLY", 8) == 0) {

@@ -13,7 +13,9 @@
  * EVALSHA, and by EVAL when the server answers NOSCRIPT. With Sentinel the
  * links go to the master the client's topology thread knows, and are
  * opened again when it moves; in a cluster, to the master of the
- * command's slot by the client's slot map, following MOVED and ASK.
+ * command's slot by the client's slot map, following MOVED (which
+ * corrects the map) and ASK, and waiting out TRYAGAIN and CLUSTERDOWN
+ * for up to the command timeout.
  *
  * Subscriptions are reference counted per channel, as the blocking
  * pub/sub's: each object decodes its own messages (cr__decode_fn), a

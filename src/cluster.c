@@ -251,6 +251,13 @@ cr__parse_redirect(const char *err, bool *ask, unsigned *slot, char *host,
     return true;
 }
 
+bool
+cr__cluster_transient(const char *err, bool *down)
+{
+    *down = strncmp(err, "CLUSTERDOWN", 11) == 0;
+    return *down || strncmp(err, "TRYAGAIN", 8) == 0;
+}
+
 int
 cr__routing_key(int argc, const char **argv, const size_t *argvlen)
 {

@@ -2,7 +2,8 @@
 /*
  * The Redis Cluster routing table: which master serves each of the 16384
  * slots, read from CLUSTER SLOTS and corrected by MOVED replies; the parsing
- * of MOVED and ASK redirections; and which key of a command routes it.
+ * of MOVED and ASK redirections; which error replies (TRYAGAIN,
+ * CLUSTERDOWN) are waited out; and which key of a command routes it.
  *
  * Nodes are numbered in the order they become known and are never
  * forgotten, so a node number stays valid for the table's life (route.c
@@ -59,6 +60,17 @@ cr_status cr__slot_map_load(cr__slot_map *m, const cr__reply *slots, int from);
  * <host>:<port>" error text. False for any other text. */
 bool cr__parse_redirect(const char *err, bool *ask, unsigned *slot,
                         char *host, size_t len, int *port);
+
+/* cr__cluster_transient: whether an error reply's text says the cluster
+ * cannot serve the command just now and nothing ran, so that it may be
+ * sent again to the same node after a pause: TRYAGAIN (a command naming
+ * several keys of a slot being migrated, not all on this node yet) or
+ * CLUSTERDOWN (a failover under way; *down is then true, as the slot map
+ * may be changing too). The pause starts at CR__CLUSTER_RETRY_MIN_MS and
+ * doubles up to CR__CLUSTER_RETRY_MAX_MS, within the command's timeout. */
+bool cr__cluster_transient(const char *err, bool *down);
+#define CR__CLUSTER_RETRY_MIN_MS 5
+#define CR__CLUSTER_RETRY_MAX_MS 100
 
 /* cr__routing_key: the index in argv of the key that routes the command
  * (the first key of EVAL/EVALSHA, the channel of SPUBLISH, else argv[1]),

@@ -116,13 +116,13 @@ refresh(cr__transport *t, bool force)
     return rc;
 }
 
-/* Whether an error reply says the cluster cannot serve the command now
- * (nothing ran): TRYAGAIN during a migration, CLUSTERDOWN. */
-static bool
-is_transient(const cr__reply *r)
+/* Slot `slot` is served by node `node` now (a MOVED said so): the map is
+ * corrected at once, and read again before the next command. */
+static void
+moved(cr__transport *t, unsigned slot, int node)
 {
-    return strncmp(r->str, "TRYAGAIN", 8) == 0 ||
-           strncmp(r->str, "CLUSTERDOWN", 11) == 0;
+    cr__slot_map_set(t->map, slot, node);
+    atomic_store(&t->refresh_due, true);
 }
 
 /* One command in a cluster: routed by its key's slot, following MOVED and
@@ -137,9 +137,9 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
     unsigned slot = k < 0 ? 0 : cr__key_slot(argv[k], argvlen != NULL ?
                                              argvlen[k] : strlen(argv[k]));
     int64_t deadline = cr__deadline_in(t->cfg.command_timeout_ms);
-    int64_t backoff = 5;
+    int64_t backoff = CR__CLUSTER_RETRY_MIN_MS;
     int redirects = 0, node = -1;
-    bool asking = false;
+    bool asking = false, down;
     cr_status rc;
 
     if (atomic_load(&t->refresh_due) ||
@@ -186,21 +186,20 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
                 return CR_OK;
             if (ask)
                 asking = true;
-            else {
-                cr__slot_map_set(t->map, moved_slot, node);
-                atomic_store(&t->refresh_due, true);
-            }
-        } else if (is_transient(*out)) {
+            else
+                moved(t, moved_slot, node);
+        } else if (cr__cluster_transient((*out)->str, &down)) {
             if (cr__now_ms() + backoff > deadline) {
                 rc = cr__fail(CR_EIO, "%s: %s", argv[0], (*out)->str);
                 cr__reply_free(*out);
                 *out = NULL;
                 return rc;
             }
-            if (strncmp((*out)->str, "CLUSTERDOWN", 11) == 0)
+            if (down)
                 refresh(t, false);
             cr__sleep_ms(backoff);
-            backoff = backoff * 2 > 100 ? 100 : backoff * 2;
+            backoff = backoff * 2 > CR__CLUSTER_RETRY_MAX_MS
+                          ? CR__CLUSTER_RETRY_MAX_MS : backoff * 2;
         } else {
             return CR_OK;
         }
@@ -260,6 +259,23 @@ cr__transport_refresh(cr__transport *t)
 {
     if (t->map != NULL)
         refresh(t, false);
+}
+
+void
+cr__transport_moved(cr__transport *t, unsigned slot, const char *host,
+                    int port)
+{
+    int node;
+
+    if (t->map != NULL && (node = cr__slot_map_intern(t->map, host, port)) >= 0)
+        moved(t, slot, node);
+}
+
+void
+cr__transport_refresh_due(cr__transport *t)
+{
+    if (t->map != NULL)
+        atomic_store(&t->refresh_due, true);
 }
 
 /* -------------------------------------------------------------- transport */

@@ -67,6 +67,18 @@ int cr__transport_node_addr(cr__transport *t, int64_t slot, char *host,
  * was read just now); after a pub/sub link to a node broke, for example. */
 void cr__transport_refresh(cr__transport *t);
 
+/* cr__transport_moved: in a cluster, a MOVED reply seen elsewhere (the
+ * event loop's links) said that host:port serves `slot` now: the map
+ * learns it at once, as after the transport's own MOVED, and is read
+ * again by the next command (no I/O here). */
+void cr__transport_moved(cr__transport *t, unsigned slot, const char *host,
+                         int port);
+
+/* cr__transport_refresh_due: in a cluster, the slot map may be stale
+ * (CLUSTERDOWN seen elsewhere): the next command reads it again first (no
+ * I/O here). */
+void cr__transport_refresh_due(cr__transport *t);
+
 /* cr__transport_master_moved: tell the transport that the master moved
  * (a topology listener): idle connections opened before are closed now. */
 void cr__transport_master_moved(cr__transport *t);

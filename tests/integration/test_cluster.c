@@ -5,7 +5,9 @@
  * object on one master, wake-ups by sharded and by classic pub/sub, SPUBLISH
  * as Java listeners hear it, names refused when their keys would split, a
  * slot migrated under held and awaited locks (and its MOVED and ASK
- * reported to the event hook), and a master killed while
+ * reported to the event hook; asynchronous scripts waiting out TRYAGAIN
+ * mid-migration, and their MOVED correcting the slot map), and a master
+ * killed while
  * threads contend for a lock with a shared counter. The failover test runs
  * last: it leaves the cluster without the killed node.
  */
@@ -1135,6 +1137,199 @@ test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
     cr_client_free(c);
 }
 
+/* ------------------------------------- asynchronous TRYAGAIN and MOVED */
+
+/* A client whose commands may wait out a migration that the test finishes
+ * while its loop stands still (a long command timeout). */
+static cr_client *
+patient_client(void)
+{
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client *c = NULL;
+
+    o.url = cl.url;
+    o.command_timeout_ms = slow(20000);
+    if (cr_client_new(&o, &c) != CR_OK)
+        fail_msg("cr_client_new: %s", cr_last_error());
+    return c;
+}
+
+/* The TRYAGAIN replies every live node has given (INFO errorstats). */
+static long long
+tryagains(void)
+{
+    static const char field[] = "errorstat_TRYAGAIN:count=";
+    long long n = 0;
+    int i;
+
+    for (i = 0; i < cl.nnodes; i++) {
+        redisReply *r;
+        const char *p;
+
+        if (cl.nodes[i].pid == 0)
+            continue;
+        r = cr_test_cluster_cmd(&cl, i, "INFO errorstats");
+        if (r != NULL && r->type == REDIS_REPLY_STRING &&
+            (p = strstr(r->str, field)) != NULL)
+            n += atoll(p + sizeof(field) - 1);
+        if (r != NULL)
+            freeReplyObject(r);
+    }
+    return n;
+}
+
+static bool
+tryagains_reach(void *arg)
+{
+    return tryagains() >= *(long long *)arg;
+}
+
+/* Mid-migration, with a lock's hash already on the new owner, a script
+ * naming keys of the slot that the new owner lacks (the unlock's channel
+ * and latch, a fair lock's queue and timeouts) is answered ASK by the old
+ * owner and TRYAGAIN by the new one. The asynchronous unlock and lock
+ * attempt wait it out (they are neither failed nor answered while it
+ * lasts) and succeed once the migration is finished. */
+static void
+test_cluster_async_scripts_wait_out_tryagain_mid_migration(void **state)
+{
+    cr_client *c = patient_client();
+    unsigned slot = cr_test_cluster_keyslot(&cl, "atry");
+    int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
+    int64_t owner = cr_async_owner_id(), until;
+    async_outcome o = {0}, u = {0}, f = {0};
+    cr_lock *l, *fair;
+    cr_async *as = NULL;
+    long long target;
+
+    (void)state;
+    masters(m);
+    to = m[0] != from ? m[0] : m[1];
+    assert_int_equal(cr_lock_new(c, "{atry}u", &l), CR_OK);
+    assert_int_equal(cr_fair_lock_new(c, "{atry}f", &fair), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &as), CR_OK);
+    assert_int_equal(cr_async_lock(as, l, owner, 0, 60000, async_record, &o,
+                                   NULL), CR_OK);
+    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_int_equal(o.rc, CR_OK);
+
+    assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
+    assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
+    target = tryagains() + 2;
+    assert_int_equal(cr_async_unlock(as, l, owner, async_record, &u, NULL),
+                     CR_OK);
+    assert_int_equal(cr_async_lock(as, fair, owner, 0, 60000, async_record,
+                                   &f, NULL), CR_OK);
+    /* Both were sent at once: the first two TRYAGAINs are theirs. */
+    assert_true(poll_loop_until(as, tryagains_reach, &target, slow(5000)));
+    until = cr_test_now_ms() + 300;
+    while (cr_test_now_ms() < until)
+        poll_loop_turn(as, 50);
+    assert_int_equal(u.calls, 0);
+    assert_int_equal(f.calls, 0);
+    assert_true(tryagains() > target); /* asked again meanwhile */
+
+    assert_int_equal(cr_test_cluster_migrate_finish(&cl, slot, to, slow(10000)),
+                     0);
+    assert_true(poll_loop_until(as, async_called, &u, slow(5000)));
+    assert_true(poll_loop_until(as, async_called, &f, slow(5000)));
+    assert_int_equal(u.calls, 1);
+    assert_int_equal(u.rc, CR_OK);
+    assert_int_equal(f.calls, 1);
+    assert_int_equal(f.rc, CR_OK);
+    assert_int_equal(cr_test_cluster_master_of(&cl, slot), to);
+    assert_int_equal(AT_KEY("{atry}u", "EXISTS %s", "{atry}u"), 0);
+    assert_int_equal(AT_KEY("{atry}f", "EXISTS %s", "{atry}f"), 1);
+    assert_int_equal(cr_lock_unlock_tid(fair, owner), CR_OK);
+    cr_async_free(as);
+    cr_lock_free(l);
+    cr_lock_free(fair);
+    cr_client_free(c);
+}
+
+/* cr_async_free while a script waits out TRYAGAIN: its callback runs
+ * once, with CR_ECLOSED, and nothing of it is left (valgrind). */
+static void
+test_cluster_async_free_ends_a_script_waiting_out_tryagain(void **state)
+{
+    cr_client *c = patient_client();
+    unsigned slot = cr_test_cluster_keyslot(&cl, "afree");
+    int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
+    int64_t owner = cr_async_owner_id();
+    async_outcome o = {0}, u = {0};
+    cr_async *as = NULL;
+    long long target;
+    cr_lock *l;
+
+    (void)state;
+    masters(m);
+    to = m[0] != from ? m[0] : m[1];
+    assert_int_equal(cr_lock_new(c, "{afree}u", &l), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &as), CR_OK);
+    assert_int_equal(cr_async_lock(as, l, owner, 0, 60000, async_record, &o,
+                                   NULL), CR_OK);
+    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_int_equal(o.rc, CR_OK);
+    assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
+    assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
+    target = tryagains() + 1;
+    assert_int_equal(cr_async_unlock(as, l, owner, async_record, &u, NULL),
+                     CR_OK);
+    assert_true(poll_loop_until(as, tryagains_reach, &target, slow(5000)));
+    assert_int_equal(u.calls, 0);
+    cr_async_free(as);
+    assert_int_equal(u.calls, 1);
+    assert_int_equal(u.rc, CR_ECLOSED);
+
+    assert_int_equal(cr_test_cluster_migrate_finish(&cl, slot, to, slow(10000)),
+                     0);
+    assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
+    cr_lock_free(l);
+    cr_client_free(c);
+}
+
+/* One MOVED seen by an asynchronous command puts the slot's new owner in
+ * the client's map: the next asynchronous command to the slot goes
+ * straight there (no blocking command in between to read the map). */
+static void
+test_cluster_async_moved_corrects_the_slot_map(void **state)
+{
+    cr_client *c = client(NULL, 30000, 0);
+    unsigned slot = cr_test_cluster_keyslot(&cl, "amv");
+    int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
+    int64_t owner = cr_async_owner_id();
+    async_outcome o = {0}, u = {0};
+    uint64_t before;
+    cr_async *as = NULL;
+    cr_lock *l;
+
+    (void)state;
+    masters(m);
+    to = m[0] != from ? m[0] : m[1];
+    assert_int_equal(cr_lock_new(c, "{amv}a", &l), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &as), CR_OK);
+    /* The slot moves under the client: its map names the old owner. */
+    assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
+    assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
+    assert_int_equal(cr_test_cluster_migrate_finish(&cl, slot, to, slow(10000)),
+                     0);
+    before = stats(c).redirects;
+    assert_int_equal(cr_async_lock(as, l, owner, 0, 30000, async_record, &o,
+                                   NULL), CR_OK);
+    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_int_equal(o.rc, CR_OK);
+    assert_int_equal(stats(c).redirects, before + 1);
+    assert_int_equal(cr_async_unlock(as, l, owner, async_record, &u, NULL),
+                     CR_OK);
+    assert_true(poll_loop_until(as, async_called, &u, slow(5000)));
+    assert_int_equal(u.rc, CR_OK);
+    assert_int_equal(stats(c).redirects, before + 1);
+    assert_int_equal(AT_KEY("{amv}a", "EXISTS %s", "{amv}a"), 0);
+    cr_async_free(as);
+    cr_lock_free(l);
+    cr_client_free(c);
+}
+
 int
 main(void)
 {
@@ -1151,6 +1346,9 @@ main(void)
         cmocka_unit_test(test_cluster_watchdog_renews_read_holds_in_every_slot),
         cmocka_unit_test(test_cluster_slot_migration_keeps_locks_working),
         cmocka_unit_test(test_cluster_moved_and_ask_are_reported_as_redirect_events),
+        cmocka_unit_test(test_cluster_async_scripts_wait_out_tryagain_mid_migration),
+        cmocka_unit_test(test_cluster_async_free_ends_a_script_waiting_out_tryagain),
+        cmocka_unit_test(test_cluster_async_moved_corrects_the_slot_map),
         cmocka_unit_test(test_cluster_cli_runs_a_command_under_a_lock_and_inspects_it),
         cmocka_unit_test_teardown(
             test_cluster_replica_sync_undoes_unacknowledged_acquisitions,

@@ -154,6 +154,29 @@ test_redirections_are_parsed(void **state)
                                     sizeof(host), &port));
 }
 
+/* TRYAGAIN and CLUSTERDOWN are waited out (CLUSTERDOWN also says the map
+ * may be changing); other errors, redirections among them, are not. */
+static void
+test_tryagain_and_clusterdown_are_transient(void **state)
+{
+    bool down = true;
+
+    (void)state;
+    assert_true(cr__cluster_transient("TRYAGAIN Multiple keys request during "
+                                      "rehashing of slot", &down));
+    assert_false(down);
+    assert_true(cr__cluster_transient("CLUSTERDOWN The cluster is down",
+                                      &down));
+    assert_true(down);
+    assert_true(cr__cluster_transient("CLUSTERDOWN Hash slot not served",
+                                      &down));
+    assert_false(cr__cluster_transient("MOVED 1 h:1", &down));
+    assert_false(down);
+    assert_false(cr__cluster_transient("ASK 1 h:1", &down));
+    assert_false(cr__cluster_transient("ERR TRYAGAIN", &down));
+    assert_false(cr__cluster_transient("LOADING", &down));
+}
+
 static void
 test_routing_key_is_the_first_key(void **state)
 {
@@ -183,6 +206,7 @@ main(void)
         cmocka_unit_test(test_slot_map_refuses_a_malformed_reply_and_keeps_the_old),
         cmocka_unit_test(test_unknown_slots_have_no_node),
         cmocka_unit_test(test_redirections_are_parsed),
+        cmocka_unit_test(test_tryagain_and_clusterdown_are_transient),
         cmocka_unit_test(test_routing_key_is_the_first_key),
     };
 
