@@ -195,6 +195,13 @@ test_sigterm_is_forwarded_and_releases_lock() {
 }
 
 test_sighup_is_forwarded() {
+    # A signal ignored when the shell started (under nohup) stays ignored
+    # in every process it starts: none could be sent through. Skipped, not
+    # left to wait for ever.
+    if (( 0x$(awk '/^SigIgn:/ { print $2 }' /proc/$$/status) & 1 )); then
+        echo "    SIGHUP is ignored by the test's shell (nohup): skipped" >&2
+        return 0
+    fi
     cli_exec lock hup -- sh -c \
         'trap "echo hup >got; exit 0" HUP; touch ready;
          while :; do sleep 0.05; done' &
