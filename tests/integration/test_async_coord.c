@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "lock_common.h"
+#include "grant_records.h"
 #include "poll_loop.h"
 
 #define OK(call) assert_int_equal((call), CR_OK)
@@ -136,112 +137,6 @@ calls_of(const char *cmd)
 }
 
 /* ----------------------------------------------- rate limiter records */
-
-/* A grant record as read from the zset: the member's bytes and score. */
-typedef struct record_t {
-    char member[32];
-    size_t len;
-    long long score;
-} record_t;
-
-/* What the collector has seen: every member once. */
-typedef struct collector {
-    char key[128];
-    record_t *v;
-    size_t n, cap;
-    atomic_bool stop;
-    pthread_t thread;
-} collector;
-
-static void
-collect(collector *c, const redisReply *r)
-{
-    size_t i, k;
-
-    for (i = 0; i + 1 < r->elements; i += 2) {
-        const redisReply *m = r->element[i];
-        bool seen = false;
-
-        for (k = c->n; k > 0 && !seen; k--)
-            seen = c->v[k - 1].len == m->len &&
-                   memcmp(c->v[k - 1].member, m->str, m->len) == 0;
-        if (seen || m->len > sizeof(c->v[0].member))
-            continue;
-        if (c->n == c->cap) {
-            c->cap = c->cap ? c->cap * 2 : 256;
-            c->v = realloc(c->v, c->cap * sizeof(*c->v));
-            assert_non_null(c->v);
-        }
-        memcpy(c->v[c->n].member, m->str, m->len);
-        c->v[c->n].len = m->len;
-        c->v[c->n].score = atoll(r->element[i + 1]->str);
-        c->n++;
-    }
-}
-
-/* The collector's thread: reads the whole zset every 50 ms (a record
- * lives one interval before a call may reclaim it). */
-static void *
-collector_run(void *arg)
-{
-    collector *c = arg;
-    redisContext *rc = cr_test_redis_connect(&test_redis);
-    bool last = false;
-
-    assert_non_null(rc);
-    while (!last) {
-        redisReply *r;
-
-        last = atomic_load(&c->stop);
-        r = redisCommand(rc, "ZRANGE %s 0 -1 WITHSCORES", c->key);
-        if (r != NULL && r->type == REDIS_REPLY_ARRAY)
-            collect(c, r);
-        if (r != NULL)
-            freeReplyObject(r);
-        if (!last)
-            usleep(50000);
-    }
-    redisFree(rc);
-    return NULL;
-}
-
-static int
-by_score(const void *a, const void *b)
-{
-    const record_t *x = a, *y = b;
-
-    return x->score < y->score ? -1 : x->score > y->score;
-}
-
-/* The permits of a record (bytes 17..20, little-endian). */
-static unsigned
-permits_of(const record_t *r)
-{
-    const unsigned char *p = (const unsigned char *)r->member;
-
-    assert_int_equal(r->len, 21);
-    return p[17] | p[18] << 8 | p[19] << 16 | (unsigned)p[20] << 24;
-}
-
-/* The most permits granted in any window [s, s + interval) that starts at
- * a grant. */
-static unsigned
-most_in_a_window(record_t *v, size_t n, long long interval)
-{
-    unsigned most = 0;
-    size_t i, j;
-
-    qsort(v, n, sizeof(*v), by_score);
-    for (i = 0; i < n; i++) {
-        unsigned sum = 0;
-
-        for (j = i; j < n && v[j].score < v[i].score + interval; j++)
-            sum += permits_of(&v[j]);
-        if (sum > most)
-            most = sum;
-    }
-    return most;
-}
 
 static cr_rate_limiter *
 limiter(const char *name, int64_t rate, int64_t interval_ms)
