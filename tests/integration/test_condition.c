@@ -380,6 +380,11 @@ test_condition_on_the_fair_lock_and_the_write_lock(void **state)
     cr_lock_free(fair);
 }
 
+/* The watchdog timeout of a waiter that is killed (coord_worker's
+ * argument): its lease in the line lapses between two thirds of it and all
+ * of it after the kill. */
+#define DEAD_WATCHDOG "6000"
+
 /* Starts a coord_worker process that takes lock `name` with leases of
  * lease_ms, awaits its condition not-empty and is to be killed; returns
  * once it waits in line. */
@@ -416,16 +421,17 @@ test_condition_a_killed_waiter_does_not_keep_later_signals(void **state)
     cr_lock_condition *c = condition(l, "not-empty");
     waiter w;
     int64_t signalled;
+    pid_t dead;
 
     (void)state;
-    /* The first in line dies while it waits. Its lease (4 s) must outlast
-     * the steps up to the signal below, or the living one's first look
-     * settles it before the signal (a loaded machine took over 1 s). */
-    kill_and_reap(dying_waiter("dead", "4000", 1));
-    await_free("dead");
+    /* The first in line dies while it waits, once the living one is in
+     * line behind it: only the signal below lies between the kill and its
+     * lease's end (at least two thirds of its watchdog timeout), so a
+     * loaded machine does not see the living one settle it first. */
+    dead = dying_waiter("dead", DEAD_WATCHDOG, 1);
     waiter_start(&w, l, c, 1, slow(30000));
     await_line("dead", "not-empty", 2);
-    await_free("dead");
+    kill_and_reap(dead);
     /* The signal goes to the dead one, first in line with its lease still
      * standing; the living one stays in line... */
     signalled = cr_test_now_ms();
@@ -437,7 +443,7 @@ test_condition_a_killed_waiter_does_not_keep_later_signals(void **state)
     pthread_join(w.thread, NULL);
     OK(w.rc);
     assert_true(w.held_after);
-    assert_true(w.returned_ms - signalled <= 4000 + slow(1000));
+    assert_true(w.returned_ms - signalled <= atol(DEAD_WATCHDOG) + slow(1000));
     /* A later signal finds nobody: the dead one is gone too. */
     assert_int_equal(signal_under(l, c, false), 0);
     assert_int_equal(redis_int("EXISTS credisson_condition:{dead}:not-empty"),
@@ -458,13 +464,13 @@ test_condition_inspect_shows_the_waiters(void **state)
     cr_object_info *info = NULL;
     const cr_condition_waiter_info *dead, *alive;
     waiter w;
+    pid_t dead_pid;
 
     (void)state;
-    kill_and_reap(dying_waiter("seen", "4000", 1));
-    await_free("seen");
+    dead_pid = dying_waiter("seen", DEAD_WATCHDOG, 1);
     waiter_start(&w, l, c, 1, slow(30000));
     await_line("seen", "not-empty", 2);
-    await_free("seen");
+    kill_and_reap(dead_pid);
     assert_int_equal(signal_under(l, c, false), 1);
     OK(cr_object_inspect(test_client, "seen", &info));
     /* Nobody holds the lock, but it has a condition with waiters. */
