@@ -53,11 +53,6 @@ enum { B_ARRIVE, B_QUICK, B_LOOK, B_LAST_LOOK, B_LEAVE };
 /* What a condition await's command out is. */
 enum { C_JOIN = 16, C_RELEASE, C_LOOK, C_LEAVE, C_GIVE_BACK };
 
-/* Backoff while Redis cannot be reached, as the shared waiting loop's
- * (a rate limiter's wait, which has no pub/sub, runs its own). */
-#define IO_BACKOFF_MIN_MS 20
-#define IO_BACKOFF_MAX_MS 1000
-
 /* What a waiting request does at the steps the wait state machine leaves
  * to it: send an attempt (whose reply sets w.rc and w.hint, then drives
  * on), and end once the wait is over (w.rc). */
@@ -1405,40 +1400,12 @@ rate_step(void *arg)
 static void
 rate_next(cr_request *q)
 {
-    cr_client *c = q->async->client;
-    cr_status rc = q->w.rc;
-    int64_t now, sleep, deadline = q->w.deadline;
+    int64_t sleep;
 
-    if ((rc != CR_BUSY && rc != CR_EIO) || q->wait_ms == 0 || q->cancelled) {
+    q->w.hint = q->hint;
+    if (q->cancelled || !cr__wait_poll(&q->w, &sleep)) {
         rate_finish(q);
         return;
-    }
-    now = cr__now_ms();
-    if (rc == CR_EIO) {
-        if (q->w.io_since == 0)
-            q->w.io_since = now;
-        if (now - q->w.io_since > c->reconnect_window_ms) {
-            rate_finish(q);
-            return;
-        }
-        q->w.backoff = q->w.backoff == 0 ? IO_BACKOFF_MIN_MS
-                       : q->w.backoff * 2 > IO_BACKOFF_MAX_MS
-                           ? IO_BACKOFF_MAX_MS
-                           : q->w.backoff * 2;
-        sleep = q->w.backoff;
-    } else {
-        q->w.io_since = 0;
-        q->w.backoff = 0;
-        sleep = q->hint;
-    }
-    if (deadline >= 0 && (now >= deadline || sleep > deadline - now)) {
-        /* No permit comes back before the wait ends (the hint is when the
-         * oldest record expires): give up now. */
-        if (rc == CR_BUSY || now >= deadline) {
-            rate_finish(q);
-            return;
-        }
-        sleep = deadline - now;
     }
     cr__aio_after(q->async->io, &q->timer, sleep, rate_step, q);
 }

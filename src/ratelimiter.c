@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ratelimiters.h"
+#include "wait.h"
 
 #define RATE_MAGIC 0x4352524cu /* "CRRL" */
 
@@ -33,9 +34,6 @@
 #define ANSWER_WAIT 1
 #define ANSWER_NO_RATE 2
 #define ANSWER_OVER_RATE 3
-/* Backoff while Redis cannot be reached, as the shared waiting loop's. */
-#define IO_BACKOFF_MIN_MS 20
-#define IO_BACKOFF_MAX_MS 1000
 
 static void free_own(void *obj);
 
@@ -387,7 +385,8 @@ cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
                             int64_t wait_ms)
 {
     attempt_ctx a;
-    int64_t start, deadline, io_since = 0, backoff = 0, hint = 0, patience = 0;
+    cr__wait w;
+    int64_t patience = 0;
     bool patient = false;
     cr_status rc = enter(l);
 
@@ -400,53 +399,33 @@ cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
     memset(&a, 0, sizeof(a));
     a.limiter = l;
     a.permits = permits;
+    memset(&w, 0, sizeof(w));
+    w.client = l->client;
+    w.spec.wait_ms = wait_ms;
     cr__call_wait(l->client, wait_ms);
-    start = cr__now_ms();
-    deadline = wait_ms == CR_WAIT_FOREVER ? -1 : start + wait_ms;
+    w.start = cr__now_ms();
+    w.deadline = wait_ms == CR_WAIT_FOREVER ? -1 : w.start + wait_ms;
     for (;;) {
-        int64_t now, sleep;
+        int64_t sleep;
 
-        rc = attempt(&a, &hint);
-        if (rc != CR_BUSY && rc != CR_EIO)
+        w.rc = attempt(&a, &w.hint);
+        if (!cr__wait_poll(&w, &sleep))
             break;
-        if (wait_ms == 0)
-            break;
-        now = cr__now_ms();
         if (!patient) {
             /* Retries do not wait for a connection slot past the wait. */
-            patience = cr__call_patience_set(deadline);
+            patience = cr__call_patience_set(w.deadline);
             patient = true;
         }
-        if (rc == CR_EIO) {
-            if (io_since == 0)
-                io_since = now;
-            if (now - io_since > l->client->reconnect_window_ms)
-                break;
-            backoff = backoff == 0 ? IO_BACKOFF_MIN_MS
-                      : backoff * 2 > IO_BACKOFF_MAX_MS ? IO_BACKOFF_MAX_MS
-                                                        : backoff * 2;
-            sleep = backoff;
-        } else {
-            io_since = 0;
-            backoff = 0;
-            sleep = hint;
-        }
-        if (deadline >= 0 && (now >= deadline || sleep > deadline - now)) {
-            /* No permit comes back before the wait ends (the hint is when
-             * the oldest record expires): give up now. */
-            if (rc == CR_BUSY || now >= deadline)
-                break;
-            sleep = deadline - now;
-        }
         if (!sleep_unless_closing(l->client, sleep)) {
-            rc = cr__fail(CR_ECLOSED, "the client is being freed");
+            w.rc = cr__fail(CR_ECLOSED, "the client is being freed");
             break;
         }
     }
+    rc = w.rc;
     if (patient)
         cr__call_patience_set(patience);
     if (rc == CR_BUSY)
-        rc = cr__rate_busy(l, permits, wait_ms, hint);
+        rc = cr__rate_busy(l, permits, wait_ms, w.hint);
     else if (rc == CR_OK)
         CR__STAT_ADD(&l->client->run.stats, acquisitions, 1);
 out:

@@ -153,6 +153,28 @@ again(cr_status rc)
     return rc == CR_BUSY || rc == CR_EIO;
 }
 
+/* The retry rule of an attempt that failed for I/O (w->rc CR_EIO): the
+ * next after a backoff doubling from IO_BACKOFF_MIN_MS to IO_BACKOFF_MAX_MS,
+ * until Redis has been unreachable for longer than the client's reconnect
+ * window (false). Any other status restarts the count. */
+static bool
+io_retry(cr__wait *w, int64_t now, int64_t *sleep)
+{
+    if (w->rc != CR_EIO) {
+        w->io_since = 0;
+        w->backoff = 0;
+        return true;
+    }
+    if (w->io_since == 0)
+        w->io_since = now;
+    if (now - w->io_since > w->client->reconnect_window_ms)
+        return false;
+    w->backoff = w->backoff == 0 ? IO_BACKOFF_MIN_MS
+                                 : bound(w->backoff * 2, IO_BACKOFF_MAX_MS);
+    *sleep = w->backoff;
+    return true;
+}
+
 /* After a failed attempt: how long to sleep before the next (-1: until a
  * message), or false when the wait is over (w->rc set). */
 static bool
@@ -160,21 +182,12 @@ plan_sleep(cr__wait *w, int64_t *sleep)
 {
     int64_t now = cr__now_ms();
 
-    if (w->rc == CR_EIO) {
-        if (w->io_since == 0)
-            w->io_since = now;
-        if (now - w->io_since > w->client->reconnect_window_ms)
-            return false;
-        w->backoff = w->backoff == 0 ? IO_BACKOFF_MIN_MS
-                                     : bound(w->backoff * 2, IO_BACKOFF_MAX_MS);
-        *sleep = w->backoff;
-    } else {
-        w->io_since = 0;
-        w->backoff = 0;
+    if (!io_retry(w, now, sleep))
+        return false;
+    if (w->rc != CR_EIO)
         *sleep = w->hint >= 0 ? (w->hint > w->spec.min_sleep_ms
                                      ? w->hint : w->spec.min_sleep_ms)
                               : -1;
-    }
     if (!w->subs->confirmed(w->subs_ctx, w->sub))
         *sleep = bound(*sleep, UNCONFIRMED_POLL_MS);
     *sleep = bound(*sleep, w->spec.max_sleep_ms);
@@ -362,4 +375,25 @@ cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
             return false;
         }
     }
+}
+
+bool
+cr__wait_poll(cr__wait *w, int64_t *sleep_ms)
+{
+    int64_t now, sleep = w->hint;
+
+    if (!again(w->rc) || w->spec.wait_ms == 0)
+        return false;
+    now = cr__now_ms();
+    if (!io_retry(w, now, &sleep))
+        return false;
+    if (w->deadline >= 0 && (now >= w->deadline || sleep > w->deadline - now)) {
+        /* Nothing comes back before the wait ends (the hint says when it
+         * may): give up now. */
+        if (w->rc == CR_BUSY || now >= w->deadline)
+            return false;
+        sleep = w->deadline - now;
+    }
+    *sleep_ms = sleep;
+    return true;
 }

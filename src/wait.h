@@ -132,4 +132,13 @@ cr__wait_do cr__wait_step(cr__wait *w);
  * window), CR_ECLOSED, or what an attempt returned. */
 bool cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint);
 
+/* cr__wait_poll: a wait without a channel (the rate limiter's), of which
+ * only client, deadline (-1: none) and spec.wait_ms are set, with the last
+ * attempt's status in rc and its hint in hint: true with *sleep_ms the time
+ * to sleep before the next attempt (the hint, or the backoff while Redis
+ * cannot be reached), false when the wait is over with rc its status. A
+ * hint beyond the deadline ends it at once: waiting could not help. The
+ * blocking and the asynchronous acquisitions both follow it. */
+bool cr__wait_poll(cr__wait *w, int64_t *sleep_ms);
+
 #endif

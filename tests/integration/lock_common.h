@@ -56,22 +56,33 @@ redis_down(void **state)
     return 0;
 }
 
-/* A client on the test server with a short watchdog (300 ms). */
+/* A client on 127.0.0.1:port (the test server's, or a relay's) with a
+ * watchdog timeout of watchdog_ms, which gives up on Redis after window_ms
+ * without it. */
 static inline cr_client *
-new_client(int64_t watchdog_ms)
+client_on_port(int port, int64_t watchdog_ms, int64_t window_ms)
 {
     cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
+    char url[64];
 
-    o.url = test_redis.url;
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
+    o.url = url;
     o.lock_watchdog_timeout_ms = watchdog_ms;
     o.command_timeout_ms = slow(2000);
-    o.reconnect_window_ms = slow(15000);
+    o.reconnect_window_ms = window_ms;
     if (cr_client_new(&o, &c) != CR_OK) {
         fprintf(stderr, "cr_client_new: %s\n", cr_last_error());
         return NULL;
     }
     return c;
+}
+
+/* A client on the test server with a watchdog timeout of watchdog_ms. */
+static inline cr_client *
+new_client(int64_t watchdog_ms)
+{
+    return client_on_port(test_redis.port, watchdog_ms, slow(15000));
 }
 
 /* Per-test setup: flushed server (restarted first if a test stopped it) and

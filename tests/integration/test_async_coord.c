@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "lock_common.h"
+#include "fault_server.h"
 #include "grant_records.h"
 #include "poll_loop.h"
 
@@ -285,6 +286,60 @@ test_async_rate_limiter_cancel_ends_the_wait(void **state)
     assert_int_equal(redis_int("ZCARD {cancelled}:permits"), 1);
     cr_async_free(a);
     cr_rate_limiter_free(l);
+}
+
+/* An acquisition whose attempts fail for I/O (the link cut, new
+ * connections refused) retries them on the loop's timer with backoff and
+ * is granted once the link is back; one that cannot reach Redis for
+ * longer than the client's reconnect window ends then with CR_EIO, not at
+ * the end of its 30 s wait. */
+static void
+test_async_rate_limiter_rides_out_a_broken_link_for_the_reconnect_window(void **state)
+{
+    const int64_t window_ms = 1000;
+    cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
+    cr_client *c, *brief;
+    cr_rate_limiter *l, *lb;
+    cr_async *a, *ab;
+    cr_test_relay_count w;
+    outcome rode = {0}, gone = {0};
+    int64_t start;
+
+    (void)state;
+    assert_non_null(relay);
+    c = client_on_port(cr_test_relay_port(relay), 300, slow(30000));
+    brief = client_on_port(cr_test_relay_port(relay), 300, window_ms);
+    assert_non_null(c);
+    assert_non_null(brief);
+    a = new_async_on(c);
+    ab = new_async_on(brief);
+    OK(cr_rate_limiter_new(c, "cut", &l));
+    OK(cr_rate_limiter_new(brief, "cut", &lb));
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 1, 500, 0, NULL));
+    OK(cr_rate_limiter_try_acquire(l, 1, 0));
+    cr_test_relay_refuse(relay, true);
+    cr_test_relay_cut(relay);
+    start = poll_loop_now_ms();
+    OK(cr_async_rate_limiter_acquire(a, l, 1, slow(30000), record, &rode,
+                                     NULL));
+    OK(cr_async_rate_limiter_acquire(ab, lb, 1, 30000, record, &gone, NULL));
+    assert_int_equal(await(ab, &gone, slow(10000)), CR_EIO);
+    assert_true(gone.at - start >= window_ms);
+    assert_true(gone.at - start <= window_ms + slow(2000));
+    /* The other, with a long window, is still retrying. */
+    w.relay = relay;
+    w.n = cr_test_relay_accepts(relay) + 3;
+    assert_true(poll_loop_until(a, cr_test_relay_reached, &w, slow(10000)));
+    assert_int_equal(rode.calls, 0);
+    cr_test_relay_refuse(relay, false);
+    assert_int_equal(await(a, &rode, slow(10000)), CR_OK);
+    cr_async_free(a);
+    cr_async_free(ab);
+    cr_rate_limiter_free(l);
+    cr_rate_limiter_free(lb);
+    cr_client_free(c);
+    cr_client_free(brief);
+    cr_test_relay_stop(relay);
 }
 
 /* ------------------------------------------------------------ barriers */
@@ -1155,6 +1210,7 @@ main(void)
         T(test_async_rate_limiter_spaces_grants_by_the_limiter),
         T(test_async_rate_limiter_wait_bound_is_respected),
         T(test_async_rate_limiter_cancel_ends_the_wait),
+        T(test_async_rate_limiter_rides_out_a_broken_link_for_the_reconnect_window),
         T(test_async_barrier_parties_on_a_loop_and_threads_complete_rounds),
         T(test_async_barrier_party_keeps_its_lease_while_it_waits),
         T(test_async_barrier_timeout_breaks_the_round_for_a_blocking_party),

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lock_common.h"
+#include "fault_server.h"
 #include "grant_records.h"
 #include "scripts.h" /* a resend of one attempt, by hand */
 
@@ -572,9 +573,11 @@ test_rate_limiter_threads_asking_for_several_permits_keep_the_window(void **stat
     cr_rate_limiter_free(l);
 }
 
-/* A thread blocked in acquire until its client is freed. */
+/* A thread waiting in try_acquire for a permit (wait_ms: its wait, 0
+ * standing for CR_WAIT_FOREVER) and how long it took. */
 typedef struct blocked {
     cr_rate_limiter *limiter;
+    int64_t wait_ms, took;
     cr_status rc;
     atomic_bool done;
     pthread_t thread;
@@ -584,8 +587,12 @@ static void *
 blocked_run(void *arg)
 {
     blocked *b = arg;
+    int64_t t0 = cr_test_now_ms();
 
-    b->rc = cr_rate_limiter_acquire(b->limiter, 1);
+    b->rc = cr_rate_limiter_try_acquire(b->limiter, 1,
+                                        b->wait_ms == 0 ? CR_WAIT_FOREVER
+                                                        : b->wait_ms);
+    b->took = cr_test_now_ms() - t0;
     atomic_store(&b->done, true);
     return NULL;
 }
@@ -622,6 +629,77 @@ test_rate_limiter_freeing_the_client_ends_a_wait(void **state)
     cr_rate_limiter_free(b.limiter);
 }
 
+/* A wait whose attempts fail for I/O (the link cut, new connections
+ * refused) retries them with backoff, and is granted once the link is
+ * back: the permit came back meanwhile. Three refused connections show
+ * it retried rather than gave up. */
+static void
+test_rate_limiter_a_wait_rides_out_a_broken_link(void **state)
+{
+    cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
+    cr_client *c;
+    cr_test_relay_count w;
+    blocked b;
+
+    (void)state;
+    assert_non_null(relay);
+    c = client_on_port(cr_test_relay_port(relay), 300, slow(30000));
+    assert_non_null(c);
+    memset(&b, 0, sizeof(b));
+    OK(cr_rate_limiter_new(c, "cut", &b.limiter));
+    OK(cr_rate_limiter_try_set_rate(b.limiter, CR_RATE_OVERALL, 1, 500, 0,
+                                    NULL));
+    OK(cr_rate_limiter_try_acquire(b.limiter, 1, 0));
+    cr_test_relay_refuse(relay, true);
+    cr_test_relay_cut(relay);
+    w.relay = relay;
+    w.n = cr_test_relay_accepts(relay) + 3;
+    b.wait_ms = slow(30000);
+    assert_int_equal(pthread_create(&b.thread, NULL, blocked_run, &b), 0);
+    assert_true(cr_test_wait_until(cr_test_relay_reached, &w, slow(10000)));
+    assert_false(atomic_load(&b.done));
+    cr_test_relay_refuse(relay, false);
+    pthread_join(b.thread, NULL);
+    OK(b.rc);
+    assert_true(b.took < b.wait_ms);
+    cr_rate_limiter_free(b.limiter);
+    cr_client_free(c);
+    cr_test_relay_stop(relay);
+}
+
+/* A wait that cannot reach Redis for longer than the client's reconnect
+ * window ends then, with CR_EIO, however long it would have waited: not
+ * before the window, not at the end of its 30 s wait. */
+static void
+test_rate_limiter_a_wait_ends_with_eio_once_the_reconnect_window_passed(void **state)
+{
+    const int64_t window_ms = 1000;
+    cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
+    cr_client *c;
+    blocked b;
+
+    (void)state;
+    assert_non_null(relay);
+    c = client_on_port(cr_test_relay_port(relay), 300, window_ms);
+    assert_non_null(c);
+    memset(&b, 0, sizeof(b));
+    OK(cr_rate_limiter_new(c, "gone", &b.limiter));
+    OK(cr_rate_limiter_try_set_rate(b.limiter, CR_RATE_OVERALL, 1, 500, 0,
+                                    NULL));
+    cr_test_relay_refuse(relay, true);
+    cr_test_relay_cut(relay);
+    b.wait_ms = 30000;
+    assert_int_equal(pthread_create(&b.thread, NULL, blocked_run, &b), 0);
+    pthread_join(b.thread, NULL);
+    assert_int_equal(b.rc, CR_EIO);
+    assert_true(b.took >= window_ms);
+    /* The window, then at most one more attempt (refused at once). */
+    assert_true(b.took <= window_ms + slow(2000));
+    cr_rate_limiter_free(b.limiter);
+    cr_client_free(c);
+    cr_test_relay_stop(relay);
+}
+
 int
 main(void)
 {
@@ -643,6 +721,8 @@ main(void)
         T(test_rate_limiter_eight_processes_never_exceed_the_rate_in_any_window),
         T(test_rate_limiter_threads_asking_for_several_permits_keep_the_window),
         T(test_rate_limiter_freeing_the_client_ends_a_wait),
+        T(test_rate_limiter_a_wait_rides_out_a_broken_link),
+        T(test_rate_limiter_a_wait_ends_with_eio_once_the_reconnect_window_passed),
 #undef T
     };
 
