@@ -11,7 +11,9 @@
  * conditions on a lock awaited and signalled from the loop, with blocking
  * waiters and signallers beside them: holds restored, timeouts and
  * cancels that take the lock again, a signal a cancelled waiter passes on,
- * frees.
+ * frees (from a callback, while asleep, while the join is out); the fair
+ * lock, the write lock and fixed leases. Waits that ride out a broken link
+ * for the client's reconnect window.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -655,19 +657,28 @@ condition_of(cr_lock *l, const char *name)
     return c;
 }
 
-/* Takes l `holds` times for `owner` on the loop (watchdog lease). */
+/* Takes l `holds` times for `owner` on the loop with leases of lease_ms
+ * (or the watchdog's). */
 static void
-async_hold(cr_async *a, cr_lock *l, int64_t owner, int holds)
+async_take(cr_async *a, cr_lock *l, int64_t owner, int holds,
+           int64_t lease_ms)
 {
     int i;
 
     for (i = 0; i < holds; i++) {
         outcome o = {0};
 
-        OK(cr_async_lock(a, l, owner, slow(5000), CR_LEASE_WATCHDOG, record,
-                         &o, NULL));
+        OK(cr_async_lock(a, l, owner, slow(5000), lease_ms, record, &o,
+                         NULL));
         assert_int_equal(await(a, &o, slow(8000)), CR_OK);
     }
+}
+
+/* Takes l `holds` times for `owner` on the loop (watchdog lease). */
+static void
+async_hold(cr_async *a, cr_lock *l, int64_t owner, int holds)
+{
+    async_take(a, l, owner, holds, CR_LEASE_WATCHDOG);
 }
 
 /* Lets l go `holds` times for `owner` on the loop. */
@@ -993,6 +1004,69 @@ test_async_condition_only_a_holder_signals_or_awaits(void **state)
     cr_client_free(c2);
 }
 
+/* An asynchronous waiter on the lock `l` (hash `name`, its owners'
+ * fields ending in `suffix`) that holds it twice with leases of lease_ms,
+ * signalled by a blocking holder: back with both holds, and with the lease
+ * it took (a fixed one is not renewed: it only runs down). */
+static void
+async_wait_and_signal_on(cr_lock *l, const char *name, const char *suffix,
+                         int64_t lease_ms)
+{
+    cr_lock_condition *c = condition_of(l, "k");
+    cr_async *a = new_async();
+    int64_t owner = cr_async_owner_id();
+    char field[160];
+    outcome w = {0};
+    bool woke = false;
+    long long pttl;
+
+    snprintf(field, sizeof(field), "%s:%lld%s", cr_client_id(test_client),
+             (long long)owner, suffix);
+    async_take(a, l, owner, 2, lease_ms);
+    OK(cr_async_condition_await(a, c, owner, slow(10000), record, &w, NULL));
+    loop_until_line(a, name, "k", 1, true);
+    OK(cr_lock_lock(l, CR_LEASE_WATCHDOG));
+    OK(cr_lock_condition_signal(c, &woke));
+    assert_true(woke);
+    OK(cr_lock_unlock(l));
+    assert_int_equal(await(a, &w, slow(5000)), CR_OK);
+    assert_int_equal(redis_int("HGET %s %s", name, field), 2);
+    pttl = redis_int("PTTL %s", name);
+    assert_true(pttl > 0);
+    if (lease_ms != CR_LEASE_WATCHDOG) {
+        /* Taken again with its own lease (not the client's 300 ms
+         * watchdog), which then only runs down. */
+        assert_true(pttl > lease_ms / 2 && pttl <= lease_ms);
+        turn_for(a, 700);
+        assert_true(redis_int("PTTL %s", name) <= pttl - 500);
+    }
+    async_release(a, l, owner, 2);
+    assert_int_equal(redis_int("EXISTS %s", name), 0);
+    cr_async_free(a);
+    cr_lock_condition_free(c);
+}
+
+/* Conditions on the fair lock and the write lock with the watchdog's
+ * lease, and on an RLock held with a fixed lease, awaited on the loop. */
+static void
+test_async_condition_on_the_fair_lock_the_write_lock_and_a_fixed_lease(
+    void **state)
+{
+    cr_lock *fair = NULL, *rl = rlock_on(test_client, "cfixed");
+    cr_rwlock *rw = NULL;
+
+    (void)state;
+    OK(cr_fair_lock_new(test_client, "cfair", &fair));
+    async_wait_and_signal_on(fair, "cfair", "", CR_LEASE_WATCHDOG);
+    OK(cr_rwlock_new(test_client, "crw", &rw));
+    async_wait_and_signal_on(cr_rwlock_write_lock(rw), "crw", ":write",
+                             CR_LEASE_WATCHDOG);
+    async_wait_and_signal_on(rl, "cfixed", "", slow(20000));
+    cr_rwlock_free(rw);
+    cr_lock_free(rl);
+    cr_lock_free(fair);
+}
+
 /* A wait that runs out still takes the lock again before its callback:
  * CR_TIMEOUT only once another owner, which took the lock meanwhile, let
  * it go; with the hold count it had, and the line left. */
@@ -1202,6 +1276,67 @@ test_async_condition_free_from_a_callback_and_while_waiting(void **state)
     cr_client_free(lc);
 }
 
+static bool
+relay_frozen(void *arg)
+{
+    return cr_test_relay_frozen(arg);
+}
+
+static bool
+in_line_of_cjoin(void *arg)
+{
+    (void)arg;
+    return redis_int("ZCARD credisson_condition_queue:{cjoin}:c") == 1;
+}
+
+/* A handle freed while its await's join is out (the replies frozen once
+ * it went, after it ran): CR_ECLOSED inside the free; the waiter the join
+ * put in line leaves it in the background, and the lock the await never
+ * got to let go stays held by its owner until it lets it go. */
+static void
+test_async_condition_free_while_its_join_is_out(void **state)
+{
+    cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
+    cr_client *c;
+    cr_lock *l;
+    cr_lock_condition *cond;
+    cr_async *a;
+    int64_t owner = cr_async_owner_id();
+    outcome w = {0};
+
+    (void)state;
+    assert_non_null(relay);
+    c = client_on_port(cr_test_relay_port(relay), 30000, slow(15000));
+    assert_non_null(c);
+    l = rlock_on(c, "cjoin");
+    cond = condition_of(l, "c");
+    a = new_async_on(c);
+    async_hold(a, l, owner, 1);
+    /* The registry's key is in the join's arguments. */
+    assert_int_equal(
+        cr_test_relay_freeze_replies_after(relay, "credisson_conditions:"), 0);
+    OK(cr_async_condition_await(a, cond, owner, CR_WAIT_FOREVER, record, &w,
+                                NULL));
+    assert_true(poll_loop_until(a, relay_frozen, relay, slow(5000)));
+    assert_true(cr_test_wait_until(in_line_of_cjoin, NULL, slow(5000)));
+    cr_async_free(a);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.rc, CR_ECLOSED);
+    cr_test_relay_thaw(relay);
+    assert_true(cr_test_wait_until(
+        key_gone, "credisson_condition_queue:{cjoin}:c", slow(5000)));
+    assert_int_equal(redis_int("EXISTS credisson_condition:{cjoin}:c"), 0);
+    assert_int_equal(redis_int("HGET cjoin %s:%lld", cr_client_id(c),
+                               (long long)owner),
+                     1);
+    OK(cr_lock_unlock_tid(l, owner));
+    assert_int_equal(redis_int("EXISTS cjoin"), 0);
+    cr_lock_condition_free(cond);
+    cr_lock_free(l);
+    cr_client_free(c);
+    cr_test_relay_stop(relay);
+}
+
 int
 main(void)
 {
@@ -1222,6 +1357,8 @@ main(void)
         T(test_async_condition_timeout_takes_the_lock_again),
         T(test_async_condition_cancel_passes_the_signal_on),
         T(test_async_condition_free_from_a_callback_and_while_waiting),
+        T(test_async_condition_on_the_fair_lock_the_write_lock_and_a_fixed_lease),
+        T(test_async_condition_free_while_its_join_is_out),
 #undef T
     };
 
