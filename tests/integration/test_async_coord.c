@@ -11,9 +11,9 @@
  * conditions on a lock awaited and signalled from the loop, with blocking
  * waiters and signallers beside them: holds restored, timeouts and
  * cancels that take the lock again, a signal a cancelled waiter passes on,
- * frees (from a callback, while asleep, while the join is out); the fair
- * lock, the write lock and fixed leases. Waits that ride out a broken link
- * for the client's reconnect window.
+ * frees (from a callback, while asleep, while the join or the release is
+ * out); the fair lock, the write lock and fixed leases. Waits that ride
+ * out a broken link for the client's reconnect window.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1282,19 +1282,26 @@ relay_frozen(void *arg)
     return cr_test_relay_frozen(arg);
 }
 
+/* What freed_while_out waits for: one waiter in the line of cjoin's
+ * condition c, and the lock free when `free`. */
 static bool
-in_line_of_cjoin(void *arg)
+cjoin_line(void *arg)
 {
-    (void)arg;
-    return redis_int("ZCARD credisson_condition_queue:{cjoin}:c") == 1;
+    const bool *free = arg;
+
+    return redis_int("ZCARD credisson_condition_queue:{cjoin}:c") == 1 &&
+           (!*free || redis_int("EXISTS cjoin") == 0);
 }
 
-/* A handle freed while its await's join is out (the replies frozen once
- * it went, after it ran): CR_ECLOSED inside the free; the waiter the join
- * put in line leaves it in the background, and the lock the await never
- * got to let go stays held by its owner until it lets it go. */
+/* A handle freed while its await has a command out, the replies frozen
+ * once a command with `needle` in it went (and ran): the join (in its
+ * arguments, the registry's key), or the release of the lock that follows
+ * (the lock's channel; the join and the lock's acquisition do not name
+ * it). CR_ECLOSED inside the free; the waiter the join put in line leaves
+ * it in the background; the lock is free when the release ran, and
+ * otherwise stays held by its owner until it lets it go. */
 static void
-test_async_condition_free_while_its_join_is_out(void **state)
+freed_while_out(const char *needle, bool released)
 {
     cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
     cr_client *c;
@@ -1304,7 +1311,6 @@ test_async_condition_free_while_its_join_is_out(void **state)
     int64_t owner = cr_async_owner_id();
     outcome w = {0};
 
-    (void)state;
     assert_non_null(relay);
     c = client_on_port(cr_test_relay_port(relay), 30000, slow(15000));
     assert_non_null(c);
@@ -1312,13 +1318,11 @@ test_async_condition_free_while_its_join_is_out(void **state)
     cond = condition_of(l, "c");
     a = new_async_on(c);
     async_hold(a, l, owner, 1);
-    /* The registry's key is in the join's arguments. */
-    assert_int_equal(
-        cr_test_relay_freeze_replies_after(relay, "credisson_conditions:"), 0);
+    assert_int_equal(cr_test_relay_freeze_replies_after(relay, needle), 0);
     OK(cr_async_condition_await(a, cond, owner, CR_WAIT_FOREVER, record, &w,
                                 NULL));
     assert_true(poll_loop_until(a, relay_frozen, relay, slow(5000)));
-    assert_true(cr_test_wait_until(in_line_of_cjoin, NULL, slow(5000)));
+    assert_true(cr_test_wait_until(cjoin_line, &released, slow(5000)));
     cr_async_free(a);
     assert_int_equal(w.calls, 1);
     assert_int_equal(w.rc, CR_ECLOSED);
@@ -1326,15 +1330,25 @@ test_async_condition_free_while_its_join_is_out(void **state)
     assert_true(cr_test_wait_until(
         key_gone, "credisson_condition_queue:{cjoin}:c", slow(5000)));
     assert_int_equal(redis_int("EXISTS credisson_condition:{cjoin}:c"), 0);
-    assert_int_equal(redis_int("HGET cjoin %s:%lld", cr_client_id(c),
-                               (long long)owner),
-                     1);
-    OK(cr_lock_unlock_tid(l, owner));
+    if (!released) {
+        assert_int_equal(redis_int("HGET cjoin %s:%lld", cr_client_id(c),
+                                   (long long)owner),
+                         1);
+        OK(cr_lock_unlock_tid(l, owner));
+    }
     assert_int_equal(redis_int("EXISTS cjoin"), 0);
     cr_lock_condition_free(cond);
     cr_lock_free(l);
     cr_client_free(c);
     cr_test_relay_stop(relay);
+}
+
+static void
+test_async_condition_free_while_its_join_or_release_is_out(void **state)
+{
+    (void)state;
+    freed_while_out("credisson_conditions:", false);
+    freed_while_out("redisson_lock__channel", true);
 }
 
 int
@@ -1358,7 +1372,7 @@ main(void)
         T(test_async_condition_cancel_passes_the_signal_on),
         T(test_async_condition_free_from_a_callback_and_while_waiting),
         T(test_async_condition_on_the_fair_lock_the_write_lock_and_a_fixed_lease),
-        T(test_async_condition_free_while_its_join_is_out),
+        T(test_async_condition_free_while_its_join_or_release_is_out),
 #undef T
     };
 
