@@ -25,6 +25,19 @@ slow() {
     if [ "${CR_TEST_SLOW:-0}" = 1 ]; then echo $(($1 * 10)); else echo "$1"; fi
 }
 
+# Prints the lease (ms) of a hold whose command credisson must kill before
+# the lease ends. credisson kills it 1 % + 2 ms before the end; that margin
+# must outlast the scheduling delays between the deadline and the test's
+# seeing the command dead (credisson's wake, the command's exit, the
+# watcher's wake), which a loaded machine stretched past the 32 ms of a
+# 3 s lease. 10 s leaves 102 ms; runs scaled by slow get 30 s (302 ms).
+kill_lease() {
+    local ms
+    ms=$(slow 3000)
+    [ "$ms" -ge 10000 ] || ms=10000
+    echo "$ms"
+}
+
 # Prints the wall clock in ms since the epoch (bash's EPOCHREALTIME: no
 # process is started, so the reading is taken when asked).
 epoch_ms() {

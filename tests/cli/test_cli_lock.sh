@@ -471,10 +471,11 @@ watch_death() {
 STUBBORN='trap "" TERM; "$@" >expiry; exec sleep 60 3>dead'
 
 test_lease_ending_kills_command_before_the_key_expires() {
-    # --lease 3s: SIGTERM a third of the lease before its local deadline
-    # (ignored), SIGKILL at it, 1 % + 2 ms before the key expires.
+    # --lease 10s (kill_lease): SIGTERM a third of the lease before its
+    # local deadline (ignored), SIGKILL at it, 1 % + 2 ms before the key
+    # expires.
     watch_death
-    cli_exec lock ttl --lease "$(slow 3000)ms" -- sh -c "$STUBBORN" sh \
+    cli_exec lock ttl --lease "$(kill_lease)ms" -- sh -c "$STUBBORN" sh \
         redis-cli -p "$PORT" pexpiretime ttl 2>err &
     local pid=$!
     wait "$pid"
@@ -494,7 +495,7 @@ test_blocked_renewals_kill_command_before_the_key_expires() {
     # Writes are paused: the watchdog's renewals cannot get through, and
     # the command is stopped before the last one's lease ends.
     watch_death
-    cli_exec lock pause --watchdog "$(slow 3000)ms" -- sh -c \
+    cli_exec lock pause --watchdog "$(kill_lease)ms" -- sh -c \
         'trap "" TERM; touch ready; exec sleep 60 3>dead' 2>err &
     local pid=$!
     wait_until 5000 file_exists ready || fail "command never started"
@@ -503,7 +504,8 @@ test_blocked_renewals_kill_command_before_the_key_expires() {
     rcli client pause 60000 write >/dev/null
     local expiry
     expiry=$(rcli pexpiretime pause)
-    wait_until 10000 file_exists died || fail "the command never died"
+    # At most the watchdog timeout after the pause (kill_lease: 10 s).
+    wait_until 15000 file_exists died || fail "the command never died"
     rcli client unpause >/dev/null
     wait "$pid"
     expect_eq "$?" 76 "exit status"

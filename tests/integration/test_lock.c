@@ -217,17 +217,21 @@ test_lock_explicit_lease_expiry_frees_the_lock_and_unlock_reports_lost(void **st
 {
     cr_client *other = new_client(30000);
     cr_lock *l, *theirs;
+    /* The lease must outlast the look at it below. */
+    const int64_t lease = slow(300);
     int64_t ttl = 0, start;
 
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "lease", &l), CR_OK);
     assert_int_equal(cr_lock_new(other, "lease", &theirs), CR_OK);
-    assert_int_equal(cr_lock_lock(l, 300), CR_OK);
-    assert_int_equal(cr_lock_remain_time_to_live(l, &ttl), CR_OK);
-    assert_true(ttl > 0 && ttl <= 300);
+    /* Counted from before the lock: the lease ends at least `lease` after
+     * it, however long the steps up to the other's wait take. */
     start = cr_test_now_ms();
+    assert_int_equal(cr_lock_lock(l, lease), CR_OK);
+    assert_int_equal(cr_lock_remain_time_to_live(l, &ttl), CR_OK);
+    assert_true(ttl > 0 && ttl <= lease);
     assert_int_equal(cr_lock_try_lock(theirs, slow(5000), CR_LEASE_WATCHDOG), CR_OK);
-    assert_true(cr_test_now_ms() - start >= 150);
+    assert_true(cr_test_now_ms() - start >= lease / 2);
     /* The first holder learns its lease is gone, distinctly. */
     assert_int_equal(cr_lock_unlock(l), CR_ELOST);
     assert_int_equal(cr_lock_unlock(l), CR_ENOTOWNER);
@@ -237,29 +241,44 @@ test_lock_explicit_lease_expiry_frees_the_lock_and_unlock_reports_lost(void **st
     cr_client_free(other);
 }
 
+/* The watchdog timeout of the tests below whose holds must be renewed
+ * without a break. A renewal is sent every third of it, so a renewing
+ * thread that stalls for more than two thirds of it lets the key expire:
+ * test_client's 300 ms left 200 ms, which a loaded machine outran. 1 s
+ * leaves 667 ms; runs scaled by slow() get 3 s. */
+static int64_t
+renewed_timeout(void)
+{
+    return slow(300) > 1000 ? slow(300) : 1000;
+}
+
 static void
 test_lock_watchdog_keeps_lock_alive_for_several_timeouts(void **state)
 {
+    const int64_t timeout = renewed_timeout();
+    cr_client *c = new_client(timeout);
     cr_lock *l;
     cr_client_stats st = CR_CLIENT_STATS_INIT;
     int64_t end;
 
     (void)state;
-    assert_int_equal(cr_lock_new(test_client, "watched", &l), CR_OK);
+    assert_non_null(c);
+    assert_int_equal(cr_lock_new(c, "watched", &l), CR_OK);
     assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
-    /* Five watchdog timeouts (300 ms each); the key must never vanish. */
-    end = cr_test_now_ms() + 1500;
+    /* Five watchdog timeouts; the key must never vanish. */
+    end = cr_test_now_ms() + 5 * timeout;
     while (cr_test_now_ms() < end) {
         long long ttl = redis_int("PTTL watched");
 
-        assert_true(ttl > 0 && ttl <= 300);
+        assert_true(ttl > 0 && ttl <= timeout);
         usleep(20000);
     }
-    assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
+    assert_int_equal(cr_client_stats_get(c, &st), CR_OK);
     assert_true(st.renewals_sent >= 4);
     assert_int_equal(st.leases_lost, 0);
     assert_int_equal(cr_lock_unlock(l), CR_OK);
     cr_lock_free(l);
+    cr_client_free(c);
 }
 
 static void
@@ -284,11 +303,13 @@ test_lock_watchdog_stops_renewing_after_unlock(void **state)
 static void
 test_lock_hold_left_by_a_slow_reentrant_unlock_stays_renewed(void **state)
 {
+    cr_client *c = new_client(renewed_timeout());
     bool lost = true;
     cr_lock *l;
 
     (void)state;
-    assert_int_equal(cr_lock_new(test_client, "slow-unlock", &l), CR_OK);
+    assert_non_null(c);
+    assert_int_equal(cr_lock_new(c, "slow-unlock", &l), CR_OK);
     assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
     assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
     /* The unlock takes 200 ms (writes paused): the client's only renewal is
@@ -296,33 +317,39 @@ test_lock_hold_left_by_a_slow_reentrant_unlock_stays_renewed(void **state)
      * answered, the hold left must be renewed again, not left to expire. */
     assert_true(redis_ok("CLIENT PAUSE 200 WRITE"));
     assert_int_equal(cr_lock_unlock(l), CR_OK);
-    await_more_renewals(test_client, 3);
+    await_more_renewals(c, 3);
     assert_true(redis_int("PTTL slow-unlock") > 0);
     assert_int_equal(cr_lock_is_lost(l, &lost), CR_OK);
     assert_false(lost);
     assert_int_equal(cr_lock_unlock(l), CR_OK);
     cr_lock_free(l);
+    cr_client_free(c);
 }
 
 static void
 test_lock_lease_hold_left_by_a_watchdog_reentry_expires_by_its_lease(void **state)
 {
     cr_lock *l;
-    int64_t released;
+    /* The lease must outlast the steps up to the look at it below by more
+     * than test_client's watchdog timeout (300 ms). */
+    const int64_t lease = slow(1000);
+    int64_t taken;
     long long ttl;
 
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "leased-outer", &l), CR_OK);
-    assert_int_equal(cr_lock_lock(l, 1000), CR_OK);
+    /* Counted from before the lock: the key lives `lease` from it at
+     * least, however long the steps up to the unlock take. */
+    taken = cr_test_now_ms();
+    assert_int_equal(cr_lock_lock(l, lease), CR_OK);
     assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
     /* The inner, watchdog hold goes: the outer one had a 1 s lease, and
      * nothing renews it any more (Redisson stops renewing there too). */
     assert_int_equal(cr_lock_unlock(l), CR_OK);
-    released = cr_test_now_ms();
     ttl = redis_int("PTTL leased-outer");
-    assert_true(ttl > 300 && ttl <= 1000);
+    assert_true(ttl > 300 && ttl <= lease);
     assert_true(cr_test_wait_until(key_gone, "leased-outer", slow(3000)));
-    assert_true(cr_test_now_ms() - released >= 1000 - 300);
+    assert_true(cr_test_now_ms() - taken >= lease - 300);
     assert_int_equal(cr_lock_unlock(l), CR_ELOST);
     cr_lock_free(l);
 }
@@ -330,24 +357,27 @@ test_lock_lease_hold_left_by_a_watchdog_reentry_expires_by_its_lease(void **stat
 static void
 test_lock_watchdog_hold_under_a_lease_reentry_keeps_being_renewed(void **state)
 {
+    cr_client *c = new_client(renewed_timeout());
     bool lost = true;
     cr_lock *l;
 
     (void)state;
-    assert_int_equal(cr_lock_new(test_client, "watched-outer", &l), CR_OK);
+    assert_non_null(c);
+    assert_int_equal(cr_lock_new(c, "watched-outer", &l), CR_OK);
     assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
     assert_int_equal(cr_lock_lock(l, 400), CR_OK);
     /* The inner, leased hold goes; the outer one was taken without a lease
      * and stays renewed (Redisson would stop, and let it expire by the
      * 400 ms its unlock sets). */
     assert_int_equal(cr_lock_unlock(l), CR_OK);
-    await_more_renewals(test_client, 3);
+    await_more_renewals(c, 3);
     assert_true(redis_int("PTTL watched-outer") > 0);
     assert_int_equal(cr_lock_is_lost(l, &lost), CR_OK);
     assert_false(lost);
     assert_int_equal(cr_lock_unlock(l), CR_OK);
     assert_int_equal(redis_int("EXISTS watched-outer"), 0);
     cr_lock_free(l);
+    cr_client_free(c);
 }
 
 static void
