@@ -869,10 +869,14 @@ test_lock_yield_does_not_delay_other_waits_of_its_client(void **state)
  * reader), not when that poll ends (the yield's 200 ms at most). Watched
  * as the client's commands: while nothing of it holds a lock, only the
  * waiting thread's attempts and the releaser's make them, and the releaser
- * makes none while it yields. */
-static void
-test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock(
-    void **state)
+ * makes none while it yields. Each release that came while the thread
+ * waited must be followed by an attempt within 80 ms; which release the
+ * thread wins with depends on who is quicker, so the check follows it.
+ * Returns how many releases were judged: none when the thread took the
+ * lock at its first attempt (a loaded machine saw the second turn begin
+ * late), and the caller runs the scenario again. */
+static int
+yield_and_wait_on_the_same_lock(void)
 {
     const char *name = "deaf-too-a-lock-whose-name-is-long-enough-that-two-"
                        "release-messages-make-more-bytes-than-one";
@@ -880,13 +884,11 @@ test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock(
     cr_client *c[5];
     cr_lock *mine, *mine_too, *l[5];
     int64_t hold[5] = {20, 20, 30, 300, 0}, seen[64], end, third = 0;
+    int64_t started, sampled_until;
     uint64_t last;
     waiter w[5], y, too;
-    int i, n = 0, in_time = 0;
+    int i, k, n = 0, judged = 0;
 
-    (void)state;
-    if (slow(1) > 1)
-        skip();
     snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
     assert_int_equal(cr_lock_new(test_client, name, &mine), CR_OK);
     assert_int_equal(cr_lock_new(test_client, name, &mine_too), CR_OK);
@@ -898,6 +900,7 @@ test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock(
     /* One waiter has released (the second holds it now): the yield waits
      * for the rest at once; the other thread starts waiting. */
     assert_true(cr_test_wait_until(first_turn_over, NULL, 3000));
+    started = cr_test_now_ms();
     waiter_start(&too, mine_too, CR_WAIT_FOREVER);
     /* Note when its commands come, until 100 ms after the third turn (of
      * 30 ms, ending about 75 ms into the yield) ended. */
@@ -916,11 +919,8 @@ test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock(
             break;
         usleep(200);
     }
+    sampled_until = cr_test_now_ms();
     assert_true(third != 0);
-    for (i = 0; i < n; i++)
-        if (seen[i] >= third && seen[i] < third + 80)
-            in_time++;
-    assert_true(in_time > 0);
     pthread_join(y.thread, NULL);
     pthread_join(too.thread, NULL);
     assert_int_equal(y.rc, CR_OK);
@@ -928,11 +928,39 @@ test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock(
     for (i = 0; i < 5; i++) {
         pthread_join(w[i].thread, NULL);
         assert_int_equal(w[i].rc, CR_OK);
+    }
+    for (i = 0; i < 5; i++) {
+        int64_t r = w[i].released_at;
+        bool woken = false;
+
+        if (r < started || r >= too.acquired_at || r + 80 > sampled_until)
+            continue; /* not while it waited, or not watched to the end */
+        for (k = 0; k < n; k++)
+            woken = woken || (seen[k] >= r && seen[k] < r + 80);
+        assert_true(woken);
+        judged++;
+    }
+    for (i = 0; i < 5; i++) {
         cr_lock_free(l[i]);
         cr_client_free(c[i]);
     }
     cr_lock_free(mine);
     cr_lock_free(mine_too);
+    return judged;
+}
+
+static void
+test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock(
+    void **state)
+{
+    int runs = 0, judged = 0;
+
+    (void)state;
+    if (slow(1) > 1)
+        skip();
+    while (judged == 0 && runs++ < 5)
+        judged = yield_and_wait_on_the_same_lock();
+    assert_true(judged > 0);
 }
 
 /* The releaser that takes the lock again at once yields to the waiter its
