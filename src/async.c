@@ -87,7 +87,6 @@ struct cr_request {
     cr__asleeper sleeper;
     cr__atimer timer;
     cr__atimer bound;         /* the wait, one command timeout, replica sync */
-    int64_t hint;
     /* Locks. */
     cr_lock *lock;
     int64_t owner_id, lease_ms, wait_ms, attempt_lease, sent_ms;
@@ -256,7 +255,6 @@ request_new(cr_async *a, int kind, cr_async_fn fn, void *userdata)
     q->kind = kind;
     q->fn = fn;
     q->userdata = userdata;
-    q->hint = -1;
     q->next = a->pending;
     if (a->pending != NULL)
         a->pending->prev = q;
@@ -1369,8 +1367,8 @@ rate_finish(cr_request *q)
 
     cr__aio_cancel_timer(q->async->io, &q->timer);
     if (rc == CR_BUSY) {
-        rc = cr__rate_busy(q->obj, q->permits, q->wait_ms, q->hint);
-        q->value = q->hint > 0 ? q->hint : 0;
+        rc = cr__rate_busy(q->obj, q->permits, q->wait_ms, q->w.hint);
+        q->value = q->w.hint > 0 ? q->w.hint : 0;
     } else if (rc == CR_OK) {
         CR__STAT_ADD(&q->async->client->run.stats, acquisitions, 1);
         q->final = true;
@@ -1402,7 +1400,6 @@ rate_next(cr_request *q)
 {
     int64_t sleep;
 
-    q->w.hint = q->hint;
     if (q->cancelled || !cr__wait_poll(&q->w, &sleep)) {
         rate_finish(q);
         return;
@@ -1429,7 +1426,7 @@ rate_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
         return;
     }
     if (rc == CR_BUSY)
-        q->hint = hint;
+        q->w.hint = hint;
     q->w.rc = rc;
     rate_next(q);
 }
@@ -1491,6 +1488,7 @@ cr_async_rate_limiter_acquire(cr_async *a, cr_rate_limiter *l,
     q->w.start = cr__now_ms();
     q->w.deadline = wait_ms < 0 ? -1 : q->w.start + wait_ms;
     q->w.spec.wait_ms = wait_ms;
+    q->w.hint = -1; /* none yet */
     if (wait_ms >= 0)
         cr__aio_after(a->io, &q->bound,
                       wait_ms + a->client->command_timeout_ms +
