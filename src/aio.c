@@ -147,6 +147,8 @@ struct asub {
     uint64_t confirms, messages, counted;
     int64_t counted_at;
     uint64_t open_pongs;      /* the link's PONGs when an opening message came */
+    char kept[CR__KEPT_MAX];  /* the last kept message (cr__wake) */
+    size_t kept_len;
     int64_t idle_since;
     unsigned resets;
 };
@@ -1782,6 +1784,10 @@ handle_sub_reply(alink *l, const cr__reply *r)
             s->counted++;
             s->counted_at = cr__now_us();
         }
+        if (w.kept && r->element[2]->len <= sizeof(s->kept)) {
+            memcpy(s->kept, r->element[2]->str, r->element[2]->len);
+            s->kept_len = r->element[2]->len;
+        }
         if (w.opens) {
             cr__asleeper *x;
 
@@ -2009,6 +2015,16 @@ aio_quiet_since(void *ctx, void *sub, const cr__sub_mark *m)
            s->confirms == m->confirms && s->messages == m->messages;
 }
 
+static bool
+aio_heard(void *ctx, void *sub, const char *payload, size_t len)
+{
+    asub *s = sub;
+
+    (void)ctx;
+    return s != NULL && len > 0 && s->kept_len == len &&
+           memcmp(s->kept, payload, len) == 0;
+}
+
 static void
 aio_fence(void *ctx, void *sub, cr__fence *f)
 {
@@ -2032,7 +2048,8 @@ aio_unsubscribe(void *ctx, void *sub)
 }
 
 const cr__wait_subs cr__aio_subs = {
-    aio_waiters, aio_confirmed, aio_quiet_since, aio_fence, aio_unsubscribe,
+    aio_waiters, aio_confirmed, aio_quiet_since, aio_heard, aio_fence,
+    aio_unsubscribe,
 };
 
 /* ----------------------------------------------------------- life cycle */

@@ -48,7 +48,7 @@ enum {
 };
 
 /* What a barrier await's command out is. */
-enum { B_ARRIVE, B_QUICK, B_LOOK, B_LAST_LOOK, B_LEAVE };
+enum { B_ARRIVE, B_QUICK, B_LOOK, B_LEAVE };
 
 /* What a condition await's command out is. */
 enum { C_JOIN = 16, C_RELEASE, C_LOOK, C_LEAVE, C_GIVE_BACK };
@@ -1519,7 +1519,6 @@ barrier_spec(cr_request *q, int64_t wait_ms, cr__wait_spec *spec)
         .wait_ms = wait_ms,
         .min_sleep_ms = 1,
         .max_sleep_ms = CR__OBJECT_RECHECK_MS,
-        .trust_open = true,
     };
 }
 
@@ -1568,7 +1567,6 @@ barrier_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
 {
     cr_request *q = ctx;
     cr__barrier_party *p = q->party;
-    cr__aio *io = q->async->io;
     cr_status sent = rc;
     int64_t hint = -1;
     bool look_now = false;
@@ -1606,19 +1604,10 @@ barrier_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
         barrier_complete(q, rc);
         return;
     }
-    if (q->stage == B_LAST_LOOK) {
-        barrier_conclude(q, cr__barrier_last_look(p, rc));
-        return;
-    }
     if (look_now) {
         barrier_send(q, B_LOOK);
         return;
     }
-    if (rc == CR_BUSY)
-        cr__aio_subs.waiters(io, cr__barrier_channel(q->obj, p->parity),
-                             &p->mark);
-    if (rc != CR__BARRIER_AGAIN)
-        p->answered_ok = rc == CR_OK;
     q->w.rc = rc;
     q->w.hint = hint;
     drive(q);
@@ -1657,6 +1646,12 @@ barrier_attempt(cr_request *q)
 {
     cr__barrier_party *p = q->party;
 
+    if (cr__barrier_heard(p, &q->w)) {
+        q->w.rc = CR_OK; /* its round's completion, read: no command */
+        q->w.hint = -1;
+        drive(q);
+        return;
+    }
     barrier_send(q, !p->arrived                 ? B_ARRIVE
                     : cr__now_ms() < p->look_due ? B_QUICK
                                                  : B_LOOK);
@@ -1670,7 +1665,6 @@ barrier_finish(cr_request *q)
     cr__barrier_party *p = q->party;
     cr_status rc = q->w.rc;
     cr__wait_spec spec;
-    cr__sub_mark now;
 
     if (rc == CR__BARRIER_AGAIN) {
         /* The arrival joined a generation of the other parity: a new wait
@@ -1682,16 +1676,6 @@ barrier_finish(cr_request *q)
         cr__wait_begin_on(&q->w, a->client, &spec, &cr__aio_subs, a->io);
         cr__aio_after(a->io, &q->timer, 0, step_later, q);
         return;
-    }
-    if (rc == CR_OK && !p->answered_ok) {
-        cr__aio_subs.waiters(a->io, cr__barrier_channel(q->obj, p->parity),
-                             &now);
-        if (!cr__barrier_released(p, &now)) {
-            /* Released by a 0 that may not be this round's: look. */
-            p->look_due = 0;
-            barrier_send(q, B_LAST_LOOK);
-            return;
-        }
     }
     barrier_conclude(q, rc);
 }

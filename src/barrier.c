@@ -16,11 +16,13 @@
  * due: the waiter sleeps until a message, the earliest lease it knows of,
  * or a third of its own lease (when it must renew), whichever comes first,
  * and a wake-up before a look is due only reads its round's outcome.
- * A message wakes every local waiter. A 0 (a round completed) read as the
- * only message since the waiter's last look releases it at once (see
- * released_by_message); otherwise it reads the outcome of its own
- * generation, which the hash keeps, so a message missed, read late or
- * about a later round cannot mislead it.
+ * A message wakes every local waiter. A round's completion names its
+ * generation and the barrier's creation stamp (0:<g>:<since>), and the
+ * subscription keeps the last one it read: a party that hears its own
+ * round's is released without a command (see cr__barrier_heard); after
+ * any other wake-up it reads the outcome of its own generation, which the
+ * hash keeps, so a message missed, read late or about a later round
+ * cannot mislead it.
  *
  * A wait that ends without an outcome (its time ran out, the client is
  * being freed, Redis stayed unreachable) leaves (barrier_leave.lua), which
@@ -136,17 +138,33 @@ cr_barrier_name(const cr_barrier *b)
 
 /* -------------------------------------------------------------- waiting */
 
-/* The barrier's messages: 0 (a round completed) and 1 (broken, reset,
- * deleted) wake every waiter; 0 "opens" (wait.h's trust_open): see
- * cr__barrier_released. */
+/* The barrier's messages: 0:<g>:<since> (generation g completed, kept:
+ * see cr__barrier_heard) and 1 (broken, reset, deleted) wake every waiter,
+ * as does the bare 0 an older credisson publishes for a completion. */
 cr__wake
 cr__barrier_decode(const char *payload, size_t len)
 {
     int64_t n;
 
+    if (len > 2 && payload[0] == '0' && payload[1] == ':')
+        return (cr__wake){.wakes = CR__WAKE_ALL, .kept = true};
     if (!cr__parse_i64(payload, len, &n))
         return (cr__wake){0};
-    return (cr__wake){.wakes = CR__WAKE_ALL, .opens = n == 0};
+    return (cr__wake){.wakes = CR__WAKE_ALL};
+}
+
+bool
+cr__barrier_heard(const cr__barrier_party *p, const cr__wait *w)
+{
+    char msg[CR__KEPT_MAX];
+    int n;
+
+    if (!p->arrived || w->sub == NULL)
+        return false;
+    n = snprintf(msg, sizeof(msg), "0:%lld:%lld", (long long)p->generation,
+                 (long long)p->since);
+    return n > 0 && (size_t)n < sizeof(msg) &&
+           w->subs->heard(w->subs_ctx, w->sub, msg, (size_t)n);
 }
 
 const char *
@@ -230,23 +248,25 @@ static cr_status
 arrival_answer(await_ctx *a, cr_status rc, cr__reply *r, int64_t *hint)
 {
     cr_barrier *b = a->barrier;
-    int64_t v[4];
+    int64_t v[5];
     size_t n = 0;
 
-    if (rc != CR_OK || (rc = reply_ints(b, r, v, 4, &n)) != CR_OK)
+    if (rc != CR_OK || (rc = reply_ints(b, r, v, 5, &n)) != CR_OK)
         return rc;
     switch (v[0]) {
     case ANSWER_WAITING:
-        if (n != 4)
+        if (n != 5)
             break;
         a->arrived = true;
         a->generation = v[1];
         a->index = v[2];
+        a->since = v[4];
         *hint = hint_of(a, v[3]);
         return CR_BUSY;
     case ANSWER_COMPLETED:
         if (n != 3)
             break;
+        a->arrived = true; /* for cr__barrier_ended: the next round */
         a->generation = v[1];
         a->index = v[2];
         return CR_OK;
@@ -267,7 +287,7 @@ cr__barrier_arrive_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
                          int64_t *hint)
 {
     rc = arrival_answer(a, rc, r, hint);
-    if (a->arrived && a->generation % 2 != a->parity)
+    if (rc == CR_BUSY && a->generation % 2 != a->parity)
         return CR__BARRIER_AGAIN;
     return rc;
 }
@@ -404,8 +424,7 @@ quick_look(await_ctx *a, int64_t *hint)
     return look_now ? look(a, hint) : rc;
 }
 
-/* One attempt of the wait; after a "waiting" answer, marks what the
- * subscription has read.
+/* One attempt of the wait.
  *
  * A round's end is published on the channel of its generation's parity,
  * so that the parties of two successive rounds never share a subscription:
@@ -417,11 +436,9 @@ quick_look(await_ctx *a, int64_t *hint)
  * generation of the other parity ends the wait (CR__BARRIER_AGAIN) and a
  * new one begins on the right channel. */
 static cr_status
-attempt(await_ctx *a, int64_t *hint)
+attempt(await_ctx *a, const cr__wait *w, int64_t *hint)
 {
     cr_barrier *b = a->barrier;
-    uint64_t count;
-    int64_t at;
     cr_status rc;
 
     *hint = -1;
@@ -434,58 +451,13 @@ attempt(await_ctx *a, int64_t *hint)
         if (rc == CR_OK)
             rc = cr__script_call_run(b->client, &cmd, &call, &r);
         cr__script_call_free(&call);
-        if ((rc = cr__barrier_arrive_reply(a, rc, r, hint)) ==
-            CR__BARRIER_AGAIN)
-            return rc;
-    } else if (cr__now_ms() < a->look_due) {
-        rc = quick_look(a, hint);
-    } else {
-        rc = look(a, hint);
+        return cr__barrier_arrive_reply(a, rc, r, hint);
     }
-    if (rc == CR_BUSY)
-        cr__pubsub_waiters(b->client->pubsub, b->channel[a->parity], &count,
-                           &at, &a->mark);
-    a->answered_ok = rc == CR_OK;
-    return rc;
-}
-
-/* Whether the wait's end on a 0 (wait.h's trust_open: read after the PING
- * its wait sent once subscribed) released this party without another
- * look. Nothing is published on the channel but the end of a round, and
- * the last attempt saw this party's round still under way, so the first
- * message published after it is its round's end; a 0 read as the only
- * message since that attempt, on the same subscription, is that end: the
- * round completed. More than one message since (a break, a reset, and a
- * later round completed, say), or a subscription lost meanwhile: false,
- * and the caller looks. */
-bool
-cr__barrier_released(const cr__barrier_party *a, const cr__sub_mark *now)
-{
-    return a->mark.id != 0 && now->id == a->mark.id &&
-           now->confirms == a->mark.confirms &&
-           now->messages == a->mark.messages + 1;
-}
-
-static bool
-released_by_message(await_ctx *a)
-{
-    cr_barrier *b = a->barrier;
-    cr__sub_mark now;
-    uint64_t count;
-    int64_t at;
-
-    cr__pubsub_waiters(b->client->pubsub, b->channel[a->parity], &count, &at,
-                       &now);
-    return cr__barrier_released(a, &now);
-}
-
-cr_status
-cr__barrier_last_look(const cr__barrier_party *a, cr_status rc)
-{
-    if (rc == CR_BUSY)
-        return cr__fail(CR_ESCRIPT, "barrier %s: a round after this party's "
-                        "completed while it still waits", a->barrier->name);
-    return rc;
+    if (cr__barrier_heard(a, w))
+        return CR_OK;
+    if (cr__now_ms() < a->look_due)
+        return quick_look(a, hint);
+    return look(a, hint);
 }
 
 cr_status
@@ -611,17 +583,12 @@ cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
         if (a.arrived)
             a.parity = (int)(a.generation % 2);
         cr__object_wait_begin(&w, b, NULL, b->channel[a.parity],
-                              cr__barrier_decode, true,
+                              cr__barrier_decode, false,
                               left < 0 && deadline >= 0 ? 0 : left);
         cr__call_wait(b->client, wait_ms); /* the call's bound stays */
         for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-            rc = attempt(&a, &hint);
+            rc = attempt(&a, &w, &hint);
     } while (rc == CR__BARRIER_AGAIN);
-    if (rc == CR_OK && !a.answered_ok && !released_by_message(&a)) {
-        /* Released by a 0 that may not be this round's: look. */
-        a.look_due = 0;
-        rc = cr__barrier_last_look(&a, look(&a, &hint));
-    }
     if (rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL)
         rc = leave(&a, rc);
     cr__barrier_ended(&a);

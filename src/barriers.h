@@ -29,10 +29,9 @@ typedef struct cr__barrier_party {
     int64_t look_due; /* monotonic ms: the next look (renewal, or the
                        * earliest lease's lapse); before it, a wake-up
                        * only reads the round's outcome */
-    bool answered_ok; /* an attempt said the round completed */
+    int64_t since;    /* the barrier's creation stamp, which its round's
+                       * completion message names */
     int parity;       /* the channel the wait listens to */
-    cr__sub_mark mark; /* the subscription when the last attempt said
-                        * "waiting" (id 0: not subscribed then) */
 } cr__barrier_party;
 
 /* cr__barrier_enter: the guard of every call on a barrier (end it with
@@ -47,8 +46,8 @@ void cr__barrier_party_begin(cr__barrier_party *p, cr_barrier *b,
                              int64_t owner_id);
 
 /* The channel of the generations of `parity` (0 even, 1 odd), and what
- * its messages mean (0: a round completed, opens; 1: broken, reset,
- * deleted; both wake every waiter). */
+ * its messages mean (0:<g>:<since>: generation g completed, kept; 1:
+ * broken, reset, deleted; both wake every waiter). */
 const char *cr__barrier_channel(const cr_barrier *b, int parity);
 cr__wake cr__barrier_decode(const char *payload, size_t len);
 
@@ -73,16 +72,13 @@ void cr__barrier_quick_argv(const cr__barrier_party *p, const char *argv[4],
 cr_status cr__barrier_quick_reply(cr__barrier_party *p, cr_status rc,
                                   cr__reply *r, int64_t *hint, bool *look);
 
-/* cr__barrier_released: whether a wait that ended on a 0 released the
- * party without another look: the 0 was the only message read on the
- * same subscription since the last attempt said "waiting" (`now`: the
- * subscription's mark at the end). */
-bool cr__barrier_released(const cr__barrier_party *p,
-                          const cr__sub_mark *now);
-
-/* cr__barrier_last_look: the status of the look made after a release
- * that cr__barrier_released could not trust (its reply's status). */
-cr_status cr__barrier_last_look(const cr__barrier_party *p, cr_status rc);
+/* cr__barrier_heard: whether the subscription of the party's wait `w` has
+ * read its round's completion (the last kept message is
+ * 0:<generation>:<since>): the round completed, and the party is released
+ * without a command. A generation completes once, and the creation stamp
+ * tells a barrier deleted and made again under the same name from the
+ * one the party arrived at, so no earlier message can pass for it. */
+bool cr__barrier_heard(const cr__barrier_party *p, const cr__wait *w);
 
 /* The leave of a wait that ended without an outcome, `rc` (the message
  * `why`): its call, and the await's status from its reply (`left`: how

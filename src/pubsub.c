@@ -85,6 +85,8 @@ struct cr__sub {
     int64_t counted_at_us; /* when the last of them was read (monotonic) */
     struct yielder *yielders; /* threads in cr__pubsub_await_count */
     uint64_t open_pongs; /* the link's PONGs when an opening message came */
+    char kept[CR__KEPT_MAX]; /* the last kept message (cr__wake) */
+    size_t kept_len;
     struct cr__sub *next_dirty;
     waiter *waiting;           /* threads in cr__sub_wait, by ticket */
     uint64_t tickets;          /* tickets handed out */
@@ -355,6 +357,17 @@ cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms,
     pthread_mutex_unlock(&ps->lk.mu);
     pthread_cond_destroy(&me.cv);
     return rc;
+}
+
+bool
+cr__sub_heard(cr__pubsub *ps, cr__sub *s, const char *payload, size_t len)
+{
+    bool heard;
+
+    pthread_mutex_lock(&ps->lk.mu);
+    heard = len > 0 && s->kept_len == len && memcmp(s->kept, payload, len) == 0;
+    pthread_mutex_unlock(&ps->lk.mu);
+    return heard;
 }
 
 bool
@@ -631,6 +644,10 @@ deliver(cr__pubsub *ps, int link, cr__sub *s, const char *payload,
     }
     if (w.opens)
         s->open_pongs = cr__link_pongs(&ps->lk, link);
+    if (w.kept && len <= sizeof(s->kept)) {
+        memcpy(s->kept, payload, len);
+        s->kept_len = len;
+    }
     if (s->tokens > s->refs)
         s->tokens = s->refs;
     /* The first in line, one per token, wake; the waiter reading the

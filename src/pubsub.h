@@ -29,8 +29,13 @@ typedef struct cr__wake {
                     * releases: cr__pubsub_await_count) */
     bool opens;    /* opens what waiters wait for for good (a latch at
                     * zero: see cr__sub_wait's fence) */
+    bool kept;     /* the subscription keeps the payload, as the last
+                    * such message it read (see cr__sub_heard) */
 } cr__wake;
 #define CR__WAKE_ALL INT64_MAX
+
+/* The longest payload a subscription keeps (cr__wake's kept). */
+#define CR__KEPT_MAX 64
 
 typedef cr__wake (*cr__decode_fn)(const char *payload, size_t len);
 
@@ -92,6 +97,13 @@ void cr__sub_fence(cr__pubsub *ps, cr__sub *sub, cr__fence *f);
  * down to zero after the fence was asked for. */
 cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms,
                        uint64_t *ticket, const cr__fence *f, bool *opened);
+
+/* cr__sub_heard: true when the last kept message (cr__wake) read on `sub`
+ * is `payload`. A message names what it tells (a barrier's completion its
+ * generation and the barrier's creation stamp), so that hearing it proves
+ * it, whenever it was read. */
+bool cr__sub_heard(cr__pubsub *ps, cr__sub *sub, const char *payload,
+                   size_t len);
 
 /* cr__sub_confirmed: true while the server confirms the subscription. */
 bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);

@@ -79,6 +79,12 @@ client_quiet_since(void *ps, void *sub, const cr__sub_mark *mark)
     return cr__sub_quiet_since(ps, sub, mark);
 }
 
+static bool
+client_heard(void *ps, void *sub, const char *payload, size_t len)
+{
+    return cr__sub_heard(ps, sub, payload, len);
+}
+
 static void
 client_fence(void *ps, void *sub, cr__fence *f)
 {
@@ -92,8 +98,8 @@ client_unsubscribe(void *ps, void *sub)
 }
 
 static const cr__wait_subs client_subs = {
-    client_waiters, client_confirmed, client_quiet_since, client_fence,
-    client_unsubscribe,
+    client_waiters, client_confirmed, client_quiet_since, client_heard,
+    client_fence, client_unsubscribe,
 };
 
 void

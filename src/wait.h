@@ -71,6 +71,7 @@ typedef struct cr__wait_subs {
     int (*waiters)(void *ctx, const char *channel, cr__sub_mark *mark);
     bool (*confirmed)(void *ctx, void *sub);
     bool (*quiet_since)(void *ctx, void *sub, const cr__sub_mark *mark);
+    bool (*heard)(void *ctx, void *sub, const char *payload, size_t len);
     void (*fence)(void *ctx, void *sub, cr__fence *f);
     void (*unsubscribe)(void *ctx, void *sub);
 } cr__wait_subs;

@@ -518,6 +518,58 @@ test_async_barrier_party_keeps_its_lease_while_it_waits(void **state)
     cr_barrier_free(b);
 }
 
+/* Publishes `payload` on the channel of barrier `name`'s generations of
+ * `parity`, as another implementation of the protocol would, once the
+ * party on loop `a` listens to it. */
+static void
+publish_on_barrier(cr_async *a, const char *name, int parity,
+                   const char *payload)
+{
+    char channel[64];
+
+    snprintf(channel, sizeof(channel), "credisson_barrier__channel:{%s}:%d",
+             name, parity);
+    assert_true(poll_loop_until(a, has_subscriber, channel, slow(5000)));
+    assert_true(redis_int("PUBLISH %s %s", channel, payload) >= 1);
+}
+
+/* A party on the loop is released by its round's completion message alone
+ * (0:<generation>:<since>; the hash still says the round is under way),
+ * not by its own generation's with another creation stamp (a barrier of
+ * the same name deleted and made again), which only wakes it to read its
+ * round's outcome: its wait runs out. */
+static void
+test_async_barrier_only_its_rounds_completion_message_releases_it(
+    void **state)
+{
+    cr_barrier *b = barrier("heard", 2);
+    cr_async *a = new_async();
+    outcome o = {0};
+    long long since;
+    char msg[64];
+
+    (void)state;
+    OK(cr_async_barrier_await(a, b, slow(1000), passed, &o, NULL));
+    await_arrivals(a, b, 1);
+    since = redis_int("HGET heard since");
+    assert_true(since > 0);
+    snprintf(msg, sizeof(msg), "0:0:%lld", since - 1);
+    publish_on_barrier(a, "heard", 0, msg);
+    assert_int_equal(await(a, &o, slow(5000)), CR_TIMEOUT);
+    OK(cr_barrier_reset(b));
+    memset(&o, 0, sizeof(o));
+    OK(cr_async_barrier_await(a, b, slow(10000), passed, &o, NULL));
+    await_arrivals(a, b, 1);
+    snprintf(msg, sizeof(msg), "0:1:%lld", since);
+    publish_on_barrier(a, "heard", 1, msg);
+    assert_int_equal(await(a, &o, slow(5000)), CR_OK);
+    assert_int_equal(o.generation, 1);
+    assert_int_equal(o.index, 1);
+    assert_int_equal(redis_int("HGET heard arrived"), 1);
+    cr_async_free(a);
+    cr_barrier_free(b);
+}
+
 /* A party on the loop whose wait runs out breaks the round: CR_TIMEOUT
  * to it, CR_EBROKEN to the blocking party at once (not a lease later). */
 static void
@@ -1362,6 +1414,7 @@ main(void)
         T(test_async_rate_limiter_rides_out_a_broken_link_for_the_reconnect_window),
         T(test_async_barrier_parties_on_a_loop_and_threads_complete_rounds),
         T(test_async_barrier_party_keeps_its_lease_while_it_waits),
+        T(test_async_barrier_only_its_rounds_completion_message_releases_it),
         T(test_async_barrier_timeout_breaks_the_round_for_a_blocking_party),
         T(test_async_barrier_cancel_breaks_the_round),
         T(test_async_barrier_free_from_a_callback_and_while_waiting),

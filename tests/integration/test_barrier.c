@@ -164,8 +164,8 @@ test_barrier_wire_keys_fields_leases_and_messages(void **state)
     cr_test_listener *li = cr_test_listener_start(&test_redis, channels, 2);
     cr_barrier *b = barrier("wire", 2);
     party p[2];
-    char owner[128];
-    long long before, lease;
+    char owner[128], done[64];
+    long long before, lease, since;
     redisReply *r;
 
     (void)state;
@@ -173,6 +173,9 @@ test_barrier_wire_keys_fields_leases_and_messages(void **state)
     before = server_ms();
     party_start(&p[0], b, CR_WAIT_FOREVER);
     await_arrivals(b, 1);
+    /* The creation stamp: the server's clock in microseconds. */
+    since = redis_int("HGET wire since");
+    assert_true(since >= before * 1000 && since <= server_ms() * 1000);
     assert_int_equal(redis_int("HGET wire parties"), 2);
     assert_int_equal(redis_int("HGET wire generation"), 0);
     assert_int_equal(redis_int("HGET wire arrived"), 1);
@@ -202,11 +205,12 @@ test_barrier_wire_keys_fields_leases_and_messages(void **state)
     assert_int_equal(redis_int("HGET wire o:0"), 1);
     assert_int_equal(redis_int("HEXISTS wire %s", owner), 0);
     assert_int_equal(redis_int("EXISTS credisson_barrier_arrivals:{wire}"), 0);
-    /* One message: 0, a round completed, on the even generations'
-     * channel. */
+    /* One message: 0:<generation>:<since>, a round completed, on the even
+     * generations' channel. */
     assert_int_equal(cr_test_listener_wait(li, 1, slow(2000)), 1);
     assert_string_equal(cr_test_listener_get(li, 0)->channel, channels[0]);
-    assert_string_equal(cr_test_listener_get(li, 0)->payload, "0");
+    snprintf(done, sizeof(done), "0:0:%lld", since);
+    assert_string_equal(cr_test_listener_get(li, 0)->payload, done);
     /* A reset with nobody waiting publishes nothing; one with a waiter
      * publishes 1 on its generation's channel: generation 2, even. */
     OK(cr_barrier_reset(b));
@@ -230,8 +234,82 @@ test_barrier_wire_keys_fields_leases_and_messages(void **state)
     assert_int_equal(p[0].generation, 3);
     assert_int_equal(cr_test_listener_wait(li, 3, slow(2000)), 3);
     assert_string_equal(cr_test_listener_get(li, 2)->channel, channels[1]);
-    assert_string_equal(cr_test_listener_get(li, 2)->payload, "0");
+    snprintf(done, sizeof(done), "0:3:%lld", since);
+    assert_string_equal(cr_test_listener_get(li, 2)->payload, done);
+    assert_int_equal(redis_int("HGET wire since"), since);
     cr_test_listener_stop(li);
+    cr_barrier_free(b);
+}
+
+/* A round's completion message, as another implementation of the protocol
+ * publishes it, releases a waiting party by itself: the party does not
+ * look (the hash still says its round is under way, and it passes). */
+static void
+test_barrier_its_rounds_completion_message_releases_a_party(void **state)
+{
+    cr_barrier *b = barrier("heard", 2);
+    party p;
+    long long since;
+
+    (void)state;
+    party_start(&p, b, slow(10000));
+    await_arrivals(b, 1);
+    assert_true(cr_test_wait_until(has_subscriber,
+                                   "credisson_barrier__channel:{heard}:0",
+                                   slow(5000)));
+    since = redis_int("HGET heard since");
+    freeReplyObject(cr_test_redis_cmd(&test_redis, "PUBLISH "
+                    "credisson_barrier__channel:{heard}:0 0:0:%lld", since));
+    pthread_join(p.thread, NULL);
+    OK(p.rc);
+    assert_int_equal(p.generation, 0);
+    assert_int_equal(p.index, 1);
+    assert_int_equal(redis_int("HGET heard arrived"), 1);
+    cr_barrier_free(b);
+}
+
+/* Completion messages that are not the party's round's never release it:
+ * its own generation's from a barrier of the same name deleted before it
+ * arrived (another creation stamp), another generation's, and the bare 0
+ * of an older credisson. Each, alone in a round, wakes the party to read
+ * its round's outcome, still under way, and its wait runs out; a reset
+ * begins the next round. A barrier made by an older credisson, without a
+ * stamp, gets one at the next arrival. */
+static void
+test_barrier_another_rounds_completion_message_does_not_release(void **state)
+{
+    cr_barrier *b = barrier("unheard", 2);
+    long long since = 0, g;
+    char msg[64], channel[64];
+    party p;
+    int k;
+
+    (void)state;
+    freeReplyObject(cr_test_redis_cmd(&test_redis, "HSET unheard parties 2 "
+                    "generation 0 arrived 0 broken 0"));
+    for (k = 0; k < 3; k++) {
+        party_start(&p, b, slow(1000));
+        await_arrivals(b, 1);
+        since = redis_int("HGET unheard since");
+        assert_true(since > 0);
+        g = redis_int("HGET unheard generation");
+        assert_int_equal(g, k);
+        snprintf(channel, sizeof(channel),
+                 "credisson_barrier__channel:{unheard}:%lld", g % 2);
+        assert_true(cr_test_wait_until(has_subscriber, channel, slow(5000)));
+        if (k == 0)
+            snprintf(msg, sizeof(msg), "0:%lld:%lld", g, since - 1);
+        else if (k == 1)
+            snprintf(msg, sizeof(msg), "0:%lld:%lld", g + 2, since);
+        else
+            snprintf(msg, sizeof(msg), "0");
+        freeReplyObject(cr_test_redis_cmd(&test_redis, "PUBLISH %s %s",
+                                          channel, msg));
+        pthread_join(p.thread, NULL);
+        assert_int_equal(p.rc, CR_TIMEOUT);
+        assert_int_equal(redis_int("HGET unheard broken"), 1);
+        OK(cr_barrier_reset(b));
+    }
     cr_barrier_free(b);
 }
 
@@ -543,6 +621,8 @@ main(void)
         T(test_barrier_releases_every_party_with_generation_and_index),
         T(test_barrier_one_party_passes_at_once),
         T(test_barrier_wire_keys_fields_leases_and_messages),
+        T(test_barrier_its_rounds_completion_message_releases_a_party),
+        T(test_barrier_another_rounds_completion_message_does_not_release),
         T(test_barrier_eight_processes_fifty_rounds_exact),
         T(test_barrier_threads_of_one_client_are_never_left_asleep),
         T(test_barrier_a_sigkilled_party_breaks_the_round_within_its_lease),
