@@ -12,8 +12,9 @@
  * waiters and signallers beside them: holds restored, timeouts and
  * cancels that take the lock again, a signal a cancelled waiter passes on,
  * frees (from a callback, while asleep, while the join or the release is
- * out); the fair lock, the write lock and fixed leases. Waits that ride
- * out a broken link for the client's reconnect window.
+ * out, after some of the holds were taken again); the fair lock, the write
+ * lock and fixed leases. Waits that ride out a broken link for the
+ * client's reconnect window.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1403,6 +1404,76 @@ test_async_condition_free_while_its_join_or_release_is_out(void **state)
     freed_while_out("redisson_lock__channel", true);
 }
 
+/* A handle freed after its signalled await took the lock again once of
+ * the three times it held it: the relay drops the second acquisition (it
+ * never runs; its client waits for the answer), and the free comes then.
+ * CR_ECLOSED inside the free, and the hold taken again is given back in
+ * the background, so the lock ends up free (nothing else would let it go:
+ * the watchdog keeps it while the client counts it). */
+static void
+test_async_condition_free_after_some_holds_were_taken_again_gives_them_back(
+    void **state)
+{
+    cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client *c = NULL;
+    cr_lock *l, *tl = rlock_on(test_client, "cback");
+    cr_lock_condition *cond, *tc = condition_of(tl, "c");
+    cr_async *a;
+    int64_t owner = cr_async_owner_id();
+    char url[64];
+    outcome w = {0};
+    bool woke = false;
+
+    (void)state;
+    assert_non_null(relay);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
+             cr_test_relay_port(relay));
+    o.url = url;
+    o.lock_watchdog_timeout_ms = 30000;
+    /* The dropped acquisition is not answered: no timeout before the
+     * free. */
+    o.command_timeout_ms = slow(30000);
+    OK(cr_client_new(&o, &c));
+    l = rlock_on(c, "cback");
+    cond = condition_of(l, "c");
+    a = new_async_on(c);
+    async_hold(a, l, owner, 3);
+    OK(cr_async_condition_await(a, cond, owner, CR_WAIT_FOREVER, record, &w,
+                                NULL));
+    loop_until_line(a, "cback", "c", 1, true); /* all three let go */
+    /* The lock's key as a command names it is in the acquisitions (and in
+     * the releases and renewals, which do not come now), not in the looks
+     * or subscriptions, whose keys and channels have it in braces: the
+     * first acquisition goes through, the second is dropped. */
+    assert_int_equal(cr_test_relay_drop_request(relay, "\r\ncback\r\n", 1),
+                     0);
+    /* Signalled and the lock let go before the loop turns again: the
+     * first hold is taken at its first attempt. */
+    OK(cr_lock_lock(tl, CR_LEASE_WATCHDOG));
+    OK(cr_lock_condition_signal(tc, &woke));
+    assert_true(woke);
+    OK(cr_lock_unlock(tl));
+    assert_true(poll_loop_until(a, cr_test_relay_dropped, relay, slow(5000)));
+    assert_int_equal(w.calls, 0);
+    assert_int_equal(redis_int("HGET cback %s:%lld", cr_client_id(c),
+                               (long long)owner),
+                     1);
+    cr_async_free(a);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(w.rc, CR_ECLOSED);
+    assert_true(cr_test_wait_until(key_gone, "cback", slow(5000)));
+    assert_int_equal(redis_int("EXISTS credisson_condition:{cback}:c "
+                               "credisson_condition_queue:{cback}:c"),
+                     0);
+    cr_lock_condition_free(cond);
+    cr_lock_free(l);
+    cr_client_free(c);
+    cr_test_relay_stop(relay);
+    cr_lock_condition_free(tc);
+    cr_lock_free(tl);
+}
+
 int
 main(void)
 {
@@ -1426,6 +1497,7 @@ main(void)
         T(test_async_condition_free_from_a_callback_and_while_waiting),
         T(test_async_condition_on_the_fair_lock_the_write_lock_and_a_fixed_lease),
         T(test_async_condition_free_while_its_join_or_release_is_out),
+        T(test_async_condition_free_after_some_holds_were_taken_again_gives_them_back),
 #undef T
     };
 
