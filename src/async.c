@@ -334,6 +334,15 @@ start_script(cr_async *a, cr__script_call *call, unsigned flags,
 static void drive(cr_request *q);
 static void step_later(void *arg);
 
+/* Whether a command whose reply ended with `rc` may have run unanswered:
+ * it was sent, and then its link was lost (CR_EIO) or the handle freed
+ * (CR_ECLOSED) before its reply was read. */
+static bool
+may_have_run(cr_status rc, const cr__cmd *cmd)
+{
+    return cmd->sent && (rc == CR_EIO || rc == CR_ECLOSED);
+}
+
 /* After an attempt (or a look) of waiting request q was sent: a command
  * that could not even be queued is the attempt's outcome at once. */
 static void
@@ -363,7 +372,7 @@ attempt_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
          * and a fair waiter's place in the queue left. */
         cr__script_lock_later(l, q->owner, q->attempt_lease, q->wait_ms,
                               rc == CR_OK ? CR__LATER_UNDO
-                              : rc == CR_EIO && cmd->sent
+                              : may_have_run(rc, cmd)
                                   ? CR__LATER_RESOLVE | CR__LATER_GIVE_UP
                                   : CR__LATER_GIVE_UP);
         late_reply(q);
@@ -375,7 +384,7 @@ attempt_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
         hint = 0;
         rc = CR_OK;
     }
-    if (rc == CR_EIO && cmd->sent)
+    if (may_have_run(rc, cmd))
         q->uncertain = true;
     if (rc == CR_OK)
         q->value = hint;
@@ -1067,7 +1076,7 @@ object_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     }
     else
         rc = cr__permit_acquire_reply(rc, r, &hint);
-    if (rc == CR_EIO && cmd->sent)
+    if (may_have_run(rc, cmd))
         q->uncertain = true;
     if (q->ended) {
         /* The request ended meanwhile (its bound passed, or the handle is
@@ -1417,7 +1426,7 @@ rate_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     /* Sent, its reply lost: it may have granted; the next attempt asks
      * with the same id and finds out. */
     if (rc != CR_OK)
-        q->uncertain = q->uncertain || (rc == CR_EIO && cmd->sent);
+        q->uncertain = q->uncertain || may_have_run(rc, cmd);
     else
         q->uncertain = false;
     rc = cr__rate_acquire_reply(q->obj, q->permits, rc, r, &hint);

@@ -1232,6 +1232,107 @@ test_async_lock_granted_after_its_cancel_is_given_back(void **state)
     cr_test_relay_stop(relay);
 }
 
+/* The grant comes after the handle was freed (the reply held back in a
+ * relay, the handle freed while it is out): the request ends with
+ * CR_ECLOSED, once, and the client gives the lock back in the background,
+ * long before its lease would end. */
+static void
+test_async_lock_granted_after_its_handle_was_freed_is_given_back(void **state)
+{
+    cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client *c = NULL;
+    cr_async *a;
+    outcome first = {0}, u = {0}, r = {0};
+    int64_t owner = cr_async_owner_id();
+    char url[64];
+    cr_lock *l;
+
+    (void)state;
+    assert_non_null(relay);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
+             cr_test_relay_port(relay));
+    o.url = url;
+    o.command_timeout_ms = slow(5000);
+    assert_int_equal(cr_client_new(&o, &c), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
+    assert_int_equal(cr_lock_new(c, "freed", &l), CR_OK);
+    /* The script is loaded: the next EVALSHA runs on the server. */
+    assert_int_equal(cr_async_lock(a, l, owner, 0, 600000, record, &first,
+                                   NULL), CR_OK);
+    assert_int_equal(await(a, &first, slow(3000)), CR_OK);
+    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
+    assert_int_equal(await(a, &u, slow(3000)), CR_OK);
+    assert_int_equal(cr_test_relay_freeze_replies_after(relay, "EVALSHA"), 0);
+    assert_int_equal(cr_async_lock(a, l, owner, CR_WAIT_FOREVER, 600000,
+                                   record, &r, NULL), CR_OK);
+    while (!cr_test_relay_frozen(relay))
+        poll_loop_turn(a, 10);
+    /* Granted on the server, the answer held back: free the handle. */
+    assert_int_equal(redis_int("EXISTS freed"), 1);
+    cr_async_free(a);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.rc, CR_ECLOSED);
+    cr_test_relay_thaw(relay);
+    assert_true(cr_test_wait_until(key_gone, "freed", slow(5000)));
+    cr_lock_free(l);
+    cr_client_free(c);
+    cr_test_relay_stop(relay);
+}
+
+static bool
+fsem_full(void *arg)
+{
+    (void)arg;
+    return redis_int("GET fsem") == 2;
+}
+
+/* The same for a semaphore's permit: given back after the handle that
+ * asked for it was freed with the grant's reply out. */
+static void
+test_async_permit_granted_after_its_handle_was_freed_is_given_back(
+    void **state)
+{
+    cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client *c = NULL;
+    cr_async *a;
+    outcome first = {0}, r = {0};
+    char url[64];
+    cr_semaphore *s;
+
+    (void)state;
+    assert_non_null(relay);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
+             cr_test_relay_port(relay));
+    o.url = url;
+    o.command_timeout_ms = slow(5000);
+    assert_int_equal(cr_client_new(&o, &c), CR_OK);
+    assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
+    assert_int_equal(cr_semaphore_new(c, "fsem", &s), CR_OK);
+    assert_int_equal(cr_semaphore_try_set_permits(s, 2, 0, NULL), CR_OK);
+    /* The script is loaded: the next EVALSHA runs on the server. */
+    assert_int_equal(cr_async_semaphore_acquire(a, s, 1, 0, record, &first,
+                                                NULL), CR_OK);
+    assert_int_equal(await(a, &first, slow(3000)), CR_OK);
+    assert_int_equal(cr_semaphore_release(s, 1), CR_OK);
+    assert_int_equal(cr_test_relay_freeze_replies_after(relay, "EVALSHA"), 0);
+    assert_int_equal(cr_async_semaphore_acquire(a, s, 1, CR_WAIT_FOREVER,
+                                                record, &r, NULL), CR_OK);
+    while (!cr_test_relay_frozen(relay))
+        poll_loop_turn(a, 10);
+    /* Taken on the server, the answer held back: free the handle. */
+    assert_int_equal(redis_int("GET fsem"), 1);
+    cr_async_free(a);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.rc, CR_ECLOSED);
+    cr_test_relay_thaw(relay);
+    assert_true(cr_test_wait_until(fsem_full, NULL, slow(5000)));
+    cr_semaphore_free(s);
+    cr_client_free(c);
+    cr_test_relay_stop(relay);
+}
+
 /* The subscriber link is killed while a request sleeps on it: the link
  * comes back, the request still wakes on the release, once. */
 static void
@@ -1289,6 +1390,8 @@ main(void)
         T(test_async_latch_await_opens_when_counted_down_elsewhere),
         T(test_async_latch_count_down_and_await),
         T(test_async_lock_granted_after_its_cancel_is_given_back),
+        T(test_async_lock_granted_after_its_handle_was_freed_is_given_back),
+        T(test_async_permit_granted_after_its_handle_was_freed_is_given_back),
         T(test_async_waiter_survives_a_killed_subscriber_link),
 #undef T
     };
