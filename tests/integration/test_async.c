@@ -1183,42 +1183,69 @@ turn_and_check(void *arg)
     return u->cond(u->arg);
 }
 
+/* A client through `relay` (a command timeout of 5 s) and its handle on
+ * the poll loop. */
+static void
+relay_client(cr_test_relay *relay, cr_client **c, cr_async **a)
+{
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    char url[64];
+
+    assert_non_null(relay);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
+             cr_test_relay_port(relay));
+    o.url = url;
+    o.command_timeout_ms = slow(5000);
+    *c = NULL;
+    assert_int_equal(cr_client_new(&o, c), CR_OK);
+    assert_int_equal(cr_async_new(*c, &poll_loop, a), CR_OK);
+}
+
+/* Takes and releases lock l on loop a: its scripts are loaded, and the
+ * next acquisition's EVALSHA runs on the server. */
+static void
+lock_scripts_loaded(cr_async *a, cr_lock *l, int64_t owner)
+{
+    outcome first = {0}, u = {0};
+
+    assert_int_equal(cr_async_lock(a, l, owner, 0, 600000, record, &first,
+                                   NULL), CR_OK);
+    assert_int_equal(await(a, &first, slow(3000)), CR_OK);
+    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
+    assert_int_equal(await(a, &u, slow(3000)), CR_OK);
+}
+
+/* Turns loop a until `relay` holds back the replies after the EVALSHA it
+ * was told to freeze after. */
+static void
+turn_until_frozen(cr_async *a, cr_test_relay *relay)
+{
+    while (!cr_test_relay_frozen(relay))
+        poll_loop_turn(a, 10);
+}
+
 /* The grant comes while the request is cancelled (its reply held back in
  * a relay): the library gives the lock back, deterministically. */
 static void
 test_async_lock_granted_after_its_cancel_is_given_back(void **state)
 {
     cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
-    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
-    cr_client *c = NULL;
+    cr_client *c;
     cr_async *a;
     cr_request *req = NULL;
-    outcome first = {0}, u = {0}, r = {0};
+    outcome r = {0};
     int64_t owner = cr_async_owner_id();
-    char url[64];
     cr_lock *l;
     loop_until until;
 
     (void)state;
-    assert_non_null(relay);
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
-             cr_test_relay_port(relay));
-    o.url = url;
-    o.command_timeout_ms = slow(5000);
-    assert_int_equal(cr_client_new(&o, &c), CR_OK);
-    assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
+    relay_client(relay, &c, &a);
     assert_int_equal(cr_lock_new(c, "race", &l), CR_OK);
-    /* The script is loaded: the next EVALSHA runs on the server. */
-    assert_int_equal(cr_async_lock(a, l, owner, 0, 600000, record, &first,
-                                   NULL), CR_OK);
-    assert_int_equal(await(a, &first, slow(3000)), CR_OK);
-    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
-    assert_int_equal(await(a, &u, slow(3000)), CR_OK);
+    lock_scripts_loaded(a, l, owner);
     assert_int_equal(cr_test_relay_freeze_replies_after(relay, "EVALSHA"), 0);
     assert_int_equal(cr_async_lock(a, l, owner, CR_WAIT_FOREVER, 600000,
                                    record, &r, &req), CR_OK);
-    while (!cr_test_relay_frozen(relay))
-        poll_loop_turn(a, 10);
+    turn_until_frozen(a, relay);
     /* Granted on the server, the answer held back: cancel now. */
     assert_int_equal(redis_int("EXISTS race"), 1);
     cr_async_cancel(req);
@@ -1240,34 +1267,20 @@ static void
 test_async_lock_granted_after_its_handle_was_freed_is_given_back(void **state)
 {
     cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
-    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
-    cr_client *c = NULL;
+    cr_client *c;
     cr_async *a;
-    outcome first = {0}, u = {0}, r = {0};
+    outcome r = {0};
     int64_t owner = cr_async_owner_id();
-    char url[64];
     cr_lock *l;
 
     (void)state;
-    assert_non_null(relay);
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
-             cr_test_relay_port(relay));
-    o.url = url;
-    o.command_timeout_ms = slow(5000);
-    assert_int_equal(cr_client_new(&o, &c), CR_OK);
-    assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
+    relay_client(relay, &c, &a);
     assert_int_equal(cr_lock_new(c, "freed", &l), CR_OK);
-    /* The script is loaded: the next EVALSHA runs on the server. */
-    assert_int_equal(cr_async_lock(a, l, owner, 0, 600000, record, &first,
-                                   NULL), CR_OK);
-    assert_int_equal(await(a, &first, slow(3000)), CR_OK);
-    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL), CR_OK);
-    assert_int_equal(await(a, &u, slow(3000)), CR_OK);
+    lock_scripts_loaded(a, l, owner);
     assert_int_equal(cr_test_relay_freeze_replies_after(relay, "EVALSHA"), 0);
     assert_int_equal(cr_async_lock(a, l, owner, CR_WAIT_FOREVER, 600000,
                                    record, &r, NULL), CR_OK);
-    while (!cr_test_relay_frozen(relay))
-        poll_loop_turn(a, 10);
+    turn_until_frozen(a, relay);
     /* Granted on the server, the answer held back: free the handle. */
     assert_int_equal(redis_int("EXISTS freed"), 1);
     cr_async_free(a);
@@ -1294,21 +1307,13 @@ test_async_permit_granted_after_its_handle_was_freed_is_given_back(
     void **state)
 {
     cr_test_relay *relay = cr_test_relay_start("127.0.0.1", test_redis.port);
-    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
-    cr_client *c = NULL;
+    cr_client *c;
     cr_async *a;
     outcome first = {0}, r = {0};
-    char url[64];
     cr_semaphore *s;
 
     (void)state;
-    assert_non_null(relay);
-    snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
-             cr_test_relay_port(relay));
-    o.url = url;
-    o.command_timeout_ms = slow(5000);
-    assert_int_equal(cr_client_new(&o, &c), CR_OK);
-    assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
+    relay_client(relay, &c, &a);
     assert_int_equal(cr_semaphore_new(c, "fsem", &s), CR_OK);
     assert_int_equal(cr_semaphore_try_set_permits(s, 2, 0, NULL), CR_OK);
     /* The script is loaded: the next EVALSHA runs on the server. */
@@ -1319,8 +1324,7 @@ test_async_permit_granted_after_its_handle_was_freed_is_given_back(
     assert_int_equal(cr_test_relay_freeze_replies_after(relay, "EVALSHA"), 0);
     assert_int_equal(cr_async_semaphore_acquire(a, s, 1, CR_WAIT_FOREVER,
                                                 record, &r, NULL), CR_OK);
-    while (!cr_test_relay_frozen(relay))
-        poll_loop_turn(a, 10);
+    turn_until_frozen(a, relay);
     /* Taken on the server, the answer held back: free the handle. */
     assert_int_equal(redis_int("GET fsem"), 1);
     cr_async_free(a);
