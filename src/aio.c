@@ -147,8 +147,7 @@ struct asub {
     uint64_t confirms, messages, counted;
     int64_t counted_at;
     uint64_t open_pongs;      /* the link's PONGs when an opening message came */
-    char kept[CR__KEPT_MAX];  /* the last kept message (cr__wake) */
-    size_t kept_len;
+    cr__kept kept;            /* the last kept message (cr__wake) */
     int64_t idle_since;
     unsigned resets;
 };
@@ -1784,10 +1783,7 @@ handle_sub_reply(alink *l, const cr__reply *r)
             s->counted++;
             s->counted_at = cr__now_us();
         }
-        if (w.kept && r->element[2]->len <= sizeof(s->kept)) {
-            memcpy(s->kept, r->element[2]->str, r->element[2]->len);
-            s->kept_len = r->element[2]->len;
-        }
+        cr__kept_note(&s->kept, w, r->element[2]->str, r->element[2]->len);
         if (w.opens) {
             cr__asleeper *x;
 
@@ -2021,8 +2017,7 @@ aio_heard(void *ctx, void *sub, const char *payload, size_t len)
     asub *s = sub;
 
     (void)ctx;
-    return s != NULL && len > 0 && s->kept_len == len &&
-           memcmp(s->kept, payload, len) == 0;
+    return s != NULL && cr__kept_is(&s->kept, payload, len);
 }
 
 static void

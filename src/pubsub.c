@@ -85,8 +85,7 @@ struct cr__sub {
     int64_t counted_at_us; /* when the last of them was read (monotonic) */
     struct yielder *yielders; /* threads in cr__pubsub_await_count */
     uint64_t open_pongs; /* the link's PONGs when an opening message came */
-    char kept[CR__KEPT_MAX]; /* the last kept message (cr__wake) */
-    size_t kept_len;
+    cr__kept kept; /* the last kept message (cr__wake) */
     struct cr__sub *next_dirty;
     waiter *waiting;           /* threads in cr__sub_wait, by ticket */
     uint64_t tickets;          /* tickets handed out */
@@ -365,7 +364,7 @@ cr__sub_heard(cr__pubsub *ps, cr__sub *s, const char *payload, size_t len)
     bool heard;
 
     pthread_mutex_lock(&ps->lk.mu);
-    heard = len > 0 && s->kept_len == len && memcmp(s->kept, payload, len) == 0;
+    heard = cr__kept_is(&s->kept, payload, len);
     pthread_mutex_unlock(&ps->lk.mu);
     return heard;
 }
@@ -644,10 +643,7 @@ deliver(cr__pubsub *ps, int link, cr__sub *s, const char *payload,
     }
     if (w.opens)
         s->open_pongs = cr__link_pongs(&ps->lk, link);
-    if (w.kept && len <= sizeof(s->kept)) {
-        memcpy(s->kept, payload, len);
-        s->kept_len = len;
-    }
+    cr__kept_note(&s->kept, w, payload, len);
     if (s->tokens > s->refs)
         s->tokens = s->refs;
     /* The first in line, one per token, wake; the waiter reading the

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "route.h"
 
@@ -36,6 +37,31 @@ typedef struct cr__wake {
 
 /* The longest payload a subscription keeps (cr__wake's kept). */
 #define CR__KEPT_MAX 64
+
+/* The last kept message a subscription read, shared by the client's
+ * subscriptions and the event loop's. */
+typedef struct cr__kept {
+    char payload[CR__KEPT_MAX];
+    size_t len; /* 0: none, or the last was too long to keep */
+} cr__kept;
+
+/* cr__kept_note: what a message `payload` read on the subscription leaves
+ * in `k`, as its decoding `w` says. */
+static inline void
+cr__kept_note(cr__kept *k, cr__wake w, const char *payload, size_t len)
+{
+    if (!w.kept)
+        return;
+    k->len = len <= sizeof(k->payload) ? len : 0;
+    memcpy(k->payload, payload, k->len);
+}
+
+/* cr__kept_is: whether the last kept message is `payload`. */
+static inline bool
+cr__kept_is(const cr__kept *k, const char *payload, size_t len)
+{
+    return len > 0 && k->len == len && memcmp(k->payload, payload, len) == 0;
+}
 
 typedef cr__wake (*cr__decode_fn)(const char *payload, size_t len);
 
