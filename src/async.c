@@ -47,8 +47,14 @@ enum {
     O_SEM = 1, O_PERMIT, O_LATCH, O_LATCH_COUNT, O_RATE, O_BARRIER, O_COND
 };
 
-/* What a barrier await's command out is. */
-enum { B_ARRIVE, B_QUICK, B_LOOK, B_LEAVE };
+/* What a barrier await's command out is: the attempts barriers.h names,
+ * or the leave. */
+enum {
+    B_ARRIVE = CR__BARRIER_ARRIVE,
+    B_QUICK = CR__BARRIER_QUICK,
+    B_LOOK = CR__BARRIER_LOOK,
+    B_LEAVE
+};
 
 /* What a condition await's command out is. */
 enum { C_JOIN = 16, C_RELEASE, C_LOOK, C_LEAVE, C_GIVE_BACK };
@@ -1653,17 +1659,15 @@ barrier_send(cr_request *q, int stage)
 static void
 barrier_attempt(cr_request *q)
 {
-    cr__barrier_party *p = q->party;
+    cr__barrier_step next = cr__barrier_next(q->party, &q->w);
 
-    if (cr__barrier_heard(p, &q->w)) {
-        q->w.rc = CR_OK; /* its round's completion, read: no command */
-        q->w.hint = -1;
-        drive(q);
+    if (next != CR__BARRIER_HEARD) {
+        barrier_send(q, (int)next);
         return;
     }
-    barrier_send(q, !p->arrived                 ? B_ARRIVE
-                    : cr__now_ms() < p->look_due ? B_QUICK
-                                                 : B_LOOK);
+    q->w.rc = CR_OK; /* its round's completion, read: no command */
+    q->w.hint = -1;
+    drive(q);
 }
 
 /* The wait is over (w.rc). */

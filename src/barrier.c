@@ -19,7 +19,7 @@
  * A message wakes every local waiter. A round's completion names its
  * generation and the barrier's creation stamp (0:<g>:<since>), and the
  * subscription keeps the last one it read: a party that hears its own
- * round's is released without a command (see cr__barrier_heard); after
+ * round's is released without a command (see cr__barrier_next); after
  * any other wake-up it reads the outcome of its own generation, which the
  * hash keeps, so a message missed, read late or about a later round
  * cannot mislead it.
@@ -139,7 +139,7 @@ cr_barrier_name(const cr_barrier *b)
 /* -------------------------------------------------------------- waiting */
 
 /* The barrier's messages: 0:<g>:<since> (generation g completed, kept:
- * see cr__barrier_heard) and 1 (broken, reset, deleted) wake every waiter,
+ * see cr__barrier_next) and 1 (broken, reset, deleted) wake every waiter,
  * as does the bare 0 an older credisson publishes for a completion. */
 cr__wake
 cr__barrier_decode(const char *payload, size_t len)
@@ -153,18 +153,30 @@ cr__barrier_decode(const char *payload, size_t len)
     return (cr__wake){.wakes = CR__WAKE_ALL};
 }
 
-bool
-cr__barrier_heard(const cr__barrier_party *p, const cr__wait *w)
+/* Whether the subscription of the party's wait has read its round's
+ * completion (see cr__barrier_next). */
+static bool
+heard(const cr__barrier_party *p, const cr__wait *w)
 {
     char msg[CR__KEPT_MAX];
     int n;
 
-    if (!p->arrived || w->sub == NULL)
+    if (w->sub == NULL)
         return false;
     n = snprintf(msg, sizeof(msg), "0:%lld:%lld", (long long)p->generation,
                  (long long)p->since);
     return n > 0 && (size_t)n < sizeof(msg) &&
            w->subs->heard(w->subs_ctx, w->sub, msg, (size_t)n);
+}
+
+cr__barrier_step
+cr__barrier_next(const cr__barrier_party *p, const cr__wait *w)
+{
+    if (!p->arrived)
+        return CR__BARRIER_ARRIVE;
+    if (heard(p, w))
+        return CR__BARRIER_HEARD;
+    return cr__now_ms() < p->look_due ? CR__BARRIER_QUICK : CR__BARRIER_LOOK;
 }
 
 const char *
@@ -442,7 +454,8 @@ attempt(await_ctx *a, const cr__wait *w, int64_t *hint)
     cr_status rc;
 
     *hint = -1;
-    if (!a->arrived) {
+    switch (cr__barrier_next(a, w)) {
+    case CR__BARRIER_ARRIVE: {
         cr__script_call call = {0};
         cr__cmd cmd = {.flags = CR__CMD_RETRY};
         cr__reply *r = NULL;
@@ -453,11 +466,13 @@ attempt(await_ctx *a, const cr__wait *w, int64_t *hint)
         cr__script_call_free(&call);
         return cr__barrier_arrive_reply(a, rc, r, hint);
     }
-    if (cr__barrier_heard(a, w))
+    case CR__BARRIER_HEARD:
         return CR_OK;
-    if (cr__now_ms() < a->look_due)
+    case CR__BARRIER_QUICK:
         return quick_look(a, hint);
-    return look(a, hint);
+    default:
+        return look(a, hint);
+    }
 }
 
 cr_status

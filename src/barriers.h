@@ -72,13 +72,22 @@ void cr__barrier_quick_argv(const cr__barrier_party *p, const char *argv[4],
 cr_status cr__barrier_quick_reply(cr__barrier_party *p, cr_status rc,
                                   cr__reply *r, int64_t *hint, bool *look);
 
-/* cr__barrier_heard: whether the subscription of the party's wait `w` has
- * read its round's completion (the last kept message is
- * 0:<generation>:<since>): the round completed, and the party is released
- * without a command. A generation completes once, and the creation stamp
- * tells a barrier deleted and made again under the same name from the
- * one the party arrived at, so no earlier message can pass for it. */
-bool cr__barrier_heard(const cr__barrier_party *p, const cr__wait *w);
+/* What a party's next attempt is: none (CR__BARRIER_HEARD: the
+ * subscription of its wait `w` has read its round's completion, the last
+ * kept message being 0:<generation>:<since>, so the round completed and
+ * the party is released without a command), the arrival, the quick look
+ * (a wake-up before the next look is due) or the look. A generation
+ * completes once, and the creation stamp tells a barrier deleted and made
+ * again under the same name from the one the party arrived at, so no
+ * earlier message can pass for its round's. */
+typedef enum cr__barrier_step {
+    CR__BARRIER_HEARD,
+    CR__BARRIER_ARRIVE,
+    CR__BARRIER_QUICK,
+    CR__BARRIER_LOOK
+} cr__barrier_step;
+cr__barrier_step cr__barrier_next(const cr__barrier_party *p,
+                                  const cr__wait *w);
 
 /* The leave of a wait that ended without an outcome, `rc` (the message
  * `why`): its call, and the await's status from its reply (`left`: how
