@@ -9,7 +9,15 @@ packages=(build-essential autoconf automake libtool pkg-config
           libhiredis-dev uthash-dev libcmocka-dev valgrind
           redis-server redis-sentinel redis-tools
           libssl-dev openssl libevent-dev libuv1-dev libev-dev
-          clang libclang-rt-14-dev iproute2)
+          clang libclang-rt-14-dev iproute2 zsh groff-base
+          # The real Java Redisson client for the cross-implementation
+          # tests (tests/java/redisson.sh builds it from Redisson's sources
+          # with the jars that ../shared/redisson-java/build.sh --apt names).
+          openjdk-17-jdk-headless libnetty-java libjackson2-databind-java
+          libjackson2-core-java libjackson2-annotations-java
+          libbyte-buddy-java libreactive-streams-java libslf4j-java
+          libcaffeine-java libyaml-snake-java libspring-beans-java
+          libprotobuf-java libobjenesis-java)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
