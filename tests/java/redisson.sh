@@ -12,6 +12,12 @@
 #                                          built here; else say why, exit 77
 #   tests/java/redisson.sh jar [LINE]     build LINE (default 4.7) when not
 #                                          cached; print the jar's path
+#   tests/java/redisson.sh classpath DIR [LINE]
+#                                          compile the project's own Java
+#                                          sources under DIR (a peer, a
+#                                          benchmark driver) against LINE's
+#                                          client when not cached; print the
+#                                          class path that runs them
 #   tests/java/redisson.sh lines          the release lines the recipe has
 #
 # Environment: CR_REDISSON_JAVA (the recipe), CR_REDISSON_CACHE (default
@@ -113,9 +119,41 @@ build_line() {
     rm -rf "$out/src" "$out/patched" "$out/tree"
 }
 
+# Compiles the .java files under $1 against line $2's client, once per
+# content of those files and that jar.
+classpath() {
+    local src=$1 line=${2:-4.7} j key dir tmp
+    [ -d "$src" ] || { echo "redisson.sh: no directory $src" >&2; exit 2; }
+    src=$(cd "$src" && pwd)
+    j=$(jar "$line")
+    key=$({
+        echo "$j"
+        (cd "$src" && find . -name '*.java' -print0 | sort -z | xargs -0 sha256sum)
+    } | sha256sum | cut -c1-16)
+    dir=$cache/classes-$(basename "$src")-$line-$key
+    exec 8>"$cache/.lock-classes"
+    flock 8
+    if [ ! -d "$dir" ]; then
+        tmp=$(mktemp -d "$cache/.classes.XXXXXX")
+        if ! find "$src" -name '*.java' -print0 |
+            xargs -0 javac -nowarn -encoding UTF-8 -cp "$j" -d "$tmp" >"$tmp.log" 2>&1; then
+            cat "$tmp.log" >&2
+            rm -rf "$tmp" "$tmp.log"
+            echo "redisson.sh: $src does not compile against Redisson $line" >&2
+            exit 1
+        fi
+        rm -f "$tmp.log"
+        find "$cache" -maxdepth 1 -name "classes-$(basename "$src")-$line-*" -exec rm -rf {} +
+        mv "$tmp" "$dir"
+    fi
+    flock -u 8
+    echo "$dir:$j"
+}
+
 case "${1:-}" in
 check) check ;;
 jar) shift; jar "$@" ;;
+classpath) shift; classpath "$@" ;;
 lines) check; ls "$recipe/sources" | sed -n 's/^redisson-\([0-9][0-9.]*\).*\.tar\.gz$/\1/p' ;;
-*) sed -n '3,20p' "$0" >&2; exit 2 ;;
+*) sed -n '3,25p' "$0" >&2; exit 2 ;;
 esac
