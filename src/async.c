@@ -280,12 +280,14 @@ discard(cr_request *q)
 static cr_status
 enter(cr_async *a)
 {
+    cr__op op;
+
     cr__clear_error();
     if (a == NULL || a->magic != CR__ASYNC_MAGIC)
         return cr__fail(CR_EINVAL, "not a live asynchronous handle");
     if (a->freeing || a->free_later)
         return cr__fail(CR_ECLOSED, "the asynchronous handle is being freed");
-    return cr__client_enter(a->client);
+    return cr__client_enter(a->client, &op);
 }
 
 /* Keeps the request handle for the caller (it may be NULL). */
@@ -568,7 +570,7 @@ drive(cr_request *q)
 {
     cr_async *a = q->async;
 
-    switch (cr__wait_step(&q->w)) {
+    switch (cr__wait_step(&q->w, cr__now_ms())) {
     case CR__WAIT_ATTEMPT:
         if (q->cancelled && !q->shielded) {
             q->w.rc = CR_ECANCELED;
@@ -600,9 +602,14 @@ drive(cr_request *q)
             cr__aio_after(a->io, &q->timer, q->w.sleep_ms, slept, q);
         }
         return;
-    case CR__WAIT_DONE:
+    case CR__WAIT_DONE: {
+        cr__op op;
+
+        cr__op_begin(&op, a->client, -1);
+        cr__wait_report(&q->w, &op, cr__now_ms());
         q->ops->finish(q);
         return;
+    }
     }
 }
 
@@ -701,7 +708,8 @@ wait_start(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
                         : (atomic_load(&h->until_us) - cr__now_us() + 999) /
                               1000;
 
-    cr__wait_begin_on(&q->w, a->client, spec, &cr__aio_subs, a->io);
+    cr__wait_begin_on(&q->w, a->client, spec, &cr__aio_subs, a->io,
+                      cr__now_ms());
     if (spec->wait_ms > 0 && pause > spec->wait_ms)
         pause = spec->wait_ms;
     cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, step_later, q);
@@ -748,7 +756,7 @@ typedef struct thread_call {
  * that ran out with the time waited over all the slices, or a release.
  * Nothing for a cancelled wait or an error, as for the other requests. */
 static void
-thread_call_event(const thread_call *t, const cr__lock_sink *kept,
+thread_call_event(const thread_call *t, const cr__event_sink *kept,
                   int64_t start)
 {
     if (!kept->kept)
@@ -757,9 +765,9 @@ thread_call_event(const thread_call *t, const cr__lock_sink *kept,
                   : t->rc != CR_OK &&
                         (t->rc != CR_BUSY || atomic_load(&t->stop)))
         return;
-    cr__lock_event(t->lock, kept->kind, kept->status, kept->object,
-                   kept->name, t->unlock ? -1 : cr__now_ms() - start,
-                   kept->hold_ms, true);
+    cr__event(&t->lock->client->run.stats, kept->kind, kept->status,
+              kept->object, kept->name, t->unlock ? -1 : cr__now_ms() - start,
+              kept->hold_ms, true);
 }
 
 static void *
@@ -767,23 +775,22 @@ thread_call_run(void *arg)
 {
     thread_call *t = arg;
     int64_t start = cr__now_ms(), left;
-    cr__lock_sink kept = {0}, *was = cr__lock_sink_swap(&kept);
+    cr__event_sink kept = {0};
 
     if (t->unlock) {
-        t->rc = cr_lock_unlock_tid(t->lock, t->owner);
+        t->rc = cr__lock_unlock(t->lock, &kept, t->owner);
     } else {
         do {
             left = t->wait_ms < 0 ? THREAD_SLICE_MS
                                   : t->wait_ms - (cr__now_ms() - start);
-            t->rc = cr_lock_try_lock_tid(t->lock, t->owner,
-                                         left > THREAD_SLICE_MS
-                                             ? THREAD_SLICE_MS
-                                             : left > 0 ? left : 0,
-                                         t->lease_ms);
+            t->rc = cr__lock_try_lock(t->lock, &kept, t->owner,
+                                      left > THREAD_SLICE_MS
+                                          ? THREAD_SLICE_MS
+                                          : left > 0 ? left : 0,
+                                      t->lease_ms, NULL);
         } while (t->rc == CR_BUSY && !atomic_load(&t->stop) &&
                  (t->wait_ms < 0 || cr__now_ms() - start < t->wait_ms));
     }
-    cr__lock_sink_swap(was);
     snprintf(t->err, sizeof(t->err), "%s", cr_last_error());
     thread_call_event(t, &kept, start);
     cr__aio_post(t->q->async->io, &t->post);
@@ -793,10 +800,11 @@ thread_call_run(void *arg)
 /* Gives back, in the background, what a thread call took after its
  * request ended. */
 static void
-give_back_run(void *arg)
+give_back_run(const cr__op *op, void *arg)
 {
     thread_call *t = arg;
 
+    (void)op; /* the unlock is a call of its own */
     cr_lock_unlock_tid(t->lock, t->owner);
 }
 
@@ -894,12 +902,13 @@ cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
               int64_t lease_ms, cr_async_fn fn, void *userdata,
               cr_request **req)
 {
+    cr__op guard;
     cr_request *q;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__lock_enter(l)) == CR_OK) {
+    if ((rc = cr__lock_enter(l, &guard)) == CR_OK) {
         cr__lock_leave(l);
         if (owner <= 0)
             rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
@@ -1018,6 +1027,7 @@ cr_status
 cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
                 void *userdata, cr_request **req)
 {
+    cr__op guard;
     cr__script_call call = {0};
     cr_request *q = NULL;
     char name[CR__OWNER_MAX], *tmp = NULL;
@@ -1027,7 +1037,7 @@ cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__lock_enter(l)) == CR_OK) {
+    if ((rc = cr__lock_enter(l, &guard)) == CR_OK) {
         cr__lock_leave(l);
         if (l->kind == NULL)
             return start_thread_call(a, l, owner, 0, 0, true, fn, userdata,
@@ -1246,6 +1256,7 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *sem, int64_t permits,
                            int64_t wait_ms, cr_async_fn fn, void *userdata,
                            cr_request **req)
 {
+    cr__op guard;
     cr__sem *s = (cr__sem *)sem;
     cr_request *q = NULL;
     char *acquire_latch = NULL;
@@ -1253,7 +1264,7 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *sem, int64_t permits,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__sem_enter(sem, &cr__semaphore_kind)) == CR_OK) {
+    if ((rc = cr__sem_enter(sem, &cr__semaphore_kind, &guard)) == CR_OK) {
         cr__object_leave(sem);
         if ((rc = cr__check_permits(permits)) == CR_OK &&
             (rc = cr__check_wait(wait_ms)) == CR_OK &&
@@ -1285,13 +1296,15 @@ cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *sem,
                         cr_async_permit_fn fn, void *userdata,
                         cr_request **req)
 {
+    cr__op guard;
     cr__sem *s = (cr__sem *)sem;
     cr_request *q = NULL;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__sem_enter(sem, &cr__permit_semaphore_kind)) == CR_OK) {
+    if ((rc = cr__sem_enter(sem, &cr__permit_semaphore_kind, &guard)) ==
+        CR_OK) {
         cr__object_leave(sem);
         if ((rc = cr__check_wait(wait_ms)) == CR_OK)
             rc = cr__check_lease(lease_ms, "CR_LEASE_NONE");
@@ -1316,12 +1329,13 @@ static cr_status
 latch_wait(cr_async *a, cr_latch *l, int what, int64_t wait_ms,
            cr_async_fn fn, void *userdata, cr_request **req)
 {
+    cr__op guard;
     cr_request *q = NULL;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__latch_enter(l)) == CR_OK) {
+    if ((rc = cr__latch_enter(l, &guard)) == CR_OK) {
         cr__object_leave(l);
         rc = cr__check_wait(wait_ms);
     }
@@ -1415,7 +1429,7 @@ rate_next(cr_request *q)
 {
     int64_t sleep;
 
-    if (q->cancelled || !cr__wait_poll(&q->w, &sleep)) {
+    if (q->cancelled || !cr__wait_poll(&q->w, cr__now_ms(), &sleep)) {
         rate_finish(q);
         return;
     }
@@ -1476,12 +1490,13 @@ cr_async_rate_limiter_acquire(cr_async *a, cr_rate_limiter *l,
                               cr_async_fn fn, void *userdata,
                               cr_request **req)
 {
+    cr__op guard;
     cr_request *q = NULL;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__rate_limiter_enter(l)) == CR_OK) {
+    if ((rc = cr__rate_limiter_enter(l, &guard)) == CR_OK) {
         cr__object_leave(l);
         if ((rc = same_client(a, l)) == CR_OK &&
             (rc = cr__check_range("permits", permits, 1,
@@ -1686,7 +1701,8 @@ barrier_finish(cr_request *q)
 
         p->parity = (int)(p->generation % 2);
         barrier_spec(q, left < 0 && q->w.deadline >= 0 ? 0 : left, &spec);
-        cr__wait_begin_on(&q->w, a->client, &spec, &cr__aio_subs, a->io);
+        cr__wait_begin_on(&q->w, a->client, &spec, &cr__aio_subs, a->io,
+                          cr__now_ms());
         cr__aio_after(a->io, &q->timer, 0, step_later, q);
         return;
     }
@@ -1700,6 +1716,7 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
                        cr_async_barrier_fn fn, void *userdata,
                        cr_request **req)
 {
+    cr__op guard;
     static cr__handoff none;
     cr__barrier_party *p = NULL;
     cr__wait_spec spec;
@@ -1708,7 +1725,7 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__barrier_enter(b)) == CR_OK) {
+    if ((rc = cr__barrier_enter(b, &guard)) == CR_OK) {
         cr__object_leave(b);
         if ((rc = same_client(a, b)) == CR_OK &&
             (rc = cr__check_wait(wait_ms)) == CR_OK &&
@@ -1805,11 +1822,12 @@ start_on(cr_async *a, void *obj, cr_status rc, cr__script_call *call,
 static cr_status
 enter_on(cr_async *a, const void *obj, const cr__sem_kind *k)
 {
+    cr__op guard;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__sem_enter(obj, k)) != CR_OK) {
+    if ((rc = cr__sem_enter(obj, k, &guard)) != CR_OK) {
         cr__client_leave(a->client);
         return rc;
     }
@@ -1897,12 +1915,13 @@ cr_status
 cr_async_latch_count_down(cr_async *a, cr_latch *l, cr_async_fn fn,
                           void *userdata, cr_request **req)
 {
+    cr__op guard;
     cr__script_call call = {0};
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__latch_enter(l)) != CR_OK) {
+    if ((rc = cr__latch_enter(l, &guard)) != CR_OK) {
         cr__client_leave(a->client);
         return rc;
     }
@@ -1917,12 +1936,13 @@ cr_async_latch_try_set_count(cr_async *a, cr_latch *l, int64_t count,
                              int64_t ttl_ms, cr_async_fn fn, void *userdata,
                              cr_request **req)
 {
+    cr__op guard;
     cr__script_call call = {0};
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__latch_enter(l)) != CR_OK) {
+    if ((rc = cr__latch_enter(l, &guard)) != CR_OK) {
         cr__client_leave(a->client);
         return rc;
     }
@@ -2069,11 +2089,12 @@ typedef struct holds_back {
 } holds_back;
 
 static void
-holds_back_run(void *arg)
+holds_back_run(const cr__op *op, void *arg)
 {
     holds_back *g = arg;
     int64_t i;
 
+    (void)op; /* each unlock is a call of its own */
     for (i = 0; i < g->n; i++)
         cr_lock_unlock_tid(g->lock, g->owner);
 }
@@ -2225,11 +2246,12 @@ cond_send(cr_request *q, int stage)
 static cr_status
 enter_cond(cr_async *a, cr_lock_condition *c, int64_t owner)
 {
+    cr__op guard;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__condition_enter(c)) == CR_OK) {
+    if ((rc = cr__condition_enter(c, &guard)) == CR_OK) {
         cr__object_leave(c);
         if ((rc = same_client(a, c)) == CR_OK && owner <= 0)
             rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
@@ -2326,6 +2348,7 @@ cr_status
 cr_async_new(cr_client *c, const cr_loop *loop, cr_async **out)
 {
     cr_async *a;
+    cr__op op;
     cr_status rc;
 
     cr__clear_error();
@@ -2333,7 +2356,7 @@ cr_async_new(cr_client *c, const cr_loop *loop, cr_async **out)
         loop->timer == NULL)
         return cr__fail(CR_EINVAL, "out, loop or one of its functions is "
                         "NULL");
-    if ((rc = cr__client_enter(c)) != CR_OK)
+    if ((rc = cr__client_enter(c, &op)) != CR_OK)
         return rc;
     if ((a = calloc(1, sizeof(*a))) == NULL) {
         cr__client_leave(c);

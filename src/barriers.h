@@ -36,7 +36,7 @@ typedef struct cr__barrier_party {
 
 /* cr__barrier_enter: the guard of every call on a barrier (end it with
  * cr__object_leave). */
-cr_status cr__barrier_enter(const cr_barrier *b);
+cr_status cr__barrier_enter(const cr_barrier *b, cr__op *op);
 
 /* cr__barrier_party_begin: a party of `b` whose owner id is `owner_id`
  * (a thread's, or an asynchronous request's), leased for the client's

@@ -35,12 +35,12 @@ extern const cr__sem_kind cr__permit_semaphore_kind;
 
 /* cr__sem_new: a handle of `size` bytes (starting with CR__SEM_FIELDS)
  * of kind `k` for `name`. cr__sem_free frees it (NULL and dead handles
- * are left alone); cr__sem_enter is its guard (end with
- * cr__object_leave). */
+ * are left alone); cr__sem_enter is its guard (*op: the call's
+ * operation; end with cr__object_leave). */
 cr_status cr__sem_new(cr_client *c, const char *name, const cr__sem_kind *k,
                       size_t size, void **out);
 void cr__sem_free(void *s, const cr__sem_kind *k);
-cr_status cr__sem_enter(const void *s, const cr__sem_kind *k);
+cr_status cr__sem_enter(const void *s, const cr__sem_kind *k, cr__op *op);
 
 /* The public calls both kinds have, guard included: trySetPermits
  * (ttl_ms 0: none; *set may be NULL), addPermits, and delete (of N and
