@@ -96,6 +96,7 @@ struct cr_request {
     /* Locks. */
     cr_lock *lock;
     int64_t owner_id, lease_ms, wait_ms, attempt_lease, sent_ms;
+    int64_t sent_us;          /* a release's: when it was sent */
     char owner[CR__OWNER_MAX];
     char *channel;            /* a fair waiter's own channel, or NULL */
     bool uncertain;           /* the last attempt's reply was lost */
@@ -130,6 +131,11 @@ struct cr_request {
     bool retake_after;        /* the lock is taken again after the leave */
     bool shielded;            /* taking the lock again: a cancel does not
                                * end its wait */
+    /* The releaser's turn before its wait's first attempt. */
+    cr__turn turn;
+    const char *turn_channel;
+    bool tune;                /* its first attempt tunes the lock's turn */
+    int attempts;             /* a lock's attempts sent */
     /* Reply readers of one-command requests. */
     cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
     /* A MultiLock's or RedLock's call, on a thread of its own. */
@@ -465,6 +471,7 @@ lock_attempt(cr_request *q)
     }
     q->sent_ms = cr__now_ms();
     q->gen = cr__topology_generation(a->client->topology);
+    q->attempts++;
     rc = l->kind->acquire_call(l, q->owner, q->attempt_lease, q->wait_ms, &call,
                                &tmp);
     if (rc == CR_OK) {
@@ -486,6 +493,8 @@ lock_settle(cr_request *q)
     cr_status rc = q->w.rc;
     unsigned later = 0;
 
+    if (q->tune && q->attempts > 0)
+        cr__handoff_tune(&l->handoff, rc == CR_OK && q->attempts == 1);
     if (rc == CR_OK && q->cmd.sync != CR_OK) {
         /* A grant no replica saw could vanish in a failover: undone. */
         later |= CR__LATER_UNDO;
@@ -512,7 +521,7 @@ lock_settle(cr_request *q)
                 later |= CR__LATER_VERIFY;
             if (q->lease_ms > 0)
                 atomic_store(&l->lease_ms, q->lease_ms);
-            cr__handoff_acquired(&l->handoff);
+            cr__handoff_acquired(&l->handoff, cr__now_us());
         }
     }
     if (rc != CR_OK && !(later & CR__LATER_UNDO))
@@ -697,32 +706,62 @@ bound_passed(void *arg)
     q->ops->finish(q);
 }
 
-/* Begins the wait of `q` after the releaser's turn of `h`, without a
- * bound of its own (a condition await's, whose steps end it). */
+/* The releaser's turn of waiting request q (handoff.h) on the loop, as
+ * cr__wait_turn keeps it for a blocking call; the wait's first step comes
+ * once it is over. */
 static void
-wait_start(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
+turn_step(void *arg)
+{
+    cr_request *q = arg;
+    cr__aio *io = q->async->io;
+    cr__sub_seen seen = {.waiters = -1};
+    int64_t wait_us = 0;
+
+    cr__aio_subs.waiters(io, q->turn_channel, &seen, NULL);
+    switch (cr__turn_next(&q->turn, &seen, cr__now_us(), &wait_us)) {
+    case CR__TURN_COUNT:
+        cr__aio_after(io, &q->timer, (wait_us + 999) / 1000, turn_step, q);
+        return;
+    case CR__TURN_SLEEP:
+        q->tune = cr__turn_tune(&q->turn, &seen);
+        cr__aio_after(io, &q->timer, (wait_us + 999) / 1000, step_later, q);
+        return;
+    case CR__TURN_GO:
+        q->tune = cr__turn_tune(&q->turn, &seen);
+        drive(q);
+        return;
+    }
+}
+
+/* Begins the wait of `q` after the releaser's turn of `h` (NULL: none),
+ * whose releases are published on `channel`, without a bound of its own
+ * (a condition await's, whose steps end it). */
+static void
+wait_start(cr_request *q, const cr__wait_spec *spec, const cr__handoff *h,
+           const char *channel)
 {
     cr_async *a = q->async;
-    int64_t pause = spec->wait_ms == 0
-                        ? 0
-                        : (atomic_load(&h->until_us) - cr__now_us() + 999) /
-                              1000;
 
     cr__wait_begin_on(&q->w, a->client, spec, &cr__aio_subs, a->io,
                       cr__now_ms());
-    if (spec->wait_ms > 0 && pause > spec->wait_ms)
-        pause = spec->wait_ms;
-    cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, step_later, q);
+    if (h != NULL && cr__handoff_turn(h, cr__now_us(), spec->wait_ms,
+                                      &q->turn)) {
+        q->turn_channel = channel;
+        cr__aio_after(a->io, &q->timer, 0, turn_step, q);
+    } else {
+        cr__aio_after(a->io, &q->timer, 0, step_later, q);
+    }
 }
 
-/* Begins the wait of `q` after the releaser's turn of `h` (bounded by the
- * wait). */
+/* Begins the wait of `q` after the releaser's turn of `h` (as wait_start),
+ * bounded by the wait. */
 static void
-wait_begin(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
+wait_begin(cr_request *q, const cr__wait_spec *spec, const cr__handoff *h,
+           const char *channel)
 {
     cr_async *a = q->async;
 
-    wait_start(q, spec, h);
+    wait_start(q, spec, h, channel);
     if (spec->wait_ms >= 0)
         cr__aio_after(a->io, &q->bound,
                       spec->wait_ms + a->client->command_timeout_ms +
@@ -891,9 +930,9 @@ lock_wait_begin(cr_request *q, bool bounded)
                    cr__script_lock_holds(l, q->owner, NULL) == 0,
     };
     if (bounded)
-        wait_begin(q, &spec, &l->handoff);
+        wait_begin(q, &spec, &l->handoff, l->channel);
     else
-        wait_start(q, &spec, &l->handoff);
+        wait_start(q, &spec, &l->handoff, l->channel);
     return CR_OK;
 }
 
@@ -945,6 +984,7 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
     cr_lock *l = q->lock;
     cr__renewal *ren = a->client->renewal;
     int64_t heard = 0, local;
+    cr__sub_seen seen;
     bool lost = false;
     int result = 0;
 
@@ -965,8 +1005,10 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
         if (result == 1)
             cr__event(&a->client->run.stats, CR_EVENT_RELEASED, CR_OK,
                       l->kind->name, l->name, -1, held, true);
-        cr__handoff_after_unlock(&l->handoff, a->client, l->channel, heard,
-                                 q->unlock.started_us, l->kind->in_line);
+        cr__aio_subs.waiters(a->io, l->channel, &seen, NULL);
+        cr__handoff_after_unlock(&l->handoff, &seen, heard,
+                                 q->unlock.started_us, cr__now_us(),
+                                 l->kind->in_line);
     } else if (rc == CR_ENOTOWNER && local > 0) {
         cr__hold_found_lost(ren, l->kind->hold_kind, l->raw, q->owner,
                             "the unlock found it gone");
@@ -1240,14 +1282,12 @@ object_request(cr_async *a, int what, void *obj, const char *channel,
         .min_sleep_ms = 1,
         .max_sleep_ms = CR__OBJECT_RECHECK_MS,
     };
-    static cr__handoff none;
-
     if (q == NULL)
         return NULL;
     q->ops = &object_ops;
     q->what = what;
     q->obj = obj;
-    wait_begin(q, &spec, h != NULL ? h : &none);
+    wait_begin(q, &spec, h, channel);
     return q;
 }
 
@@ -1674,7 +1714,7 @@ barrier_send(cr_request *q, int stage)
 static void
 barrier_attempt(cr_request *q)
 {
-    cr__barrier_step next = cr__barrier_next(q->party, &q->w);
+    cr__barrier_step next = cr__barrier_next(q->party, &q->w, cr__now_ms());
 
     if (next != CR__BARRIER_HEARD) {
         barrier_send(q, (int)next);
@@ -1717,7 +1757,6 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
                        cr_request **req)
 {
     cr__op guard;
-    static cr__handoff none;
     cr__barrier_party *p = NULL;
     cr__wait_spec spec;
     cr_request *q = NULL;
@@ -1746,7 +1785,7 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
     q->obj = b;
     q->party = p;
     barrier_spec(q, wait_ms, &spec);
-    wait_begin(q, &spec, &none);
+    wait_begin(q, &spec, NULL, NULL);
     return started(a, q, req);
 }
 
@@ -1754,9 +1793,12 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
 static cr_status
 released_read(cr_request *q, cr_status rc, cr__reply *r)
 {
+    cr__sub_seen seen;
     bool done = false;
 
-    rc = cr__sem_release_reply(q->obj, rc, r, q->sent_ms, &done);
+    cr__aio_subs.waiters(q->async->io, ((cr__sem *)q->obj)->channel, &seen,
+                         NULL);
+    rc = cr__sem_release_reply(q->obj, rc, r, &seen, q->sent_us, &done);
     if (rc == CR_OK)
         cr__event(&q->async->client->run.stats, CR_EVENT_RELEASED, CR_OK,
                   "semaphore", ((const cr__object *)q->obj)->name, -1, -1,
@@ -1783,10 +1825,13 @@ flag_read(cr_request *q, cr_status rc, cr__reply *r)
 static cr_status
 permit_released_read(cr_request *q, cr_status rc, cr__reply *r)
 {
+    cr__sub_seen seen;
     int64_t result = 0;
 
-    return cr__permit_release_reply(q->obj, q->id, rc, r, q->sent_ms, true,
-                                    &result);
+    cr__aio_subs.waiters(q->async->io, ((cr__sem *)q->obj)->channel, &seen,
+                         NULL);
+    return cr__permit_release_reply(q->obj, q->id, rc, r, &seen, q->sent_us,
+                                    true, &result);
 }
 
 static cr_status
@@ -1812,7 +1857,7 @@ start_on(cr_async *a, void *obj, cr_status rc, cr__script_call *call,
         return rc;
     }
     q->obj = obj;
-    q->sent_ms = cr__now_us();
+    q->sent_us = cr__now_us();
     if (id != NULL)
         snprintf(q->id, sizeof(q->id), "%s", id);
     return CR_OK;
@@ -2067,7 +2112,6 @@ static const wait_ops cond_ops = {cond_attempt, cond_wait_done};
 static void
 cond_wait(cr_request *q)
 {
-    static cr__handoff none;
     cr__wait_spec spec = {
         .channel = cr__condition_channel(q->obj),
         .decode = cr__condition_decode,
@@ -2078,7 +2122,7 @@ cond_wait(cr_request *q)
 
     q->ops = &cond_ops;
     q->in_wait = true;
-    wait_start(q, &spec, &none);
+    wait_start(q, &spec, NULL, NULL);
 }
 
 /* A background job: the holds an await took again before its handle was

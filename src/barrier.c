@@ -170,13 +170,13 @@ heard(const cr__barrier_party *p, const cr__wait *w)
 }
 
 cr__barrier_step
-cr__barrier_next(const cr__barrier_party *p, const cr__wait *w)
+cr__barrier_next(const cr__barrier_party *p, const cr__wait *w, int64_t now)
 {
     if (!p->arrived)
         return CR__BARRIER_ARRIVE;
     if (heard(p, w))
         return CR__BARRIER_HEARD;
-    return cr__now_ms() < p->look_due ? CR__BARRIER_QUICK : CR__BARRIER_LOOK;
+    return now < p->look_due ? CR__BARRIER_QUICK : CR__BARRIER_LOOK;
 }
 
 const char *
@@ -453,7 +453,7 @@ attempt(const cr__op *op, await_ctx *a, const cr__wait *w, int64_t *hint)
     cr_status rc;
 
     *hint = -1;
-    switch (cr__barrier_next(a, w)) {
+    switch (cr__barrier_next(a, w, cr__now_ms())) {
     case CR__BARRIER_ARRIVE: {
         cr__script_call call = {0};
         cr__cmd cmd = {.flags = CR__CMD_RETRY};

@@ -417,7 +417,7 @@ acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
         rc = cr__fail(CR_ENOMEM, "out of memory");
         goto out;
     }
-    cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
+    cr__wait_turn(s->client->pubsub, s->channel, &s->handoff, wait_ms);
     cr__object_wait_begin(&w, &op, s, "permit semaphore", s->channel,
                           cr__sem_decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
@@ -501,8 +501,8 @@ cr__permit_release_call(const void *obj, const char *hex, int64_t permits,
 
 cr_status
 cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
-                         cr__reply *r, int64_t sent_us, bool async,
-                         int64_t *result)
+                         cr__reply *r, const cr__sub_seen *seen,
+                         int64_t sent_us, bool async, int64_t *result)
 {
     cr__sem *s = obj;
     int64_t v = 0;
@@ -515,8 +515,8 @@ cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
                         (long long)v);
     *result = v % 3;
     if (v >= 3)
-        cr__handoff_after_release(&s->handoff, s->client, s->channel, v / 3,
-                                  sent_us);
+        cr__handoff_after_release(&s->handoff, seen, v / 3, sent_us,
+                                  cr__now_us());
     if (result != NULL && *result == 0)
         return cr__fail(CR_ENOTOWNER, "permit %s of %s is not out (released, "
                         "expired or never issued)", hex, s->name);
@@ -545,12 +545,14 @@ release(const cr__op *op, cr_permit_semaphore *s, const char *hex,
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
+    cr__sub_seen seen;
     cr_status rc = cr__permit_release_call(s, hex, permits, &id, &call);
 
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__permit_release_reply(s, hex, rc, r, sent, false, result);
+    cr__pubsub_waiters(s->client->pubsub, s->channel, &seen, NULL);
+    return cr__permit_release_reply(s, hex, rc, r, &seen, sent, false, result);
 }
 
 cr_status

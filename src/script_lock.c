@@ -228,7 +228,8 @@ script_acquire(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
     bool resolve_later = false;
     cr_status sync, rc;
 
-    turned = cr__handoff_before(&l->handoff, l->client, l->channel, wait_ms);
+    turned = cr__wait_turn(l->client->pubsub, l->channel, &l->handoff,
+                           wait_ms);
     owner_of(l, tid, owner);
     if (!l->kind->spin)
         channel = l->kind->own_channel
@@ -327,7 +328,7 @@ script_acquire(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
                                 owner);
             if (lease_ms > 0)
                 atomic_store(&l->lease_ms, lease_ms);
-            cr__handoff_acquired(&l->handoff);
+            cr__handoff_acquired(&l->handoff, cr__now_us());
             if (token != NULL)
                 *token = a.token;
         }
@@ -448,15 +449,18 @@ cr__unlock_end(const cr__op *op, cr_lock *l, cr__unlock *u, cr_status rc,
                cr__reply *r, int *result)
 {
     int64_t heard = 0;
+    cr__sub_seen seen;
 
     if (rc == CR_OK) {
         rc = cr__unlock_reply(l, r, result, &heard);
         cr__del_noreply(op, u->unlock_latch);
     }
     free(u->unlock_latch);
-    if (rc == CR_OK)
-        cr__handoff_after_unlock(&l->handoff, l->client, l->channel, heard,
-                                 u->started_us, l->kind->in_line);
+    if (rc == CR_OK) {
+        cr__pubsub_waiters(l->client->pubsub, l->channel, &seen, NULL);
+        cr__handoff_after_unlock(&l->handoff, &seen, heard, u->started_us,
+                                 cr__now_us(), l->kind->in_line);
+    }
     return rc;
 }
 

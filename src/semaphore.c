@@ -227,7 +227,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
         goto out;
     }
-    cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
+    cr__wait_turn(c->pubsub, s->channel, &s->handoff, wait_ms);
     cr__object_wait_begin(&w, &op, s, "semaphore", s->channel,
                           cr__sem_decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
@@ -283,8 +283,8 @@ cr__sem_release_call(const void *obj, int64_t permits, bool only_if_exists,
 }
 
 cr_status
-cr__sem_release_reply(void *obj, cr_status rc, cr__reply *r, int64_t sent_us,
-                      bool *done)
+cr__sem_release_reply(void *obj, cr_status rc, cr__reply *r,
+                      const cr__sub_seen *seen, int64_t sent_us, bool *done)
 {
     cr__sem *s = obj;
     int64_t v = 0;
@@ -294,8 +294,8 @@ cr__sem_release_reply(void *obj, cr_status rc, cr__reply *r, int64_t sent_us,
     if (rc == CR_OK) {
         *done = v > 0;
         if (v > 1)
-            cr__handoff_after_release(&s->handoff, s->client, s->channel,
-                                      v - 1, sent_us);
+            cr__handoff_after_release(&s->handoff, seen, v - 1, sent_us,
+                                      cr__now_us());
     }
     return rc;
 }
@@ -309,6 +309,7 @@ release_permits(const cr__op *op, cr_semaphore *s, int64_t permits,
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
+    cr__sub_seen seen;
     int64_t sent;
     cr_status rc = cr__check_permits(permits);
 
@@ -323,7 +324,8 @@ release_permits(const cr__op *op, cr_semaphore *s, int64_t permits,
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__sem_release_reply(s, rc, r, sent, done);
+    cr__pubsub_waiters(s->client->pubsub, s->channel, &seen, NULL);
+    return cr__sem_release_reply(s, rc, r, &seen, sent, done);
 }
 
 /* The public release: the guard, then release_permits. */

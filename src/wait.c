@@ -59,12 +59,10 @@ count_wait(cr_client *c, int64_t start, int64_t now)
 
 /* The client's subscriptions (pubsub.h) as a wait uses them. */
 static int
-client_waiters(void *ps, const char *channel, cr__sub_mark *mark)
+client_waiters(void *ps, const char *channel, cr__sub_seen *seen,
+               cr__sub_mark *mark)
 {
-    uint64_t count;
-    int64_t at;
-
-    return cr__pubsub_waiters(ps, channel, &count, &at, mark);
+    return cr__pubsub_waiters(ps, channel, seen, mark);
 }
 
 static bool
@@ -114,9 +112,12 @@ cr__wait_begin_on(cr__wait *w, cr_client *c, const cr__wait_spec *spec,
     if (cr__random_bytes(&w->jitter, sizeof(w->jitter)) != CR_OK ||
         w->jitter == 0)
         w->jitter = 0x9e3779b9u;
-    if (spec->wait_ms != 0 && spec->channel != NULL)
-        w->in_line = subs->waiters(ctx, spec->channel, &w->mark) > 0 &&
+    if (spec->wait_ms != 0 && spec->channel != NULL) {
+        cr__sub_seen seen;
+
+        w->in_line = subs->waiters(ctx, spec->channel, &seen, &w->mark) > 0 &&
                      spec->in_line;
+    }
 }
 
 void
@@ -406,6 +407,33 @@ cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
             cr__wait_report(w, w->op, cr__now_ms());
             *rc = w->rc;
             return false;
+        }
+    }
+}
+
+bool
+cr__wait_turn(cr__pubsub *ps, const char *channel, const cr__handoff *h,
+              int64_t wait_ms)
+{
+    cr__turn t;
+    cr__sub_seen seen;
+    int64_t wait_us;
+
+    if (!cr__handoff_turn(h, cr__now_us(), wait_ms, &t))
+        return false;
+    for (;;) {
+        cr__pubsub_waiters(ps, channel, &seen, NULL);
+        switch (cr__turn_next(&t, &seen, cr__now_us(), &wait_us)) {
+        case CR__TURN_GO:
+            return cr__turn_tune(&t, &seen);
+        case CR__TURN_COUNT:
+            cr__pubsub_await_count(ps, channel, t.target,
+                                   (cr__now_us() + wait_us + 999) / 1000,
+                                   (t.quiet_us + 999) / 1000);
+            break;
+        case CR__TURN_SLEEP:
+            cr__sleep_us(wait_us);
+            return cr__turn_tune(&t, &seen);
         }
     }
 }

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "handoff.h"
 
 typedef struct cr__wait_spec {
     /* Where the object's releases are published; NULL: no pub/sub, wait
@@ -74,7 +75,8 @@ typedef struct cr__wait_spec {
  * blocking pub/sub of pubsub.h, whose functions these mirror) or an event
  * loop's. `sub` is what the subscribe request gave. */
 typedef struct cr__wait_subs {
-    int (*waiters)(void *ctx, const char *channel, cr__sub_mark *mark);
+    int (*waiters)(void *ctx, const char *channel, cr__sub_seen *seen,
+                   cr__sub_mark *mark);
     bool (*confirmed)(void *ctx, void *sub);
     bool (*quiet_since)(void *ctx, void *sub, const cr__sub_mark *mark);
     bool (*heard)(void *ctx, void *sub, const char *payload, size_t len);
@@ -157,6 +159,14 @@ void cr__wait_report(const cr__wait *w, const cr__op *op, int64_t now);
  * ran out), CR_EIO (Redis unreachable for longer than the reconnect
  * window), CR_ECLOSED, or what an attempt returned. */
 bool cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint);
+
+/* cr__wait_turn: the blocking driver of the releaser's turn (handoff.h):
+ * keeps the turn `h` has pending for an acquisition that may wait
+ * `wait_ms`, counting releases on `channel` through the client's
+ * subscriptions (ps). Returns whether the first attempt after it is to
+ * tune the lock's turn (cr__turn_tune). */
+bool cr__wait_turn(cr__pubsub *ps, const char *channel, const cr__handoff *h,
+                   int64_t wait_ms);
 
 /* cr__wait_poll: a wait without a channel (the rate limiter's), of which
  * only client, deadline (-1: none) and spec.wait_ms are set, with the last
