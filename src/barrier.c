@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "barriers.h"
+#include "request.h"
 
 #define BARRIER_MAGIC 0x43524252u /* "CRBR" */
 
@@ -532,7 +533,7 @@ leave_once(const cr__op *op, const await_ctx *a, cr__reply **r)
     cr__op now = *op;
     cr_status left = cr__barrier_leave_call(a, &call);
 
-    now.patience = cr__now_ms();
+    now.slot_deadline = cr__now_ms();
     if (left == CR_OK)
         left = cr__script_call_run(&now, &cmd, &call, r);
     cr__script_call_free(&call);
@@ -577,13 +578,43 @@ cr__barrier_leave_later(const cr__barrier_party *p)
     cr__object_background(p->barrier, leave_later_run, free, copy);
 }
 
+void
+cr__barrier_wait_spec(cr__barrier_party *p, int64_t wait_ms,
+                      cr__wait_spec *spec)
+{
+    if (p->arrived)
+        p->parity = (int)(p->generation % 2);
+    *spec = (cr__wait_spec){
+        .channel = p->barrier->channel[p->parity],
+        .decode = cr__barrier_decode,
+        .wait_ms = wait_ms,
+        .min_sleep_ms = 1,
+        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+    };
+}
+
+int64_t
+cr__barrier_wait_left(const cr__wait *w, int64_t now)
+{
+    if (w->deadline < 0)
+        return -1;
+    return w->deadline > now ? w->deadline - now : 0;
+}
+
+bool
+cr__barrier_must_leave(const cr__barrier_party *p, cr_status rc)
+{
+    return rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL && p->arrived;
+}
+
 cr_status
 cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
                  int64_t *index)
 {
     await_ctx a;
+    cr__wait_spec spec;
     cr__wait w;
-    int64_t hint = -1, deadline;
+    int64_t hint = -1;
     cr__op op;
     cr_status rc = enter(b, &op);
 
@@ -593,19 +624,19 @@ cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
         goto out;
     cr__op_wait(&op, wait_ms);
     cr__barrier_party_begin(&a, b, cr_thread_id());
-    deadline = wait_ms < 0 ? -1 : cr__now_ms() + wait_ms;
-    do {
-        int64_t left = deadline < 0 ? -1 : deadline - cr__now_ms();
-
-        if (a.arrived)
-            a.parity = (int)(a.generation % 2);
-        cr__object_wait_begin(&w, &op, b, NULL, b->channel[a.parity],
-                              cr__barrier_decode, false,
-                              left < 0 && deadline >= 0 ? 0 : left);
+    cr__barrier_wait_spec(&a, wait_ms, &spec);
+    for (;;) {
+        cr__wait_begin(&w, &op, &spec);
         for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
             rc = attempt(&op, &a, &w, &hint);
-    } while (rc == CR__BARRIER_AGAIN);
-    if (rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL)
+        if (rc != CR__BARRIER_AGAIN)
+            break;
+        /* A new wait on the channel of the generation it joined, for what
+         * is left of this one. */
+        cr__barrier_wait_spec(&a, cr__barrier_wait_left(&w, cr__now_ms()),
+                              &spec);
+    }
+    if (cr__barrier_must_leave(&a, rc))
         rc = leave(&op, &a, rc);
     cr__barrier_ended(&a);
     if (rc == CR_OK) {
@@ -732,4 +763,256 @@ cr_barrier_delete(cr_barrier *b, bool *deleted)
         *deleted = done;
     cr__object_leave(b);
     return rc;
+}
+
+/* ------------------------------------------------ the asynchronous half */
+
+/* An await on the loop runs the wait state machine as cr_barrier_await
+ * does: its first attempt is the arrival, later ones a quick look (a
+ * wake-up before a look is due) or a look, which renews the party's
+ * lease: the wait's sleeps are bounded by the look's hint (a third of the
+ * lease at most), so the loop's timer keeps the lease alive. A wait that
+ * ends without an outcome leaves, breaking the round unless it ended
+ * first. */
+
+/* What an await's command out is: the attempts cr__barrier_next names, or
+ * the leave. */
+enum {
+    B_ARRIVE = CR__BARRIER_ARRIVE,
+    B_QUICK = CR__BARRIER_QUICK,
+    B_LOOK = CR__BARRIER_LOOK,
+    B_LEAVE
+};
+
+typedef struct await_request {
+    CR__REQUEST_FIELDS
+    cr_async_barrier_fn fn;
+    cr__barrier_party party;
+    int stage;                /* B_*: its command out */
+    cr_status left_rc;        /* the wait's end, which its leave reports */
+    char *why;                /* and that end's message */
+} await_request;
+
+static void await_send(await_request *q, int stage);
+
+/* The await is over with rc. */
+static void
+await_complete(await_request *q, cr_status rc)
+{
+    cr__barrier_ended(&q->party);
+    if (rc == CR_OK)
+        q->final = true; /* passed: a cancel cannot undo the round */
+    cr__request_end((cr_request *)q, rc);
+}
+
+/* After the wait and its last look: leave, or complete. */
+static void
+await_conclude(await_request *q, cr_status rc)
+{
+    const char *name = q->party.barrier->name;
+
+    if ((rc == CR_BUSY || rc == CR_ECANCELED) && q->cancelled)
+        rc = cr__fail(CR_ECANCELED, "barrier %s: the await was cancelled",
+                      name);
+    if (cr__barrier_must_leave(&q->party, rc) && q->overdue) {
+        /* No time is left to await the leave: it runs in the background,
+         * and breaks the round unless the round completed first. */
+        cr__barrier_leave_later(&q->party);
+        await_complete(q, cr__fail(CR_TIMEOUT, "barrier %s: no answer "
+                                   "within the wait and one command "
+                                   "timeout; the party leaves (the round "
+                                   "is broken unless it completed first)",
+                                   name));
+        return;
+    }
+    if (cr__barrier_must_leave(&q->party, rc)) {
+        free(q->why);
+        q->why = strdup(cr_last_error());
+        q->left_rc = rc;
+        await_send(q, B_LEAVE);
+        return;
+    }
+    await_complete(q, rc);
+}
+
+static void
+await_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    await_request *q = ctx;
+    cr__barrier_party *p = &q->party;
+    cr_status sent = rc;
+    int64_t hint = -1;
+    bool look_now = false;
+
+    (void)cmd;
+    q->busy = false;
+    switch (q->stage) {
+    case B_ARRIVE:
+        rc = cr__barrier_arrive_reply(p, rc, r, &hint);
+        break;
+    case B_QUICK:
+        rc = cr__barrier_quick_reply(p, rc, r, &hint, &look_now);
+        break;
+    case B_LEAVE:
+        rc = cr__barrier_leave_reply(p, q->left_rc,
+                                     q->why != NULL ? q->why : "", rc, r);
+        break;
+    default:
+        rc = cr__barrier_look_reply(p, rc, r, &hint);
+        break;
+    }
+    if (q->ended) {
+        /* Ended meanwhile (its bound passed, or the handle is being
+         * freed): a party still waiting, or whose leave may not have run,
+         * leaves in the background. */
+        if (q->stage == B_LEAVE ? sent != CR_OK
+                                : rc != CR_OK && rc != CR_EBROKEN &&
+                                      rc != CR_EINVAL)
+            cr__barrier_leave_later(p);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    if (q->stage == B_LEAVE) {
+        await_complete(q, rc);
+        return;
+    }
+    if (look_now) {
+        await_send(q, B_LOOK);
+        return;
+    }
+    q->w.rc = rc;
+    q->w.hint = hint;
+    cr__request_drive((cr_request *)q);
+}
+
+/* Sends the command of `stage`; one that cannot be queued is its reply. */
+static void
+await_send(await_request *q, int stage)
+{
+    cr__aio *io = q->async->io;
+    cr__script_call call = {0};
+    cr_status rc;
+
+    q->stage = stage;
+    q->busy = true;
+    if (stage == B_QUICK) {
+        const char *argv[4];
+        char field[32];
+
+        cr__barrier_quick_argv(&q->party, argv, field);
+        rc = cr__aio_command(io, 4, argv, NULL, await_replied, q);
+    } else {
+        rc = stage == B_ARRIVE  ? cr__barrier_arrive_call(&q->party, &call)
+             : stage == B_LEAVE ? cr__barrier_leave_call(&q->party, &call)
+                                : cr__barrier_look_call(&q->party, &call);
+        if (rc == CR_OK)
+            rc = cr__aio_script(io, &call, 0, await_replied, q);
+        cr__script_call_free(&call);
+    }
+    if (rc != CR_OK)
+        await_replied(q, rc, NULL, &(cr__cmd){0});
+}
+
+static void
+await_attempt(cr_request *req)
+{
+    await_request *q = (await_request *)req;
+    cr__barrier_step next = cr__barrier_next(&q->party, &q->w, cr__now_ms());
+
+    if (next != CR__BARRIER_HEARD) {
+        await_send(q, (int)next);
+        return;
+    }
+    q->w.rc = CR_OK; /* its round's completion, read: no command */
+    q->w.hint = -1;
+    cr__request_drive(req);
+}
+
+/* The wait is over (w.rc). */
+static void
+await_finish(cr_request *req)
+{
+    await_request *q = (await_request *)req;
+    cr__wait_spec spec;
+
+    if (q->w.rc == CR__BARRIER_AGAIN) {
+        /* The arrival joined a generation of the other parity: a new wait
+         * on its channel, for what is left of this one. */
+        cr__barrier_wait_spec(&q->party,
+                              cr__barrier_wait_left(&q->w, cr__now_ms()),
+                              &spec);
+        cr__request_wait_again(req, &spec);
+        return;
+    }
+    await_conclude(q, q->w.rc);
+}
+
+static void
+await_callback(cr_request *req)
+{
+    await_request *q = (await_request *)req;
+
+    if (q->fn != NULL)
+        q->fn(req->userdata, req->rc,
+              req->rc == CR_OK ? q->party.generation : -1,
+              req->rc == CR_OK ? q->party.index : -1);
+}
+
+/* The handle is freed: a party waiting (no command out) leaves in the
+ * background, breaking the round as the blocking call does when its
+ * client is freed; one with a command out, when that command's reply
+ * comes (CR_ECLOSED). */
+static void
+await_abandon(cr_request *req)
+{
+    await_request *q = (await_request *)req;
+
+    if (!q->busy)
+        cr__barrier_leave_later(&q->party);
+}
+
+static void
+await_release(cr_request *req)
+{
+    free(((await_request *)req)->why);
+}
+
+static const cr__request_type await_type = {
+    .attempt = await_attempt,
+    .finish = await_finish,
+    .callback = await_callback,
+    .abandon = await_abandon,
+    .release = await_release,
+};
+
+cr_status
+cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
+                       cr_async_barrier_fn fn, void *userdata,
+                       cr_request **req)
+{
+    cr__wait_spec spec;
+    await_request *q;
+    cr__op guard;
+    cr_status rc = enter(b, &guard);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__object_leave(b);
+    if ((rc = cr__async_enter(a, b)) != CR_OK)
+        return rc;
+    if ((rc = cr__check_wait(wait_ms)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q = (await_request *)cr__request_new(a, &await_type, sizeof(*q),
+                                         userdata);
+    if (q == NULL) {
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    q->fn = fn;
+    cr__barrier_party_begin(&q->party, b, cr_async_owner_id());
+    cr__barrier_wait_spec(&q->party, wait_ms, &spec);
+    cr__request_wait((cr_request *)q, &spec, NULL, NULL, true);
+    return cr__request_started(a, (cr_request *)q, req);
 }

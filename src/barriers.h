@@ -45,6 +45,17 @@ cr_status cr__barrier_enter(const cr_barrier *b, cr__op *op);
 void cr__barrier_party_begin(cr__barrier_party *p, cr_barrier *b,
                              int64_t owner_id);
 
+/* cr__barrier_wait_spec: the wait of party p for wait_ms, on the channel
+ * of the generation it expects (once arrived: the one it joined).
+ * cr__barrier_wait_left: what is left at `now` of wait w (-1: no limit),
+ * for a new wait after an arrival that joined a generation of the other
+ * parity (CR__BARRIER_AGAIN). cr__barrier_must_leave: a wait that ended
+ * with rc leaves (an arrived party without an outcome). */
+void cr__barrier_wait_spec(cr__barrier_party *p, int64_t wait_ms,
+                           cr__wait_spec *spec);
+int64_t cr__barrier_wait_left(const cr__wait *w, int64_t now);
+bool cr__barrier_must_leave(const cr__barrier_party *p, cr_status rc);
+
 /* The channel of the generations of `parity` (0 even, 1 odd), and what
  * its messages mean (0:<g>:<since>: generation g completed, kept; 1:
  * broken, reset, deleted; both wake every waiter). */

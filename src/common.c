@@ -104,7 +104,7 @@ void
 cr__op_begin(cr__op *op, cr_client *c, int64_t deadline)
 {
     *op = (cr__op){.client = c, .start = cr__now_ms(), .deadline = deadline,
-                   .patience = -1};
+                   .slot_deadline = -1};
 }
 
 int64_t

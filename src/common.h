@@ -107,21 +107,21 @@ typedef struct cr__event_sink {
  * talks to Redis, and says what bounds that talk: every command it sends
  * ends by `deadline` (a public call that waits: its start + its wait +
  * one command timeout, the bound of credisson(3)); a connection attempt
- * slot (conn.c's breakers) is waited for until `patience` at the most (a
- * waiting loop sets it to the end of its wait, so that its retries do not
- * sleep past it: they come back later by themselves). Its events go to
- * `sink` when one is set, else to the client's hook. */
+ * slot (conn.c's breakers) is waited for until `slot_deadline` at the
+ * most (a waiting loop sets it to the end of its wait, so that its
+ * retries do not sleep past it: they come back later by themselves). Its
+ * events go to `sink` when one is set, else to the client's hook. */
 typedef struct cr__op {
     cr_client *client;
-    int64_t start;    /* monotonic ms */
-    int64_t deadline; /* monotonic ms; -1: none (each command is bounded
-                       * by the command timeout alone) */
-    int64_t patience; /* monotonic ms; -1: the deadline */
+    int64_t start;         /* monotonic ms */
+    int64_t deadline;      /* monotonic ms; -1: none (each command is
+                            * bounded by the command timeout alone) */
+    int64_t slot_deadline; /* monotonic ms; -1: the deadline */
     cr__event_sink *sink;
 } cr__op;
 
 /* cr__op_begin: an operation of client `c` starting now, with `deadline`
- * (-1: none), no patience of its own and no sink. */
+ * (-1: none), no slot deadline of its own and no sink. */
 void cr__op_begin(cr__op *op, cr_client *c, int64_t deadline);
 
 /* cr__op_deadline_in: min(now + ms, op's deadline): the end of one wait

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "conditions.h"
+#include "request.h"
 
 #define CONDITION_MAGIC 0x4352434eu /* "CRCN" */
 
@@ -182,6 +183,19 @@ cr__condition_waiter_begin(cr__condition_waiter *w, cr_lock_condition *c,
 
 /* -------------------------------------------------------------- waiting */
 
+void
+cr__condition_wait_spec(const cr_lock_condition *c, int64_t wait_ms,
+                        cr__wait_spec *spec)
+{
+    *spec = (cr__wait_spec){
+        .channel = c->channel,
+        .decode = cr__condition_decode,
+        .wait_ms = wait_ms,
+        .min_sleep_ms = 1,
+        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+    };
+}
+
 /* Any message ("1": a waiter was signalled) wakes every local waiter,
  * which looks whether it was. */
 cr__wake
@@ -285,7 +299,7 @@ leave(const cr__op *op, waiter *wt, int mode, bool *signalled)
     cr__op now = *op;
     cr_status rc;
 
-    now.patience = cr__now_ms();
+    now.slot_deadline = cr__now_ms();
     rc = wait_script(&now, wt, mode, &r);
     *signalled = cr__condition_leave_reply(wt, rc, r);
 }
@@ -401,6 +415,7 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
     char holder[CR__OWNER_MAX];
     int64_t tid = cr_thread_id(), holds, lease, hint = -1, i;
     bool signalled = false;
+    cr__wait_spec spec;
     waiter wt;
     cr__wait w;
     cr_lock *l;
@@ -430,8 +445,8 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
         goto out;
     }
     cr__op_wait(&op, wait_ms);
-    cr__object_wait_begin(&w, &op, c, NULL, c->channel, cr__condition_decode,
-                          false, wait_ms);
+    cr__condition_wait_spec(c, wait_ms, &spec);
+    cr__wait_begin(&w, &op, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = look(&op, &wt, &hint);
     if (rc == CR_BUSY) {
@@ -531,4 +546,447 @@ cr_lock_condition_signal_all(cr_lock_condition *c, int64_t *woke)
     if (rc == CR_OK && woke != NULL)
         *woke = n;
     return rc;
+}
+
+/* ------------------------------------------------ the asynchronous half */
+
+/* An await runs cr_lock_condition_await's steps on the loop: the join
+ * (condition_await.lua), the release of each of the owner's holds with
+ * the lock kind's own unlock (the same call, unlock latch and bookkeeping
+ * as cr_async_unlock), the wait state machine on the condition's channel
+ * with condition_wait.lua's looks as its attempts (the look's hint, a
+ * third of the waiter's lease at most, bounds the sleeps, so the loop's
+ * timer renews the lease), a leave when the wait ends without a signal,
+ * and then the lock's own acquisitions (script_lock.h's lock request, as
+ * cr_async_lock's) to take it again: once waiting as long as it takes,
+ * then once per further hold, with the lease kind it had. A cancel during
+ * the join, the release or the wait is Java's interrupted await: the
+ * waiter leaves the line passing on a signal that came, takes the lock
+ * again and ends with CR_ECANCELED; once the wait is over a cancel changes
+ * nothing. */
+
+/* What an await's command out is. */
+enum { C_JOIN = 16, C_RELEASE, C_LOOK, C_LEAVE, C_GIVE_BACK };
+
+typedef struct await_request {
+    cr__lock_request lock;    /* first: the retakes are its acquisitions */
+    cr_lock_condition *cond;
+    cr__condition_waiter waiter;
+    int64_t owner_id;
+    char holder[CR__OWNER_MAX];
+    int64_t await_ms;         /* the wait for a signal */
+    int64_t lease_ms;         /* the holds', taken again with it */
+    int64_t holds;            /* the owner's holds, let go and taken again */
+    int64_t released, taken;  /* how many of them so far */
+    int stage;                /* C_*: its command out */
+    int leave_mode;           /* CR__CONDITION_LEAVE_*: the leave out */
+    bool in_line;             /* (perhaps) in the condition's line */
+    bool in_wait;             /* waiting for its signal: a cancel ends it */
+    bool retake_after;        /* the lock is taken again after the leave */
+    cr_status left_rc;        /* the await's status once the lock is back */
+    cr__release rel;          /* a release or give-back out */
+    cr__unlock u;
+} await_request;
+
+static void await_send(await_request *q, int stage);
+
+/* The await's types: waiting for its signal, and taking its lock again
+ * (the lock request's attempts and end). */
+static void await_attempt(cr_request *req);
+static void await_wait_done(cr_request *req);
+static void await_callback(cr_request *req);
+static void await_cancel(cr_request *req);
+static void await_abandon(cr_request *req);
+static void await_release(cr_request *req);
+
+static const cr__request_type await_type = {
+    .attempt = await_attempt,
+    .finish = await_wait_done,
+    .callback = await_callback,
+    .cancel = await_cancel,
+    .abandon = await_abandon,
+    .release = await_release,
+};
+
+static const cr__request_type retake_type = {
+    .attempt = cr__lock_request_attempt,
+    .finish = cr__lock_request_finish,
+    .callback = await_callback,
+    .cancel = await_cancel,
+    .abandon = await_abandon,
+    .release = await_release,
+};
+
+static void await_retaken(cr__lock_request *lq, cr_status rc);
+
+/* Takes the lock again: the first hold waiting as long as it takes, each
+ * further one with one attempt; a cancel does not end these waits. */
+static void
+await_retake(await_request *q)
+{
+    cr_status rc;
+
+    q->lock.ignores_cancel = true;
+    q->lock.type = &retake_type;
+    q->lock.then = await_retaken;
+    if ((rc = cr__lock_request_begin(&q->lock, cr__condition_lock(q->cond),
+                                     q->owner_id,
+                                     q->taken == 0 ? CR_WAIT_FOREVER : 0,
+                                     q->lease_ms, false)) != CR_OK)
+        cr__request_end((cr_request *)q,
+                        cr__condition_not_taken(q->cond, rc));
+}
+
+/* One hold was taken again (or not: the await fails, and what it took
+ * again is given back). */
+static void
+await_retaken(cr__lock_request *lq, cr_status rc)
+{
+    await_request *q = (await_request *)lq;
+
+    if (rc == CR_OK) {
+        if (++q->taken < q->holds)
+            await_retake(q);
+        else
+            cr__request_end((cr_request *)q, q->left_rc);
+        return;
+    }
+    q->left_rc = cr__condition_not_taken(q->cond, rc);
+    if (q->taken > 0)
+        await_send(q, C_GIVE_BACK);
+    else
+        cr__request_end((cr_request *)q, q->left_rc);
+}
+
+/* Leaves the line in `mode`; then the lock is taken again (retake) or the
+ * await ends with left_rc. */
+static void
+await_leave(await_request *q, int mode, bool retake)
+{
+    q->leave_mode = mode;
+    q->retake_after = retake;
+    await_send(q, C_LEAVE);
+}
+
+/* The wait for the signal is over (w.rc). */
+static void
+await_wait_done(cr_request *req)
+{
+    await_request *q = (await_request *)req;
+    cr_status rc = q->lock.w.rc;
+
+    q->in_wait = false;
+    if (rc == CR_OK) {
+        /* Signalled (or dropped from the line: a spurious wake-up). */
+        q->left_rc = CR_OK;
+        await_retake(q);
+    } else if (q->lock.cancelled && (rc == CR_ECANCELED || rc == CR_BUSY)) {
+        q->left_rc = cr__fail(CR_ECANCELED, "condition %s: the await was "
+                              "cancelled", q->cond->name);
+        await_leave(q, CR__CONDITION_LEAVE_PASS_ON, true);
+    } else if (rc == CR_BUSY) {
+        q->left_rc = CR_BUSY; /* ran out: a signal that came is kept */
+        await_leave(q, CR__CONDITION_LEAVE_KEEP, true);
+    } else {
+        /* The lock cannot be taken again: a signal must not be lost. */
+        q->left_rc = rc;
+        await_leave(q, CR__CONDITION_LEAVE_PASS_ON, false);
+    }
+}
+
+static void
+await_attempt(cr_request *req)
+{
+    await_send((await_request *)req, C_LOOK);
+}
+
+/* A cancel: before the wait, its first step sees it; during it, it ends
+ * the wait; once the wait is over (taking the lock again), nothing
+ * changes. */
+static void
+await_cancel(cr_request *req)
+{
+    await_request *q = (await_request *)req;
+
+    if (q->in_wait)
+        cr__request_end_wait_now(req, CR_ECANCELED);
+}
+
+/* A background job: the holds an await took again before its handle was
+ * freed are given back. */
+typedef struct holds_back {
+    cr_lock *lock;
+    int64_t owner, n;
+} holds_back;
+
+static void
+holds_back_run(const cr__op *op, void *arg)
+{
+    holds_back *g = arg;
+
+    (void)op; /* each unlock is a call of its own */
+    for (int64_t i = 0; i < g->n; i++)
+        cr_lock_unlock_tid(g->lock, g->owner);
+}
+
+/* The handle is freed while the await is pending: what it leaves behind
+ * goes to the background (its command out, if any, does its part when
+ * its reply comes). */
+static void
+await_abandon(cr_request *req)
+{
+    await_request *q = (await_request *)req;
+    cr__acquisition *a = &q->lock.acq;
+
+    if (q->lock.ignores_cancel) {
+        holds_back *g;
+
+        if (q->taken > 0 && (g = malloc(sizeof(*g))) != NULL) {
+            *g = (holds_back){a->lock, q->owner_id, q->taken};
+            cr__object_background(a->lock, holds_back_run, free, g);
+        }
+        if (!q->lock.busy)
+            cr__script_lock_later(a->lock, a->owner, a->attempt_lease,
+                                  a->wait_ms, CR__LATER_GIVE_UP);
+    } else if (q->in_line && !q->lock.busy) {
+        cr__condition_leave_later(&q->waiter);
+        q->in_line = false;
+    }
+}
+
+static void
+await_release(cr_request *req)
+{
+    await_request *q = (await_request *)req;
+
+    free(q->u.unlock_latch);
+    cr__lock_request_release(req);
+}
+
+static void
+await_callback(cr_request *req)
+{
+    await_request *q = (await_request *)req;
+
+    if (q->lock.fn != NULL)
+        q->lock.fn(req->userdata, req->rc, 0);
+}
+
+static void
+await_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    await_request *q = ctx;
+    cr_async *a = q->lock.async;
+    cr__condition_waiter *w = &q->waiter;
+    int64_t hint = -1;
+    bool signalled = false;
+
+    q->lock.busy = false;
+    switch (q->stage) {
+    case C_JOIN:
+        rc = cr__condition_join_reply(w, rc, r);
+        /* Sent and not answered (a broken link, the handle freed): it
+         * may be in line. */
+        q->in_line = rc == CR_OK || (rc != CR_ENOTOWNER && cmd->sent);
+        break;
+    case C_RELEASE:
+    case C_GIVE_BACK:
+        if (q->u.unlock_latch != NULL)
+            rc = cr__lock_async_release_read(a, &q->rel, &q->u, rc, r);
+        else
+            cr__reply_free(r); /* it could not be sent: the status stands */
+        break;
+    case C_LOOK:
+        rc = cr__condition_look_reply(w, rc, r, &hint);
+        if (rc == CR_OK)
+            q->in_line = false; /* its signal taken, or dropped */
+        break;
+    default:
+        signalled = cr__condition_leave_reply(w, rc, r);
+        break;
+    }
+    if (q->lock.ended) {
+        /* The handle was freed meanwhile: a waiter still in line leaves
+         * in the background. */
+        if (q->in_line)
+            cr__condition_leave_later(w);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    switch (q->stage) {
+    case C_JOIN:
+        if (rc != CR_OK) {
+            if (q->in_line) /* its join may have run */
+                cr__condition_leave_later(w);
+            cr__request_end((cr_request *)q, rc);
+        } else {
+            await_send(q, C_RELEASE);
+        }
+        return;
+    case C_RELEASE:
+        if (rc != CR_OK) {
+            q->left_rc = rc;
+            await_leave(q, CR__CONDITION_LEAVE_PASS_ON, false);
+        } else if (++q->released < q->holds) {
+            await_send(q, C_RELEASE);
+        } else {
+            cr__wait_spec spec;
+
+            /* Every hold was let go: the wait for the signal. */
+            cr__condition_wait_spec(q->cond, q->await_ms, &spec);
+            q->in_wait = true;
+            cr__request_wait((cr_request *)q, &spec, NULL, NULL, false);
+        }
+        return;
+    case C_GIVE_BACK:
+        if (rc == CR_OK && --q->taken > 0)
+            await_send(q, C_GIVE_BACK);
+        else
+            cr__request_end((cr_request *)q, q->left_rc);
+        return;
+    case C_LOOK:
+        q->lock.w.rc = rc;
+        q->lock.w.hint = hint;
+        cr__request_drive((cr_request *)q);
+        return;
+    default:
+        if (!q->retake_after) {
+            cr__request_end((cr_request *)q, q->left_rc);
+            return;
+        }
+        if (q->left_rc == CR_BUSY)
+            q->left_rc = cr__condition_ran_out(q->cond, signalled);
+        await_retake(q);
+        return;
+    }
+}
+
+/* Sends the command of `stage`; one that cannot be queued is its reply. */
+static void
+await_send(await_request *q, int stage)
+{
+    cr_async *a = q->lock.async;
+    cr__script_call call = {0};
+    cr_status rc;
+
+    q->stage = stage;
+    q->lock.busy = true;
+    if (stage == C_RELEASE || stage == C_GIVE_BACK) {
+        rc = cr__lock_async_release_send(a, cr__condition_lock(q->cond),
+                                         q->holder, &q->rel, &q->u,
+                                         await_replied, q);
+    } else {
+        rc = stage == C_JOIN
+                 ? cr__condition_join_call(&q->waiter, q->holder, &call)
+                 : cr__condition_wait_call(&q->waiter,
+                                           stage == C_LOOK
+                                               ? CR__CONDITION_LOOK
+                                               : q->leave_mode,
+                                           &call);
+        if (stage == C_LEAVE)
+            q->in_line = false; /* a leave that fails: its lease lapses */
+        if (rc == CR_OK)
+            rc = cr__aio_script(a->io, &call, 0, await_replied, q);
+        cr__script_call_free(&call);
+    }
+    if (rc != CR_OK)
+        await_replied(q, rc, NULL, &(cr__cmd){0});
+}
+
+/* The guard of an asynchronous call on condition c by `owner`. */
+static cr_status
+async_enter(cr_async *a, cr_lock_condition *c, int64_t owner)
+{
+    cr__op guard;
+    cr_status rc = enter(c, &guard);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__object_leave(c);
+    if ((rc = cr__async_enter(a, c)) == CR_OK && owner <= 0) {
+        cr__client_leave(a->client);
+        rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
+                      (long long)owner);
+    }
+    return rc;
+}
+
+cr_status
+cr_async_condition_await(cr_async *a, cr_lock_condition *c, int64_t owner,
+                         int64_t wait_ms, cr_async_fn fn, void *userdata,
+                         cr_request **req)
+{
+    await_request *q;
+    cr_lock *l;
+    cr_status rc = async_enter(a, c, owner);
+
+    if (rc != CR_OK)
+        return rc;
+    l = c->lock;
+    if ((rc = cr__check_wait(wait_ms)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q = (await_request *)cr__request_new(a, &await_type, sizeof(*q),
+                                         userdata);
+    if (q == NULL) {
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    q->lock.fn = fn;
+    q->lock.final = true; /* its statuses say what a cancel did */
+    q->cond = c;
+    q->owner_id = owner;
+    q->await_ms = wait_ms;
+    cr__condition_waiter_begin(&q->waiter, c, owner);
+    cr__condition_holder(c, owner, q->holder);
+    q->holds = cr__script_lock_holds(l, q->holder, NULL);
+    if (q->holds == 0) {
+        cr__request_end((cr_request *)q,
+                        cr__fail(CR_ENOTOWNER, "%s %s is not held by owner "
+                                 "%lld", l->label, l->name,
+                                 (long long)owner));
+        return cr__request_started(a, (cr_request *)q, req);
+    }
+    q->lease_ms = cr__condition_lease(c, q->holder);
+    await_send(q, C_JOIN);
+    return cr__request_started(a, (cr_request *)q, req);
+}
+
+static cr_status
+signalled_read(cr__command_request *q, cr_status rc, cr__reply *r)
+{
+    return cr__condition_signal_reply(q->obj, rc, r, &q->value);
+}
+
+/* Signals up to `count` waiters as `owner`. */
+static cr_status
+async_signal(cr_async *a, cr_lock_condition *c, int64_t owner, int64_t count,
+             cr_async_fn fn, void *userdata, cr_request **req)
+{
+    char holder[CR__OWNER_MAX];
+    cr__script_call call = {0};
+    cr_status rc = async_enter(a, c, owner);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__condition_holder(c, owner, holder);
+    rc = cr__condition_signal_call(c, holder, count, &call);
+    return cr__command_start(a, c, rc, &call, 0, signalled_read, fn, userdata,
+                             req, NULL, 0, NULL);
+}
+
+cr_status
+cr_async_condition_signal(cr_async *a, cr_lock_condition *c, int64_t owner,
+                          cr_async_fn fn, void *userdata, cr_request **req)
+{
+    return async_signal(a, c, owner, 1, fn, userdata, req);
+}
+
+cr_status
+cr_async_condition_signal_all(cr_async *a, cr_lock_condition *c,
+                              int64_t owner, cr_async_fn fn, void *userdata,
+                              cr_request **req)
+{
+    return async_signal(a, c, owner, INT32_MAX, fn, userdata, req);
 }

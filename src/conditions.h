@@ -37,6 +37,11 @@ cr_lock *cr__condition_lock(const cr_lock_condition *c);
 const char *cr__condition_channel(const cr_lock_condition *c);
 cr__wake cr__condition_decode(const char *payload, size_t len);
 
+/* cr__condition_wait_spec: a waiter's wait for its signal, wait_ms, on
+ * the condition's channel. */
+void cr__condition_wait_spec(const cr_lock_condition *c, int64_t wait_ms,
+                             cr__wait_spec *spec);
+
 /* cr__condition_holder: the lock's field of owner `owner_id` (a thread's,
  * or an asynchronous owner's) in N: <uuid>:<id>, with ":write" for the
  * write lock (CR__OWNER_MAX bytes). */

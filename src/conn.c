@@ -234,12 +234,12 @@ cr__breaker_attempts(cr__breakers *b, const char *addr)
 }
 
 /* Takes the next attempt slot of `addr`, sleeping until it comes. CR_EIO
- * without an attempt when it comes after `deadline` or `patience` (-1:
+ * without an attempt when it comes after `deadline` or `slot_deadline` (-1:
  * none; a waiting loop's retries come back by themselves), the last
  * failure named. CR_ECLOSED when aborted. */
 static cr_status
 breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
-              int64_t patience, int abort_fd)
+              int64_t slot_deadline, int abort_fd)
 {
     int64_t now = cr__now_ms(), at;
     char why[200];
@@ -257,9 +257,9 @@ breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
         at = now;
     if (at < k->blocked_until)
         at = k->blocked_until;
-    if (patience < 0 || (deadline >= 0 && deadline < patience))
-        patience = deadline;
-    if (patience >= 0 && at > patience) {
+    if (slot_deadline < 0 || (deadline >= 0 && deadline < slot_deadline))
+        slot_deadline = deadline;
+    if (slot_deadline >= 0 && at > slot_deadline) {
         cr_status final = k->final;
         unsigned failures = k->failures;
 
@@ -867,7 +867,7 @@ setup(cr__conn *c, const cr__conn_config *cfg, cr__peer peer,
 
 cr_status
 cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
-              cr__peer peer, int64_t deadline, int64_t patience,
+              cr__peer peer, int64_t deadline, int64_t slot_deadline,
               cr__conn **out)
 {
     int64_t connect_by = cr__now_ms() + cfg->connect_timeout_ms;
@@ -887,7 +887,7 @@ cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
                  host, port);
     else
         snprintf(c->peer, sizeof(c->peer), "%s", path);
-    rc = breaker_enter(cfg->breakers, c->peer, deadline, patience,
+    rc = breaker_enter(cfg->breakers, c->peer, deadline, slot_deadline,
                        cfg->abort_fd);
     if (rc != CR_OK) {
         cr__conn_free(c);

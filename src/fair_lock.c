@@ -86,36 +86,14 @@ fair_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
 }
 
 /* A waiter stopped waiting without the lock: take it out of the queue and
- * move the deadlines of those behind it by the wait it enqueued with. A
- * try without a wait never enqueued. A failure is logged and returned (the
- * caller tries again in the background; failing that, the entry leaves the
- * queue when its deadline passes). The caller's error detail is kept. */
+ * move the deadlines of those behind it by the wait it enqueued with. */
 static cr_status
-fair_give_up(const cr__op *op, cr_lock *l, const char *owner,
-             int64_t wait_ms)
+fair_give_up_call(cr_lock *l, const char *owner, int64_t wait_ms,
+                  cr__script_call *call)
 {
-    char keep[512];
-    cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    cr__reply *r = NULL;
-    cr_status rc;
-
-    if (wait_ms == 0)
-        return CR_OK;
-    snprintf(keep, sizeof(keep), "%s", cr_last_error());
-    rc = cr__run_fair_lock_give_up(op, &cmd,
-        &(cr__fair_lock_give_up_args){.queue = l->key2, .timeouts = l->key3,
-                                      .owner = owner,
-                                      .wait_ms = enqueue_wait(l, wait_ms)},
-        &r);
-    if (rc == CR_OK) {
-        cr__reply_free(r);
-    } else {
-        cr__log(&l->client->log, CR_LOG_WARN,
-                "fair lock %s: %s could not leave the wait queue yet (%s: %s)",
-                l->name, owner, cr_strerror(rc), cr_last_error());
-    }
-    cr__fail(CR_OK, "%s", keep);
-    return rc;
+    return cr__build_fair_lock_give_up(&(cr__fair_lock_give_up_args){
+        .queue = l->key2, .timeouts = l->key3, .owner = owner,
+        .wait_ms = enqueue_wait(l, wait_ms)}, call);
 }
 
 /* Unlock: RLock's replies, plus 2 when the lock was not held at all (the
@@ -166,7 +144,7 @@ fair_force_unlock(const cr__op *op, cr_lock *l, bool *done)
         .acquire_reply = fair_acquire_reply, .unlock_call = fair_unlock_call, \
         .force_unlock = fair_force_unlock,                                    \
         .delete_ = cr__lock_del, .is_locked = cr__rlock_is_locked,            \
-        .give_up = fair_give_up,                                              \
+        .give_up_call = fair_give_up_call,                                    \
     }
 static const cr__lock_kind fair_kind = FAIR_KIND("fair lock", false);
 static const cr__lock_kind fair_nr_kind =

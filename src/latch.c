@@ -28,6 +28,7 @@
 
 #include "credisson/latch.h"
 #include "latches.h"
+#include "request.h"
 #include "object.h"
 
 #define LATCH_MAGIC 0x4352434cu /* "CRCL" */
@@ -292,65 +293,100 @@ cr__latch_look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
     return rc;
 }
 
-/* One look at the latch (an attempt of the wait): CR_OK when open, CR_BUSY
- * with N's remaining time to live as the hint (-1: none) while closed (and
- * with must_exist while it was never set), CR_EEXPIRED when it expired. */
+/* The rules of a wait for the latch to open (latches.h). */
+
+void
+cr__latch_opening_begin(cr__latch_opening *o, cr_latch *l, int64_t wait_ms,
+                        bool count_first, bool must_exist,
+                        cr__wait_spec *spec)
+{
+    *o = (cr__latch_opening){.latch = l, .counted = !count_first,
+                             .must_exist = must_exist};
+    *spec = (cr__wait_spec){
+        .ev_object = "latch", .ev_name = l->name, .ev_busy = CR_TIMEOUT,
+        .channel = l->channel, .decode = cr__latch_decode,
+        .wait_ms = wait_ms, .min_sleep_ms = 1,
+        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+        /* An opening message read after the fence ends the wait: the
+         * count reached zero during it, and a re-armed latch must not hide
+         * that. */
+        .trust_open = true,
+        /* The count down comes once subscribed, so that the opening it
+         * causes is published to a subscription already in place. */
+        .subscribe_first = count_first && wait_ms != 0,
+    };
+}
+
+cr_status
+cr__latch_opening_call(cr__latch_opening *o, cr__script_call *call)
+{
+    if (o->counted)
+        return cr__latch_look_call(o->latch, o->must_exist, call);
+    /* Marked before it is sent: a count down whose answer was lost is not
+     * made again by the wait's retries (which then look). */
+    o->counted = true;
+    o->counting = true;
+    return cr__latch_count_down_call(o->latch, call);
+}
+
+cr_status
+cr__latch_opening_replied(cr__latch_opening *o, cr_status rc, cr__reply *r,
+                          int64_t *hint)
+{
+    int64_t left = 0;
+
+    *hint = -1;
+    if (!o->counting)
+        return cr__latch_look_reply(o->latch, rc, r, hint);
+    o->counting = false;
+    rc = cr__latch_count_down_reply(o->latch, rc, r, &left);
+    return rc == CR_OK && left > 0 ? CR_BUSY : rc;
+}
+
+cr_status
+cr__latch_opening_done(const cr__latch_opening *o, cr_status rc)
+{
+    cr_latch *l = o->latch;
+
+    if (rc == CR_BUSY)
+        return cr__fail(CR_TIMEOUT, "latch %s still %s when the wait ran out",
+                        l->name, o->must_exist ? "closed or never set"
+                                               : "closed");
+    if (rc != CR_OK && !o->counted) {
+        char why[256];
+
+        snprintf(why, sizeof(why), "%s", cr_last_error());
+        return cr__fail(rc, "latch %s not counted down: %s", l->name, why);
+    }
+    return rc;
+}
+
+/* One attempt of a blocking wait: the count down or a look. */
 static cr_status
-look(const cr__op *op, cr_latch *l, bool must_exist, int64_t *hint)
+opening_attempt(const cr__op *op, cr__latch_opening *o, int64_t *hint)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    cr_status rc = cr__latch_look_call(l, must_exist, &call);
+    cr_status rc = cr__latch_opening_call(o, &call);
 
+    if (o->counting)
+        cmd.flags = 0; /* a count down is never sent twice */
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__latch_look_reply(l, rc, r, hint);
-}
-
-const char *
-cr__latch_channel(const cr_latch *l)
-{
-    return l->channel;
-}
-
-/* The attempts of a wait for the latch to open: with `counted` false
- * (countDownAndAwait) the first one is the count down, made once
- * subscribed; every other one is a look (with must_exist, a latch never
- * set counts as closed). */
-typedef struct opening {
-    const cr__op *op;
-    cr_latch *latch;
-    bool counted;
-    bool must_exist;
-} opening;
-
-static cr_status
-opening_attempt(opening *o, int64_t *hint)
-{
-    int64_t left = 0;
-    cr_status rc;
-
-    if (o->counted)
-        return look(o->op, o->latch, o->must_exist, hint);
-    /* Marked before it is sent: a count down whose answer was lost is not
-     * made again by the wait's retries (which then look). */
-    o->counted = true;
-    *hint = -1;
-    rc = count_down(o->op, o->latch, &left);
-    return rc == CR_OK && left > 0 ? CR_BUSY : rc;
+    return cr__latch_opening_replied(o, rc, r, hint);
 }
 
 /* Waits up to wait_ms for the latch to open, counting it down first when
- * `count_first`, subscribed before it does (wait.h's subscribe_first; a
- * wait of 0 only counts down); with `must_exist` a latch never set is
- * waited for as a closed one. */
+ * `count_first`, subscribed before it does (a wait of 0 only counts
+ * down); with `must_exist` a latch never set is waited for as a closed
+ * one. */
 static cr_status
 wait_open(cr_latch *l, int64_t wait_ms, bool count_first, bool must_exist)
 {
-    opening o = {.latch = l, .counted = !count_first,
-                 .must_exist = must_exist};
+    cr__latch_opening o;
+    cr__wait_spec spec;
     cr__wait w;
     int64_t hint = -1;
     cr__op op;
@@ -361,25 +397,15 @@ wait_open(cr_latch *l, int64_t wait_ms, bool count_first, bool must_exist)
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
     cr__op_wait(&op, wait_ms);
-    o.op = &op;
+    cr__latch_opening_begin(&o, l, wait_ms, count_first, must_exist, &spec);
     if (count_first && wait_ms == 0) {
-        rc = opening_attempt(&o, &hint);
+        rc = opening_attempt(&op, &o, &hint);
     } else {
-        cr__object_wait_begin(&w, &op, l, "latch", l->channel,
-                              cr__latch_decode, true, wait_ms);
-        w.spec.subscribe_first = count_first; /* read at its first step */
+        cr__wait_begin(&w, &op, &spec);
         for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-            rc = opening_attempt(&o, &hint);
+            rc = opening_attempt(&op, &o, &hint);
     }
-    if (rc == CR_BUSY) {
-        rc = cr__fail(CR_TIMEOUT, "latch %s still %s when the wait ran out",
-                      l->name, must_exist ? "closed or never set" : "closed");
-    } else if (rc != CR_OK && !o.counted) {
-        char why[256];
-
-        snprintf(why, sizeof(why), "%s", cr_last_error());
-        rc = cr__fail(rc, "latch %s not counted down: %s", l->name, why);
-    }
+    rc = cr__latch_opening_done(&o, rc);
 out:
     cr__object_leave(l);
     return rc;
@@ -401,4 +427,166 @@ cr_status
 cr_latch_await_opened(cr_latch *l, int64_t wait_ms)
 {
     return wait_open(l, wait_ms, false, true);
+}
+
+/* ------------------------------------------------ the asynchronous half */
+
+/* A wait on the loop (awaitAsync, countDownAndAwaitAsync): the wait state
+ * machine as a blocking call runs it (request.h), the same spec, attempts
+ * and end (cr__latch_opening). */
+typedef struct opening_request {
+    CR__REQUEST_FIELDS
+    cr_async_fn fn;
+    cr__latch_opening opening;
+} opening_request;
+
+static void
+opening_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    opening_request *q = ctx;
+    int64_t hint = -1;
+
+    (void)cmd;
+    q->busy = false;
+    rc = cr__latch_opening_replied(&q->opening, rc, r, &hint);
+    if (cr__request_late((cr_request *)q))
+        return; /* nothing taken: nothing to give back */
+    q->w.rc = rc;
+    q->w.hint = hint;
+    cr__request_drive((cr_request *)q);
+}
+
+static void
+opening_attempt_async(cr_request *req)
+{
+    opening_request *q = (opening_request *)req;
+    cr__script_call call = {0};
+    cr_status rc = cr__latch_opening_call(&q->opening, &call);
+
+    if (rc == CR_OK) {
+        q->busy = true;
+        /* A count down is never sent twice; a look may be. */
+        rc = cr__aio_script(q->async->io, &call,
+                            q->opening.counting ? 0 : CR__CMD_RETRY,
+                            opening_replied, q);
+    }
+    cr__script_call_free(&call);
+    cr__request_attempt_failed(req, rc);
+}
+
+static void
+opening_finish(cr_request *req)
+{
+    opening_request *q = (opening_request *)req;
+
+    cr__request_end(req, cr__latch_opening_done(&q->opening, q->w.rc));
+}
+
+static void
+opening_callback(cr_request *req)
+{
+    opening_request *q = (opening_request *)req;
+
+    if (q->fn != NULL)
+        q->fn(req->userdata, req->rc, 0);
+}
+
+static const cr__request_type opening_type = {
+    .attempt = opening_attempt_async,
+    .finish = opening_finish,
+    .callback = opening_callback,
+};
+
+/* The guard of an asynchronous call on latch `l`. */
+static cr_status
+async_enter(cr_async *a, cr_latch *l)
+{
+    cr__op guard;
+    cr_status rc = enter(l, &guard);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__object_leave(l);
+    return cr__async_enter(a, l);
+}
+
+/* A wait for the latch to open on the loop, counting down first when
+ * `count_first` (with a wait of 0 it counts down only). */
+static cr_status
+async_wait_open(cr_async *a, cr_latch *l, int64_t wait_ms, bool count_first,
+                cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr__wait_spec spec;
+    opening_request *q;
+    cr_status rc = async_enter(a, l);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_wait(wait_ms)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q = (opening_request *)cr__request_new(a, &opening_type, sizeof(*q),
+                                           userdata);
+    if (q == NULL) {
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    q->fn = fn;
+    cr__latch_opening_begin(&q->opening, l, wait_ms, count_first, false,
+                            &spec);
+    spec.ev_async = true;
+    cr__request_wait((cr_request *)q, &spec, NULL, NULL, true);
+    return cr__request_started(a, (cr_request *)q, req);
+}
+
+cr_status
+cr_async_latch_await(cr_async *a, cr_latch *l, int64_t wait_ms,
+                     cr_async_fn fn, void *userdata, cr_request **req)
+{
+    return async_wait_open(a, l, wait_ms, false, fn, userdata, req);
+}
+
+cr_status
+cr_async_latch_count_down_and_await(cr_async *a, cr_latch *l, int64_t wait_ms,
+                                    cr_async_fn fn, void *userdata,
+                                    cr_request **req)
+{
+    return async_wait_open(a, l, wait_ms, true, fn, userdata, req);
+}
+
+/* The reply of a count down. */
+static cr_status
+counted_down_read(cr__command_request *q, cr_status rc, cr__reply *r)
+{
+    return cr__latch_count_down_reply(q->obj, rc, r, NULL);
+}
+
+cr_status
+cr_async_latch_count_down(cr_async *a, cr_latch *l, cr_async_fn fn,
+                          void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = async_enter(a, l);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__latch_count_down_call(l, &call);
+    return cr__command_start(a, l, rc, &call, 0, counted_down_read, fn,
+                             userdata, req, NULL, 0, NULL);
+}
+
+cr_status
+cr_async_latch_try_set_count(cr_async *a, cr_latch *l, int64_t count,
+                             int64_t ttl_ms, cr_async_fn fn, void *userdata,
+                             cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = async_enter(a, l);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__latch_set_call(l, count, ttl_ms, &call);
+    return cr__command_start(a, l, rc, &call, 0, cr__command_read_flag, fn,
+                             userdata, req, NULL, 0, NULL);
 }

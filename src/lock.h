@@ -12,6 +12,7 @@
 
 #include <stdatomic.h>
 
+#include "credisson/async.h"
 #include "credisson/lock.h"
 #include "handoff.h"
 #include "object.h"
@@ -81,5 +82,14 @@ void cr__lock_leave(const cr_lock *l);
 cr_status cr__lock_try_lock(cr_lock *l, cr__event_sink *sink, int64_t tid,
                             int64_t wait_ms, int64_t lease_ms, int64_t *token);
 cr_status cr__lock_unlock(cr_lock *l, cr__event_sink *sink, int64_t tid);
+
+/* cr__multilock_async: a MultiLock's or RedLock's acquisition (or, with
+ * `unlock`, release) as a request of `a`: the blocking call on a thread
+ * of its own (multilock.c), its outcome posted to the loop. Entered as
+ * cr__async_enter's caller; the guard ends either way. */
+cr_status cr__multilock_async(cr_async *a, cr_lock *l, int64_t owner,
+                              int64_t wait_ms, int64_t lease_ms, bool unlock,
+                              cr_async_fn fn, void *userdata,
+                              cr_request **req);
 
 #endif

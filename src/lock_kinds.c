@@ -64,7 +64,6 @@ static const cr__lock_kind fenced_kind = {
     .force_unlock = cr__rlock_force_unlock,
     .delete_ = cr__lock_del,
     .is_locked = cr__rlock_is_locked,
-    .give_up = cr__rlock_give_up,
 };
 
 cr_status
@@ -176,7 +175,6 @@ static const cr__lock_kind spin_kind = {
     .force_unlock = cr__lock_del,
     .delete_ = cr__lock_del,
     .is_locked = cr__rlock_is_locked,
-    .give_up = cr__rlock_give_up,
 };
 
 cr_status

@@ -29,6 +29,7 @@
 
 #include "credisson/multilock.h"
 #include "lock.h"
+#include "request.h"
 
 #define MAX_LOCKS 64
 /* lock() without a wait retries attempts of this much per sub-lock, as
@@ -547,4 +548,184 @@ cr_multilock_get_validity(cr_lock *l, int64_t *validity_ms)
     else
         *validity_ms = until > cr__now_ms() ? until - cr__now_ms() : 0;
     return CR_OK;
+}
+
+/* ------------------------------------------------ the asynchronous half */
+
+/* Its sub-locks may live on other clients, whose links the asynchronous
+ * handle does not have: the blocking call runs on a thread of its own, in
+ * slices of THREAD_SLICE_MS at most, so that a cancel or a free is seen
+ * between two; the outcome is posted to the loop. */
+#define THREAD_SLICE_MS 200
+
+typedef struct thread_request {
+    CR__REQUEST_FIELDS
+    cr_async_fn fn;
+    cr__apost post;
+    cr_lock *lock;
+    int64_t owner, wait_ms, lease_ms;
+    bool unlock;
+    bool running;             /* its thread was started and not joined */
+    atomic_bool stop;         /* cancelled, or the handle is being freed */
+    cr_status outcome;
+    char err[256];
+    pthread_t thread;
+} thread_request;
+
+/* The thread's outcome as one event of the request, from what the
+ * multilock's calls kept in their sink: an acquisition or a wait that ran
+ * out with the time waited over all the slices, or a release. Nothing
+ * for a cancelled wait or an error, as for the other requests. */
+static void
+thread_event(const thread_request *t, const cr__event_sink *kept,
+             int64_t start)
+{
+    if (!kept->kept)
+        return;
+    if (t->unlock ? t->outcome != CR_OK || kept->kind != CR_EVENT_RELEASED
+                  : t->outcome != CR_OK &&
+                        (t->outcome != CR_BUSY || atomic_load(&t->stop)))
+        return;
+    cr__event(&t->lock->client->run.stats, kept->kind, kept->status,
+              kept->object, kept->name,
+              t->unlock ? -1 : cr__now_ms() - start, kept->hold_ms, true);
+}
+
+static void *
+thread_run(void *arg)
+{
+    thread_request *t = arg;
+    int64_t start = cr__now_ms(), left;
+    cr__event_sink kept = {0};
+
+    if (t->unlock) {
+        t->outcome = cr__lock_unlock(t->lock, &kept, t->owner);
+    } else {
+        do {
+            left = t->wait_ms < 0 ? THREAD_SLICE_MS
+                                  : t->wait_ms - (cr__now_ms() - start);
+            t->outcome = cr__lock_try_lock(t->lock, &kept, t->owner,
+                                           left > THREAD_SLICE_MS
+                                               ? THREAD_SLICE_MS
+                                               : left > 0 ? left : 0,
+                                           t->lease_ms, NULL);
+        } while (t->outcome == CR_BUSY && !atomic_load(&t->stop) &&
+                 (t->wait_ms < 0 || cr__now_ms() - start < t->wait_ms));
+    }
+    snprintf(t->err, sizeof(t->err), "%s", cr_last_error());
+    thread_event(t, &kept, start);
+    cr__aio_post(t->async->io, &t->post);
+    return NULL;
+}
+
+/* Gives back, in the background, what the thread took after its request
+ * ended. */
+typedef struct give_back_job {
+    cr_lock *lock;
+    int64_t owner;
+} give_back_job;
+
+static void
+give_back_run(const cr__op *op, void *arg)
+{
+    give_back_job *g = arg;
+
+    (void)op; /* the unlock is a call of its own */
+    cr_lock_unlock_tid(g->lock, g->owner);
+}
+
+/* The thread's outcome, on the loop. */
+static void
+thread_done(void *ctx)
+{
+    thread_request *t = ctx;
+    cr_status rc = t->outcome == CR_OK ? CR_OK
+                                       : cr__fail(t->outcome, "%s", t->err);
+
+    if (t->running) {
+        pthread_join(t->thread, NULL);
+        t->running = false;
+    }
+    t->busy = false;
+    if (!t->unlock && t->outcome == CR_OK && (t->ended || t->cancelled)) {
+        give_back_job *g = malloc(sizeof(*g));
+
+        /* Obtained after the cancel or the free: given back. */
+        if (g != NULL) {
+            *g = (give_back_job){t->lock, t->owner};
+            cr__object_background(t->lock, give_back_run, free, g);
+        }
+    }
+    if (!cr__request_late((cr_request *)t))
+        cr__request_end((cr_request *)t, rc); /* CR_ECANCELED if cancelled */
+}
+
+static void
+thread_callback(cr_request *q)
+{
+    thread_request *t = (thread_request *)q;
+
+    if (t->fn != NULL)
+        t->fn(q->userdata, q->rc, 0);
+}
+
+static void
+thread_cancel(cr_request *q)
+{
+    atomic_store(&((thread_request *)q)->stop, true); /* at its next slice */
+}
+
+/* The handle is freed: the thread's slice ends; cr__aio_free then runs
+ * its outcome. */
+static void
+thread_abandon(cr_request *q)
+{
+    thread_request *t = (thread_request *)q;
+
+    atomic_store(&t->stop, true);
+    if (t->running) {
+        pthread_join(t->thread, NULL);
+        t->running = false;
+    }
+}
+
+static const cr__request_type thread_type = {
+    .callback = thread_callback,
+    .cancel = thread_cancel,
+    .abandon = thread_abandon,
+};
+
+cr_status
+cr__multilock_async(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
+                    int64_t lease_ms, bool unlock, cr_async_fn fn,
+                    void *userdata, cr_request **req)
+{
+    thread_request *t;
+    cr_status rc;
+
+    t = (thread_request *)cr__request_new(a, &thread_type, sizeof(*t),
+                                          userdata);
+    if (t == NULL) {
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    t->fn = fn;
+    t->post = (cr__apost){NULL, thread_done, t};
+    t->lock = l;
+    t->owner = owner;
+    t->wait_ms = wait_ms;
+    t->lease_ms = lease_ms;
+    t->unlock = unlock;
+    atomic_init(&t->stop, false);
+    t->busy = true;
+    if ((rc = cr__aio_post_ready(a->io)) != CR_OK ||
+        pthread_create(&t->thread, NULL, thread_run, t) != 0) {
+        t->busy = false;
+        return cr__request_discard((cr_request *)t,
+                                   rc != CR_OK ? rc
+                                   : cr__fail(CR_ENOMEM,
+                                              "cannot start a thread"));
+    }
+    t->running = true;
+    return cr__request_started(a, (cr_request *)t, req);
 }

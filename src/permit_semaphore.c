@@ -23,11 +23,13 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "credisson/semaphore.h"
 #include "handoff.h"
+#include "request.h"
 #include "semaphores.h"
 
 #define PES_MAGIC 0x43525045u /* "CRPE" */
@@ -193,37 +195,133 @@ expiry_of(int64_t lease_ms)
 
 /* ------------------------------------------------------------ acquiring */
 
-typedef struct attempt_ctx {
-    const cr__op *op;
-    cr_permit_semaphore *sem;
-    int64_t permits;
-    int64_t lease_ms;
-    cr__permit_id *ids; /* the last attempt's ids */
-    size_t n;
-    bool uncertain;     /* the last attempt's reply was lost */
-} attempt_ctx;
+/* The rules of one acquisition (semaphores.h). */
 
-/* Tells whether the permits of the last attempt are out (its reply was
- * lost but it did run: its ids went in together, so the first tells);
- * clears the doubt when Redis answered. */
-static cr_status
-resolve_lost_reply(attempt_ctx *a, bool *granted)
+/* The steps of the end, in order. */
+enum { E_LOOK, E_STOP, E_DONE };
+
+cr_status
+cr__permit_acquisition_begin(cr__permit_acquisition *a, void *sem,
+                             int64_t permits, int64_t lease_ms)
 {
-    const char *argv[3] = {"ZSCORE", a->sem->issued, a->ids[0].b};
-    size_t lens[3];
-    cr__reply *r = NULL;
-    cr_status rc;
+    *a = (cr__permit_acquisition){.sem = sem, .permits = permits,
+                                  .lease_ms = lease_ms, .rc = CR_BUSY};
+    a->n = id_per_permit(sem) ? (size_t)permits : 1;
+    if ((a->ids = calloc(a->n, sizeof(*a->ids))) == NULL)
+        return cr__fail(CR_ENOMEM, "out of memory");
+    return CR_OK;
+}
 
+void
+cr__permit_acquisition_free(cr__permit_acquisition *a)
+{
+    free(a->ids);
+    a->ids = NULL;
+}
+
+void
+cr__permit_acquisition_look(const cr__permit_acquisition *a,
+                            const char *argv[3], size_t lens[3])
+{
+    argv[0] = "ZSCORE";
+    argv[1] = a->sem->issued;
+    argv[2] = a->ids[0].b;
     lens[0] = 6;
     lens[1] = strlen(a->sem->issued);
     lens[2] = a->ids[0].len;
-    rc = cr__command_retry(a->op, 3, argv, lens, &r);
+}
+
+cr_status
+cr__permit_acquisition_looked(cr__permit_acquisition *a, cr_status rc,
+                              cr__reply *r)
+{
+    bool granted;
+
     if (rc != CR_OK)
         return rc;
-    *granted = r->type != CR__REPLY_NIL;
+    /* Its ids went in together: the first tells. */
+    granted = r->type != CR__REPLY_NIL;
     cr__reply_free(r);
     a->uncertain = false;
-    return CR_OK;
+    return granted ? CR_OK : CR_BUSY;
+}
+
+cr_status
+cr__permit_acquisition_call(cr__permit_acquisition *a, cr__script_call *call)
+{
+    cr_status rc = CR_OK;
+
+    for (size_t i = 0; i < a->n && rc == CR_OK; i++)
+        rc = cr__permit_id_new(a->sem, &a->ids[i]);
+    if (rc == CR_OK)
+        rc = cr__permit_acquire_call(a->sem, a->permits, a->lease_ms, a->ids,
+                                     a->n, call);
+    return rc;
+}
+
+cr_status
+cr__permit_acquisition_replied(cr__permit_acquisition *a, cr_status rc,
+                               cr__reply *r, const cr__cmd *cmd,
+                               int64_t *hint)
+{
+    *hint = -1;
+    if (cmd->sent && (rc == CR_EIO || rc == CR_ECLOSED))
+        a->uncertain = true; /* it may have run: its reply was lost */
+    return cr__permit_acquire_reply(rc, r, hint);
+}
+
+void
+cr__permit_acquisition_end_begin(cr__permit_acquisition *a, cr_status rc)
+{
+    a->rc = rc;
+    a->end_step = E_LOOK;
+}
+
+cr__permit_end_do
+cr__permit_acquisition_end_next(cr__permit_acquisition *a, unsigned stop)
+{
+    for (;;) {
+        switch (a->end_step++) {
+        case E_LOOK:
+            if ((a->rc == CR_EIO || a->rc == CR_BUSY) && a->uncertain)
+                return CR__PERMIT_END_LOOK;
+            break;
+        case E_STOP:
+            if (a->rc == CR_OK && stop != 0) {
+                a->rc = (stop & CR__STOP_CANCELLED)
+                            ? cr__fail(CR_ECANCELED, "cancelled (the "
+                                       "permits, granted meanwhile, are "
+                                       "given back)")
+                            : cr__fail(CR_ECLOSED, "the client is being freed "
+                                       "(the permits, granted meanwhile, "
+                                       "are given back)");
+                return CR__PERMIT_END_GIVE_BACK;
+            }
+            break;
+        default:
+            a->end_step = E_DONE;
+            return CR__PERMIT_END_DONE;
+        }
+    }
+}
+
+bool
+cr__permit_acquisition_end_looked(cr__permit_acquisition *a, cr_status rc,
+                                  cr__reply *r)
+{
+    rc = cr__permit_acquisition_looked(a, rc, r);
+    if (rc == CR_OK)
+        a->rc = CR_OK; /* granted after all */
+    return rc == CR_OK || rc == CR_BUSY;
+}
+
+cr_status
+cr__permit_acquisition_done(const cr__permit_acquisition *a)
+{
+    if (a->rc == CR_BUSY)
+        return cr__fail(CR_BUSY, "permit semaphore %s: no permit free until "
+                        "the wait ran out", a->sem->name);
+    return a->rc;
 }
 
 cr_status
@@ -287,39 +385,6 @@ cr__permit_acquire_reply(cr_status rc, cr__reply *r, int64_t *hint)
     return rc;
 }
 
-/* One attempt of the wait, with fresh ids and expiry. */
-static cr_status
-attempt(attempt_ctx *a, int64_t *hint)
-{
-    cr_permit_semaphore *s = a->sem;
-    cr__script_call call = {0};
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
-    cr_status rc = CR_OK;
-
-    *hint = -1;
-    if (a->uncertain) {
-        bool granted = false;
-
-        rc = resolve_lost_reply(a, &granted);
-        if (rc != CR_OK)
-            return rc;
-        if (granted)
-            return CR_OK;
-    }
-    for (size_t i = 0; i < a->n && rc == CR_OK; i++)
-        rc = cr__permit_id_new(s, &a->ids[i]);
-    if (rc == CR_OK)
-        rc = cr__permit_acquire_call(s, a->permits, a->lease_ms, a->ids, a->n,
-                                     &call);
-    if (rc == CR_OK)
-        rc = cr__script_call_run(a->op, &cmd, &call, &r);
-    cr__script_call_free(&call);
-    if (rc == CR_EIO && cmd.sent)
-        a->uncertain = true; /* it may have run: its reply was lost */
-    return cr__permit_acquire_reply(rc, r, hint);
-}
-
 static cr_status release(const cr__op *op, cr_permit_semaphore *s,
                          const char *hex, int64_t permits, int64_t *result);
 
@@ -337,12 +402,21 @@ give_back(const cr__op *op, cr_permit_semaphore *s, const cr__permit_id *ids,
     }
 }
 
+/* The look of acquisition a (ZSCORE of its first id), blocking. */
+static cr_status
+look(const cr__op *op, cr__permit_acquisition *a, cr__reply **r)
+{
+    const char *argv[3];
+    size_t lens[3];
+
+    cr__permit_acquisition_look(a, argv, lens);
+    return cr__command_retry(op, 3, argv, lens, r);
+}
+
 /* Permits whose grant may have come after their caller gave up. */
 typedef struct late_permit {
-    cr_permit_semaphore *sem;
-    int64_t permits;
-    size_t n;
-    cr__permit_id ids[]; /* n */
+    cr__permit_acquisition acq;
+    cr__permit_id ids[]; /* acq.n */
 } late_permit;
 
 /* Background: if the permits were granted, give them back. */
@@ -350,20 +424,16 @@ static void
 late_permit_run(const cr__op *op, void *arg)
 {
     late_permit *p = arg;
-    attempt_ctx a;
-    bool granted = false;
+    cr__reply *r = NULL;
+    cr_status rc = look(op, &p->acq, &r);
 
-    memset(&a, 0, sizeof(a));
-    a.op = op;
-    a.sem = p->sem;
-    a.ids = p->ids;
-    a.n = p->n;
-    if (resolve_lost_reply(&a, &granted) != CR_OK || !granted)
+    if (cr__permit_acquisition_looked(&p->acq, rc, r) != CR_OK)
         return;
-    cr__log(&p->sem->client->log, CR_LOG_INFO, "permit semaphore %s: "
+    cr__log(&p->acq.sem->client->log, CR_LOG_INFO, "permit semaphore %s: "
             "permits granted after their caller gave up are given back",
-            p->sem->name);
-    give_back(op, p->sem, p->ids, p->n, p->permits);
+            p->acq.sem->name);
+    give_back(op, (cr_permit_semaphore *)p->acq.sem, p->ids, p->acq.n,
+              p->acq.permits);
 }
 
 static void
@@ -373,17 +443,71 @@ late_permit_done(void *arg)
 }
 
 void
-cr__permit_late(void *s, const cr__permit_id *ids, size_t n, int64_t permits)
+cr__permit_late(const cr__permit_acquisition *a)
 {
-    late_permit *p = calloc(1, sizeof(*p) + n * sizeof(p->ids[0]));
+    late_permit *p = calloc(1, sizeof(*p) + a->n * sizeof(p->ids[0]));
 
     if (p == NULL)
         return;
-    p->sem = s;
-    p->permits = permits;
-    p->n = n;
-    memcpy(p->ids, ids, n * sizeof(p->ids[0]));
-    cr__object_background(s, late_permit_run, late_permit_done, p);
+    p->acq = *a;
+    memcpy(p->ids, a->ids, a->n * sizeof(p->ids[0]));
+    p->acq.ids = p->ids;
+    cr__object_background(a->sem, late_permit_run, late_permit_done, p);
+}
+
+/* One attempt of a blocking acquisition. */
+static cr_status
+attempt(const cr__op *op, cr__permit_acquisition *a, int64_t *hint)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
+    cr_status rc;
+
+    *hint = -1;
+    if (a->uncertain) {
+        rc = look(op, a, &r);
+        if ((rc = cr__permit_acquisition_looked(a, rc, r)) != CR_BUSY)
+            return rc; /* granted after all, or the look failed */
+        r = NULL;
+    }
+    rc = cr__permit_acquisition_call(a, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(op, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return cr__permit_acquisition_replied(a, rc, r, &cmd, hint);
+}
+
+/* The end of a blocking acquisition: its steps inline. */
+static cr_status
+acquisition_end(cr__op *op, cr__permit_acquisition *a, cr_status rc)
+{
+    cr__op now = *op;
+    cr__reply *r = NULL;
+
+    cr__permit_acquisition_end_begin(a, rc);
+    for (;;) {
+        switch (cr__permit_acquisition_end_next(
+            a, atomic_load(&a->sem->client->closing) ? CR__STOP_CLOSING
+                                                     : 0)) {
+        case CR__PERMIT_END_LOOK:
+            /* One look if a connection is at hand; else in the background,
+             * which gives permits granted too late back. */
+            now.slot_deadline = cr__now_ms();
+            rc = look(&now, a, &r);
+            if (!cr__permit_acquisition_end_looked(a, rc, r))
+                cr__permit_late(a);
+            break;
+        case CR__PERMIT_END_GIVE_BACK:
+            /* The caller could not release them any more: now, within the
+             * free's grace. */
+            give_back(op, (cr_permit_semaphore *)a->sem, a->ids, a->n,
+                      a->permits);
+            break;
+        case CR__PERMIT_END_DONE:
+            return cr__permit_acquisition_done(a);
+        }
+    }
 }
 
 /* Acquisition shared by the acquire calls: `permits` under their ids,
@@ -393,61 +517,36 @@ static cr_status
 acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
         int64_t lease_ms, char *out, size_t *n_out)
 {
-    attempt_ctx a;
+    cr__permit_acquisition a = {0};
     cr__wait w;
-    int64_t hint = -1;
     cr__op op;
+    int64_t hint = -1;
     cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
-    memset(&a, 0, sizeof(a));
     if ((rc = cr__check_wait(wait_ms)) != CR_OK ||
         (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK ||
         (rc = check_acquire_n(s, permits, lease_ms)) != CR_OK ||
-        (rc = cr__check_out(out, "id")) != CR_OK)
+        (rc = cr__check_out(out, "id")) != CR_OK ||
+        (rc = cr__permit_acquisition_begin(&a, s, permits, lease_ms)) !=
+            CR_OK)
         goto out;
     cr__op_wait(&op, wait_ms);
-    a.op = &op;
-    a.sem = s;
-    a.permits = permits;
-    a.lease_ms = lease_ms;
-    a.n = id_per_permit(s) ? (size_t)permits : 1;
-    if ((a.ids = calloc(a.n, sizeof(*a.ids))) == NULL) {
-        rc = cr__fail(CR_ENOMEM, "out of memory");
-        goto out;
-    }
     cr__wait_turn(s->client->pubsub, s->channel, &s->handoff, wait_ms);
     cr__object_wait_begin(&w, &op, s, "permit semaphore", s->channel,
                           cr__sem_decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = attempt(&a, &hint);
-    if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
-        bool granted = false;
-
-        /* One look if a connection is at hand; else in the background,
-         * which gives permits granted too late back. */
-        op.patience = cr__now_ms();
-        if (resolve_lost_reply(&a, &granted) != CR_OK)
-            cr__permit_late(s, a.ids, a.n, permits);
-        else if (granted)
-            rc = CR_OK;
-    }
-    if (rc == CR_OK && atomic_load(&s->client->closing)) {
-        /* Granted while the client is being freed: the caller could not
-         * release them any more; give them back now, within the free's
-         * grace. */
-        give_back(&op, s, a.ids, a.n, permits);
-        rc = cr__fail(CR_ECLOSED, "the client is being freed (the permits, "
-                      "granted meanwhile, were given back)");
-    } else if (rc == CR_OK) {
+        rc = attempt(&op, &a, &hint);
+    rc = acquisition_end(&op, &a, rc);
+    if (rc == CR_OK) {
         for (size_t i = 0; i < a.n; i++)
             cr__permit_id_hex(&a.ids[i], out + i * (CR_PERMIT_ID_LEN + 1));
         if (n_out != NULL)
             *n_out = a.n;
     }
 out:
-    free(a.ids);
+    cr__permit_acquisition_free(&a);
     cr__object_leave(s);
     return rc;
 }
@@ -785,4 +884,310 @@ cr_status
 cr_permit_semaphore_delete(cr_permit_semaphore *s, bool *deleted)
 {
     return cr__sem_delete(s, &cr__permit_semaphore_kind, deleted);
+}
+
+/* ------------------------------------------------ the asynchronous half */
+
+/* An acquisition of one permit on the loop: the wait state machine as a
+ * blocking call runs it (request.h), the same attempts, looks and end
+ * (cr__permit_acquisition). */
+typedef struct acquire_request {
+    CR__REQUEST_FIELDS
+    cr_async_permit_fn fn;
+    cr__permit_acquisition acq;
+    char id[CR_PERMIT_ID_LEN + 1]; /* the permit, as users see it */
+} acquire_request;
+
+static void acquire_attempt(cr_request *req);
+static void acquire_end_step(acquire_request *q);
+
+/* The reply of an attempt. */
+static void
+acquire_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    acquire_request *q = ctx;
+    int64_t hint = -1;
+
+    q->busy = false;
+    rc = cr__permit_acquisition_replied(&q->acq, rc, r, cmd, &hint);
+    if (q->ended) {
+        /* The request ended meanwhile (its bound passed, or the handle is
+         * being freed): what this attempt may have taken is looked for and
+         * given back in the background. */
+        if (rc == CR_OK || q->acq.uncertain)
+            cr__permit_late(&q->acq);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    q->w.rc = rc;
+    q->w.hint = hint;
+    cr__request_drive((cr_request *)q);
+}
+
+/* The answer of the look before an attempt. */
+static void
+looked_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    acquire_request *q = ctx;
+
+    (void)cmd;
+    q->busy = false;
+    if (q->ended) {
+        /* Its bound passed while it looked: looked for again, given
+         * back. */
+        cr__reply_free(r);
+        cr__permit_late(&q->acq);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    rc = cr__permit_acquisition_looked(&q->acq, rc, r);
+    if (rc == CR_BUSY) {
+        acquire_attempt((cr_request *)q); /* not granted: the attempt goes */
+        return;
+    }
+    q->w.rc = rc;
+    cr__request_drive((cr_request *)q);
+}
+
+/* Sends the look of the acquisition with `fn`. */
+static cr_status
+send_look(acquire_request *q, cr__areply_fn fn)
+{
+    const char *argv[3];
+    size_t lens[3];
+
+    cr__permit_acquisition_look(&q->acq, argv, lens);
+    q->busy = true;
+    return cr__aio_command(q->async->io, 3, argv, lens, fn, q);
+}
+
+static void
+acquire_attempt(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+    cr__script_call call = {0};
+    cr_status rc;
+
+    if (q->acq.uncertain) {
+        rc = send_look(q, looked_replied);
+        cr__request_attempt_failed(req, rc == CR_OK ? CR_OK : CR_EIO);
+        return;
+    }
+    rc = cr__permit_acquisition_call(&q->acq, &call);
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(q->async->io, &call, 0, acquire_replied, q);
+    }
+    cr__script_call_free(&call);
+    cr__request_attempt_failed(req, rc);
+}
+
+static void
+end_looked(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    acquire_request *q = ctx;
+
+    (void)cmd;
+    q->busy = false;
+    if (q->ended) {
+        cr__reply_free(r);
+        cr__permit_late(&q->acq);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    if (!cr__permit_acquisition_end_looked(&q->acq, rc, r))
+        cr__permit_late(&q->acq);
+    acquire_end_step(q);
+}
+
+/* The end's next step; once the bound has passed, the look is left to the
+ * background. */
+static void
+acquire_end_step(acquire_request *q)
+{
+    cr__permit_acquisition *a = &q->acq;
+    cr_status rc;
+
+    for (;;) {
+        unsigned stop = (q->cancelled ? CR__STOP_CANCELLED : 0) |
+                        (atomic_load(&q->async->client->closing)
+                             ? CR__STOP_CLOSING : 0);
+
+        switch (cr__permit_acquisition_end_next(a, stop)) {
+        case CR__PERMIT_END_LOOK:
+            if (!q->overdue && send_look(q, end_looked) == CR_OK)
+                return;
+            q->busy = false;
+            cr__permit_late(a);
+            break;
+        case CR__PERMIT_END_GIVE_BACK:
+            cr__permit_late(a);
+            break;
+        case CR__PERMIT_END_DONE:
+            rc = cr__permit_acquisition_done(a);
+            if (rc == CR_OK)
+                cr__permit_id_hex(&a->ids[0], q->id);
+            cr__request_end((cr_request *)q, rc);
+            return;
+        }
+    }
+}
+
+static void
+acquire_finish(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+
+    cr__permit_acquisition_end_begin(&q->acq, q->w.rc);
+    acquire_end_step(q);
+}
+
+static void
+acquire_callback(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+
+    if (q->fn != NULL)
+        q->fn(req->userdata, req->rc, req->rc == CR_OK ? q->id : NULL);
+}
+
+/* The handle is freed while the acquisition waits (no command out): one
+ * whose reply was lost is looked for in the background. */
+static void
+acquire_abandon(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+
+    if (!q->busy && q->acq.uncertain)
+        cr__permit_late(&q->acq);
+}
+
+static void
+acquire_release(cr_request *req)
+{
+    cr__permit_acquisition_free(&((acquire_request *)req)->acq);
+}
+
+static const cr__request_type acquire_type = {
+    .attempt = acquire_attempt,
+    .finish = acquire_finish,
+    .callback = acquire_callback,
+    .abandon = acquire_abandon,
+    .release = acquire_release,
+};
+
+/* The guard of an asynchronous call on permit semaphore `s`. */
+static cr_status
+async_enter(cr_async *a, cr_permit_semaphore *s)
+{
+    cr__op guard;
+    cr_status rc = enter(s, &guard);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__object_leave(s);
+    return cr__async_enter(a, s);
+}
+
+cr_status
+cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *s,
+                        int64_t wait_ms, int64_t lease_ms,
+                        cr_async_permit_fn fn, void *userdata,
+                        cr_request **req)
+{
+    cr__wait_spec spec = {
+        .ev_object = "permit semaphore", .ev_async = true,
+        .ev_busy = CR_BUSY, .decode = cr__sem_decode, .wait_ms = wait_ms,
+        .min_sleep_ms = 1, .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+    };
+    acquire_request *q;
+    cr_status rc = async_enter(a, s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_wait(wait_ms)) != CR_OK ||
+        (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q = (acquire_request *)cr__request_new(a, &acquire_type, sizeof(*q),
+                                           userdata);
+    if (q == NULL) {
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    q->fn = fn;
+    if ((rc = cr__permit_acquisition_begin(&q->acq, s, 1, lease_ms)) !=
+        CR_OK)
+        return cr__request_discard((cr_request *)q, rc);
+    spec.ev_name = s->name;
+    spec.channel = s->channel;
+    cr__request_wait((cr_request *)q, &spec, &s->handoff, s->channel, true);
+    return cr__request_started(a, (cr_request *)q, req);
+}
+
+/* A one-command request on a permit: its id as users see it. */
+typedef struct permit_command {
+    cr__command_request base;
+    char id[CR_PERMIT_ID_LEN + 1];
+} permit_command;
+
+/* The reply of a release. */
+static cr_status
+released_read(cr__command_request *q, cr_status rc, cr__reply *r)
+{
+    cr__sem *s = q->obj;
+    cr__sub_seen seen;
+    int64_t result = 0;
+
+    cr__aio_subs.waiters(q->async->io, s->channel, &seen, NULL);
+    return cr__permit_release_reply(s, ((permit_command *)q)->id, rc, r,
+                                    &seen, q->sent_us, true, &result);
+}
+
+/* Starts a one-command request on permit `id` of `s`. */
+static cr_status
+permit_start(cr_async *a, cr_permit_semaphore *s, const char *id,
+             cr_status rc, cr__script_call *call,
+             cr_status (*read)(cr__command_request *, cr_status, cr__reply *),
+             cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr__command_request *q = NULL;
+
+    rc = cr__command_start(a, s, rc, call, 0, read, fn, userdata, req, NULL,
+                           sizeof(permit_command), &q);
+    if (rc == CR_OK)
+        snprintf(((permit_command *)q)->id, CR_PERMIT_ID_LEN + 1, "%s", id);
+    return rc;
+}
+
+cr_status
+cr_async_permit_release(cr_async *a, cr_permit_semaphore *s, const char *id,
+                        cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    cr__permit_id raw;
+    cr_status rc = async_enter(a, s);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__permit_release_call(s, id, 1, &raw, &call);
+    return permit_start(a, s, id, rc, &call, released_read, fn, userdata,
+                        req);
+}
+
+cr_status
+cr_async_permit_update_lease(cr_async *a, cr_permit_semaphore *s,
+                             const char *id, int64_t lease_ms, cr_async_fn fn,
+                             void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    cr__permit_id raw;
+    cr_status rc = async_enter(a, s);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__permit_update_call(s, id, lease_ms, &raw, &call);
+    return permit_start(a, s, id, rc, &call, cr__command_read_flag, fn,
+                        userdata, req);
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ratelimiters.h"
+#include "request.h"
 #include "wait.h"
 
 #define RATE_MAGIC 0x4352524cu /* "CRRL" */
@@ -286,14 +287,6 @@ answer_of(const cr_rate_limiter *l, cr__reply *r, int64_t *answer, int64_t *valu
     return rc;
 }
 
-/* The state of one waiting acquisition. */
-typedef struct attempt_ctx {
-    cr_rate_limiter *limiter;
-    int64_t permits;
-    unsigned char id[ID_BYTES];
-    bool uncertain; /* the last attempt's reply was lost: keep its id */
-} attempt_ctx;
-
 cr_status
 cr__rate_acquire_call(const cr_rate_limiter *l, int64_t permits,
                       const unsigned char *id, cr__script_call *call)
@@ -338,31 +331,72 @@ cr__rate_busy(const cr_rate_limiter *l, int64_t permits, int64_t wait_ms,
                     (long long)permits, (long long)wait_ms, (long long)hint);
 }
 
-/* One attempt: CR_OK when granted; CR_BUSY with the script's hint in
- * *hint; CR_EINVAL for too many permits or no rate; CR_EIO... */
+/* The rules of one acquisition, written once for the blocking call and
+ * the loop's request: each attempt under a fresh record id, or the same
+ * again after a lost reply (the script then finds its own grant); the
+ * wait between attempts by wait.c's rule for a wait without a channel
+ * (cr__wait_poll: the script's hint, or the I/O backoff); and the status
+ * the wait ends with. */
+typedef struct rate_acquisition {
+    cr_rate_limiter *limiter;
+    int64_t permits;
+    unsigned char id[ID_BYTES];
+    bool uncertain; /* the last attempt's reply was lost: keep its id */
+} rate_acquisition;
+
+/* An attempt's script call. */
 static cr_status
-attempt(const cr__op *op, attempt_ctx *a, int64_t *hint)
+rate_call(rate_acquisition *a, cr__script_call *call)
 {
-    cr_rate_limiter *l = a->limiter;
-    cr__script_call call = {0};
-    cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    cr__reply *r = NULL;
     cr_status rc;
 
     if (!a->uncertain && (rc = cr__random_bytes(a->id, ID_BYTES)) != CR_OK)
         return rc;
-    rc = cr__rate_acquire_call(l, a->permits, a->id, &call);
-    if (rc == CR_OK)
-        rc = cr__script_call_run(op, &cmd, &call, &r);
-    cr__script_call_free(&call);
+    return cr__rate_acquire_call(a->limiter, a->permits, a->id, call);
+}
+
+/* An attempt's outcome: CR_OK when granted; CR_BUSY with the script's hint
+ * in *hint; CR_EINVAL for too many permits or no rate; CR_EIO... */
+static cr_status
+rate_replied(rate_acquisition *a, cr_status rc, cr__reply *r,
+             const cr__cmd *cmd, int64_t *hint)
+{
     if (rc != CR_OK) {
         /* Sent, its reply lost: it may have granted; the next attempt
          * asks with the same id and finds out. */
-        a->uncertain = a->uncertain || (rc == CR_EIO && cmd.sent);
+        a->uncertain = a->uncertain ||
+                       (cmd->sent && (rc == CR_EIO || rc == CR_ECLOSED));
         return rc;
     }
     a->uncertain = false;
-    return cr__rate_acquire_reply(l, a->permits, rc, r, hint);
+    return cr__rate_acquire_reply(a->limiter, a->permits, rc, r, hint);
+}
+
+/* The status the acquisition ends with, its wait `w` over. */
+static cr_status
+rate_done(const rate_acquisition *a, const cr__wait *w)
+{
+    if (w->rc == CR_BUSY)
+        return cr__rate_busy(a->limiter, a->permits, w->spec.wait_ms,
+                             w->hint);
+    if (w->rc == CR_OK)
+        CR__STAT_ADD(&a->limiter->client->run.stats, acquisitions, 1);
+    return w->rc;
+}
+
+/* One attempt of a blocking acquisition. */
+static cr_status
+attempt(const cr__op *op, rate_acquisition *a, int64_t *hint)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    cr_status rc = rate_call(a, &call);
+
+    if (rc == CR_OK)
+        rc = cr__script_call_run(op, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return rate_replied(a, rc, r, &cmd, hint);
 }
 
 /* Sleeps ms milliseconds, or until the client's free wakes its waits.
@@ -387,9 +421,8 @@ cr_status
 cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
                             int64_t wait_ms)
 {
-    attempt_ctx a;
+    rate_acquisition a = {.limiter = l, .permits = permits};
     cr__wait w;
-    bool patient = false;
     cr__op op;
     cr_status rc = enter(l, &op);
 
@@ -399,36 +432,22 @@ cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
                               CR_RATE_PERMITS_MAX)) != CR_OK ||
         (rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    memset(&a, 0, sizeof(a));
-    a.limiter = l;
-    a.permits = permits;
-    memset(&w, 0, sizeof(w));
-    w.client = l->client;
-    w.spec.wait_ms = wait_ms;
     cr__op_wait(&op, wait_ms);
-    w.start = cr__now_ms();
-    w.deadline = wait_ms == CR_WAIT_FOREVER ? -1 : w.start + wait_ms;
+    cr__wait_poll_begin(&w, l->client, wait_ms, cr__now_ms());
     for (;;) {
         int64_t sleep;
 
         w.rc = attempt(&op, &a, &w.hint);
         if (!cr__wait_poll(&w, cr__now_ms(), &sleep))
             break;
-        if (!patient) {
-            /* Retries do not wait for a connection slot past the wait. */
-            op.patience = w.deadline;
-            patient = true;
-        }
+        /* Retries do not wait for a connection slot past the wait. */
+        op.slot_deadline = w.deadline;
         if (!sleep_unless_closing(l->client, sleep)) {
             w.rc = cr__fail(CR_ECLOSED, "the client is being freed");
             break;
         }
     }
-    rc = w.rc;
-    if (rc == CR_BUSY)
-        rc = cr__rate_busy(l, permits, wait_ms, w.hint);
-    else if (rc == CR_OK)
-        CR__STAT_ADD(&l->client->run.stats, acquisitions, 1);
+    rc = rate_done(&a, &w);
 out:
     cr__object_leave(l);
     return rc;
@@ -494,4 +513,167 @@ cr_rate_limiter_delete(cr_rate_limiter *l, bool *deleted)
         *deleted = n > 0;
     cr__object_leave(l);
     return rc;
+}
+
+/* ------------------------------------------------ the asynchronous half */
+
+/* An acquisition on the loop: RRateLimiter publishes nothing, so between
+ * attempts it waits the time the last one said on the loop's timer (or
+ * backs off while Redis cannot be reached), as the blocking call sleeps,
+ * by the same rule (cr__wait_poll), and gives up at once when that time
+ * is beyond its wait. A grant cannot be given back (RRateLimiter has no
+ * release): one that comes after a cancel is reported as CR_OK. */
+typedef struct acquire_request {
+    CR__REQUEST_FIELDS
+    cr_async_fn fn;
+    int64_t value;    /* the hint of a wait that ran out */
+    rate_acquisition acq;
+} acquire_request;
+
+static void acquire_attempt(acquire_request *q);
+
+static void
+acquire_finish(acquire_request *q)
+{
+    cr_status rc = rate_done(&q->acq, &q->w);
+
+    cr__aio_cancel_timer(q->async->io, &q->timer);
+    if (rc == CR_BUSY)
+        q->value = q->w.hint > 0 ? q->w.hint : 0;
+    else if (rc == CR_OK)
+        q->final = true;
+    cr__request_end((cr_request *)q, rc);
+}
+
+/* The next attempt is due. */
+static void
+acquire_step(void *arg)
+{
+    acquire_request *q = arg;
+
+    if (q->cancelled) {
+        q->w.rc = CR_ECANCELED;
+        acquire_finish(q);
+    } else if (atomic_load(&q->async->client->closing)) {
+        q->w.rc = cr__fail(CR_ECLOSED, "the client is being freed");
+        acquire_finish(q);
+    } else {
+        acquire_attempt(q);
+    }
+}
+
+/* After an attempt (its status in w.rc): the next on the timer, or the
+ * end, by the blocking call's rule. */
+static void
+acquire_next(acquire_request *q)
+{
+    int64_t sleep;
+
+    if (q->cancelled || !cr__wait_poll(&q->w, cr__now_ms(), &sleep)) {
+        acquire_finish(q);
+        return;
+    }
+    cr__aio_after(q->async->io, &q->timer, sleep, acquire_step, q);
+}
+
+static void
+acquire_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    acquire_request *q = ctx;
+    int64_t hint = -1;
+
+    q->busy = false;
+    rc = rate_replied(&q->acq, rc, r, cmd, &hint);
+    if (cr__request_late((cr_request *)q))
+        return; /* a grant after the bound: nothing to give back */
+    if (rc == CR_BUSY)
+        q->w.hint = hint;
+    q->w.rc = rc;
+    acquire_next(q);
+}
+
+static void
+acquire_attempt(acquire_request *q)
+{
+    cr__script_call call = {0};
+    cr_status rc = rate_call(&q->acq, &call);
+
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(q->async->io, &call, 0, acquire_replied, q);
+    }
+    cr__script_call_free(&call);
+    if (rc != CR_OK) {
+        q->busy = false;
+        q->w.rc = rc;
+        acquire_next(q);
+    }
+}
+
+/* Its bound's end (cr__request_wait's bound, which this request keeps by
+ * itself): as the wait state machine's finish. */
+static void
+acquire_bound_finish(cr_request *req)
+{
+    acquire_finish((acquire_request *)req);
+}
+
+static void
+acquire_callback(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+
+    if (q->fn != NULL)
+        q->fn(req->userdata, req->rc, q->value);
+}
+
+/* A cancel ends the wait at its next step. */
+static void
+acquire_cancel(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+
+    if (!q->busy)
+        cr__aio_after(q->async->io, &q->timer, 0, acquire_step, q);
+}
+
+static const cr__request_type acquire_type = {
+    .finish = acquire_bound_finish,
+    .callback = acquire_callback,
+    .cancel = acquire_cancel,
+};
+
+cr_status
+cr_async_rate_limiter_acquire(cr_async *a, cr_rate_limiter *l,
+                              int64_t permits, int64_t wait_ms,
+                              cr_async_fn fn, void *userdata,
+                              cr_request **req)
+{
+    acquire_request *q;
+    cr__op guard;
+    cr_status rc = enter(l, &guard);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__object_leave(l);
+    if ((rc = cr__async_enter(a, l)) != CR_OK)
+        return rc;
+    if ((rc = cr__check_range("permits", permits, 1,
+                              CR_RATE_PERMITS_MAX)) != CR_OK ||
+        (rc = cr__check_wait(wait_ms)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q = (acquire_request *)cr__request_new(a, &acquire_type, sizeof(*q),
+                                           userdata);
+    if (q == NULL) {
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    q->fn = fn;
+    q->acq = (rate_acquisition){.limiter = l, .permits = permits};
+    cr__wait_poll_begin(&q->w, a->client, wait_ms, cr__now_ms());
+    cr__request_bound((cr_request *)q);
+    cr__aio_after(a->io, &q->timer, 0, acquire_step, q); /* never inside */
+    return cr__request_started(a, (cr_request *)q, req);
 }

@@ -68,18 +68,6 @@ cr__rlock_is_locked(const cr__op *op, cr_lock *l, bool *locked)
     return rc;
 }
 
-/* A waiter of a lock without a queue has nothing to leave. */
-cr_status
-cr__rlock_give_up(const cr__op *op, cr_lock *l, const char *owner,
-                  int64_t wait_ms)
-{
-    (void)op;
-    (void)l;
-    (void)owner;
-    (void)wait_ms;
-    return CR_OK;
-}
-
 static const cr__lock_kind rlock_kind =
     CR__RLOCK_KIND("lock", cr__rlock_acquire_call, cr__rlock_force_unlock,
                    true);

@@ -149,7 +149,6 @@ static const cr__lock_kind read_kind = {
     .force_unlock = read_force_unlock,
     .delete_ = read_force_unlock,
     .is_locked = read_is_locked,
-    .give_up = cr__rlock_give_up,
 };
 
 /* ----------------------------------------------------------- write side */
@@ -233,7 +232,6 @@ static const cr__lock_kind write_kind = {
     .force_unlock = write_force_unlock,
     .delete_ = write_force_unlock,
     .is_locked = write_is_locked,
-    .give_up = cr__rlock_give_up,
 };
 
 /* ------------------------------------------------------------ the handle */

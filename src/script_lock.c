@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acquisition.h"
 #include "script_lock.h"
 #include "topology.h"
 #include "wait.h"
@@ -73,83 +74,6 @@ cr__lock_decode(const char *payload, size_t len)
     return (cr__wake){.wakes = n == 0 ? 1 : CR__WAKE_ALL, .counted = true};
 }
 
-typedef struct attempt_ctx {
-    const cr__op *op;
-    cr_lock *lock;
-    const char *owner;
-    int64_t lease_ms;
-    int64_t wait_ms;
-    bool uncertain; /* the last attempt's reply was lost */
-    int64_t token;  /* what the kind's acquire left on success */
-    int attempts;   /* acquire calls made */
-    int64_t sent_ms; /* when the last acquire was sent (its lease starts
-                      * no earlier on the server) */
-    unsigned gen;    /* the master's generation then (Sentinel) */
-    cr__cmd cmd;     /* the last acquire's command: sent, replica sync */
-} attempt_ctx;
-
-/* Tells whether an attempt whose reply was lost did acquire: the server
- * counts one hold more than this client knows of. */
-static cr_status
-resolve_lost_reply(attempt_ctx *a, bool *acquired)
-{
-    int64_t server = 0;
-    cr_status rc = server_hold_count(a->op, a->lock, a->owner, &server);
-
-    if (rc != CR_OK)
-        return rc;
-    *acquired = server > cr__script_lock_holds(a->lock, a->owner, NULL);
-    a->uncertain = false;
-    return CR_OK;
-}
-
-/* One attempt of the wait. */
-static cr_status
-attempt(attempt_ctx *a, int64_t *hint)
-{
-    cr_lock *l = a->lock;
-    int64_t settle;
-    cr_status rc;
-
-    if (a->uncertain) {
-        bool acquired = false;
-
-        rc = resolve_lost_reply(a, &acquired);
-        if (rc != CR_OK)
-            return rc;
-        if (acquired) {
-            a->token = 0;
-            return CR_OK;
-        }
-    }
-    if ((settle = cr__topology_settle_left(l->client->topology)) > 0) {
-        /* Right after a Sentinel switch: a client that learns of it later
-         * may hold a lock the old master granted; until it has been told
-         * that it lost it, nothing is taken on the new master. */
-        *hint = settle;
-        return cr__fail(CR_BUSY, "the master moved just now: nothing is "
-                        "taken on it for another %lld ms", (long long)settle);
-    }
-    a->attempts++;
-    a->sent_ms = cr__now_ms();
-    a->gen = cr__topology_generation(l->client->topology);
-    a->cmd = (cr__cmd){.flags = CR__CMD_SYNC};
-    rc = cr__lock_kind_acquire(a->op, l, &a->cmd, a->owner, a->lease_ms,
-                               a->wait_ms, hint);
-    if (rc == CR_EREENTRANT && cr__script_lock_holds(l, a->owner, NULL) == 0) {
-        /* The server has a hold of this owner that this client does not
-         * know of: an earlier attempt whose reply was lost did acquire.
-         * It is this owner's hold: take it up instead of refusing. */
-        a->token = 0;
-        return CR_OK;
-    }
-    if (rc == CR_EIO && a->cmd.sent)
-        a->uncertain = true; /* it may have run: its reply was lost */
-    else if (rc == CR_OK)
-        a->token = *hint;
-    return rc;
-}
-
 /* What an acquisition leaves to the background (cr__script_lock_later). */
 typedef struct give_back {
     cr_lock *lock;
@@ -167,10 +91,8 @@ give_back_run(const cr__op *op, void *arg)
     int64_t server = 0;
     int ignored;
 
-    if ((g->what & CR__LATER_GIVE_UP) &&
-        l->kind->give_up(op, l, g->owner, g->wait_ms) != CR_OK)
-        cr__log(&l->client->log, CR_LOG_WARN, "fair lock %s: %s stays in its "
-                "queue until its deadline", l->name, g->owner);
+    if (g->what & CR__LATER_GIVE_UP)
+        cr__lock_kind_give_up(op, l, g->owner, g->wait_ms);
     if ((g->what & CR__LATER_RESOLVE) &&
         server_hold_count(op, l, g->owner, &server) == CR_OK &&
         server > cr__script_lock_holds(l, g->owner, NULL))
@@ -202,8 +124,9 @@ cr__script_lock_later(cr_lock *l, const char *owner, int64_t lease_ms,
 {
     give_back *g;
 
-    if (what == CR__LATER_GIVE_UP && l->kind->give_up == cr__rlock_give_up)
-        return; /* nothing to leave: no queue */
+    if (what == CR__LATER_GIVE_UP &&
+        (l->kind->give_up_call == NULL || wait_ms == 0))
+        return; /* nothing to leave: no queue, or never in it */
     if ((g = calloc(1, sizeof(*g))) == NULL)
         return;
     g->lock = l;
@@ -214,137 +137,185 @@ cr__script_lock_later(cr_lock *l, const char *owner, int64_t lease_ms,
     cr__object_background(l, give_back_run, give_back_done, g);
 }
 
+cr_status
+cr__lock_record(cr_lock *l, const cr__acquisition *a)
+{
+    cr_status rc = cr__hold_add(
+        l->client->renewal, l->kind->hold_kind, l->raw, a->owner,
+        l->kind->hold_kind == CR__HOLD_READ ? l->key2 : NULL, a->owner_id,
+        a->lease_ms == CR_LEASE_WATCHDOG,
+        cr__lease_valid_until(a->sent_ms, a->attempt_lease), l->lost_fn,
+        l->lost_userdata);
+
+    if (rc != CR_OK)
+        return rc;
+    if (a->lease_ms > 0)
+        atomic_store(&l->lease_ms, a->lease_ms);
+    cr__handoff_acquired(&l->handoff, cr__now_us());
+    return CR_OK;
+}
+
+void
+cr__lock_acquisition_report(const cr__op *op, const cr__acquisition *a,
+                            cr_status rc, const cr__wait *w, bool async)
+{
+    cr_lock *l = a->lock;
+
+    if (rc == CR_OK && w->rc != CR_OK)
+        /* Found at the end (a lost reply's grant): the wait did not count
+         * it. */
+        CR__STAT_ADD(&l->client->run.stats, acquisitions, 1);
+    if (rc == CR_OK || rc == CR_BUSY)
+        cr__op_event(op, rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
+                     l->kind->name, l->name, cr__now_ms() - w->start, -1,
+                     async);
+}
+
+cr_status
+cr__lock_wait_spec(cr_lock *l, const char *owner, int64_t wait_ms,
+                   cr__wait_spec *spec, char **channel)
+{
+    *channel = NULL;
+    if (l->kind->own_channel && !l->kind->spin &&
+        (*channel = cr__name_waiter_channel(l->channel, owner)) == NULL)
+        return cr__fail(CR_ENOMEM, "out of memory");
+    *spec = (cr__wait_spec){
+        .channel = l->kind->spin ? NULL
+                   : *channel != NULL ? *channel : l->channel,
+        .decode = cr__lock_decode,
+        .wait_ms = wait_ms,
+        .min_sleep_ms = l->kind->min_sleep_ms,
+        .max_sleep_ms = l->kind->max_sleep_ms,
+        /* Not when it holds the lock already: a reentrant lock() must not
+         * wait behind the threads that wait for this very hold. */
+        .in_line = l->kind->in_line &&
+                   cr__script_lock_holds(l, owner, NULL) == 0,
+    };
+    return CR_OK;
+}
+
+/* One attempt of a blocking acquisition, as the wait state machine takes
+ * it: its status, and *hint. */
+static cr_status
+attempt(const cr__op *op, cr__acquisition *a, int64_t *hint)
+{
+    cr_lock *l = a->lock;
+    cr__cmd cmd = {.flags = CR__CMD_SYNC};
+    int64_t server = 0;
+    cr_status rc;
+
+    for (;;) {
+        switch (cr__acquisition_next(
+            a, cr__topology_settle_left(l->client->topology), hint)) {
+        case CR__ACQUISITION_LOOK:
+            rc = server_hold_count(op, l, a->owner, &server);
+            rc = cr__acquisition_looked(a, rc, server,
+                                        cr__script_lock_holds(l, a->owner,
+                                                              NULL));
+            if (rc != CR_BUSY)
+                return rc;
+            continue; /* not granted: the attempt goes now */
+        case CR__ACQUISITION_REFUSE:
+            return CR_BUSY;
+        case CR__ACQUISITION_SEND:
+            break;
+        }
+        break;
+    }
+    cr__acquisition_sent(a, cr__now_ms(),
+                         cr__topology_generation(l->client->topology));
+    rc = cr__lock_kind_acquire(op, l, &cmd, a->owner, a->attempt_lease,
+                               a->wait_ms, hint);
+    return cr__acquisition_replied(a, rc, *hint, &cmd,
+                                   cr__script_lock_holds(l, a->owner, NULL));
+}
+
+/* The end of a blocking acquisition whose wait ended with `rc`: its steps
+ * inline (acquisition.h), what fails left to the background. */
+static cr_status
+acquisition_end(cr__op *op, cr__acquisition *a, cr_status rc)
+{
+    cr_lock *l = a->lock;
+    cr__op look = *op;
+    int64_t server = 0;
+    unsigned later;
+    int ignored;
+
+    cr__acquisition_end_begin(a, rc);
+    for (;;) {
+        unsigned stop = atomic_load(&l->client->closing)
+                            ? CR__STOP_CLOSING : 0;
+
+        switch (cr__acquisition_end_next(
+            a, stop, cr__topology_generation(l->client->topology))) {
+        case CR__ACQUISITION_END_UNDO:
+            cr__acquisition_end_undone(
+                a, cr__lock_kind_unlock(op, l, a->owner, a->attempt_lease,
+                                        &ignored));
+            break;
+        case CR__ACQUISITION_END_LOOK:
+            /* One look if a connection is at hand. */
+            look.slot_deadline = cr__now_ms();
+            rc = server_hold_count(&look, l, a->owner, &server);
+            cr__acquisition_end_looked(
+                a, rc, server, cr__script_lock_holds(l, a->owner, NULL));
+            break;
+        case CR__ACQUISITION_END_RECORD:
+            cr__acquisition_end_recorded(a, cr__lock_record(l, a));
+            break;
+        case CR__ACQUISITION_END_VERIFY:
+            /* The master moved since: is the hold on the new one? */
+            cr__hold_verify(l->client->renewal, l->kind->hold_kind, l->raw,
+                            a->owner);
+            break;
+        case CR__ACQUISITION_END_GIVE_UP:
+            cr__acquisition_end_given_up(
+                a, cr__lock_kind_give_up(op, l, a->owner, a->wait_ms));
+            break;
+        case CR__ACQUISITION_END_DONE:
+            rc = cr__acquisition_done(a, &later);
+            if (later != 0)
+                cr__script_lock_later(l, a->owner, a->attempt_lease,
+                                      a->wait_ms, later);
+            return rc;
+        }
+    }
+}
+
 /* The class's acquire: see the file comment. */
 static cr_status
 script_acquire(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
                int64_t lease_ms, int64_t *token)
 {
-    char owner[CR__OWNER_MAX], *channel = NULL;
-    attempt_ctx a;
-    cr__wait_spec spec = {0};
+    cr__acquisition a;
+    cr__wait_spec spec;
     cr__wait w;
-    int64_t yield_start = cr__now_ms(), hint = -1;
-    bool turned, give_up_later = false, undo_later = false;
-    bool resolve_later = false;
-    cr_status sync, rc;
+    char *channel;
+    int64_t turn_start = cr__now_ms(), hint = -1;
+    bool tune;
+    cr_status rc;
 
-    turned = cr__wait_turn(l->client->pubsub, l->channel, &l->handoff,
-                           wait_ms);
-    owner_of(l, tid, owner);
-    if (!l->kind->spin)
-        channel = l->kind->own_channel
-                      ? cr__name_waiter_channel(l->channel, owner)
-                      : l->channel;
-    if (channel == NULL && !l->kind->spin)
-        return CR_ENOMEM;
-    a.op = op;
-    a.lock = l;
-    a.owner = owner;
-    /* Redisson would pass the object's current lease (the last explicit
-     * one) here; a short leftover lease could then expire before the first
-     * renewal, so a lease-less hold always asks for the watchdog timeout. */
-    a.lease_ms = lease_ms > 0 ? lease_ms : l->client->watchdog_timeout_ms;
-    a.wait_ms = wait_ms;
-    a.uncertain = false;
-    a.token = 0;
-    a.attempts = 0;
-    a.sent_ms = cr__now_ms();
-    a.gen = cr__topology_generation(l->client->topology);
-    a.cmd = (cr__cmd){0};
-    spec.channel = channel;
-    spec.decode = cr__lock_decode;
+    tune = cr__wait_turn(l->client->pubsub, l->channel, &l->handoff, wait_ms);
+    cr__acquisition_begin(&a, l, tid, lease_ms, wait_ms);
     /* The turn let to others came out of the wait budget (at least one
      * attempt is still made). */
-    spec.wait_ms = wait_ms;
     if (wait_ms > 0)
-        spec.wait_ms = wait_ms > cr__now_ms() - yield_start
-                           ? wait_ms - (cr__now_ms() - yield_start)
-                           : 0;
-    spec.min_sleep_ms = l->kind->min_sleep_ms;
-    spec.max_sleep_ms = l->kind->max_sleep_ms;
-    spec.trust_open = false;
-    spec.subscribe_first = false;
-    /* Not when it holds the lock already: a reentrant lock() must not wait
-     * behind the threads that wait for this very hold. */
-    spec.in_line = l->kind->in_line && cr__script_lock_holds(l, owner, NULL) == 0;
+        wait_ms = wait_ms > cr__now_ms() - turn_start
+                      ? wait_ms - (cr__now_ms() - turn_start)
+                      : 0;
+    if ((rc = cr__lock_wait_spec(l, a.owner, wait_ms, &spec, &channel)) !=
+        CR_OK)
+        return rc;
     cr__wait_begin(&w, op, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = attempt(&a, &hint);
-    if (turned && a.attempts > 0)
+        rc = attempt(op, &a, &hint);
+    free(channel);
+    if (tune && a.attempts > 0)
         cr__handoff_tune(&l->handoff, rc == CR_OK && a.attempts == 1);
-    if (rc == CR_OK && (sync = a.cmd.sync) != CR_OK) {
-        char why[256];
-        int ignored;
-
-        /* Redisson's checkLockSyncedSlaves: a grant no replica has seen
-         * could vanish in a failover; undo it and say so (a server that
-         * refuses WAIT too: the check cannot work there). */
-        snprintf(why, sizeof(why), "%s", cr_last_error());
-        if (cr__lock_kind_unlock(op, l, owner, a.lease_ms, &ignored) != CR_OK)
-            undo_later = true;
-        rc = cr__fail(sync, "%s %s: %s; the acquisition was undone",
-                      l->kind->name, l->name, why);
-    }
-    if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
-        bool acquired = false;
-        int64_t patience = op->patience;
-
-        /* One look if a connection is at hand; else in the background. */
-        op->patience = cr__now_ms();
-        if (resolve_lost_reply(&a, &acquired) != CR_OK) {
-            resolve_later = true;
-        } else if (acquired) {
-            CR__STAT_ADD(&l->client->run.stats, acquisitions, 1);
-            a.token = 0;
-            rc = CR_OK;
-        }
-        op->patience = patience;
-    }
-    if (channel != l->channel)
-        free(channel);
-    if (rc == CR_OK && atomic_load(&l->client->closing)) {
-        int ignored;
-
-        /* Granted while the client is being freed: the caller could not
-         * release it any more; give it back now, within the free's grace. */
-        cr__lock_kind_unlock(op, l, owner, a.lease_ms, &ignored);
-        rc = cr__fail(CR_ECLOSED, "the client is being freed (the lock, "
-                      "granted meanwhile, was given back)");
-    } else if (rc == CR_OK) {
-        rc = cr__hold_add(l->client->renewal, l->kind->hold_kind, l->raw, owner,
-                          l->kind->hold_kind == CR__HOLD_READ ? l->key2 : NULL,
-                          tid, lease_ms == CR_LEASE_WATCHDOG,
-                          cr__lease_valid_until(a.sent_ms, a.lease_ms),
-                          l->lost_fn, l->lost_userdata);
-        if (rc != CR_OK) {
-            int ignored;
-
-            /* Nobody would renew or remember it: give it back. */
-            cr__lock_kind_unlock(op, l, owner, a.lease_ms, &ignored);
-        } else {
-            if (cr__topology_generation(l->client->topology) != a.gen)
-                /* The master moved since: is the hold on the new one? */
-                cr__hold_verify(l->client->renewal, l->kind->hold_kind, l->raw,
-                                owner);
-            if (lease_ms > 0)
-                atomic_store(&l->lease_ms, lease_ms);
-            cr__handoff_acquired(&l->handoff, cr__now_us());
-            if (token != NULL)
-                *token = a.token;
-        }
-    } else if (l->kind->give_up(op, l, owner, wait_ms) != CR_OK) {
-        give_up_later = true;
-    }
-    if (rc != CR_OK && rc != CR_ECLOSED &&
-        (give_up_later || undo_later || resolve_later))
-        cr__script_lock_later(l, owner, a.lease_ms, wait_ms,
-                              (give_up_later ? CR__LATER_GIVE_UP : 0) |
-                              (undo_later ? CR__LATER_UNDO : 0) |
-                              (resolve_later ? CR__LATER_RESOLVE : 0));
-    if (cr__hooked(&l->client->run.stats) && (rc == CR_OK || rc == CR_BUSY))
-        cr__op_event(op, rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
-                     l->kind->name, l->name, cr__now_ms() - w.start, -1,
-                     false);
+    rc = acquisition_end(op, &a, rc);
+    cr__lock_acquisition_report(op, &a, rc, &w, false);
+    if (rc == CR_OK && token != NULL)
+        *token = a.token;
     return rc;
 }
 
@@ -390,34 +361,86 @@ cr__lock_kind_acquire(const cr__op *op, cr_lock *l, cr__cmd *cmd,
 }
 
 cr_status
+cr__lock_give_up_reply(cr_lock *l, const char *owner, cr_status rc,
+                       cr__reply *r)
+{
+    char keep[512];
+
+    if (rc == CR_OK) {
+        cr__reply_free(r);
+        return CR_OK;
+    }
+    snprintf(keep, sizeof(keep), "%s", cr_last_error());
+    cr__log(&l->client->log, CR_LOG_WARN, "%s %s: %s could not leave the "
+            "wait queue yet (%s: %s)", l->kind->name, l->name, owner,
+            cr_strerror(rc), keep);
+    cr__fail(CR_OK, "%s", keep);
+    return rc;
+}
+
+cr_status
+cr__lock_kind_give_up(const cr__op *op, cr_lock *l, const char *owner,
+                      int64_t wait_ms)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    char keep[512];
+    cr_status rc;
+
+    if (l->kind->give_up_call == NULL || wait_ms == 0)
+        return CR_OK;
+    snprintf(keep, sizeof(keep), "%s", cr_last_error());
+    rc = l->kind->give_up_call(l, owner, wait_ms, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(op, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    rc = cr__lock_give_up_reply(l, owner, rc, r);
+    if (rc == CR_OK)
+        cr__fail(CR_OK, "%s", keep); /* the caller's detail stays */
+    return rc;
+}
+
+cr_status
 cr__lock_kind_unlock(const cr__op *op, cr_lock *l, const char *owner,
                      int64_t lease_ms, int *result)
 {
     cr__script_call call = {0};
     cr__unlock u;
     cr__reply *r = NULL;
+    cr__sub_seen seen;
     char *tmp = NULL;
-    cr_status rc = cr__unlock_begin(l, &u);
+    cr_status rc = cr__unlock_call(l, owner, lease_ms, &u, &call, &tmp);
 
     if (rc != CR_OK)
         return rc;
-    rc = l->kind->unlock_call(l, owner, lease_ms, &u, &call, &tmp);
-    if (rc == CR_OK)
-        rc = cr__script_call_run(op, &u.cmd, &call, &r);
+    rc = cr__script_call_run(op, &u.cmd, &call, &r);
     cr__script_call_free(&call);
     free(tmp);
-    return cr__unlock_end(op, l, &u, rc, r, result);
+    if (rc == CR_OK)
+        cr__del_noreply(op, u.unlock_latch);
+    cr__pubsub_waiters(l->client->pubsub, l->channel, &seen, NULL);
+    return cr__unlock_end(l, &u, rc, r, &seen, result);
 }
 
 cr_status
-cr__unlock_begin(cr_lock *l, cr__unlock *u)
+cr__unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                cr__unlock *u, cr__script_call *call, char **tmp)
 {
+    cr_status rc;
+
     u->cmd = (cr__cmd){.flags = CR__CMD_RETRY | CR__CMD_SYNC};
     u->unlock_latch_ms = l->client->unlock_latch_timeout_ms;
     u->started_us = cr__now_us();
     u->unlock_latch = cr__name(CR__NAME_UNLOCK_LATCH, l->raw);
-    return u->unlock_latch != NULL ? CR_OK
-                                   : cr__fail(CR_ENOMEM, "out of memory");
+    if (u->unlock_latch == NULL)
+        return cr__fail(CR_ENOMEM, "out of memory");
+    if ((rc = l->kind->unlock_call(l, owner, lease_ms, u, call, tmp)) !=
+        CR_OK) {
+        free(u->unlock_latch);
+        u->unlock_latch = NULL;
+    }
+    return rc;
 }
 
 cr_status
@@ -445,22 +468,76 @@ cr__unlock_reply(cr_lock *l, cr__reply *r, int *result, int64_t *heard)
 }
 
 cr_status
-cr__unlock_end(const cr__op *op, cr_lock *l, cr__unlock *u, cr_status rc,
-               cr__reply *r, int *result)
+cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc, cr__reply *r,
+               const cr__sub_seen *seen, int *result)
 {
     int64_t heard = 0;
-    cr__sub_seen seen;
+
+    if (rc == CR_OK)
+        rc = cr__unlock_reply(l, r, result, &heard);
+    free(u->unlock_latch);
+    u->unlock_latch = NULL;
+    if (rc == CR_OK)
+        cr__handoff_after_unlock(&l->handoff, seen, heard, u->started_us,
+                                 cr__now_us(), l->kind->in_line);
+    return rc;
+}
+
+void
+cr__release_begin(cr__release *rel, cr_lock *l, const char *owner)
+{
+    rel->lock = l;
+    snprintf(rel->owner, sizeof(rel->owner), "%s", owner);
+    rel->lost = false;
+    rel->local = cr__script_lock_holds(l, owner, &rel->lost);
+    cr__hold_releasing(l->client->renewal, l->kind->hold_kind, l->raw, owner);
+    rel->lease_ms = atomic_load(&l->lease_ms);
+    rel->sent_ms = cr__now_ms();
+}
+
+cr_status
+cr__release_end(const cr__op *op, const cr__release *rel, cr_status rc,
+                int result, bool async)
+{
+    cr_lock *l = rel->lock;
+    cr__renewal *r = l->client->renewal;
+    cr__hold_kind kind = l->kind->hold_kind;
 
     if (rc == CR_OK) {
-        rc = cr__unlock_reply(l, r, result, &heard);
-        cr__del_noreply(op, u->unlock_latch);
+        int64_t held = cr__hold_release(r, kind, l->raw, rel->owner,
+                                        result == 1,
+                                        cr__lease_valid_until(rel->sent_ms,
+                                                              rel->lease_ms));
+
+        if (result == 1)
+            cr__op_event(op, CR_EVENT_RELEASED, CR_OK, l->kind->name,
+                         l->name, -1, held, async);
+    } else if (rc == CR_ENOTOWNER && rel->local > 0) {
+        /* Found lost by the unlock itself: reported as any lost hold, its
+         * callback first. */
+        cr__hold_found_lost(r, kind, l->raw, rel->owner,
+                            "the unlock found it gone");
+        cr__hold_release(r, kind, l->raw, rel->owner, true, -1);
+        rc = cr__fail(CR_ELOST, "%s %s: the hold of %s had expired or was "
+                      "removed before this unlock", l->kind->name, l->name,
+                      rel->owner);
+    } else {
+        /* As Redisson: a failed unlock still takes one renewal count, so a
+         * lock whose unlock cannot reach Redis expires instead of being
+         * renewed forever. */
+        cr__hold_release(r, kind, l->raw, rel->owner, false, -1);
+        if (rel->lost && rel->local > 0) {
+            char why[256];
+
+            /* What the holder must hear first: it had lost the lock. */
+            snprintf(why, sizeof(why), "%s", cr_last_error());
+            rc = cr__fail(CR_ELOST, "%s %s: the hold of %s had been lost, and "
+                          "the unlock failed too: %s", l->kind->name, l->name,
+                          rel->owner, why);
+        }
     }
-    free(u->unlock_latch);
-    if (rc == CR_OK) {
-        cr__pubsub_waiters(l->client->pubsub, l->channel, &seen, NULL);
-        cr__handoff_after_unlock(&l->handoff, &seen, heard, u->started_us,
-                                 cr__now_us(), l->kind->in_line);
-    }
+    if (rc != CR_OK || result == 1)
+        atomic_store(&l->lease_ms, l->client->watchdog_timeout_ms);
     return rc;
 }
 
@@ -469,52 +546,14 @@ static cr_status
 script_release(cr__op *op, cr_lock *l, int64_t tid)
 {
     char owner[CR__OWNER_MAX];
-    cr__renewal *r = l->client->renewal;
-    cr__hold_kind kind = l->kind->hold_kind;
-    int64_t local, lease, sent;
+    cr__release rel;
     int result = 0;
-    bool lost = false;
     cr_status rc;
 
     owner_of(l, tid, owner);
-    local = cr__script_lock_holds(l, owner, &lost);
-    cr__hold_releasing(r, kind, l->raw, owner);
-    lease = atomic_load(&l->lease_ms);
-    sent = cr__now_ms();
-    rc = cr__lock_kind_unlock(op, l, owner, lease, &result);
-    if (rc == CR_OK) {
-        int64_t held = cr__hold_release(r, kind, l->raw, owner, result == 1,
-                                        cr__lease_valid_until(sent, lease));
-
-        if (result == 1)
-            cr__op_event(op, CR_EVENT_RELEASED, CR_OK, l->kind->name,
-                         l->name, -1, held, false);
-    } else if (rc == CR_ENOTOWNER && local > 0) {
-        /* Found lost by the unlock itself: reported as any lost hold, its
-         * callback first. */
-        cr__hold_found_lost(r, kind, l->raw, owner, "the unlock found it gone");
-        cr__hold_release(r, kind, l->raw, owner, true, -1);
-        rc = cr__fail(CR_ELOST, "%s %s: the hold of %s had expired or was "
-                      "removed before this unlock", l->kind->name, l->name,
-                      owner);
-    } else {
-        /* As Redisson: a failed unlock still takes one renewal count, so a
-         * lock whose unlock cannot reach Redis expires instead of being
-         * renewed forever. */
-        cr__hold_release(r, kind, l->raw, owner, false, -1);
-        if (lost && local > 0) {
-            char why[256];
-
-            /* What the holder must hear first: it had lost the lock. */
-            snprintf(why, sizeof(why), "%s", cr_last_error());
-            rc = cr__fail(CR_ELOST, "%s %s: the hold of %s had been lost, and "
-                          "the unlock failed too: %s", l->kind->name, l->name,
-                          owner, why);
-        }
-    }
-    if (rc != CR_OK || result == 1)
-        atomic_store(&l->lease_ms, l->client->watchdog_timeout_ms);
-    return rc;
+    cr__release_begin(&rel, l, owner);
+    rc = cr__lock_kind_unlock(op, l, owner, rel.lease_ms, &result);
+    return cr__release_end(op, &rel, rc, result, false);
 }
 
 /* After a force_unlock or delete that ran: nothing of it is held. */
@@ -653,4 +692,559 @@ cr__script_lock_new(cr_client *c, const char *name, const cr__lock_kind *kind,
     }
     *out = l;
     return CR_OK;
+}
+
+/* ------------------------------------------------ the asynchronous half */
+
+/* A lock acquisition runs the wait state machine on the loop as a
+ * blocking call does (request.h), its attempts and its end the same rules
+ * (acquisition.h): each command a step of the request, its reply the next
+ * step's input. */
+
+static void lock_end_step(cr__lock_request *q);
+
+/* The answer to the look for a lost reply's grant before an attempt. */
+static void
+looked_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr__lock_request *q = ctx;
+    cr__acquisition *a = &q->acq;
+    int64_t server = 0;
+
+    (void)cmd;
+    q->busy = false;
+    if (rc == CR_OK && r->type != CR__REPLY_NIL && !cr__reply_int(r, &server))
+        rc = cr__fail(CR_ESCRIPT, "hold count of %s is not a number",
+                      a->owner);
+    cr__reply_free(r);
+    if (q->ended) {
+        /* Its bound passed after a lost reply: resolved in the
+         * background. */
+        cr__script_lock_later(a->lock, a->owner, a->attempt_lease,
+                              a->wait_ms,
+                              CR__LATER_RESOLVE | CR__LATER_GIVE_UP);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    rc = cr__acquisition_looked(a, rc, server,
+                                cr__script_lock_holds(a->lock, a->owner,
+                                                      NULL));
+    if (rc == CR_BUSY) {
+        cr__lock_request_attempt((cr_request *)q); /* the attempt goes now */
+        return;
+    }
+    q->w.rc = rc;
+    cr__request_drive((cr_request *)q);
+}
+
+/* The reply to an attempt. */
+static void
+attempt_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr__lock_request *q = ctx;
+    cr__acquisition *a = &q->acq;
+    cr_lock *l = a->lock;
+    int64_t hint = -1;
+
+    q->busy = false;
+    rc = l->kind->acquire_reply(l, a->owner, a->wait_ms, rc, r, &hint);
+    if (q->ended) {
+        /* The request ended meanwhile (its bound passed, or the handle is
+         * being freed): what this attempt may have taken is given back,
+         * and a fair waiter's place in the queue left. */
+        cr__script_lock_later(l, a->owner, a->attempt_lease, a->wait_ms,
+                              rc == CR_OK ? CR__LATER_UNDO
+                              : cr__may_have_run(rc, cmd)
+                                  ? CR__LATER_RESOLVE | CR__LATER_GIVE_UP
+                                  : CR__LATER_GIVE_UP);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    q->w.rc = cr__acquisition_replied(a, rc, hint, cmd,
+                                      cr__script_lock_holds(l, a->owner,
+                                                            NULL));
+    q->w.hint = hint;
+    cr__request_drive((cr_request *)q);
+}
+
+/* Sends HGET N owner (the look for a lost reply's grant) with `fn`. */
+static cr_status
+send_look(cr__lock_request *q, cr__areply_fn fn)
+{
+    const char *argv[3] = {"HGET", q->acq.lock->raw, q->acq.owner};
+
+    q->busy = true;
+    return cr__aio_command(q->async->io, 3, argv, NULL, fn, q);
+}
+
+void
+cr__lock_request_attempt(cr_request *req)
+{
+    cr__lock_request *q = (cr__lock_request *)req;
+    cr__acquisition *a = &q->acq;
+    cr_lock *l = a->lock;
+    cr__topology *topo = l->client->topology;
+    cr__script_call call = {0};
+    char *tmp = NULL;
+    int64_t hint = -1;
+    cr_status rc;
+
+    switch (cr__acquisition_next(a, cr__topology_settle_left(topo), &hint)) {
+    case CR__ACQUISITION_LOOK:
+        rc = send_look(q, looked_replied);
+        cr__request_attempt_failed(req, rc == CR_OK ? CR_OK : CR_EIO);
+        return;
+    case CR__ACQUISITION_REFUSE:
+        q->w.rc = CR_BUSY;
+        q->w.hint = hint;
+        cr__request_drive(req);
+        return;
+    case CR__ACQUISITION_SEND:
+        break;
+    }
+    cr__acquisition_sent(a, cr__now_ms(), cr__topology_generation(topo));
+    rc = l->kind->acquire_call(l, a->owner, a->attempt_lease, a->wait_ms,
+                               &call, &tmp);
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(q->async->io, &call, CR__CMD_SYNC,
+                            attempt_replied, q);
+    }
+    cr__script_call_free(&call);
+    free(tmp);
+    cr__request_attempt_failed(req, rc);
+}
+
+/* The reply of one of the end's commands, which the request no longer
+ * waits for (its bound passed, or the handle is being freed): what that
+ * step was for goes to the background. */
+static void
+end_step_late(cr__lock_request *q, unsigned what)
+{
+    cr__acquisition *a = &q->acq;
+
+    cr__script_lock_later(a->lock, a->owner, a->attempt_lease, a->wait_ms,
+                          what);
+}
+
+static void
+undone_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr__lock_request *q = ctx;
+    cr_lock *l = q->acq.lock;
+    cr__sub_seen seen;
+    int ignored = 0;
+
+    (void)cmd;
+    q->busy = false;
+    if (rc == CR_OK) {
+        const char *argv[2] = {"DEL", q->undo.unlock_latch};
+
+        cr__aio_command(q->async->io, 2, argv, NULL, NULL, NULL);
+    }
+    cr__aio_subs.waiters(q->async->io, l->channel, &seen, NULL);
+    rc = cr__unlock_end(l, &q->undo, rc, r, &seen, &ignored);
+    if (q->ended) {
+        if (rc != CR_OK)
+            end_step_late(q, CR__LATER_UNDO);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    cr__acquisition_end_undone(&q->acq, rc);
+    lock_end_step(q);
+}
+
+static void
+end_looked_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr__lock_request *q = ctx;
+    cr__acquisition *a = &q->acq;
+    int64_t server = 0;
+
+    (void)cmd;
+    q->busy = false;
+    if (rc == CR_OK && r->type != CR__REPLY_NIL && !cr__reply_int(r, &server))
+        rc = cr__fail(CR_ESCRIPT, "hold count of %s is not a number",
+                      a->owner);
+    cr__reply_free(r);
+    if (q->ended) {
+        end_step_late(q, CR__LATER_RESOLVE | CR__LATER_GIVE_UP);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    cr__acquisition_end_looked(a, rc, server,
+                               cr__script_lock_holds(a->lock, a->owner,
+                                                     NULL));
+    lock_end_step(q);
+}
+
+static void
+given_up_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    cr__lock_request *q = ctx;
+
+    (void)cmd;
+    q->busy = false;
+    rc = cr__lock_give_up_reply(q->acq.lock, q->acq.owner, rc, r);
+    if (q->ended) {
+        if (rc != CR_OK)
+            end_step_late(q, CR__LATER_GIVE_UP);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    cr__acquisition_end_given_up(&q->acq, rc);
+    lock_end_step(q);
+}
+
+/* Sends the end's undo: one unlock of the kind. */
+static cr_status
+send_undo(cr__lock_request *q)
+{
+    cr__acquisition *a = &q->acq;
+    cr_lock *l = a->lock;
+    cr__script_call call = {0};
+    char *tmp = NULL;
+    cr_status rc = cr__unlock_call(l, a->owner, a->attempt_lease, &q->undo,
+                                   &call, &tmp);
+
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(q->async->io, &call, q->undo.cmd.flags,
+                            undone_replied, q);
+        if (rc != CR_OK) {
+            q->busy = false;
+            free(q->undo.unlock_latch);
+            q->undo.unlock_latch = NULL;
+        }
+    }
+    cr__script_call_free(&call);
+    free(tmp);
+    return rc;
+}
+
+/* Sends the end's give-up: the kind's leave of its queue. */
+static cr_status
+send_give_up(cr__lock_request *q)
+{
+    cr__acquisition *a = &q->acq;
+    cr_lock *l = a->lock;
+    cr__script_call call = {0};
+    cr_status rc = l->kind->give_up_call(l, a->owner, a->wait_ms, &call);
+
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(q->async->io, &call, CR__CMD_RETRY,
+                            given_up_replied, q);
+        q->busy = rc == CR_OK;
+    }
+    cr__script_call_free(&call);
+    return rc;
+}
+
+/* The end's next step (acquisition.h). Once the bound has passed nothing
+ * more is sent: each step that needs Redis is left to the background. */
+static void
+lock_end_step(cr__lock_request *q)
+{
+    cr__acquisition *a = &q->acq;
+    cr_lock *l = a->lock;
+    cr__op op;
+    unsigned later;
+    cr_status rc;
+
+    for (;;) {
+        unsigned stop = (q->cancelled && !q->ignores_cancel
+                             ? CR__STOP_CANCELLED : 0) |
+                        (atomic_load(&l->client->closing)
+                             ? CR__STOP_CLOSING : 0);
+
+        switch (cr__acquisition_end_next(
+            a, stop, cr__topology_generation(l->client->topology))) {
+        case CR__ACQUISITION_END_UNDO:
+            if (q->overdue || send_undo(q) != CR_OK)
+                cr__acquisition_end_undone(a, CR_EIO);
+            else
+                return;
+            break;
+        case CR__ACQUISITION_END_LOOK:
+            if (q->overdue || send_look(q, end_looked_replied) != CR_OK) {
+                q->busy = false;
+                cr__acquisition_end_looked(a, CR_EIO, 0, 0);
+            } else {
+                return;
+            }
+            break;
+        case CR__ACQUISITION_END_RECORD:
+            cr__acquisition_end_recorded(a, cr__lock_record(l, a));
+            break;
+        case CR__ACQUISITION_END_VERIFY:
+            /* No check of the new master that does not block: at once,
+             * in the background. */
+            cr__script_lock_later(l, a->owner, a->attempt_lease, a->wait_ms,
+                                  CR__LATER_VERIFY);
+            break;
+        case CR__ACQUISITION_END_GIVE_UP:
+            if (q->overdue || send_give_up(q) != CR_OK)
+                cr__acquisition_end_given_up(a, CR_EIO);
+            else
+                return;
+            break;
+        case CR__ACQUISITION_END_DONE:
+            rc = cr__acquisition_done(a, &later);
+            if (later != 0)
+                cr__script_lock_later(l, a->owner, a->attempt_lease,
+                                      a->wait_ms, later);
+            cr__request_op((cr_request *)q, &op);
+            cr__lock_acquisition_report(&op, a, rc, &q->w, true);
+            q->value = rc == CR_OK ? a->token : 0;
+            if (q->then != NULL)
+                q->then(q, rc);
+            else
+                cr__request_end((cr_request *)q, rc);
+            return;
+        }
+    }
+}
+
+void
+cr__lock_request_finish(cr_request *req)
+{
+    cr__lock_request *q = (cr__lock_request *)req;
+    cr__acquisition *a = &q->acq;
+
+    if (q->tune && a->attempts > 0)
+        cr__handoff_tune(&a->lock->handoff,
+                         q->w.rc == CR_OK && a->attempts == 1);
+    cr__acquisition_end_begin(a, q->w.rc);
+    lock_end_step(q);
+}
+
+cr_status
+cr__lock_request_begin(cr__lock_request *q, cr_lock *l, int64_t owner,
+                       int64_t wait_ms, int64_t lease_ms, bool bounded)
+{
+    cr__wait_spec spec;
+    cr_status rc;
+
+    cr__acquisition_begin(&q->acq, l, owner, lease_ms, wait_ms);
+    free(q->channel);
+    q->channel = NULL;
+    q->tune = false;
+    if ((rc = cr__lock_wait_spec(l, q->acq.owner, wait_ms, &spec,
+                                 &q->channel)) != CR_OK)
+        return rc;
+    cr__request_wait((cr_request *)q, &spec, &l->handoff, l->channel,
+                     bounded);
+    return CR_OK;
+}
+
+void
+cr__lock_request_release(cr_request *req)
+{
+    cr__lock_request *q = (cr__lock_request *)req;
+
+    free(q->channel);
+    free(q->undo.unlock_latch);
+}
+
+/* cr_async_lock's callback. */
+static void
+lock_callback(cr_request *req)
+{
+    cr__lock_request *q = (cr__lock_request *)req;
+
+    if (q->fn != NULL)
+        q->fn(q->userdata, q->rc, q->value);
+}
+
+/* The handle is freed while the acquisition waits: a fair waiter leaves
+ * its queue in the background (a command out does its part when its
+ * reply comes). */
+static void
+lock_abandon(cr_request *req)
+{
+    cr__lock_request *q = (cr__lock_request *)req;
+
+    if (!q->busy)
+        cr__script_lock_later(q->acq.lock, q->acq.owner,
+                              q->acq.attempt_lease, q->acq.wait_ms,
+                              CR__LATER_GIVE_UP);
+}
+
+static const cr__request_type lock_type = {
+    .attempt = cr__lock_request_attempt,
+    .finish = cr__lock_request_finish,
+    .callback = lock_callback,
+    .abandon = lock_abandon,
+    .release = cr__lock_request_release,
+};
+
+/* The guard of an asynchronous call on lock `l` (a script lock must be of
+ * the handle's client; a multilock's sub-locks may live on any). */
+static cr_status
+async_enter(cr_async *a, cr_lock *l)
+{
+    cr__op guard;
+    cr_status rc = cr__lock_enter(l, &guard);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__lock_leave(l);
+    return cr__async_enter(a, l->kind != NULL ? (const void *)l : NULL);
+}
+
+cr_status
+cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
+              int64_t lease_ms, cr_async_fn fn, void *userdata,
+              cr_request **req)
+{
+    cr__lock_request *q;
+    cr_status rc = async_enter(a, l);
+
+    if (rc != CR_OK)
+        return rc;
+    if (owner <= 0)
+        rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
+                      (long long)owner);
+    else if ((rc = cr__check_wait(wait_ms)) == CR_OK)
+        rc = cr__check_lease(lease_ms, "CR_LEASE_WATCHDOG");
+    if (rc == CR_OK && l->kind == NULL)
+        return cr__multilock_async(a, l, owner, wait_ms, lease_ms, false, fn,
+                                   userdata, req);
+    if (rc != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q = (cr__lock_request *)cr__request_new(a, &lock_type, sizeof(*q),
+                                            userdata);
+    if (q == NULL) {
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    q->fn = fn;
+    if ((rc = cr__lock_request_begin(q, l, owner, wait_ms, lease_ms, true)) !=
+        CR_OK)
+        return cr__request_discard((cr_request *)q, rc);
+    return cr__request_started(a, (cr_request *)q, req);
+}
+
+/* An unlock on the loop: a one-command request with the release's
+ * bookkeeping. */
+typedef struct unlock_request {
+    cr__command_request base;
+    cr__release rel;
+    cr__unlock u;
+} unlock_request;
+
+cr_status
+cr__lock_async_release_send(cr_async *a, cr_lock *l, const char *owner,
+                            cr__release *rel, cr__unlock *u,
+                            cr__areply_fn fn, void *ctx)
+{
+    cr__script_call call = {0};
+    char *tmp = NULL;
+    cr_status rc;
+
+    cr__release_begin(rel, l, owner);
+    rc = cr__unlock_call(l, owner, rel->lease_ms, u, &call, &tmp);
+    if (rc == CR_OK &&
+        (rc = cr__aio_script(a->io, &call, u->cmd.flags, fn, ctx)) != CR_OK) {
+        free(u->unlock_latch);
+        u->unlock_latch = NULL;
+    }
+    cr__script_call_free(&call);
+    free(tmp);
+    if (rc != CR_OK) {
+        cr__op op;
+
+        /* Nothing was sent: the release ends here. */
+        cr__op_begin(&op, a->client, -1);
+        rc = cr__release_end(&op, rel, rc, 0, true);
+    }
+    return rc;
+}
+
+cr_status
+cr__lock_async_release_read(cr_async *a, cr__release *rel, cr__unlock *u,
+                            cr_status rc, cr__reply *r)
+{
+    cr_lock *l = rel->lock;
+    cr__sub_seen seen;
+    cr__op op;
+    int result = 0;
+
+    if (rc == CR_OK) {
+        const char *argv[2] = {"DEL", u->unlock_latch};
+
+        /* The unlock latch goes, as Redisson drops it; nobody waits for
+         * that. */
+        cr__aio_command(a->io, 2, argv, NULL, NULL, NULL);
+    }
+    cr__aio_subs.waiters(a->io, l->channel, &seen, NULL);
+    rc = cr__unlock_end(l, u, rc, r, &seen, &result);
+    cr__op_begin(&op, a->client, -1);
+    return cr__release_end(&op, rel, rc, result, true);
+}
+
+static void
+unlock_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    unlock_request *q = ctx;
+
+    (void)cmd;
+    q->base.busy = false;
+    rc = cr__lock_async_release_read(q->base.async, &q->rel, &q->u, rc, r);
+    if (!cr__request_late((cr_request *)q))
+        cr__request_end((cr_request *)q, rc);
+}
+
+static void
+unlock_callback(cr_request *req)
+{
+    unlock_request *q = (unlock_request *)req;
+
+    if (q->base.fn != NULL)
+        q->base.fn(req->userdata, req->rc, 0);
+}
+
+static void
+unlock_release(cr_request *req)
+{
+    free(((unlock_request *)req)->u.unlock_latch);
+}
+
+static const cr__request_type unlock_type = {
+    .callback = unlock_callback,
+    .release = unlock_release,
+};
+
+cr_status
+cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
+                void *userdata, cr_request **req)
+{
+    char name[CR__OWNER_MAX];
+    unlock_request *q;
+    cr_status rc = async_enter(a, l);
+
+    if (rc != CR_OK)
+        return rc;
+    if (l->kind == NULL)
+        return cr__multilock_async(a, l, owner, 0, 0, true, fn, userdata,
+                                   req);
+    q = (unlock_request *)cr__request_new(a, &unlock_type, sizeof(*q),
+                                          userdata);
+    if (q == NULL) {
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    q->base.fn = fn;
+    q->base.obj = l;
+    q->base.busy = true;
+    cr__name_owner(a->client->id, owner, l->kind->writer, name);
+    if ((rc = cr__lock_async_release_send(a, l, name, &q->rel, &q->u,
+                                          unlock_replied, q)) != CR_OK) {
+        q->base.busy = false;
+        return cr__request_discard((cr_request *)q, rc);
+    }
+    return cr__request_started(a, (cr_request *)q, req);
 }

@@ -30,6 +30,7 @@
 
 #include "credisson/semaphore.h"
 #include "handoff.h"
+#include "request.h"
 #include "semaphores.h"
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
@@ -69,28 +70,10 @@ cr_semaphore_name(const cr_semaphore *s)
 
 /* ------------------------------------------------------------ acquiring */
 
-typedef struct attempt_ctx {
-    const cr__op *op;
-    cr_semaphore *sem;
-    int64_t permits;
-    int64_t acquire_latch_ms;
-    char *acquire_latch; /* credisson_semaphore_acquire:{N}:<request id> */
-} attempt_ctx;
-
-cr_status
-cr__sem_acquire_call(const void *obj, int64_t permits,
-                     const char *acquire_latch, int64_t acquire_latch_ms,
-                     cr__script_call *call)
-{
-    const cr__sem *s = obj;
-
-    return cr__build_semaphore_try_acquire(&(cr__semaphore_try_acquire_args){
-        .permits = s->raw, .latch = acquire_latch, .count_value = permits,
-        .latch_ms = acquire_latch_ms}, call);
-}
-
-cr_status
-cr__sem_acquire_reply(cr_status rc, cr__reply *r)
+/* The reply of an acquire attempt (freed): CR_OK taken, CR_BUSY too
+ * few. */
+static cr_status
+acquire_reply(cr_status rc, cr__reply *r)
 {
     int64_t v = 0;
 
@@ -104,23 +87,109 @@ cr__sem_acquire_reply(cr_status rc, cr__reply *r)
     return rc;
 }
 
-/* One attempt of the wait: CR_OK when the permits were taken, by this
- * attempt or by an earlier one of the same call; CR_BUSY (no hint) when
- * there are too few. */
-static cr_status
-attempt(attempt_ctx *a, int64_t *hint)
-{
-    cr__script_call call = {0};
-    cr__cmd cmd = {0};
-    cr__reply *r = NULL;
-    cr_status rc = cr__sem_acquire_call(a->sem, a->permits, a->acquire_latch,
-                                        a->acquire_latch_ms, &call);
+/* The rules of one acquisition (semaphores.h). */
 
-    *hint = -1;
-    if (rc == CR_OK)
-        rc = cr__script_call_run(a->op, &cmd, &call, &r);
-    cr__script_call_free(&call);
-    return cr__sem_acquire_reply(rc, r);
+/* The steps of the end, in order. */
+enum { E_LOOK, E_STOP, E_DROP, E_DONE };
+
+cr_status
+cr__sem_acquisition_begin(cr__sem_acquisition *a, void *sem, int64_t permits)
+{
+    cr__sem *s = sem;
+    cr_client *c = s->client;
+
+    *a = (cr__sem_acquisition){.sem = s, .permits = permits, .rc = CR_BUSY};
+    /* The acquire latch must outlive every retry of the call: the waiting
+     * loop's retries for the reconnect window, and the transport's resends
+     * of the last one (the unlock latch's lifetime). */
+    a->acquire_latch_ms = c->reconnect_window_ms + c->unlock_latch_timeout_ms;
+    a->acquire_latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw);
+    return a->acquire_latch != NULL
+               ? CR_OK
+               : cr__fail(CR_ENOMEM, "cannot make a request id");
+}
+
+cr_status
+cr__sem_acquisition_call(const cr__sem_acquisition *a, cr__script_call *call)
+{
+    const cr__sem *s = a->sem;
+
+    return cr__build_semaphore_try_acquire(&(cr__semaphore_try_acquire_args){
+        .permits = s->raw, .latch = a->acquire_latch,
+        .count_value = a->permits, .latch_ms = a->acquire_latch_ms}, call);
+}
+
+cr_status
+cr__sem_acquisition_replied(cr__sem_acquisition *a, cr_status rc,
+                            cr__reply *r, const cr__cmd *cmd)
+{
+    /* Sent, its reply lost: it may have taken them. Every later attempt
+     * of the call carries the same acquire latch, which says so. */
+    if (cmd->sent && (rc == CR_EIO || rc == CR_ECLOSED))
+        a->uncertain = true;
+    return acquire_reply(rc, r);
+}
+
+void
+cr__sem_acquisition_end_begin(cr__sem_acquisition *a, cr_status rc)
+{
+    a->rc = rc;
+    a->end_step = E_LOOK;
+}
+
+cr__sem_end_do
+cr__sem_acquisition_end_next(cr__sem_acquisition *a, unsigned stop)
+{
+    for (;;) {
+        switch (a->end_step++) {
+        case E_LOOK:
+            if (a->rc == CR_EIO && a->uncertain)
+                return CR__SEM_END_LOOK;
+            break;
+        case E_STOP:
+            if (a->rc == CR_OK && stop != 0) {
+                a->rc = (stop & CR__STOP_CANCELLED)
+                            ? cr__fail(CR_ECANCELED, "cancelled (the "
+                                       "permits, taken meanwhile, are given "
+                                       "back)")
+                            : cr__fail(CR_ECLOSED, "the client is being freed "
+                                       "(the permits, taken meanwhile, are "
+                                       "given back)");
+                return CR__SEM_END_GIVE_BACK;
+            }
+            break;
+        case E_DROP:
+            if (a->rc == CR_OK)
+                return CR__SEM_END_DROP;
+            break;
+        default:
+            a->end_step = E_DONE;
+            return CR__SEM_END_DONE;
+        }
+    }
+}
+
+bool
+cr__sem_acquisition_end_looked(cr__sem_acquisition *a, cr_status rc,
+                               bool taken)
+{
+    if (rc != CR_OK)
+        return false; /* not known: looked for in the background */
+    if (taken)
+        a->rc = CR_OK;
+    return true;
+}
+
+cr_status
+cr__sem_acquisition_done(cr__sem_acquisition *a)
+{
+    free(a->acquire_latch);
+    a->acquire_latch = NULL;
+    if (a->rc == CR_BUSY)
+        return cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits "
+                        "until the wait ran out", a->sem->name,
+                        (long long)a->permits);
+    return a->rc;
 }
 
 /* After a wait that ended in CR_EIO: did an attempt whose reply was lost
@@ -182,26 +251,74 @@ late_permits_done(void *arg)
 }
 
 void
-cr__sem_late(void *obj, char *acquire_latch, int64_t permits)
+cr__sem_late(cr__sem_acquisition *a)
 {
     late_permits *late = calloc(1, sizeof(*late));
 
-    if (late == NULL) {
-        free(acquire_latch);
+    if (late == NULL)
         return;
+    late->sem = a->sem;
+    late->acquire_latch = a->acquire_latch;
+    late->permits = a->permits;
+    a->acquire_latch = NULL; /* the job's now */
+    cr__object_background(a->sem, late_permits_run, late_permits_done, late);
+}
+
+/* One attempt of a blocking acquisition: CR_OK when the permits were
+ * taken, by this attempt or by an earlier one of the same call; CR_BUSY
+ * (no hint) when there are too few. */
+static cr_status
+attempt(const cr__op *op, cr__sem_acquisition *a, int64_t *hint)
+{
+    cr__script_call call = {0};
+    cr__cmd cmd = {0};
+    cr__reply *r = NULL;
+    cr_status rc = cr__sem_acquisition_call(a, &call);
+
+    *hint = -1;
+    if (rc == CR_OK)
+        rc = cr__script_call_run(op, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    return cr__sem_acquisition_replied(a, rc, r, &cmd);
+}
+
+/* The end of a blocking acquisition: its steps inline. */
+static cr_status
+acquisition_end(cr__op *op, cr__sem_acquisition *a, cr_status rc)
+{
+    cr__op look = *op;
+    bool taken = false;
+
+    cr__sem_acquisition_end_begin(a, rc);
+    for (;;) {
+        switch (cr__sem_acquisition_end_next(
+            a, atomic_load(&a->sem->client->closing)
+                   ? CR__STOP_CLOSING : 0)) {
+        case CR__SEM_END_LOOK:
+            /* One look if a connection is at hand; else in the
+             * background. */
+            look.slot_deadline = cr__now_ms();
+            rc = acquire_latch_left_behind(&look, a->acquire_latch, &taken);
+            if (!cr__sem_acquisition_end_looked(a, rc, taken))
+                cr__sem_late(a);
+            break;
+        case CR__SEM_END_GIVE_BACK:
+            cr__sem_late(a);
+            break;
+        case CR__SEM_END_DROP:
+            cr__del_noreply(op, a->acquire_latch);
+            break;
+        case CR__SEM_END_DONE:
+            return cr__sem_acquisition_done(a);
+        }
     }
-    late->sem = obj;
-    late->acquire_latch = acquire_latch;
-    late->permits = permits;
-    cr__object_background(obj, late_permits_run, late_permits_done, late);
 }
 
 /* Acquisition shared by acquire and try_acquire. */
 static cr_status
 acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 {
-    cr_client *c;
-    attempt_ctx a;
+    cr__sem_acquisition a;
     cr__wait w;
     cr__op op;
     int64_t hint = -1;
@@ -209,49 +326,18 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 
     if (rc != CR_OK)
         return rc;
-    c = s->client;
     if ((rc = cr__check_permits(permits)) != CR_OK ||
         (rc = cr__check_wait(wait_ms)) != CR_OK || permits == 0)
         goto out;
     cr__op_wait(&op, wait_ms);
-    memset(&a, 0, sizeof(a));
-    a.op = &op;
-    a.sem = s;
-    a.permits = permits;
-    /* The acquire latch must outlive every retry of the call: the waiting
-     * loop's retries for the reconnect window, and the transport's resends
-     * of the last one (the unlock latch's lifetime). */
-    a.acquire_latch_ms = c->reconnect_window_ms + c->unlock_latch_timeout_ms;
-    a.acquire_latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw);
-    if (a.acquire_latch == NULL) {
-        rc = cr__fail(CR_ENOMEM, "cannot make a request id");
+    if ((rc = cr__sem_acquisition_begin(&a, s, permits)) != CR_OK)
         goto out;
-    }
-    cr__wait_turn(c->pubsub, s->channel, &s->handoff, wait_ms);
+    cr__wait_turn(s->client->pubsub, s->channel, &s->handoff, wait_ms);
     cr__object_wait_begin(&w, &op, s, "semaphore", s->channel,
                           cr__sem_decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = attempt(&a, &hint);
-    if (rc == CR_EIO) {
-        bool taken = false;
-
-        /* One look if a connection is at hand; else in the background. */
-        op.patience = cr__now_ms();
-        if (acquire_latch_left_behind(&op, a.acquire_latch, &taken) ==
-            CR_OK) {
-            if (taken)
-                rc = CR_OK;
-        } else {
-            cr__sem_late(s, a.acquire_latch, permits);
-            a.acquire_latch = NULL;
-        }
-    }
-    if (rc == CR_OK)
-        cr__del_noreply(&op, a.acquire_latch);
-    else if (rc == CR_BUSY)
-        cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits until the "
-                 "wait ran out", s->name, (long long)permits);
-    free(a.acquire_latch);
+        rc = attempt(&op, &a, &hint);
+    rc = acquisition_end(&op, &a, rc);
 out:
     cr__object_leave(s);
     return rc;
@@ -595,4 +681,274 @@ cr__sem_delete(void *obj, const cr__sem_kind *k, bool *deleted)
         *deleted = n > 0;
     cr__object_leave(s);
     return rc;
+}
+
+/* ------------------------------------------------ the asynchronous half */
+
+/* An acquisition on the loop: the wait state machine as a blocking call
+ * runs it (request.h), the same attempts and end (cr__sem_acquisition). */
+typedef struct acquire_request {
+    CR__REQUEST_FIELDS
+    cr_async_fn fn;
+    cr__sem_acquisition acq;
+} acquire_request;
+
+static void acquire_end_step(acquire_request *q);
+
+static void
+acquire_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    acquire_request *q = ctx;
+
+    q->busy = false;
+    rc = cr__sem_acquisition_replied(&q->acq, rc, r, cmd);
+    if (q->ended) {
+        /* The request ended meanwhile (its bound passed, or the handle is
+         * being freed): what this attempt may have taken is looked for
+         * and given back in the background. */
+        if (rc == CR_OK || q->acq.uncertain)
+            cr__sem_late(&q->acq);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    q->w.rc = rc;
+    q->w.hint = -1;
+    cr__request_drive((cr_request *)q);
+}
+
+static void
+acquire_attempt(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+    cr__script_call call = {0};
+    cr_status rc = cr__sem_acquisition_call(&q->acq, &call);
+
+    if (rc == CR_OK) {
+        q->busy = true;
+        rc = cr__aio_script(q->async->io, &call, 0, acquire_replied, q);
+    }
+    cr__script_call_free(&call);
+    cr__request_attempt_failed(req, rc);
+}
+
+static void
+latch_looked(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
+{
+    acquire_request *q = ctx;
+    int64_t v = 0;
+
+    (void)cmd;
+    q->busy = false;
+    if (rc == CR_OK)
+        cr__reply_int(r, &v);
+    cr__reply_free(r);
+    if (q->ended) {
+        cr__sem_late(&q->acq);
+        cr__request_late((cr_request *)q);
+        return;
+    }
+    if (!cr__sem_acquisition_end_looked(&q->acq, rc, v == 1))
+        cr__sem_late(&q->acq);
+    acquire_end_step(q);
+}
+
+/* The end's next step; once the bound has passed, the look is left to the
+ * background. */
+static void
+acquire_end_step(acquire_request *q)
+{
+    cr__sem_acquisition *a = &q->acq;
+    cr__aio *io = q->async->io;
+
+    for (;;) {
+        unsigned stop = (q->cancelled ? CR__STOP_CANCELLED : 0) |
+                        (atomic_load(&q->async->client->closing)
+                             ? CR__STOP_CLOSING : 0);
+
+        switch (cr__sem_acquisition_end_next(a, stop)) {
+        case CR__SEM_END_LOOK: {
+            const char *argv[2] = {"EXISTS", a->acquire_latch};
+
+            q->busy = true;
+            if (!q->overdue &&
+                cr__aio_command(io, 2, argv, NULL, latch_looked, q) == CR_OK)
+                return;
+            q->busy = false;
+            cr__sem_late(a);
+            break;
+        }
+        case CR__SEM_END_GIVE_BACK:
+            cr__sem_late(a);
+            break;
+        case CR__SEM_END_DROP: {
+            const char *argv[2] = {"DEL", a->acquire_latch};
+
+            cr__aio_command(io, 2, argv, NULL, NULL, NULL);
+            break;
+        }
+        case CR__SEM_END_DONE:
+            cr__request_end((cr_request *)q, cr__sem_acquisition_done(a));
+            return;
+        }
+    }
+}
+
+static void
+acquire_finish(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+
+    cr__sem_acquisition_end_begin(&q->acq, q->w.rc);
+    acquire_end_step(q);
+}
+
+static void
+acquire_callback(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+
+    if (q->fn != NULL)
+        q->fn(req->userdata, req->rc, 0);
+}
+
+/* The handle is freed while the acquisition waits (no command out): one
+ * whose reply was lost is looked for in the background. */
+static void
+acquire_abandon(cr_request *req)
+{
+    acquire_request *q = (acquire_request *)req;
+
+    if (!q->busy && q->acq.uncertain)
+        cr__sem_late(&q->acq);
+}
+
+static void
+acquire_release(cr_request *req)
+{
+    free(((acquire_request *)req)->acq.acquire_latch);
+}
+
+static const cr__request_type acquire_type = {
+    .attempt = acquire_attempt,
+    .finish = acquire_finish,
+    .callback = acquire_callback,
+    .abandon = acquire_abandon,
+    .release = acquire_release,
+};
+
+/* The guard of an asynchronous call on semaphore `s`. */
+static cr_status
+async_enter(cr_async *a, cr_semaphore *s)
+{
+    cr__op guard;
+    cr_status rc = enter(s, &guard);
+
+    if (rc != CR_OK)
+        return rc;
+    cr__object_leave(s);
+    return cr__async_enter(a, s);
+}
+
+cr_status
+cr_async_semaphore_acquire(cr_async *a, cr_semaphore *s, int64_t permits,
+                           int64_t wait_ms, cr_async_fn fn, void *userdata,
+                           cr_request **req)
+{
+    cr__wait_spec spec = {
+        .ev_object = "semaphore", .ev_async = true, .ev_busy = CR_BUSY,
+        .decode = cr__sem_decode, .wait_ms = wait_ms, .min_sleep_ms = 1,
+        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
+    };
+    acquire_request *q;
+    cr_status rc = async_enter(a, s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_permits(permits)) != CR_OK ||
+        (rc = cr__check_wait(wait_ms)) != CR_OK) {
+        cr__client_leave(a->client);
+        return rc;
+    }
+    q = (acquire_request *)cr__request_new(a, &acquire_type, sizeof(*q),
+                                           userdata);
+    if (q == NULL) {
+        cr__client_leave(a->client);
+        return CR_ENOMEM;
+    }
+    q->fn = fn;
+    if ((rc = cr__sem_acquisition_begin(&q->acq, s, permits)) != CR_OK)
+        return cr__request_discard((cr_request *)q, rc);
+    if (permits == 0) {
+        cr__request_end((cr_request *)q, CR_OK); /* nothing to take */
+    } else {
+        spec.ev_name = s->name;
+        spec.channel = s->channel;
+        cr__request_wait((cr_request *)q, &spec, &s->handoff, s->channel,
+                         true);
+    }
+    return cr__request_started(a, (cr_request *)q, req);
+}
+
+/* The reply of a release. */
+static cr_status
+released_read(cr__command_request *q, cr_status rc, cr__reply *r)
+{
+    cr__sem *s = q->obj;
+    cr__sub_seen seen;
+    bool done = false;
+
+    cr__aio_subs.waiters(q->async->io, s->channel, &seen, NULL);
+    rc = cr__sem_release_reply(s, rc, r, &seen, q->sent_us, &done);
+    if (rc == CR_OK)
+        cr__event(&s->client->run.stats, CR_EVENT_RELEASED, CR_OK,
+                  "semaphore", s->name, -1, -1, true);
+    return rc;
+}
+
+cr_status
+cr_async_semaphore_release(cr_async *a, cr_semaphore *s, int64_t permits,
+                           cr_async_fn fn, void *userdata, cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = async_enter(a, s);
+
+    if (rc != CR_OK)
+        return rc;
+    if ((rc = cr__check_permits(permits)) == CR_OK && permits == 0)
+        rc = cr__fail(CR_EINVAL, "nothing to release: 0 permits");
+    if (rc == CR_OK)
+        rc = cr__sem_release_call(s, permits, false, &call);
+    return cr__command_start(a, s, rc, &call, 0, released_read, fn, userdata,
+                             req, NULL, 0, NULL);
+}
+
+cr_status
+cr_async_semaphore_add_permits(cr_async *a, cr_semaphore *s, int64_t delta,
+                               cr_async_fn fn, void *userdata,
+                               cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = async_enter(a, s);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__sem_add_call(s, false, delta, &call);
+    return cr__command_start(a, s, rc, &call, 0, cr__command_read_number, fn,
+                             userdata, req, NULL, 0, NULL);
+}
+
+cr_status
+cr_async_semaphore_drain_permits(cr_async *a, cr_semaphore *s,
+                                 cr_async_fn fn, void *userdata,
+                                 cr_request **req)
+{
+    cr__script_call call = {0};
+    cr_status rc = async_enter(a, s);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = cr__build_semaphore_drain_permits(
+        &(cr__semaphore_drain_permits_args){.permits = s->raw}, &call);
+    return cr__command_start(a, s, rc, &call, 0, cr__command_read_number, fn,
+                             userdata, req, NULL, 0, NULL);
 }

@@ -50,17 +50,10 @@ cr_status cr__sem_try_set_permits(void *s, const cr__sem_kind *k,
 cr_status cr__sem_add_permits(void *s, const cr__sem_kind *k, int64_t delta);
 cr_status cr__sem_delete(void *s, const cr__sem_kind *k, bool *deleted);
 
-/* RSemaphore's calls in halves, a script call and the reading of its
- * reply, so that the blocking and the asynchronous API send the same:
- * an acquire attempt of `permits` under acquire latch `acquire_latch` (CR_OK
- * taken, CR_BUSY too few), and a release (*done: released; the releaser's
- * turn starts from `sent_us`, from what the releasing driver's
- * subscription to the channel has seen, `seen`). */
-cr_status cr__sem_acquire_call(const void *s, int64_t permits,
-                               const char *acquire_latch,
-                               int64_t acquire_latch_ms,
-                               cr__script_call *call);
-cr_status cr__sem_acquire_reply(cr_status rc, cr__reply *r);
+/* RSemaphore's release in halves, a script call and the reading of its
+ * reply, so that the blocking and the asynchronous API send the same
+ * (*done: released; the releaser's turn starts from `sent_us`, from what
+ * the releasing driver's subscription to the channel has seen, `seen`). */
 cr_status cr__sem_release_call(const void *s, int64_t permits,
                                bool only_if_exists, cr__script_call *call);
 cr_status cr__sem_release_reply(void *s, cr_status rc, cr__reply *r,
@@ -71,10 +64,66 @@ cr_status cr__sem_release_reply(void *s, cr_status rc, cr__reply *r,
 cr_status cr__sem_add_call(const void *s, bool expirable, int64_t delta,
                            cr__script_call *call);
 
-/* cr__sem_late: after an acquisition that ended in CR_EIO, find out in the
- * background whether its acquire latch (taken over) says the permits were
- * taken, and give them back if so. */
-void cr__sem_late(void *s, char *acquire_latch, int64_t permits);
+/* The rules of one RSemaphore acquisition, written once for the blocking
+ * call and the loop's request. Permits are not owned, so an attempt
+ * whose reply was lost cannot be resolved by asking who holds what, as
+ * the lock does. Instead every attempt of one acquisition carries the
+ * same acquire latch, credisson_semaphore_acquire:{N}:<request id>, which
+ * a successful attempt leaves behind for a while: the next attempt, or a
+ * last look before giving up with CR_EIO, finds it and reports the
+ * acquisition instead of taking the permits twice.
+ *
+ * The end: a wait that ended in CR_EIO after a lost reply looks for the
+ * latch once (LOOK: EXISTS; not known, it is looked for in the
+ * background, which gives the permits back if they were taken); a grant
+ * that came after a cancel or while the client is being freed is given
+ * back (GIVE_BACK: cr__sem_late); a grant drops its latch (DROP: DEL
+ * without a reply). */
+typedef struct cr__sem_acquisition {
+    cr__sem *sem;
+    int64_t permits;
+    char *acquire_latch;
+    int64_t acquire_latch_ms; /* its lifetime: every retry of the call */
+    bool uncertain;           /* an attempt's reply was lost */
+    int end_step;
+    cr_status rc;
+} cr__sem_acquisition;
+
+typedef enum cr__sem_end_do {
+    CR__SEM_END_LOOK,      /* EXISTS the latch, then ..._end_looked */
+    CR__SEM_END_GIVE_BACK, /* cr__sem_late */
+    CR__SEM_END_DROP,      /* DEL the latch, no reply awaited */
+    CR__SEM_END_DONE       /* cr__sem_acquisition_done */
+} cr__sem_end_do;
+
+/* cr__sem_acquisition_begin: an acquisition of `permits` of `sem` (its
+ * acquire latch named and timed); CR_ENOMEM. cr__sem_acquisition_call:
+ * its attempt; cr__sem_acquisition_replied: that attempt's outcome from
+ * its reply (rc: how the call went; r freed) and the command's fate:
+ * CR_OK taken (by it or an earlier attempt), CR_BUSY too few, or a
+ * failure. */
+cr_status cr__sem_acquisition_begin(cr__sem_acquisition *a, void *sem,
+                                    int64_t permits);
+cr_status cr__sem_acquisition_call(const cr__sem_acquisition *a,
+                                   cr__script_call *call);
+cr_status cr__sem_acquisition_replied(cr__sem_acquisition *a, cr_status rc,
+                                      cr__reply *r, const cr__cmd *cmd);
+
+/* The end, once the wait ended with `rc`: its steps (`stop`: CR__STOP_*
+ * as they stand now); the look's outcome (false: not known, the driver
+ * leaves it to cr__sem_late); and the acquisition's status, its latch's
+ * name freed. */
+void cr__sem_acquisition_end_begin(cr__sem_acquisition *a, cr_status rc);
+cr__sem_end_do cr__sem_acquisition_end_next(cr__sem_acquisition *a,
+                                            unsigned stop);
+bool cr__sem_acquisition_end_looked(cr__sem_acquisition *a, cr_status rc,
+                                    bool taken);
+cr_status cr__sem_acquisition_done(cr__sem_acquisition *a);
+
+/* cr__sem_late: find out in the background whether acquisition a's
+ * acquire latch (taken over) says the permits were taken, and give them
+ * back if so. */
+void cr__sem_late(cr__sem_acquisition *a);
 
 /* A permit id as it is stored (protocol sections 8.1 and 16): 16 random
  * bytes, raw; for a Java side before Redisson 3.17 their 32 lowercase hex
@@ -114,11 +163,67 @@ cr_status cr__permit_update_call(const void *s, const char *hex,
                                  int64_t lease_ms, cr__permit_id *id,
                                  cr__script_call *call);
 
-/* cr__permit_late: find out in the background whether the n ids `ids` of
- * an acquisition of `permits` that ended without them were granted, and
- * give them back if so. */
-void cr__permit_late(void *s, const cr__permit_id *ids, size_t n,
-                     int64_t permits);
+/* The rules of one RPermitExpirableSemaphore acquisition, written once
+ * for the blocking call and the loop's request. Before an attempt whose
+ * predecessor's reply was lost (uncertain), a look (ZSCORE of its first
+ * id: its ids went in together) tells whether it was granted; if not, the
+ * attempt goes with fresh ids. The end: a wait that ended without the
+ * permits after a lost reply looks once more (LOOK; not known, it is
+ * looked for in the background, cr__permit_late, which gives them back if
+ * they were granted); a grant that came after a cancel or while the
+ * client is being freed is given back (GIVE_BACK: now by a blocking call,
+ * within the free's grace; by cr__permit_late on the loop). */
+typedef struct cr__permit_acquisition {
+    cr__sem *sem;
+    int64_t permits;
+    int64_t lease_ms;
+    cr__permit_id *ids; /* the last attempt's, n of them */
+    size_t n;           /* one per permit, or one for all (before 3.23.4) */
+    bool uncertain;     /* the last attempt's reply was lost */
+    int end_step;
+    cr_status rc;
+} cr__permit_acquisition;
+
+typedef enum cr__permit_end_do {
+    CR__PERMIT_END_LOOK,      /* the look, then ..._end_looked */
+    CR__PERMIT_END_GIVE_BACK, /* give the ids back */
+    CR__PERMIT_END_DONE       /* cr__permit_acquisition_done */
+} cr__permit_end_do;
+
+/* cr__permit_acquisition_begin: an acquisition of `permits` of `sem` with
+ * `lease_ms` (both checked); CR_ENOMEM. _free: what begin allocated.
+ * _look: the look's command. _looked: its outcome (rc: how the command
+ * went; r freed): CR_OK granted, CR_BUSY not (the attempt goes now), or
+ * the failure. _call: an attempt with fresh ids. _replied: its outcome
+ * from its reply and the command's fate, with the time until the
+ * earliest expiry in *hint. */
+cr_status cr__permit_acquisition_begin(cr__permit_acquisition *a, void *sem,
+                                       int64_t permits, int64_t lease_ms);
+void cr__permit_acquisition_free(cr__permit_acquisition *a);
+void cr__permit_acquisition_look(const cr__permit_acquisition *a,
+                                 const char *argv[3], size_t lens[3]);
+cr_status cr__permit_acquisition_looked(cr__permit_acquisition *a,
+                                        cr_status rc, cr__reply *r);
+cr_status cr__permit_acquisition_call(cr__permit_acquisition *a,
+                                      cr__script_call *call);
+cr_status cr__permit_acquisition_replied(cr__permit_acquisition *a,
+                                         cr_status rc, cr__reply *r,
+                                         const cr__cmd *cmd, int64_t *hint);
+
+/* The end, once the wait ended with `rc` (`stop`: CR__STOP_* as they
+ * stand now); the end's look's outcome (false: not known, the driver
+ * leaves it to cr__permit_late); the acquisition's status. */
+void cr__permit_acquisition_end_begin(cr__permit_acquisition *a,
+                                      cr_status rc);
+cr__permit_end_do cr__permit_acquisition_end_next(cr__permit_acquisition *a,
+                                                  unsigned stop);
+bool cr__permit_acquisition_end_looked(cr__permit_acquisition *a,
+                                       cr_status rc, cr__reply *r);
+cr_status cr__permit_acquisition_done(const cr__permit_acquisition *a);
+
+/* cr__permit_late: find out in the background whether the ids of
+ * acquisition `a` (copied) were granted, and give them back if so. */
+void cr__permit_late(const cr__permit_acquisition *a);
 
 /* cr__sem_decode: a semaphore's message (protocol sections 7.2 and 8.2):
  * n > 0 permits came back, so up to n waiters may try. */

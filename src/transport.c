@@ -176,11 +176,11 @@ drop_conn(cr__pool *p, conn *c)
 }
 
 /* Makes sure `c` has a live, current connection, opening one before
- * `deadline` when needed (waiting for an attempt slot until `patience` at
- * the most, -1: the deadline): to the pool's cluster node, to the master
- * the topology knows, or to the URL's server. */
+ * `deadline` when needed (waiting for a connection attempt slot until
+ * `slot_deadline` at the most, -1: the deadline): to the pool's cluster
+ * node, to the master the topology knows, or to the URL's server. */
 static cr_status
-ready_conn(cr__pool *p, conn *c, int64_t deadline, int64_t patience)
+ready_conn(cr__pool *p, conn *c, int64_t deadline, int64_t slot_deadline)
 {
     uint64_t epoch = atomic_load(&p->epoch);
     cr__topology *topo = p->cfg->topology;
@@ -209,7 +209,7 @@ ready_conn(cr__pool *p, conn *c, int64_t deadline, int64_t patience)
         port = u->port;
     }
     rc = cr__conn_open(p->cfg, u->is_unix && p->host[0] == '\0' ? NULL : host,
-                       port, peer, deadline, patience, &c->ctx);
+                       port, peer, deadline, slot_deadline, &c->ctx);
     if (rc != CR_OK) {
         if (topo != NULL && rc == CR_EIO)
             cr__topology_hint(topo); /* the master may have moved */
@@ -368,7 +368,8 @@ run_on(cr__pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
     cr__topology *topo = p->cfg->topology;
     unsigned deferred;
     cr_status rc = ready_conn(p, c, deadline,
-                              cmd->op != NULL ? cmd->op->patience : -1);
+                              cmd->op != NULL ? cmd->op->slot_deadline
+                                              : -1);
 
     if (rc != CR_OK)
         return rc;
@@ -510,7 +511,8 @@ cr__pool_send_noreply(cr__pool *p, const cr__op *op, int argc,
 
     if ((c = take_conn(p, 0, deadline)) == NULL)
         return;
-    if (ready_conn(p, c, deadline, op != NULL ? op->patience : -1) == CR_OK &&
+    if (ready_conn(p, c, deadline,
+                   op != NULL ? op->slot_deadline : -1) == CR_OK &&
         cr__conn_append(c->ctx, argc, argv, argvlen) == CR_OK) {
         c->discard++;
         CR__STAT_ADD(p->cfg->stats, commands, 1);

@@ -35,7 +35,7 @@
 typedef struct cr__cmd {
     unsigned flags; /* CR__CMD_* */
     /* The operation it is part of: its deadline bounds the command, its
-     * patience the wait for a connection attempt slot; NULL: none (the
+     * slot deadline the wait for a connection attempt slot; NULL: none (the
      * command timeout alone). */
     const cr__op *op;
     /* On CR_EIO: whether it was written out, in part at least, so that

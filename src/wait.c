@@ -377,8 +377,8 @@ cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
         if (!w->patient && cr__wait_retrying(w)) {
             /* Retries do not wait for a connection slot past the wait's
              * end: they come back by themselves. */
-            w->patience = w->op->patience;
-            w->op->patience = w->deadline;
+            w->slot_deadline = w->op->slot_deadline;
+            w->op->slot_deadline = w->deadline;
             w->patient = true;
         }
         switch (next) {
@@ -403,7 +403,7 @@ cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
             break;
         case CR__WAIT_DONE:
             if (w->patient)
-                w->op->patience = w->patience;
+                w->op->slot_deadline = w->slot_deadline;
             cr__wait_report(w, w->op, cr__now_ms());
             *rc = w->rc;
             return false;
@@ -436,6 +436,14 @@ cr__wait_turn(cr__pubsub *ps, const char *channel, const cr__handoff *h,
             return cr__turn_tune(&t, &seen);
         }
     }
+}
+
+void
+cr__wait_poll_begin(cr__wait *w, cr_client *c, int64_t wait_ms, int64_t now)
+{
+    *w = (cr__wait){.client = c, .rc = CR_BUSY, .hint = -1, .start = now,
+                    .deadline = wait_ms < 0 ? -1 : now + wait_ms};
+    w->spec.wait_ms = wait_ms;
 }
 
 bool

@@ -125,8 +125,8 @@ typedef struct cr__wait {
     cr__sub_mark mark;
     cr__fence fence;
     uint64_t ticket;
-    /* The blocking driver's: the operation's patience it replaced. */
-    int64_t patience;
+    /* The blocking driver's: the operation's slot deadline it replaced. */
+    int64_t slot_deadline;
     bool patient;
 } cr__wait;
 
@@ -176,5 +176,9 @@ bool cr__wait_turn(cr__pubsub *ps, const char *channel, const cr__handoff *h,
  * `now`. A hint beyond the deadline ends it at once: waiting could not
  * help. The blocking and the asynchronous acquisitions both follow it. */
 bool cr__wait_poll(cr__wait *w, int64_t now, int64_t *sleep_ms);
+
+/* cr__wait_poll_begin: such a wait of wait_ms for client `c`, at `now`. */
+void cr__wait_poll_begin(cr__wait *w, cr_client *c, int64_t wait_ms,
+                         int64_t now);
 
 #endif
