@@ -49,7 +49,6 @@
 #include "slot.h"
 #include "topology.h"
 
-#define LINGER_MS 250
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 #define PING_AFTER_MS 5000
@@ -137,17 +136,15 @@ struct asub {
     char *channel;
     cr__decode_fn decode;
     int refs;
-    int64_t tokens;
+    cr__tally tally;          /* what its messages left: tokens, counts */
     bool confirmed;
     bool sent;                /* SUBSCRIBE is the last command sent for it */
     int inflight;
     alink *link;
     cr__asleeper *sleepers;   /* by ticket */
     cr__asleeper *confirming; /* waiting for the confirmation */
-    uint64_t confirms, messages, counted;
-    int64_t counted_at;
+    uint64_t confirms;
     uint64_t open_pongs;      /* the link's PONGs when an opening message came */
-    cr__kept kept;            /* the last kept message (cr__wake) */
     int64_t idle_since;
     unsigned resets;
 };
@@ -911,7 +908,7 @@ link_fail(alink *l, cr_status rc, const char *why)
         /* Waiters look again: a message may have been lost. */
         HASH_ITER(hh, io->subs, x, tmp)
             if (x->link == l) {
-                x->tokens = x->refs;
+                x->tally.tokens = x->refs;
                 wake_token_holders(io, x);
             }
     }
@@ -1194,9 +1191,11 @@ handle_reply(alink *l, cr__reply *r)
 
     switch (e.kind) {
     case E_ROLE:
-        l->replicas = r->type == CR__REPLY_ARRAY && r->elements >= 3 &&
-                              r->element[2]->type == CR__REPLY_ARRAY
-                          ? (int64_t)r->element[2]->elements : 0;
+        /* A ROLE that cannot count (refused: logged) leaves no replicas to
+         * wait for; the next need asks again. */
+        if (cr__replicas_of(r, l->host, &io->client->log, &l->replicas) !=
+            CR_OK)
+            l->replicas = 0;
         l->replicas_at = cr__now_ms();
         cr__reply_free(r);
         return;
@@ -1208,15 +1207,7 @@ handle_reply(alink *l, cr__reply *r)
         /* It holds the reply of the script before it (else nobody waits
          * for it). */
         if (e.held != NULL) {
-            if (r->type == CR__REPLY_ERROR) {
-                rc = cr__reply_status(r->str);
-                cmd.sync = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc,
-                                    "replica sync is on but %s refused WAIT: "
-                                    "%s", l->host, r->str);
-            } else if (r->type != CR__REPLY_INTEGER || r->integer == 0) {
-                cmd.sync = cr__fail(CR_EIO, "no replica acknowledged within "
-                                    "the sync timeout (master %s)", l->host);
-            }
+            cmd.sync = cr__replica_sync_of(r, l->host, &io->client->log);
             deliver(&e, CR_OK, e.held, &cmd);
         }
         cr__reply_free(r);
@@ -1694,10 +1685,10 @@ unlink_sleeper(cr__aio *io, cr__asleeper *w)
 static void
 wake_token_holders(cr__aio *io, asub *s)
 {
-    while (s->tokens > 0 && s->sleepers != NULL) {
+    while (s->tally.tokens > 0 && s->sleepers != NULL) {
         cr__asleeper *w = s->sleepers;
 
-        s->tokens--;
+        s->tally.tokens--;
         s->sleepers = w->next;
         w->next = NULL;
         cr__aio_cancel_timer(io, &w->timer);
@@ -1772,18 +1763,8 @@ handle_sub_reply(alink *l, const cr__reply *r)
         cr__wake w = s->decode(r->element[2]->str, r->element[2]->len);
 
         CR__STAT_ADD(&io->client->run.stats, messages, 1);
-        s->messages++;
-        if (w.wakes >= s->refs)
-            s->tokens = s->refs;
-        else if (w.wakes > 0)
-            s->tokens += w.wakes;
-        if (s->tokens > s->refs)
-            s->tokens = s->refs;
-        if (w.counted) {
-            s->counted++;
-            s->counted_at = cr__now_us();
-        }
-        cr__kept_note(&s->kept, w, r->element[2]->str, r->element[2]->len);
+        cr__tally_message(&s->tally, s->refs, w, r->element[2]->str,
+                          r->element[2]->len, cr__now_us());
         if (w.opens) {
             cr__asleeper *x;
 
@@ -1804,7 +1785,7 @@ handle_sub_reply(alink *l, const cr__reply *r)
             s->confirms++;
             sub_confirmed(io, s, CR_OK);
             /* Waiters look again: they may have missed a message. */
-            s->tokens = s->refs;
+            s->tally.tokens = s->refs;
             wake_token_holders(io, s);
         }
         if (!s->sent)
@@ -1812,7 +1793,7 @@ handle_sub_reply(alink *l, const cr__reply *r)
     }
 }
 
-/* Unsubscribes what nobody uses for LINGER_MS. */
+/* Unsubscribes what nobody used for CR__LINGER_MS. */
 static void
 linger(void *arg)
 {
@@ -1823,7 +1804,7 @@ linger(void *arg)
     HASH_ITER(hh, io->subs, s, tmp) {
         if (s->refs > 0 || s->idle_since == 0)
             continue;
-        if (now - s->idle_since >= LINGER_MS) {
+        if (cr__linger_over(s->idle_since, now, &next)) {
             if (s->sent && s->link != NULL && s->link->state == L_UP)
                 sub_send(s->link, s, false);
             if (s->link != NULL)
@@ -1831,8 +1812,6 @@ linger(void *arg)
             HASH_DEL(io->subs, s);
             free(s->channel);
             free(s);
-        } else if (next < 0 || s->idle_since + LINGER_MS < next) {
-            next = s->idle_since + LINGER_MS;
         }
     }
     if (next >= 0)
@@ -1956,8 +1935,8 @@ cr__aio_sleep(cr__aio *io, void *sub, int64_t ms, const cr__fence *fence,
         w->ticket = ++io->tickets;
     w->sub = s;
     w->opened = false;
-    if (s->tokens > 0 && s->sleepers == NULL) {
-        s->tokens--;
+    if (s->tally.tokens > 0 && s->sleepers == NULL) {
+        s->tally.tokens--;
         cr__aio_after(io, &w->timer, 0, sleeper_fire, w);
         return;
     }
@@ -1994,10 +1973,10 @@ aio_waiters(void *ctx, const char *channel, cr__sub_seen *seen,
     if (mark != NULL) {
         mark->id = (uint64_t)(uintptr_t)s;
         mark->confirms = s->confirms;
-        mark->messages = s->messages;
+        mark->messages = s->tally.messages;
     }
-    seen->counted = s->counted;
-    seen->counted_at_us = s->counted_at;
+    seen->counted = s->tally.counted;
+    seen->counted_at_us = s->tally.counted_at_us;
     return seen->waiters = s->refs;
 }
 
@@ -2015,7 +1994,7 @@ aio_quiet_since(void *ctx, void *sub, const cr__sub_mark *m)
 
     (void)ctx;
     return s != NULL && m->id == (uint64_t)(uintptr_t)s && s->confirmed &&
-           s->confirms == m->confirms && s->messages == m->messages;
+           s->confirms == m->confirms && s->tally.messages == m->messages;
 }
 
 static bool
@@ -2024,7 +2003,7 @@ aio_heard(void *ctx, void *sub, const char *payload, size_t len)
     asub *s = sub;
 
     (void)ctx;
-    return s != NULL && cr__kept_is(&s->kept, payload, len);
+    return s != NULL && cr__kept_is(&s->tally.kept, payload, len);
 }
 
 static void
@@ -2043,10 +2022,10 @@ aio_unsubscribe(void *ctx, void *sub)
 
     if (s == NULL || --s->refs > 0)
         return;
-    s->tokens = 0;
+    s->tally.tokens = 0;
     s->idle_since = cr__now_ms();
     if (io->linger.index == 0)
-        cr__aio_after(io, &io->linger, LINGER_MS, linger, io);
+        cr__aio_after(io, &io->linger, CR__LINGER_MS, linger, io);
 }
 
 const cr__wait_subs cr__aio_subs = {

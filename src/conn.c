@@ -123,6 +123,55 @@ wait_failed(const cr__conn *c, int waited, const char *what)
 /* --------------------------------------------------------------- errors */
 
 cr_status
+cr__replicas_of(const cr__reply *r, const char *peer, const cr__logger *log,
+                int64_t *n)
+{
+    cr_status rc;
+
+    if (r->type == CR__REPLY_ERROR) {
+        rc = cr__reply_status(r->str);
+        rc = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc, "replica sync is on "
+                      "but %s refused ROLE, which counts the replicas to WAIT "
+                      "for: %s", peer, r->str);
+        cr__log(log, CR_LOG_ERROR, "%s", cr_last_error());
+        return rc;
+    }
+    if (r->type == CR__REPLY_ARRAY && r->elements >= 3 &&
+        r->element[2]->type == CR__REPLY_ARRAY) {
+        *n = (int64_t)r->element[2]->elements;
+        return CR_OK;
+    }
+    if (r->type == CR__REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == CR__REPLY_STRING) {
+        *n = 0; /* a replica's ROLE: READONLY follows the command */
+        return CR_OK;
+    }
+    rc = cr__fail(CR_EIO, "ROLE on %s answered no role: the replies on the "
+                  "link are out of step", peer);
+    cr__log(log, CR_LOG_ERROR, "%s", cr_last_error());
+    return rc;
+}
+
+cr_status
+cr__replica_sync_of(const cr__reply *r, const char *peer,
+                    const cr__logger *log)
+{
+    cr_status rc;
+
+    if (r->type == CR__REPLY_ERROR) {
+        rc = cr__reply_status(r->str);
+        rc = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc, "replica sync is on "
+                      "but %s refused WAIT: %s", peer, r->str);
+        cr__log(log, CR_LOG_ERROR, "%s", cr_last_error());
+        return rc;
+    }
+    if (r->type != CR__REPLY_INTEGER || r->integer == 0)
+        return cr__fail(CR_EIO, "no replica acknowledged within the sync "
+                        "timeout (master %s)", peer);
+    return CR_OK;
+}
+
+cr_status
 cr__reply_status(const char *err)
 {
     static const struct {

@@ -125,6 +125,22 @@ int cr__wait_fd(int fd, short events, int abort_fd, int64_t deadline);
  * CR_ESERVER. Every rule of what an error means lives here. */
 cr_status cr__reply_status(const char *err);
 
+/* The replica-sync check's replies, read the same by the blocking pools
+ * (transport.c) and the loop's links (aio.c), a refusal logged at error
+ * to `log` (the check cannot work there):
+ * cr__replicas_of: a ROLE reply before a command to be followed by WAIT:
+ * CR_OK with the master's replica count in *n (a replica's ROLE: 0, as
+ * READONLY follows the command); a refusal (CR_ECONFIG, or the refusal's
+ * own status); CR_EIO for a reply that is no role at all (the replies on
+ * the link are out of step).
+ * cr__replica_sync_of: a WAIT reply: CR_OK when a replica acknowledged;
+ * CR_EIO when none did within the sync timeout (Redisson's "None of slaves
+ * were synced"); a refusal as above. The reason is in cr_last_error(). */
+cr_status cr__replicas_of(const cr__reply *r, const char *peer,
+                          const cr__logger *log, int64_t *n);
+cr_status cr__replica_sync_of(const cr__reply *r, const char *peer,
+                              const cr__logger *log);
+
 /* cr__status_is_final: whether no retry can mend `rc` (authentication,
  * permission, configuration, TLS): waits end at once on it. */
 bool cr__status_is_final(cr_status rc);

@@ -44,7 +44,6 @@ enum { SENT_NONE, SENT_SUB, SENT_UNSUB };
  * not pay a SUBSCRIBE and an UNSUBSCRIBE round trip for each contended
  * wait. It ends at the dispatcher's next round after that (at most a
  * second later while a link is up), which a release does not wake. */
-#define LINGER_MS 250
 
 /* A thread in cr__sub_wait. An entry's waiters queue by ticket (the
  * order of their first wait) and its wake tokens go to the first: with p
@@ -67,7 +66,7 @@ struct cr__sub {
     char *channel;
     cr__decode_fn decode;
     int refs;
-    int64_t tokens;
+    cr__tally tally; /* what its messages left: tokens, counts, kept */
     int last_sent;
     int inflight;
     bool confirmed;
@@ -80,12 +79,8 @@ struct cr__sub {
     unsigned slot; /* the channel's cluster slot */
     unsigned resets;  /* times its subscription was lost (reset_sub) */
     uint64_t confirms; /* times the server confirmed it */
-    uint64_t messages; /* messages read on it, whatever they said */
-    uint64_t counted; /* counted messages read, lingering or not */
-    int64_t counted_at_us; /* when the last of them was read (monotonic) */
     struct yielder *yielders; /* threads in cr__pubsub_await_count */
     uint64_t open_pongs; /* the link's PONGs when an opening message came */
-    cr__kept kept; /* the last kept message (cr__wake) */
     struct cr__sub *next_dirty;
     waiter *waiting;           /* threads in cr__sub_wait, by ticket */
     uint64_t tickets;          /* tickets handed out */
@@ -143,12 +138,12 @@ wake_yielders(cr__sub *s, bool all)
     yielder *y;
 
     for (y = s->yielders; y != NULL; y = y->next)
-        if (all || s->counted >= y->target)
+        if (all || s->tally.counted >= y->target)
             pthread_cond_signal(&y->cv);
 }
 
 /* Wakes the waiters of `s` that may take a wake token (the oldest
- * s->tokens), but not `self`, which reads the link and finds its own;
+ * s->tally.tokens), but not `self`, which reads the link and finds its own;
  * mu held. */
 static void
 wake_token_holders(cr__sub *s, const waiter *self)
@@ -156,20 +151,20 @@ wake_token_holders(cr__sub *s, const waiter *self)
     waiter *w;
     int64_t i = 0;
 
-    for (w = s->waiting; w != NULL && i < s->tokens; w = w->next, i++)
+    for (w = s->waiting; w != NULL && i < s->tally.tokens; w = w->next, i++)
         if (w != self)
             pthread_cond_signal(&w->cv);
 }
 
 /* Whether waiter `w` of `s` may take a wake token: one of the oldest
- * s->tokens; mu held. */
+ * s->tally.tokens; mu held. */
 static bool
 has_token(const cr__sub *s, const waiter *w)
 {
     const waiter *o;
     int64_t i = 0;
 
-    for (o = s->waiting; o != NULL && i < s->tokens; o = o->next, i++)
+    for (o = s->waiting; o != NULL && i < s->tally.tokens; o = o->next, i++)
         if (o == w)
             return true;
     return false;
@@ -179,7 +174,7 @@ has_token(const cr__sub *s, const waiter *w)
 static void
 wake_all(cr__sub *s)
 {
-    s->tokens = s->refs; /* each waiter holds a reference */
+    s->tally.tokens = s->refs; /* each waiter holds a reference */
     wake_token_holders(s, NULL);
 }
 
@@ -298,12 +293,12 @@ cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *s)
         return;
     pthread_mutex_lock(&ps->lk.mu);
     if (--s->refs == 0) {
-        s->tokens = 0;
+        s->tally.tokens = 0;
         if (s->last_sent == SENT_SUB && s->confirmed) {
             /* Linger; the dispatcher unsubscribes when it expires. */
             s->idle_since = cr__now_ms();
             if (ps->linger_due == 0) {
-                ps->linger_due = s->idle_since + LINGER_MS;
+                ps->linger_due = s->idle_since + CR__LINGER_MS;
                 if (ps->lk.round_due < 0)
                     cr__links_poke(&ps->lk);
             }
@@ -311,8 +306,8 @@ cr__pubsub_unsubscribe(cr__pubsub *ps, cr__sub *s)
             mark_dirty(ps, s);
             cr__links_poke(&ps->lk);
         }
-    } else if (s->tokens > s->refs) {
-        s->tokens = s->refs;
+    } else if (s->tally.tokens > s->refs) {
+        s->tally.tokens = s->refs;
     }
     pthread_mutex_unlock(&ps->lk.mu);
 }
@@ -343,7 +338,7 @@ cr__sub_wait(cr__pubsub *ps, cr__sub *s, int64_t timeout_ms,
     } else if (s->refused != CR_OK) {
         rc = cr__fail(s->refused, "%s", s->refused_why);
     } else if (has_token(s, &me)) {
-        s->tokens--;
+        s->tally.tokens--;
         rc = CR_OK;
     }
     if (f != NULL)
@@ -364,7 +359,7 @@ cr__sub_heard(cr__pubsub *ps, cr__sub *s, const char *payload, size_t len)
     bool heard;
 
     pthread_mutex_lock(&ps->lk.mu);
-    heard = cr__kept_is(&s->kept, payload, len);
+    heard = cr__kept_is(&s->tally.kept, payload, len);
     pthread_mutex_unlock(&ps->lk.mu);
     return heard;
 }
@@ -403,7 +398,7 @@ cr__sub_quiet_since(cr__pubsub *ps, cr__sub *s, const cr__sub_mark *m)
 
     pthread_mutex_lock(&ps->lk.mu);
     quiet = m->id != 0 && m->id == s->id && s->confirmed &&
-            s->confirms == m->confirms && s->messages == m->messages;
+            s->confirms == m->confirms && s->tally.messages == m->messages;
     pthread_mutex_unlock(&ps->lk.mu);
     return quiet;
 }
@@ -426,12 +421,12 @@ cr__pubsub_waiters(cr__pubsub *ps, const char *channel, cr__sub_seen *seen,
 
         for (n = s->refs, y = s->yielders; y != NULL; y = y->next)
             n--; /* they hold a reference but do not wait for the lock */
-        seen->counted = s->counted;
-        seen->counted_at_us = s->counted_at_us;
+        seen->counted = s->tally.counted;
+        seen->counted_at_us = s->tally.counted_at_us;
         if (mark != NULL) {
             mark->id = s->id;
             mark->confirms = s->confirms;
-            mark->messages = s->messages;
+            mark->messages = s->tally.messages;
         }
     }
     pthread_mutex_unlock(&ps->lk.mu);
@@ -458,14 +453,14 @@ cr__pubsub_await_count(cr__pubsub *ps, const char *channel,
     /* A reference keeps the subscription (and its count) alive. */
     if (s->refs++ == 0)
         s->idle_since = 0;
-    first = s->counted;
+    first = s->tally.counted;
     me.target = target;
     cond_init_monotonic(&me.cv);
     me.next = s->yielders;
     s->yielders = &me;
-    while (s->counted < target && s->confirmed && !ps->closing) {
-        int64_t last = s->counted_at_us / 1000, until;
-        uint64_t before = s->counted;
+    while (s->tally.counted < target && s->confirmed && !ps->closing) {
+        int64_t last = s->tally.counted_at_us / 1000, until;
+        uint64_t before = s->tally.counted;
         uint64_t n = before - first < 2 ? 1 : target - before;
         bool in_time;
 
@@ -478,7 +473,7 @@ cr__pubsub_await_count(cr__pubsub *ps, const char *channel,
         until = (last > start ? last : start) + quiet_ms * (int64_t)n;
         in_time = await_link(ps, s, &me.cv, NULL, n,
                              until < deadline_ms ? until : deadline_ms);
-        if (!in_time && (s->counted == before || cr__now_ms() >= deadline_ms))
+        if (!in_time && (s->tally.counted == before || cr__now_ms() >= deadline_ms))
             break;
     }
     for (link = &s->yielders; *link != &me; link = &(*link)->next)
@@ -624,6 +619,34 @@ reconcile(cr__pubsub *ps, int *bad)
     return true;
 }
 
+void
+cr__tally_message(cr__tally *t, int refs, cr__wake w, const char *payload,
+                  size_t len, int64_t now_us)
+{
+    t->messages++;
+    if (w.wakes >= refs)
+        t->tokens = refs;
+    else if (w.wakes > 0)
+        t->tokens += w.wakes;
+    if (t->tokens > refs)
+        t->tokens = refs;
+    if (w.counted) {
+        t->counted++;
+        t->counted_at_us = now_us;
+    }
+    cr__kept_note(&t->kept, w, payload, len);
+}
+
+bool
+cr__linger_over(int64_t idle_since, int64_t now, int64_t *next)
+{
+    if (now - idle_since >= CR__LINGER_MS)
+        return true;
+    if (*next < 0 || idle_since + CR__LINGER_MS < *next)
+        *next = idle_since + CR__LINGER_MS;
+    return false;
+}
+
 /* Turns a message's payload read on link `link` into wake tokens as the
  * channel's decoder says; `self`: the waiter reading the link. */
 static void
@@ -632,21 +655,11 @@ deliver(cr__pubsub *ps, int link, cr__sub *s, const char *payload,
 {
     cr__wake w = s->decode(payload, len);
 
-    s->messages++;
-    if (w.wakes >= s->refs)
-        s->tokens = s->refs;
-    else if (w.wakes > 0)
-        s->tokens += w.wakes;
-    if (w.counted) {
-        s->counted++;
-        s->counted_at_us = cr__now_us();
+    cr__tally_message(&s->tally, s->refs, w, payload, len, cr__now_us());
+    if (w.counted)
         wake_yielders(s, false);
-    }
     if (w.opens)
         s->open_pongs = cr__link_pongs(&ps->lk, link);
-    cr__kept_note(&s->kept, w, payload, len);
-    if (s->tokens > s->refs)
-        s->tokens = s->refs;
     /* The first in line, one per token, wake; the waiter reading the
      * link takes its own without a wake-up. */
     wake_token_holders(s, self);
@@ -748,21 +761,19 @@ static void
 expire_lingering(cr__pubsub *ps, int64_t now)
 {
     cr__sub *s, *tmp;
+    int64_t next = -1;
 
     if (ps->linger_due == 0 || now < ps->linger_due)
         return;
-    ps->linger_due = 0;
     HASH_ITER(hh, ps->subs, s, tmp) {
         if (s->refs > 0 || s->idle_since == 0)
             continue;
-        if (now - s->idle_since >= LINGER_MS) {
+        if (cr__linger_over(s->idle_since, now, &next)) {
             s->idle_since = 0;
             mark_dirty(ps, s);
-        } else if (ps->linger_due == 0 ||
-                   s->idle_since + LINGER_MS < ps->linger_due) {
-            ps->linger_due = s->idle_since + LINGER_MS;
         }
     }
+    ps->linger_due = next < 0 ? 0 : next;
 }
 
 /* The callbacks of cr__link_ops; mu held. */

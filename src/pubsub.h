@@ -63,6 +63,34 @@ cr__kept_is(const cr__kept *k, const char *payload, size_t len)
     return len > 0 && k->len == len && memcmp(k->payload, payload, len) == 0;
 }
 
+/* What a subscription's messages left on it, kept the same way by the
+ * client's subscriptions (pubsub.c) and the event loop's (aio.c), and
+ * changed by cr__tally_message alone (and, for the tokens, the waiters
+ * that take them). */
+typedef struct cr__tally {
+    int64_t tokens;        /* wake tokens: that many of the first waiters
+                            * in line may each take one; never more than
+                            * the subscription's references */
+    uint64_t messages;     /* messages read, whatever they said */
+    uint64_t counted;      /* counted messages (releases) read */
+    int64_t counted_at_us; /* when the last of them was read (monotonic) */
+    cr__kept kept;         /* the last kept message */
+} cr__tally;
+
+/* cr__tally_message: message `payload`, which the channel's decoder read
+ * as `w`, read at now_us on a subscription with `refs` references (its
+ * waiters): its wake tokens, counts and kept message. */
+void cr__tally_message(cr__tally *t, int refs, cr__wake w, const char *payload,
+                       size_t len, int64_t now_us);
+
+/* How long a subscription nobody uses any more stays (a waiter that comes
+ * back soon finds it in place), and the rule of the sweep that drops it:
+ * cr__linger_over is true when one idle since idle_since has lingered long
+ * enough by `now`; else *next (-1: none yet) gets the earliest time one
+ * is due. */
+#define CR__LINGER_MS 250
+bool cr__linger_over(int64_t idle_since, int64_t now, int64_t *next);
+
 typedef cr__wake (*cr__decode_fn)(const char *payload, size_t len);
 
 typedef struct cr__pubsub cr__pubsub;

@@ -273,6 +273,7 @@ count_replicas(cr__pool *p, conn *c, int64_t deadline)
     const char *argv[1] = {"ROLE"};
     cr__reply *r = NULL;
     unsigned deferred = c->discard;
+    int64_t replicas = 0;
     cr_status rc;
 
     /* The replies of unlock latch DELs sent before come first: an
@@ -288,24 +289,11 @@ count_replicas(cr__pool *p, conn *c, int64_t deadline)
             drop_conn(p, c);
         return rc;
     }
-    if (r->type == CR__REPLY_ERROR) {
-        rc = cr__reply_status(r->str);
-        rc = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc, "replica sync is on "
-                      "but %s refused ROLE, which counts the replicas to WAIT "
-                      "for: %s", cr__conn_peer(c->ctx), r->str);
-        cr__log(p->cfg->log, CR_LOG_ERROR, "%s", cr_last_error());
-    } else if (r->type == CR__REPLY_ARRAY && r->elements >= 3 &&
-               r->element[2]->type == CR__REPLY_ARRAY) {
-        c->replicas = (long long)r->element[2]->elements;
+    rc = cr__replicas_of(r, cr__conn_peer(c->ctx), p->cfg->log, &replicas);
+    if (rc == CR_OK) {
+        c->replicas = replicas;
         c->replicas_at = cr__now_ms();
-    } else if (r->type == CR__REPLY_ARRAY && r->elements > 0 &&
-               r->element[0]->type == CR__REPLY_STRING) {
-        c->replicas = 0; /* a replica's ROLE: READONLY follows the command */
-        c->replicas_at = cr__now_ms();
-    } else {
-        rc = cr__fail(CR_EIO, "ROLE on %s answered no role: the replies on "
-                      "the link are out of step", cr__conn_peer(c->ctx));
-        cr__log(p->cfg->log, CR_LOG_ERROR, "%s", cr_last_error());
+    } else if (rc == CR_EIO) {
         drop_conn(p, c);
     }
     cr__reply_free(r);
@@ -333,17 +321,7 @@ wait_replicas(cr__pool *p, conn *c, cr__cmd *cmd)
         drop_conn(p, c);
         return rc;
     }
-    if (r->type == CR__REPLY_ERROR) {
-        rc = cr__reply_status(r->str);
-        cmd->sync = cr__fail(rc == CR_ESERVER ? CR_ECONFIG : rc,
-                               "replica sync is on but %s refused WAIT: %s",
-                               cr__conn_peer(c->ctx), r->str);
-        cr__log(p->cfg->log, CR_LOG_ERROR, "%s", cr_last_error());
-    } else if (r->type != CR__REPLY_INTEGER || r->integer == 0) {
-        cmd->sync = cr__fail(CR_EIO, "no replica acknowledged within the "
-                               "sync timeout (master %s)",
-                               cr__conn_peer(c->ctx));
-    }
+    cmd->sync = cr__replica_sync_of(r, cr__conn_peer(c->ctx), p->cfg->log);
     cr__reply_free(r);
     return CR_OK;
 }
