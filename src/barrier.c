@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "barriers.h"
+#include "barrier.h"
 #include "request.h"
 
 #define BARRIER_MAGIC 0x43524252u /* "CRBR" */
@@ -53,7 +53,7 @@
 #define ANSWER_BROKE_IT 3      /* barrier_leave.lua */
 #define ANSWER_GONE 4
 
-static void free_own(void *obj);
+static void free_parts(void *obj);
 
 struct cr_barrier {
     CR__OBJECT_FIELDS
@@ -65,17 +65,70 @@ struct cr_barrier {
                                * joins: the last released + 1 */
 };
 
-/* The guard of every call. */
-cr_status
-cr__barrier_enter(const cr_barrier *b, cr__op *op)
+/* The await in halves, script calls and the reading of their replies, so
+ * that the blocking call and the loop's request send the same
+ * (doc/coordination.md has the protocol):
+ *
+ * party_begin: a party of `b` whose owner id is `owner_id` (a thread's, or
+ * an asynchronous request's), leased for the client's watchdog timeout,
+ * listening first to the channel of the generation the handle expects.
+ * wait_spec: the wait of party p for wait_ms, on the channel of the
+ * generation it expects (once arrived: the one it joined). wait_left:
+ * what is left at `now` of wait w (-1: no limit), for a new wait after an
+ * arrival that joined a generation of the other parity
+ * (CR__BARRIER_AGAIN). must_leave: a wait that ended with rc leaves (an
+ * arrived party without an outcome). decode_message: what the channels'
+ * messages mean (0:<g>:<since>: generation g completed, kept; 1: broken,
+ * reset, deleted; both wake every waiter).
+ *
+ * The arrival (reply: CR_BUSY waiting, with the hint; CR_OK this arrival
+ * completed the round; CR__BARRIER_AGAIN it joined a generation of the
+ * other parity, waiting; CR_EBROKEN; CR_EINVAL other parties...), a look
+ * (which renews the party's lease and breaks the round when another's has
+ * lapsed: CR_BUSY with the hint, CR_OK completed, CR_EBROKEN...), the
+ * quick look of a wake-up before the look is due (HMGET: argv and its
+ * `field` buffer; reply: CR_OK, CR_EBROKEN, CR_BUSY with the time left to
+ * the look as the hint, or *look set: the look is due now), and the leave
+ * of a wait that ended without an outcome `rc` (the message `why`; the
+ * await's status from its reply, `left` being how the call went: CR_OK
+ * when the round completed first, CR_EBROKEN when it was broken first,
+ * CR_TIMEOUT for a wait that ran out, rc CR_BUSY, else rc: the round is
+ * broken; only for an arrived party). Replies are freed; rc is how the
+ * call went. leave_later: the leave in the background, one try, for an
+ * arrived party whose await ended without it (a request whose bound
+ * passed or whose handle was freed). await_ended: the handle expects the
+ * next generation after the party's. */
+static void party_begin(cr__barrier_party *p, cr_barrier *b,
+                        int64_t owner_id);
+static void wait_spec(cr__barrier_party *p, int64_t wait_ms,
+                      cr__wait_spec *spec);
+static int64_t wait_left(const cr__wait *w, int64_t now);
+static bool must_leave(const cr__barrier_party *p, cr_status rc);
+static cr__wake decode_message(const char *payload, size_t len);
+static cr_status arrive_call(const cr__barrier_party *p,
+                             cr__script_call *call);
+static cr_status arrive_reply(cr__barrier_party *p, cr_status rc,
+                              cr__reply *r, int64_t *hint);
+static cr_status look_call(const cr__barrier_party *p, cr__script_call *call);
+static cr_status look_reply(cr__barrier_party *p, cr_status rc, cr__reply *r,
+                            int64_t *hint);
+static void quick_argv(const cr__barrier_party *p, const char *argv[4],
+                       char field[32]);
+static cr_status quick_reply(cr__barrier_party *p, cr_status rc, cr__reply *r,
+                             int64_t *hint, bool *look);
+static cr_status leave_call(const cr__barrier_party *p,
+                            cr__script_call *call);
+static cr_status leave_reply(const cr__barrier_party *p, cr_status rc,
+                             const char *why, cr_status left, cr__reply *r);
+static void leave_later(const cr__barrier_party *p);
+static void await_ended(const cr__barrier_party *p);
+
+/* The guard of every call (*op: the call's operation; end it with
+ * cr__object_leave). */
+static cr_status
+enter(const cr_barrier *b, cr__op *op)
 {
     return cr__object_enter(b, BARRIER_MAGIC, "barrier", op);
-}
-
-static cr_status
-enter(cr_barrier *b, cr__op *op)
-{
-    return cr__barrier_enter(b, op);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -105,7 +158,7 @@ cr_barrier_new(cr_client *c, const char *name, int64_t parties,
         free(base);
     }
     if (b->arrivals == NULL || b->channel[0] == NULL || b->channel[1] == NULL) {
-        cr__object_free(b, free_own);
+        cr__object_free(b, free_parts);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
     *out = b;
@@ -114,7 +167,7 @@ cr_barrier_new(cr_client *c, const char *name, int64_t parties,
 
 /* Frees what the handle owns beside its names. */
 static void
-free_own(void *obj)
+free_parts(void *obj)
 {
     cr_barrier *b = obj;
 
@@ -128,7 +181,7 @@ cr_barrier_free(cr_barrier *b)
 {
     if (b == NULL || b->magic != BARRIER_MAGIC)
         return;
-    cr__object_free(b, free_own);
+    cr__object_free(b, free_parts);
 }
 
 const char *
@@ -142,8 +195,8 @@ cr_barrier_name(const cr_barrier *b)
 /* The barrier's messages: 0:<g>:<since> (generation g completed, kept:
  * see cr__barrier_next) and 1 (broken, reset, deleted) wake every waiter,
  * as does the bare 0 an older credisson publishes for a completion. */
-cr__wake
-cr__barrier_decode(const char *payload, size_t len)
+static cr__wake
+decode_message(const char *payload, size_t len)
 {
     int64_t n;
 
@@ -180,17 +233,12 @@ cr__barrier_next(const cr__barrier_party *p, const cr__wait *w, int64_t now)
     return now < p->look_due ? CR__BARRIER_QUICK : CR__BARRIER_LOOK;
 }
 
-const char *
-cr__barrier_channel(const cr_barrier *b, int parity)
-{
-    return b->channel[parity & 1];
-}
 
 /* One await under way. */
 typedef cr__barrier_party await_ctx;
 
-void
-cr__barrier_party_begin(cr__barrier_party *p, cr_barrier *b, int64_t owner_id)
+static void
+party_begin(cr__barrier_party *p, cr_barrier *b, int64_t owner_id)
 {
     memset(p, 0, sizeof(*p));
     p->barrier = b;
@@ -199,8 +247,8 @@ cr__barrier_party_begin(cr__barrier_party *p, cr_barrier *b, int64_t owner_id)
     p->parity = (int)(atomic_load(&b->next) % 2);
 }
 
-void
-cr__barrier_ended(const cr__barrier_party *p)
+static void
+await_ended(const cr__barrier_party *p)
 {
     if (p->arrived)
         atomic_store(&p->barrier->next, p->generation + 1);
@@ -241,8 +289,8 @@ hint_of(await_ctx *a, int64_t lapse_ms)
     return hint;
 }
 
-cr_status
-cr__barrier_arrive_call(const cr__barrier_party *a, cr__script_call *call)
+static cr_status
+arrive_call(const cr__barrier_party *a, cr__script_call *call)
 {
     const cr_barrier *b = a->barrier;
 
@@ -279,7 +327,7 @@ arrival_answer(await_ctx *a, cr_status rc, cr__reply *r, int64_t *hint)
     case ANSWER_COMPLETED:
         if (n != 3)
             break;
-        a->arrived = true; /* for cr__barrier_ended: the next round */
+        a->arrived = true; /* for await_ended: the next round */
         a->generation = v[1];
         a->index = v[2];
         return CR_OK;
@@ -295,8 +343,8 @@ arrival_answer(await_ctx *a, cr_status rc, cr__reply *r, int64_t *hint)
                     b->name, (long long)v[0]);
 }
 
-cr_status
-cr__barrier_arrive_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
+static cr_status
+arrive_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
                          int64_t *hint)
 {
     rc = arrival_answer(a, rc, r, hint);
@@ -305,8 +353,8 @@ cr__barrier_arrive_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
     return rc;
 }
 
-cr_status
-cr__barrier_look_call(const cr__barrier_party *a, cr__script_call *call)
+static cr_status
+look_call(const cr__barrier_party *a, cr__script_call *call)
 {
     const cr_barrier *b = a->barrier;
 
@@ -322,8 +370,8 @@ cr__barrier_look_call(const cr__barrier_party *a, cr__script_call *call)
 
 /* A look while waiting: CR_BUSY (waiting, with the hint), CR_OK
  * (completed), CR_EBROKEN... */
-cr_status
-cr__barrier_look_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
+static cr_status
+look_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
                        int64_t *hint)
 {
     cr_barrier *b = a->barrier;
@@ -360,16 +408,16 @@ look(const cr__op *op, await_ctx *a, int64_t *hint)
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    cr_status rc = cr__barrier_look_call(a, &call);
+    cr_status rc = look_call(a, &call);
 
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__barrier_look_reply(a, rc, r, hint);
+    return look_reply(a, rc, r, hint);
 }
 
-void
-cr__barrier_quick_argv(const cr__barrier_party *a, const char *argv[4],
+static void
+quick_argv(const cr__barrier_party *a, const char *argv[4],
                        char field[32])
 {
     snprintf(field, 32, "o:%lld", (long long)a->generation);
@@ -384,8 +432,8 @@ cr__barrier_quick_argv(const cr__barrier_party *a, const char *argv[4],
  * generation), cheaper for the server than a look. CR_OK (completed),
  * CR_EBROKEN, or CR_BUSY with the time left to the look as the hint; a
  * generation gone or moved on without an outcome asks for the look now. */
-cr_status
-cr__barrier_quick_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
+static cr_status
+quick_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
                         int64_t *hint, bool *look_now)
 {
     cr_barrier *b = a->barrier;
@@ -431,9 +479,9 @@ quick_look(const cr__op *op, await_ctx *a, int64_t *hint)
     bool look_now = false;
     cr_status rc;
 
-    cr__barrier_quick_argv(a, argv, field);
+    quick_argv(a, argv, field);
     rc = cr__command_retry(op, 4, argv, NULL, &r);
-    rc = cr__barrier_quick_reply(a, rc, r, hint, &look_now);
+    rc = quick_reply(a, rc, r, hint, &look_now);
     return look_now ? look(op, a, hint) : rc;
 }
 
@@ -449,7 +497,7 @@ quick_look(const cr__op *op, await_ctx *a, int64_t *hint)
  * generation of the other parity ends the wait (CR__BARRIER_AGAIN) and a
  * new one begins on the right channel. */
 static cr_status
-attempt(const cr__op *op, await_ctx *a, const cr__wait *w, int64_t *hint)
+try_once(const cr__op *op, await_ctx *a, const cr__wait *w, int64_t *hint)
 {
     cr_status rc;
 
@@ -460,11 +508,11 @@ attempt(const cr__op *op, await_ctx *a, const cr__wait *w, int64_t *hint)
         cr__cmd cmd = {.flags = CR__CMD_RETRY};
         cr__reply *r = NULL;
 
-        rc = cr__barrier_arrive_call(a, &call);
+        rc = arrive_call(a, &call);
         if (rc == CR_OK)
             rc = cr__script_call_run(op, &cmd, &call, &r);
         cr__script_call_free(&call);
-        return cr__barrier_arrive_reply(a, rc, r, hint);
+        return arrive_reply(a, rc, r, hint);
     }
     case CR__BARRIER_HEARD:
         return CR_OK;
@@ -475,8 +523,8 @@ attempt(const cr__op *op, await_ctx *a, const cr__wait *w, int64_t *hint)
     }
 }
 
-cr_status
-cr__barrier_leave_call(const cr__barrier_party *a, cr__script_call *call)
+static cr_status
+leave_call(const cr__barrier_party *a, cr__script_call *call)
 {
     const cr_barrier *b = a->barrier;
 
@@ -489,8 +537,8 @@ cr__barrier_leave_call(const cr__barrier_party *a, cr__script_call *call)
         call);
 }
 
-cr_status
-cr__barrier_leave_reply(const cr__barrier_party *a, cr_status rc,
+static cr_status
+leave_reply(const cr__barrier_party *a, cr_status rc,
                         const char *why, cr_status left, cr__reply *r)
 {
     const cr_barrier *b = a->barrier;
@@ -531,7 +579,7 @@ leave_once(const cr__op *op, const await_ctx *a, cr__reply **r)
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__op now = *op;
-    cr_status left = cr__barrier_leave_call(a, &call);
+    cr_status left = leave_call(a, &call);
 
     now.slot_deadline = cr__now_ms();
     if (left == CR_OK)
@@ -553,7 +601,7 @@ leave(const cr__op *op, await_ctx *a, cr_status rc)
         return rc; /* never arrived, or not known to: a lease ends it */
     snprintf(why, sizeof(why), "%s", cr_last_error());
     left = leave_once(op, a, &r);
-    return cr__barrier_leave_reply(a, rc, why, left, r);
+    return leave_reply(a, rc, why, left, r);
 }
 
 static void
@@ -565,8 +613,8 @@ leave_later_run(const cr__op *op, void *arg)
         cr__reply_free(r);
 }
 
-void
-cr__barrier_leave_later(const cr__barrier_party *p)
+static void
+leave_later(const cr__barrier_party *p)
 {
     cr__barrier_party *copy = malloc(sizeof(*copy));
 
@@ -578,31 +626,31 @@ cr__barrier_leave_later(const cr__barrier_party *p)
     cr__object_background(p->barrier, leave_later_run, free, copy);
 }
 
-void
-cr__barrier_wait_spec(cr__barrier_party *p, int64_t wait_ms,
+static void
+wait_spec(cr__barrier_party *p, int64_t wait_ms,
                       cr__wait_spec *spec)
 {
     if (p->arrived)
         p->parity = (int)(p->generation % 2);
     *spec = (cr__wait_spec){
         .channel = p->barrier->channel[p->parity],
-        .decode = cr__barrier_decode,
+        .decode = decode_message,
         .wait_ms = wait_ms,
         .min_sleep_ms = 1,
         .max_sleep_ms = CR__OBJECT_RECHECK_MS,
     };
 }
 
-int64_t
-cr__barrier_wait_left(const cr__wait *w, int64_t now)
+static int64_t
+wait_left(const cr__wait *w, int64_t now)
 {
     if (w->deadline < 0)
         return -1;
     return w->deadline > now ? w->deadline - now : 0;
 }
 
-bool
-cr__barrier_must_leave(const cr__barrier_party *p, cr_status rc)
+static bool
+must_leave(const cr__barrier_party *p, cr_status rc)
 {
     return rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL && p->arrived;
 }
@@ -623,22 +671,22 @@ cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
     cr__op_wait(&op, wait_ms);
-    cr__barrier_party_begin(&a, b, cr_thread_id());
-    cr__barrier_wait_spec(&a, wait_ms, &spec);
+    party_begin(&a, b, cr_thread_id());
+    wait_spec(&a, wait_ms, &spec);
     for (;;) {
         cr__wait_begin(&w, &op, &spec);
         for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-            rc = attempt(&op, &a, &w, &hint);
+            rc = try_once(&op, &a, &w, &hint);
         if (rc != CR__BARRIER_AGAIN)
             break;
         /* A new wait on the channel of the generation it joined, for what
          * is left of this one. */
-        cr__barrier_wait_spec(&a, cr__barrier_wait_left(&w, cr__now_ms()),
+        wait_spec(&a, wait_left(&w, cr__now_ms()),
                               &spec);
     }
-    if (cr__barrier_must_leave(&a, rc))
+    if (must_leave(&a, rc))
         rc = leave(&op, &a, rc);
-    cr__barrier_ended(&a);
+    await_ended(&a);
     if (rc == CR_OK) {
         if (generation != NULL)
             *generation = a.generation;
@@ -799,7 +847,7 @@ static void await_send(await_request *q, int stage);
 static void
 await_complete(await_request *q, cr_status rc)
 {
-    cr__barrier_ended(&q->party);
+    await_ended(&q->party);
     if (rc == CR_OK)
         q->final = true; /* passed: a cancel cannot undo the round */
     cr__request_end((cr_request *)q, rc);
@@ -814,10 +862,10 @@ await_conclude(await_request *q, cr_status rc)
     if ((rc == CR_BUSY || rc == CR_ECANCELED) && q->cancelled)
         rc = cr__fail(CR_ECANCELED, "barrier %s: the await was cancelled",
                       name);
-    if (cr__barrier_must_leave(&q->party, rc) && q->overdue) {
+    if (must_leave(&q->party, rc) && q->overdue) {
         /* No time is left to await the leave: it runs in the background,
          * and breaks the round unless the round completed first. */
-        cr__barrier_leave_later(&q->party);
+        leave_later(&q->party);
         await_complete(q, cr__fail(CR_TIMEOUT, "barrier %s: no answer "
                                    "within the wait and one command "
                                    "timeout; the party leaves (the round "
@@ -825,7 +873,7 @@ await_conclude(await_request *q, cr_status rc)
                                    name));
         return;
     }
-    if (cr__barrier_must_leave(&q->party, rc)) {
+    if (must_leave(&q->party, rc)) {
         free(q->why);
         q->why = strdup(cr_last_error());
         q->left_rc = rc;
@@ -848,17 +896,17 @@ await_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     q->busy = false;
     switch (q->stage) {
     case B_ARRIVE:
-        rc = cr__barrier_arrive_reply(p, rc, r, &hint);
+        rc = arrive_reply(p, rc, r, &hint);
         break;
     case B_QUICK:
-        rc = cr__barrier_quick_reply(p, rc, r, &hint, &look_now);
+        rc = quick_reply(p, rc, r, &hint, &look_now);
         break;
     case B_LEAVE:
-        rc = cr__barrier_leave_reply(p, q->left_rc,
+        rc = leave_reply(p, q->left_rc,
                                      q->why != NULL ? q->why : "", rc, r);
         break;
     default:
-        rc = cr__barrier_look_reply(p, rc, r, &hint);
+        rc = look_reply(p, rc, r, &hint);
         break;
     }
     if (q->ended) {
@@ -868,7 +916,7 @@ await_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
         if (q->stage == B_LEAVE ? sent != CR_OK
                                 : rc != CR_OK && rc != CR_EBROKEN &&
                                       rc != CR_EINVAL)
-            cr__barrier_leave_later(p);
+            leave_later(p);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -899,12 +947,12 @@ await_send(await_request *q, int stage)
         const char *argv[4];
         char field[32];
 
-        cr__barrier_quick_argv(&q->party, argv, field);
+        quick_argv(&q->party, argv, field);
         rc = cr__aio_command(io, 4, argv, NULL, await_replied, q);
     } else {
-        rc = stage == B_ARRIVE  ? cr__barrier_arrive_call(&q->party, &call)
-             : stage == B_LEAVE ? cr__barrier_leave_call(&q->party, &call)
-                                : cr__barrier_look_call(&q->party, &call);
+        rc = stage == B_ARRIVE  ? arrive_call(&q->party, &call)
+             : stage == B_LEAVE ? leave_call(&q->party, &call)
+                                : look_call(&q->party, &call);
         if (rc == CR_OK)
             rc = cr__aio_script(io, &call, 0, await_replied, q);
         cr__script_call_free(&call);
@@ -938,8 +986,8 @@ await_finish(cr_request *req)
     if (q->w.rc == CR__BARRIER_AGAIN) {
         /* The arrival joined a generation of the other parity: a new wait
          * on its channel, for what is left of this one. */
-        cr__barrier_wait_spec(&q->party,
-                              cr__barrier_wait_left(&q->w, cr__now_ms()),
+        wait_spec(&q->party,
+                              wait_left(&q->w, cr__now_ms()),
                               &spec);
         cr__request_wait_again(req, &spec);
         return;
@@ -968,7 +1016,7 @@ await_abandon(cr_request *req)
     await_request *q = (await_request *)req;
 
     if (!q->busy)
-        cr__barrier_leave_later(&q->party);
+        leave_later(&q->party);
 }
 
 static void
@@ -992,13 +1040,9 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
 {
     cr__wait_spec spec;
     await_request *q;
-    cr__op guard;
-    cr_status rc = enter(b, &guard);
+    cr_status rc = cr__async_enter(a, b, BARRIER_MAGIC, "barrier", false);
 
     if (rc != CR_OK)
-        return rc;
-    cr__object_leave(b);
-    if ((rc = cr__async_enter(a, b)) != CR_OK)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK) {
         cr__client_leave(a->client);
@@ -1011,8 +1055,8 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
         return CR_ENOMEM;
     }
     q->fn = fn;
-    cr__barrier_party_begin(&q->party, b, cr_async_owner_id());
-    cr__barrier_wait_spec(&q->party, wait_ms, &spec);
+    party_begin(&q->party, b, cr_async_owner_id());
+    wait_spec(&q->party, wait_ms, &spec);
     cr__request_wait((cr_request *)q, &spec, NULL, NULL, true);
     return cr__request_started(a, (cr_request *)q, req);
 }

@@ -28,7 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conditions.h"
+#include "credisson/condition.h"
+#include "script_lock.h"
 #include "request.h"
 
 #define CONDITION_MAGIC 0x4352434eu /* "CRCN" */
@@ -37,11 +38,11 @@
 #define ANSWER_WAITING 0
 #define ANSWER_SIGNALLED 1
 #define ANSWER_GONE 2
-#define LOOK CR__CONDITION_LOOK
-#define LEAVE_KEEP CR__CONDITION_LEAVE_KEEP
-#define LEAVE_PASS_ON CR__CONDITION_LEAVE_PASS_ON
+#define LOOK 0
+#define LEAVE_KEEP 1    /* leave; a signal that came is taken */
+#define LEAVE_PASS_ON 2 /* leave; a signal that came goes on */
 
-static void free_own(void *obj);
+static void free_parts(void *obj);
 
 struct cr_lock_condition {
     CR__OBJECT_FIELDS
@@ -53,19 +54,93 @@ struct cr_lock_condition {
     char *registry; /* credisson_conditions:{N}: the lock's conditions */
 };
 
-typedef cr__condition_waiter waiter;
+/* One await under way: who waits, and for how long its lease stands. */
+typedef struct waiter {
+    cr_lock_condition *cond;
+    char id[CR__OWNER_MAX]; /* <uuid>:<owner id> */
+    int64_t lease_ms;
+} waiter;
 
-/* The guard of every call. */
-cr_status
-cr__condition_enter(const cr_lock_condition *c, cr__op *op)
+/* The await and signal in halves, script calls and the reading of their
+ * replies, so that the blocking call and the loop's request send the
+ * same: the join (condition_await.lua, which checks on the server that
+ * the owner holds the lock), the look and the two leaves
+ * (condition_wait.lua), and the signal (condition_signal.lua);
+ * doc/coordination.md has the protocol. The release and the
+ * re-acquisition between them are the lock kind's own (script_lock.h). */
+
+/* What the condition's channel says ("1": a waiter was signalled; any
+ * message wakes every local waiter, which looks). */
+static cr__wake decode_message(const char *payload, size_t len);
+
+/* wait_spec: a waiter's wait for its signal, wait_ms, on
+ * the condition's channel. */
+static void wait_spec(const cr_lock_condition *c, int64_t wait_ms,
+                             cr__wait_spec *spec);
+
+/* holder_of: the lock's field of owner `owner_id` (a thread's,
+ * or an asynchronous owner's) in N: <uuid>:<id>, with ":write" for the
+ * write lock (CR__OWNER_MAX bytes). */
+static void holder_of(const cr_lock_condition *c, int64_t owner_id,
+                          char *out);
+
+/* retake_lease: the lease the lock is to be taken again with:
+ * CR_LEASE_WATCHDOG when `holder`'s hold is renewed by the watchdog, else
+ * the lock's last explicit lease. */
+static int64_t retake_lease(const cr_lock_condition *c, const char *holder);
+
+/* waiter_begin: the waiter of owner `owner_id`, leased for
+ * the client's watchdog timeout. */
+static void waiter_begin(waiter *w, cr_lock_condition *c,
+                                int64_t owner_id);
+
+/* The join (reply: CR_OK in line, CR_ENOTOWNER when the server says
+ * `holder` does not hold the lock, or rc), a look or a leave in `mode`
+ * (CR__CONDITION_*), the look's reply (CR_OK signalled, or dropped from
+ * the line: a spurious wake-up; CR_BUSY waiting, with the time until the
+ * next look is due in *hint: the earliest lease lapsing, a third of the
+ * waiter's lease at most) and the leave's (true when a signal had come
+ * and was kept). Replies are freed; rc is how the call went. */
+static cr_status join_call(const waiter *w,
+                                  const char *holder, cr__script_call *call);
+static cr_status join_reply(const waiter *w,
+                                   cr_status rc, cr__reply *r);
+static cr_status wait_call(const waiter *w, int mode,
+                                  cr__script_call *call);
+static cr_status look_reply(const waiter *w,
+                                   cr_status rc, cr__reply *r, int64_t *hint);
+static bool leave_reply(const waiter *w, cr_status rc,
+                               cr__reply *r);
+
+/* ran_out: the status of a wait that ran out and left
+ * keeping a signal that had come (`signalled`): CR_OK, else CR_TIMEOUT. */
+static cr_status ran_out(const cr_lock_condition *c, bool signalled);
+
+/* not_taken: the failure `rc` of taking the lock again
+ * after the wait (the lock is not held), with its message. */
+static cr_status not_taken(const cr_lock_condition *c, cr_status rc);
+
+/* leave_later: leave the line in the background, one try,
+ * passing on a signal that came (a request whose handle was freed while
+ * it was in line); its lease ends it otherwise. */
+static void leave_later(const waiter *w);
+
+/* The signal of up to `count` waiters by `holder` (the lock's field of
+ * the signaller), and its reply: CR_OK with the number signalled in *n,
+ * CR_ENOTOWNER when `holder` does not hold the lock, CR_ESCRIPT, or rc. */
+static cr_status signal_call(const cr_lock_condition *c,
+                                    const char *holder, int64_t count,
+                                    cr__script_call *call);
+static cr_status signal_reply(const cr_lock_condition *c, cr_status rc,
+                                     cr__reply *r, int64_t *n);
+
+
+/* The guard of every call (*op: the call's operation; end it with
+ * cr__object_leave). */
+static cr_status
+enter(const cr_lock_condition *c, cr__op *op)
 {
     return cr__object_enter(c, CONDITION_MAGIC, "lock condition", op);
-}
-
-static cr_status
-enter(cr_lock_condition *c, cr__op *op)
-{
-    return cr__condition_enter(c, op);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -109,7 +184,7 @@ cr_lock_condition_new(cr_lock *lock, const char *name, cr_lock_condition **out)
     c->registry = cr__name(CR__NAME_CONDITIONS, lock->raw);
     if (c->conds == NULL || c->queue == NULL || c->leases == NULL ||
         c->channel == NULL || c->registry == NULL) {
-        cr__object_free(c, free_own);
+        cr__object_free(c, free_parts);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
     *out = c;
@@ -118,7 +193,7 @@ cr_lock_condition_new(cr_lock *lock, const char *name, cr_lock_condition **out)
 
 /* Frees what the handle owns beside its names. */
 static void
-free_own(void *obj)
+free_parts(void *obj)
 {
     cr_lock_condition *c = obj;
 
@@ -134,7 +209,7 @@ cr_lock_condition_free(cr_lock_condition *c)
 {
     if (c == NULL || c->magic != CONDITION_MAGIC)
         return;
-    cr__object_free(c, free_own);
+    cr__object_free(c, free_parts);
 }
 
 const char *
@@ -143,26 +218,16 @@ cr_lock_condition_name(const cr_lock_condition *c)
     return cr__object_name(c, CONDITION_MAGIC);
 }
 
-cr_lock *
-cr__condition_lock(const cr_lock_condition *c)
-{
-    return c->lock;
-}
 
-const char *
-cr__condition_channel(const cr_lock_condition *c)
-{
-    return c->channel;
-}
 
-void
-cr__condition_holder(const cr_lock_condition *c, int64_t owner_id, char *out)
+static void
+holder_of(const cr_lock_condition *c, int64_t owner_id, char *out)
 {
     cr__name_owner(c->lock->client->id, owner_id, c->lock->kind->writer, out);
 }
 
-int64_t
-cr__condition_lease(const cr_lock_condition *c, const char *holder)
+static int64_t
+retake_lease(const cr_lock_condition *c, const char *holder)
 {
     cr_lock *l = c->lock;
 
@@ -172,8 +237,8 @@ cr__condition_lease(const cr_lock_condition *c, const char *holder)
                : atomic_load(&l->lease_ms);
 }
 
-void
-cr__condition_waiter_begin(cr__condition_waiter *w, cr_lock_condition *c,
+static void
+waiter_begin(waiter *w, cr_lock_condition *c,
                            int64_t owner_id)
 {
     w->cond = c;
@@ -183,13 +248,13 @@ cr__condition_waiter_begin(cr__condition_waiter *w, cr_lock_condition *c,
 
 /* -------------------------------------------------------------- waiting */
 
-void
-cr__condition_wait_spec(const cr_lock_condition *c, int64_t wait_ms,
+static void
+wait_spec(const cr_lock_condition *c, int64_t wait_ms,
                         cr__wait_spec *spec)
 {
     *spec = (cr__wait_spec){
         .channel = c->channel,
-        .decode = cr__condition_decode,
+        .decode = decode_message,
         .wait_ms = wait_ms,
         .min_sleep_ms = 1,
         .max_sleep_ms = CR__OBJECT_RECHECK_MS,
@@ -198,16 +263,16 @@ cr__condition_wait_spec(const cr_lock_condition *c, int64_t wait_ms,
 
 /* Any message ("1": a waiter was signalled) wakes every local waiter,
  * which looks whether it was. */
-cr__wake
-cr__condition_decode(const char *payload, size_t len)
+static cr__wake
+decode_message(const char *payload, size_t len)
 {
     (void)payload;
     (void)len;
     return (cr__wake){.wakes = CR__WAKE_ALL, .opens = false};
 }
 
-cr_status
-cr__condition_wait_call(const cr__condition_waiter *w, int mode,
+static cr_status
+wait_call(const waiter *w, int mode,
                         cr__script_call *call)
 {
     const cr_lock_condition *c = w->cond;
@@ -244,7 +309,7 @@ wait_script(const cr__op *op, waiter *wt, int mode, cr__reply **r)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    cr_status rc = cr__condition_wait_call(wt, mode, &call);
+    cr_status rc = wait_call(wt, mode, &call);
 
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, r);
@@ -252,8 +317,8 @@ wait_script(const cr__op *op, waiter *wt, int mode, cr__reply **r)
     return rc;
 }
 
-cr_status
-cr__condition_look_reply(const cr__condition_waiter *w, cr_status rc,
+static cr_status
+look_reply(const waiter *w, cr_status rc,
                          cr__reply *r, int64_t *hint)
 {
     int64_t answer = 0, ms = -1;
@@ -276,11 +341,11 @@ look(const cr__op *op, waiter *wt, int64_t *hint)
     cr__reply *r = NULL;
     cr_status rc = wait_script(op, wt, LOOK, &r);
 
-    return cr__condition_look_reply(wt, rc, r, hint);
+    return look_reply(wt, rc, r, hint);
 }
 
-bool
-cr__condition_leave_reply(const cr__condition_waiter *w, cr_status rc,
+static bool
+leave_reply(const waiter *w, cr_status rc,
                           cr__reply *r)
 {
     int64_t answer = 0, ms = -1;
@@ -301,7 +366,7 @@ leave(const cr__op *op, waiter *wt, int mode, bool *signalled)
 
     now.slot_deadline = cr__now_ms();
     rc = wait_script(&now, wt, mode, &r);
-    *signalled = cr__condition_leave_reply(wt, rc, r);
+    *signalled = leave_reply(wt, rc, r);
 }
 
 static void
@@ -312,8 +377,8 @@ leave_later_run(const cr__op *op, void *arg)
     leave(op, arg, LEAVE_PASS_ON, &signalled);
 }
 
-void
-cr__condition_leave_later(const cr__condition_waiter *w)
+static void
+leave_later(const waiter *w)
 {
     waiter *copy = malloc(sizeof(*copy));
 
@@ -323,16 +388,16 @@ cr__condition_leave_later(const cr__condition_waiter *w)
     cr__object_background(w->cond, leave_later_run, free, copy);
 }
 
-cr_status
-cr__condition_ran_out(const cr_lock_condition *c, bool signalled)
+static cr_status
+ran_out(const cr_lock_condition *c, bool signalled)
 {
     return signalled ? CR_OK
                      : cr__fail(CR_TIMEOUT, "condition %s: no signal before "
                                 "the wait ran out", c->name);
 }
 
-cr_status
-cr__condition_not_taken(const cr_lock_condition *c, cr_status rc)
+static cr_status
+not_taken(const cr_lock_condition *c, cr_status rc)
 {
     char why[256];
 
@@ -357,15 +422,15 @@ retake(cr__op *op, cr_lock_condition *c, int64_t tid, int64_t holds,
     for (i = 1; i < holds && rc == CR_OK; i++)
         rc = l->cls->acquire(op, l, tid, 0, lease_ms, NULL);
     if (rc != CR_OK) {
-        rc = cr__condition_not_taken(c, rc);
+        rc = not_taken(c, rc);
         for (; i > 1; i--)
             l->cls->release(op, l, tid);
     }
     return rc;
 }
 
-cr_status
-cr__condition_join_call(const cr__condition_waiter *w, const char *holder,
+static cr_status
+join_call(const waiter *w, const char *holder,
                         cr__script_call *call)
 {
     const cr_lock_condition *c = w->cond;
@@ -378,8 +443,8 @@ cr__condition_join_call(const cr__condition_waiter *w, const char *holder,
         call);
 }
 
-cr_status
-cr__condition_join_reply(const cr__condition_waiter *w, cr_status rc,
+static cr_status
+join_reply(const waiter *w, cr_status rc,
                          cr__reply *r)
 {
     const cr_lock_condition *c = w->cond;
@@ -401,12 +466,12 @@ join(const cr__op *op, waiter *wt, const char *holder)
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    cr_status rc = cr__condition_join_call(wt, holder, &call);
+    cr_status rc = join_call(wt, holder, &call);
 
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__condition_join_reply(wt, rc, r);
+    return join_reply(wt, rc, r);
 }
 
 cr_status
@@ -427,15 +492,15 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
     l = c->lock;
-    cr__condition_holder(c, tid, holder);
+    holder_of(c, tid, holder);
     holds = cr__script_lock_holds(l, holder, NULL);
     if (holds == 0) {
         rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this thread",
                       l->label, l->name);
         goto out;
     }
-    lease = cr__condition_lease(c, holder);
-    cr__condition_waiter_begin(&wt, c, tid);
+    lease = retake_lease(c, holder);
+    waiter_begin(&wt, c, tid);
     if ((rc = join(&op, &wt, holder)) != CR_OK)
         goto out;
     for (i = 0; i < holds && rc == CR_OK; i++)
@@ -445,13 +510,13 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
         goto out;
     }
     cr__op_wait(&op, wait_ms);
-    cr__condition_wait_spec(c, wait_ms, &spec);
+    wait_spec(c, wait_ms, &spec);
     cr__wait_begin(&w, &op, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = look(&op, &wt, &hint);
     if (rc == CR_BUSY) {
         leave(&op, &wt, LEAVE_KEEP, &signalled);
-        rc = cr__condition_ran_out(c, signalled);
+        rc = ran_out(c, signalled);
     } else if (rc != CR_OK) {
         /* The lock cannot be taken again: a signal must not be lost. */
         leave(&op, &wt, LEAVE_PASS_ON, &signalled);
@@ -470,8 +535,8 @@ out:
 
 /* ------------------------------------------------------------ signalling */
 
-cr_status
-cr__condition_signal_call(const cr_lock_condition *c, const char *holder,
+static cr_status
+signal_call(const cr_lock_condition *c, const char *holder,
                           int64_t count, cr__script_call *call)
 {
     return cr__build_condition_signal(
@@ -483,8 +548,8 @@ cr__condition_signal_call(const cr_lock_condition *c, const char *holder,
         call);
 }
 
-cr_status
-cr__condition_signal_reply(const cr_lock_condition *c, cr_status rc,
+static cr_status
+signal_reply(const cr_lock_condition *c, cr_status rc,
                            cr__reply *r, int64_t *n)
 {
     int64_t done = 0;
@@ -516,12 +581,12 @@ signal_some(cr_lock_condition *c, int64_t count, int64_t *n)
 
     if (rc != CR_OK)
         return rc;
-    cr__condition_holder(c, cr_thread_id(), holder);
-    rc = cr__condition_signal_call(c, holder, count, &call);
+    holder_of(c, cr_thread_id(), holder);
+    rc = signal_call(c, holder, count, &call);
     if (rc == CR_OK)
         rc = cr__script_call_run(&op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    rc = cr__condition_signal_reply(c, rc, r, n);
+    rc = signal_reply(c, rc, r, n);
     cr__object_leave(c);
     return rc;
 }
@@ -571,7 +636,7 @@ enum { C_JOIN = 16, C_RELEASE, C_LOOK, C_LEAVE, C_GIVE_BACK };
 typedef struct await_request {
     cr__lock_request lock;    /* first: the retakes are its acquisitions */
     cr_lock_condition *cond;
-    cr__condition_waiter waiter;
+    waiter waiter;
     int64_t owner_id;
     char holder[CR__OWNER_MAX];
     int64_t await_ms;         /* the wait for a signal */
@@ -629,12 +694,12 @@ await_retake(await_request *q)
     q->lock.ignores_cancel = true;
     q->lock.type = &retake_type;
     q->lock.then = await_retaken;
-    if ((rc = cr__lock_request_begin(&q->lock, cr__condition_lock(q->cond),
+    if ((rc = cr__lock_request_begin(&q->lock, q->cond->lock,
                                      q->owner_id,
                                      q->taken == 0 ? CR_WAIT_FOREVER : 0,
                                      q->lease_ms, false)) != CR_OK)
         cr__request_end((cr_request *)q,
-                        cr__condition_not_taken(q->cond, rc));
+                        not_taken(q->cond, rc));
 }
 
 /* One hold was taken again (or not: the await fails, and what it took
@@ -651,7 +716,7 @@ await_retaken(cr__lock_request *lq, cr_status rc)
             cr__request_end((cr_request *)q, q->left_rc);
         return;
     }
-    q->left_rc = cr__condition_not_taken(q->cond, rc);
+    q->left_rc = not_taken(q->cond, rc);
     if (q->taken > 0)
         await_send(q, C_GIVE_BACK);
     else
@@ -683,14 +748,14 @@ await_wait_done(cr_request *req)
     } else if (q->lock.cancelled && (rc == CR_ECANCELED || rc == CR_BUSY)) {
         q->left_rc = cr__fail(CR_ECANCELED, "condition %s: the await was "
                               "cancelled", q->cond->name);
-        await_leave(q, CR__CONDITION_LEAVE_PASS_ON, true);
+        await_leave(q, LEAVE_PASS_ON, true);
     } else if (rc == CR_BUSY) {
         q->left_rc = CR_BUSY; /* ran out: a signal that came is kept */
-        await_leave(q, CR__CONDITION_LEAVE_KEEP, true);
+        await_leave(q, LEAVE_KEEP, true);
     } else {
         /* The lock cannot be taken again: a signal must not be lost. */
         q->left_rc = rc;
-        await_leave(q, CR__CONDITION_LEAVE_PASS_ON, false);
+        await_leave(q, LEAVE_PASS_ON, false);
     }
 }
 
@@ -749,7 +814,7 @@ await_abandon(cr_request *req)
             cr__script_lock_later(a->lock, a->owner, a->attempt_lease,
                                   a->wait_ms, CR__LATER_GIVE_UP);
     } else if (q->in_line && !q->lock.busy) {
-        cr__condition_leave_later(&q->waiter);
+        leave_later(&q->waiter);
         q->in_line = false;
     }
 }
@@ -777,14 +842,14 @@ await_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
 {
     await_request *q = ctx;
     cr_async *a = q->lock.async;
-    cr__condition_waiter *w = &q->waiter;
+    waiter *w = &q->waiter;
     int64_t hint = -1;
     bool signalled = false;
 
     q->lock.busy = false;
     switch (q->stage) {
     case C_JOIN:
-        rc = cr__condition_join_reply(w, rc, r);
+        rc = join_reply(w, rc, r);
         /* Sent and not answered (a broken link, the handle freed): it
          * may be in line. */
         q->in_line = rc == CR_OK || (rc != CR_ENOTOWNER && cmd->sent);
@@ -797,19 +862,19 @@ await_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
             cr__reply_free(r); /* it could not be sent: the status stands */
         break;
     case C_LOOK:
-        rc = cr__condition_look_reply(w, rc, r, &hint);
+        rc = look_reply(w, rc, r, &hint);
         if (rc == CR_OK)
             q->in_line = false; /* its signal taken, or dropped */
         break;
     default:
-        signalled = cr__condition_leave_reply(w, rc, r);
+        signalled = leave_reply(w, rc, r);
         break;
     }
     if (q->lock.ended) {
         /* The handle was freed meanwhile: a waiter still in line leaves
          * in the background. */
         if (q->in_line)
-            cr__condition_leave_later(w);
+            leave_later(w);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -817,7 +882,7 @@ await_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     case C_JOIN:
         if (rc != CR_OK) {
             if (q->in_line) /* its join may have run */
-                cr__condition_leave_later(w);
+                leave_later(w);
             cr__request_end((cr_request *)q, rc);
         } else {
             await_send(q, C_RELEASE);
@@ -826,14 +891,14 @@ await_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     case C_RELEASE:
         if (rc != CR_OK) {
             q->left_rc = rc;
-            await_leave(q, CR__CONDITION_LEAVE_PASS_ON, false);
+            await_leave(q, LEAVE_PASS_ON, false);
         } else if (++q->released < q->holds) {
             await_send(q, C_RELEASE);
         } else {
             cr__wait_spec spec;
 
             /* Every hold was let go: the wait for the signal. */
-            cr__condition_wait_spec(q->cond, q->await_ms, &spec);
+            wait_spec(q->cond, q->await_ms, &spec);
             q->in_wait = true;
             cr__request_wait((cr_request *)q, &spec, NULL, NULL, false);
         }
@@ -855,7 +920,7 @@ await_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
             return;
         }
         if (q->left_rc == CR_BUSY)
-            q->left_rc = cr__condition_ran_out(q->cond, signalled);
+            q->left_rc = ran_out(q->cond, signalled);
         await_retake(q);
         return;
     }
@@ -872,15 +937,15 @@ await_send(await_request *q, int stage)
     q->stage = stage;
     q->lock.busy = true;
     if (stage == C_RELEASE || stage == C_GIVE_BACK) {
-        rc = cr__lock_async_release_send(a, cr__condition_lock(q->cond),
+        rc = cr__lock_async_release_send(a, q->cond->lock,
                                          q->holder, &q->rel, &q->u,
                                          await_replied, q);
     } else {
         rc = stage == C_JOIN
-                 ? cr__condition_join_call(&q->waiter, q->holder, &call)
-                 : cr__condition_wait_call(&q->waiter,
+                 ? join_call(&q->waiter, q->holder, &call)
+                 : wait_call(&q->waiter,
                                            stage == C_LOOK
-                                               ? CR__CONDITION_LOOK
+                                               ? LOOK
                                                : q->leave_mode,
                                            &call);
         if (stage == C_LEAVE)
@@ -897,13 +962,10 @@ await_send(await_request *q, int stage)
 static cr_status
 async_enter(cr_async *a, cr_lock_condition *c, int64_t owner)
 {
-    cr__op guard;
-    cr_status rc = enter(c, &guard);
+    cr_status rc = cr__async_enter(a, c, CONDITION_MAGIC, "lock condition",
+                                   false);
 
-    if (rc != CR_OK)
-        return rc;
-    cr__object_leave(c);
-    if ((rc = cr__async_enter(a, c)) == CR_OK && owner <= 0) {
+    if (rc == CR_OK && owner <= 0) {
         cr__client_leave(a->client);
         rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
                       (long long)owner);
@@ -938,8 +1000,8 @@ cr_async_condition_await(cr_async *a, cr_lock_condition *c, int64_t owner,
     q->cond = c;
     q->owner_id = owner;
     q->await_ms = wait_ms;
-    cr__condition_waiter_begin(&q->waiter, c, owner);
-    cr__condition_holder(c, owner, q->holder);
+    waiter_begin(&q->waiter, c, owner);
+    holder_of(c, owner, q->holder);
     q->holds = cr__script_lock_holds(l, q->holder, NULL);
     if (q->holds == 0) {
         cr__request_end((cr_request *)q,
@@ -948,7 +1010,7 @@ cr_async_condition_await(cr_async *a, cr_lock_condition *c, int64_t owner,
                                  (long long)owner));
         return cr__request_started(a, (cr_request *)q, req);
     }
-    q->lease_ms = cr__condition_lease(c, q->holder);
+    q->lease_ms = retake_lease(c, q->holder);
     await_send(q, C_JOIN);
     return cr__request_started(a, (cr_request *)q, req);
 }
@@ -956,7 +1018,7 @@ cr_async_condition_await(cr_async *a, cr_lock_condition *c, int64_t owner,
 static cr_status
 signalled_read(cr__command_request *q, cr_status rc, cr__reply *r)
 {
-    return cr__condition_signal_reply(q->obj, rc, r, &q->value);
+    return signal_reply(q->obj, rc, r, &q->value);
 }
 
 /* Signals up to `count` waiters as `owner`. */
@@ -970,8 +1032,8 @@ async_signal(cr_async *a, cr_lock_condition *c, int64_t owner, int64_t count,
 
     if (rc != CR_OK)
         return rc;
-    cr__condition_holder(c, owner, holder);
-    rc = cr__condition_signal_call(c, holder, count, &call);
+    holder_of(c, owner, holder);
+    rc = signal_call(c, holder, count, &call);
     return cr__command_start(a, c, rc, &call, 0, signalled_read, fn, userdata,
                              req, NULL, 0, NULL);
 }

@@ -27,13 +27,13 @@
 #include <string.h>
 
 #include "credisson/latch.h"
-#include "latches.h"
+#include "latch.h"
 #include "request.h"
 #include "object.h"
 
 #define LATCH_MAGIC 0x4352434cu /* "CRCL" */
 
-static void free_own(void *obj);
+static void free_parts(void *obj);
 
 struct cr_latch {
     CR__OBJECT_FIELDS
@@ -41,14 +41,34 @@ struct cr_latch {
     char *marker;  /* {N}:credisson_latch_expiry */
 };
 
-/* The guard of every latch call. */
-cr_status
-cr__latch_enter(const cr_latch *l, cr__op *op)
+/* The latch's calls in halves, a script call and the reading of its
+ * reply, so that the blocking and the asynchronous API send the same: a
+ * look (CR_OK open, CR_BUSY closed with N's ttl in *hint, or with
+ * must_exist never set, CR_EEXPIRED), a count down (CR_EEXPIRED when it
+ * had expired; on CR_OK *left, may be NULL, gets the count left, 0 when
+ * open or absent), trySetCount (arguments checked; reply: 1 when set,
+ * cr__reply_bool). */
+static cr_status look_call(const cr_latch *l, bool must_exist,
+                           cr__script_call *call);
+static cr_status look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
+                            int64_t *hint);
+static cr_status count_down_call(const cr_latch *l, cr__script_call *call);
+static cr_status count_down_reply(const cr_latch *l, cr_status rc,
+                                  cr__reply *r, int64_t *left);
+static cr_status set_call(const cr_latch *l, int64_t count, int64_t ttl_ms,
+                          cr__script_call *call);
+
+/* What a latch's messages mean: "0", the count reached zero, wakes every
+ * waiter and opens it for good. */
+static cr__wake decode_message(const char *payload, size_t len);
+
+/* The guard of every latch call (*op: the call's operation; end it with
+ * cr__object_leave). */
+static cr_status
+enter(const cr_latch *l, cr__op *op)
 {
     return cr__object_enter(l, LATCH_MAGIC, "latch", op);
 }
-
-#define enter cr__latch_enter
 
 /* ------------------------------------------------------------- creation */
 
@@ -70,7 +90,7 @@ cr_latch_new(cr_client *c, const char *name, cr_latch **out)
     else
         rc = cr__name_check_slots(c->url.is_cluster, l->raw, l->channel);
     if (rc != CR_OK) {
-        cr__object_free(l, free_own);
+        cr__object_free(l, free_parts);
         return rc;
     }
     *out = l;
@@ -79,7 +99,7 @@ cr_latch_new(cr_client *c, const char *name, cr_latch **out)
 
 /* Frees what the handle owns beside its names. */
 static void
-free_own(void *obj)
+free_parts(void *obj)
 {
     cr_latch *l = obj;
 
@@ -92,7 +112,7 @@ cr_latch_free(cr_latch *l)
 {
     if (l == NULL || l->magic != LATCH_MAGIC)
         return;
-    cr__object_free(l, free_own);
+    cr__object_free(l, free_parts);
 }
 
 const char *
@@ -103,8 +123,8 @@ cr_latch_name(const cr_latch *l)
 
 /* ----------------------------------------------------------- operations */
 
-cr_status
-cr__latch_set_call(const cr_latch *l, int64_t count, int64_t ttl_ms,
+static cr_status
+set_call(const cr_latch *l, int64_t count, int64_t ttl_ms,
                    cr__script_call *call)
 {
     cr_status rc;
@@ -132,7 +152,7 @@ cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__latch_set_call(l, count, ttl_ms, &call);
+    rc = set_call(l, count, ttl_ms, &call);
     if (rc == CR_OK)
         rc = cr__script_call_run(&op, &cmd, &call, &r);
     cr__script_call_free(&call);
@@ -144,8 +164,8 @@ cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
     return rc;
 }
 
-cr_status
-cr__latch_count_down_call(const cr_latch *l, cr__script_call *call)
+static cr_status
+count_down_call(const cr_latch *l, cr__script_call *call)
 {
     return cr__build_latch_count_down(&(cr__latch_count_down_args){
         .count = l->raw, .channel = l->channel, .marker = l->marker,
@@ -154,8 +174,8 @@ cr__latch_count_down_call(const cr_latch *l, cr__script_call *call)
         .opened_ms = CR_LATCH_OPENED_MARK_MS}, call);
 }
 
-cr_status
-cr__latch_count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r,
+static cr_status
+count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r,
                            int64_t *left)
 {
     int64_t v = 0;
@@ -183,12 +203,12 @@ count_down(const cr__op *op, cr_latch *l, int64_t *left)
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
-    cr_status rc = cr__latch_count_down_call(l, &call);
+    cr_status rc = count_down_call(l, &call);
 
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__latch_count_down_reply(l, rc, r, left);
+    return count_down_reply(l, rc, r, left);
 }
 
 cr_status
@@ -248,8 +268,8 @@ cr_latch_delete(cr_latch *l, bool *deleted)
 /* The latch's messages (protocol section 9): "0", the count reached zero,
  * wakes every waiter and opens it for good; "1" (a new count, or delete)
  * wakes nobody. */
-cr__wake
-cr__latch_decode(const char *payload, size_t len)
+static cr__wake
+decode_message(const char *payload, size_t len)
 {
     int64_t n;
     bool zero = cr__parse_i64(payload, len, &n) && n == 0;
@@ -257,8 +277,8 @@ cr__latch_decode(const char *payload, size_t len)
     return (cr__wake){.wakes = zero ? CR__WAKE_ALL : 0, .opens = zero};
 }
 
-cr_status
-cr__latch_look_call(const cr_latch *l, bool must_exist,
+static cr_status
+look_call(const cr_latch *l, bool must_exist,
                     cr__script_call *call)
 {
     return cr__build_latch_await(&(cr__latch_await_args){
@@ -267,8 +287,8 @@ cr__latch_look_call(const cr_latch *l, bool must_exist,
         .must_exist = must_exist ? 1 : 0}, call);
 }
 
-cr_status
-cr__latch_look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
+static cr_status
+look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
                      int64_t *hint)
 {
     int64_t count = 0, ttl = -1;
@@ -293,7 +313,7 @@ cr__latch_look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
     return rc;
 }
 
-/* The rules of a wait for the latch to open (latches.h). */
+/* The rules of a wait for the latch to open (latch.h). */
 
 void
 cr__latch_opening_begin(cr__latch_opening *o, cr_latch *l, int64_t wait_ms,
@@ -304,7 +324,7 @@ cr__latch_opening_begin(cr__latch_opening *o, cr_latch *l, int64_t wait_ms,
                              .must_exist = must_exist};
     *spec = (cr__wait_spec){
         .ev_object = "latch", .ev_name = l->name, .ev_busy = CR_TIMEOUT,
-        .channel = l->channel, .decode = cr__latch_decode,
+        .channel = l->channel, .decode = decode_message,
         .wait_ms = wait_ms, .min_sleep_ms = 1,
         .max_sleep_ms = CR__OBJECT_RECHECK_MS,
         /* An opening message read after the fence ends the wait: the
@@ -321,12 +341,12 @@ cr_status
 cr__latch_opening_call(cr__latch_opening *o, cr__script_call *call)
 {
     if (o->counted)
-        return cr__latch_look_call(o->latch, o->must_exist, call);
+        return look_call(o->latch, o->must_exist, call);
     /* Marked before it is sent: a count down whose answer was lost is not
      * made again by the wait's retries (which then look). */
     o->counted = true;
     o->counting = true;
-    return cr__latch_count_down_call(o->latch, call);
+    return count_down_call(o->latch, call);
 }
 
 cr_status
@@ -337,9 +357,9 @@ cr__latch_opening_replied(cr__latch_opening *o, cr_status rc, cr__reply *r,
 
     *hint = -1;
     if (!o->counting)
-        return cr__latch_look_reply(o->latch, rc, r, hint);
+        return look_reply(o->latch, rc, r, hint);
     o->counting = false;
-    rc = cr__latch_count_down_reply(o->latch, rc, r, &left);
+    rc = count_down_reply(o->latch, rc, r, &left);
     return rc == CR_OK && left > 0 ? CR_BUSY : rc;
 }
 
@@ -497,19 +517,6 @@ static const cr__request_type opening_type = {
     .callback = opening_callback,
 };
 
-/* The guard of an asynchronous call on latch `l`. */
-static cr_status
-async_enter(cr_async *a, cr_latch *l)
-{
-    cr__op guard;
-    cr_status rc = enter(l, &guard);
-
-    if (rc != CR_OK)
-        return rc;
-    cr__object_leave(l);
-    return cr__async_enter(a, l);
-}
-
 /* A wait for the latch to open on the loop, counting down first when
  * `count_first` (with a wait of 0 it counts down only). */
 static cr_status
@@ -518,7 +525,7 @@ async_wait_open(cr_async *a, cr_latch *l, int64_t wait_ms, bool count_first,
 {
     cr__wait_spec spec;
     opening_request *q;
-    cr_status rc = async_enter(a, l);
+    cr_status rc = cr__async_enter(a, l, LATCH_MAGIC, "latch", false);
 
     if (rc != CR_OK)
         return rc;
@@ -559,7 +566,7 @@ cr_async_latch_count_down_and_await(cr_async *a, cr_latch *l, int64_t wait_ms,
 static cr_status
 counted_down_read(cr__command_request *q, cr_status rc, cr__reply *r)
 {
-    return cr__latch_count_down_reply(q->obj, rc, r, NULL);
+    return count_down_reply(q->obj, rc, r, NULL);
 }
 
 cr_status
@@ -567,11 +574,11 @@ cr_async_latch_count_down(cr_async *a, cr_latch *l, cr_async_fn fn,
                           void *userdata, cr_request **req)
 {
     cr__script_call call = {0};
-    cr_status rc = async_enter(a, l);
+    cr_status rc = cr__async_enter(a, l, LATCH_MAGIC, "latch", false);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__latch_count_down_call(l, &call);
+    rc = count_down_call(l, &call);
     return cr__command_start(a, l, rc, &call, 0, counted_down_read, fn,
                              userdata, req, NULL, 0, NULL);
 }
@@ -582,11 +589,11 @@ cr_async_latch_try_set_count(cr_async *a, cr_latch *l, int64_t count,
                              cr_request **req)
 {
     cr__script_call call = {0};
-    cr_status rc = async_enter(a, l);
+    cr_status rc = cr__async_enter(a, l, LATCH_MAGIC, "latch", false);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__latch_set_call(l, count, ttl_ms, &call);
+    rc = set_call(l, count, ttl_ms, &call);
     return cr__command_start(a, l, rc, &call, 0, cr__command_read_flag, fn,
                              userdata, req, NULL, 0, NULL);
 }

@@ -32,7 +32,7 @@ cr__lock_create(cr_client *c, const char *name, const cr__lock_class *cls,
 
 /* Frees what the class owns (cr__object_free's `own`). */
 static void
-free_own(void *obj)
+free_class_parts(void *obj)
 {
     cr_lock *l = obj;
 
@@ -44,7 +44,7 @@ cr__lock_destroy(cr_lock *l)
 {
     if (l == NULL || l->magic != CR__LOCK_MAGIC)
         return;
-    cr__object_free(l, free_own);
+    cr__object_free(l, free_class_parts);
 }
 
 void

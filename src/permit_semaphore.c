@@ -30,7 +30,7 @@
 #include "credisson/semaphore.h"
 #include "handoff.h"
 #include "request.h"
-#include "semaphores.h"
+#include "semaphore.h"
 
 #define PES_MAGIC 0x43525045u /* "CRPE" */
 
@@ -42,6 +42,40 @@
 struct cr_permit_semaphore {
     CR__SEM_FIELDS
 };
+
+/* id_new: a fresh id in the form semaphore `s`'s line stores. id_hex:
+ * `id` as users see it, 32 lowercase hex characters and a NUL. */
+static cr_status id_new(const void *s, cr__permit_id *id);
+static void id_hex(const cr__permit_id *id, char *hex);
+
+/* The calls in halves (ids as users see them in `hex`), so that the
+ * blocking and the asynchronous API send the same: an acquire attempt of
+ * `permits` under the n ids `ids` (one per permit, or one for all of them
+ * on lines before 3.23.4; CR_OK granted, CR_BUSY with the time to the
+ * earliest expiry in *hint), a release of the `permits` id `hex` stands
+ * for (CR_ENOTOWNER: not out; CR_ELOST: its lease had run out; *result 0,
+ * 1 or 2 as the script's), an update of its lease (reply: 1 when updated,
+ * cr__reply_bool). `id` receives the stored form of `hex`, which the call
+ * refers to. */
+static cr_status acquire_call(const void *s, int64_t permits,
+                              int64_t lease_ms, const cr__permit_id *ids,
+                              size_t n, cr__script_call *call);
+static cr_status acquire_reply(cr_status rc, cr__reply *r, int64_t *hint);
+static cr_status release_call(const void *s, const char *hex,
+                              int64_t permits, cr__permit_id *id,
+                              cr__script_call *call);
+static cr_status release_reply(void *s, const char *hex, cr_status rc,
+                               cr__reply *r, const cr__sub_seen *seen,
+                               int64_t sent_us, bool async,
+                               int64_t *result);
+static cr_status update_call(const void *s, const char *hex,
+                             int64_t lease_ms, cr__permit_id *id,
+                             cr__script_call *call);
+
+/* give_back_later: find out in the background whether the ids of
+ * acquisition `a` (copied) were granted, and give them back if so. */
+static void give_back_later(const cr__permit_acquisition *a);
+
 
 const cr__sem_kind cr__permit_semaphore_kind = {PES_MAGIC, "permit semaphore",
                                                 true};
@@ -112,8 +146,8 @@ id_of_bytes(const void *s, const unsigned char *bytes, cr__permit_id *id)
     }
 }
 
-cr_status
-cr__permit_id_new(const void *s, cr__permit_id *id)
+static cr_status
+id_new(const void *s, cr__permit_id *id)
 {
     unsigned char bytes[ID_BYTES];
     cr_status rc = cr__random_bytes(bytes, ID_BYTES);
@@ -123,8 +157,8 @@ cr__permit_id_new(const void *s, cr__permit_id *id)
     return rc;
 }
 
-void
-cr__permit_id_hex(const cr__permit_id *id, char *hex)
+static void
+id_hex(const cr__permit_id *id, char *hex)
 {
     if (id->len == ID_BYTES) {
         cr__hex((const unsigned char *)id->b, ID_BYTES, hex);
@@ -195,7 +229,7 @@ expiry_of(int64_t lease_ms)
 
 /* ------------------------------------------------------------ acquiring */
 
-/* The rules of one acquisition (semaphores.h). */
+/* The rules of one acquisition (semaphore.h). */
 
 /* The steps of the end, in order. */
 enum { E_LOOK, E_STOP, E_DONE };
@@ -252,9 +286,9 @@ cr__permit_acquisition_call(cr__permit_acquisition *a, cr__script_call *call)
     cr_status rc = CR_OK;
 
     for (size_t i = 0; i < a->n && rc == CR_OK; i++)
-        rc = cr__permit_id_new(a->sem, &a->ids[i]);
+        rc = id_new(a->sem, &a->ids[i]);
     if (rc == CR_OK)
-        rc = cr__permit_acquire_call(a->sem, a->permits, a->lease_ms, a->ids,
+        rc = acquire_call(a->sem, a->permits, a->lease_ms, a->ids,
                                      a->n, call);
     return rc;
 }
@@ -267,7 +301,7 @@ cr__permit_acquisition_replied(cr__permit_acquisition *a, cr_status rc,
     *hint = -1;
     if (cmd->sent && (rc == CR_EIO || rc == CR_ECLOSED))
         a->uncertain = true; /* it may have run: its reply was lost */
-    return cr__permit_acquire_reply(rc, r, hint);
+    return acquire_reply(rc, r, hint);
 }
 
 void
@@ -324,8 +358,8 @@ cr__permit_acquisition_done(const cr__permit_acquisition *a)
     return a->rc;
 }
 
-cr_status
-cr__permit_acquire_call(const void *obj, int64_t permits, int64_t lease_ms,
+static cr_status
+acquire_call(const void *obj, int64_t permits, int64_t lease_ms,
                         const cr__permit_id *ids, size_t n,
                         cr__script_call *call)
 {
@@ -357,8 +391,8 @@ cr__permit_acquire_call(const void *obj, int64_t permits, int64_t lease_ms,
     return rc;
 }
 
-cr_status
-cr__permit_acquire_reply(cr_status rc, cr__reply *r, int64_t *hint)
+static cr_status
+acquire_reply(cr_status rc, cr__reply *r, int64_t *hint)
 {
     if (rc != CR_OK)
         return rc;
@@ -385,7 +419,7 @@ cr__permit_acquire_reply(cr_status rc, cr__reply *r, int64_t *hint)
     return rc;
 }
 
-static cr_status release(const cr__op *op, cr_permit_semaphore *s,
+static cr_status release_id(const cr__op *op, cr_permit_semaphore *s,
                          const char *hex, int64_t permits, int64_t *result);
 
 /* Gives back the n ids of an acquisition of `permits`, within `op`. */
@@ -397,8 +431,8 @@ give_back(const cr__op *op, cr_permit_semaphore *s, const cr__permit_id *ids,
     int64_t ignored;
 
     for (size_t i = 0; i < n; i++) {
-        cr__permit_id_hex(&ids[i], hex);
-        release(op, s, hex, n == 1 ? permits : 1, &ignored);
+        id_hex(&ids[i], hex);
+        release_id(op, s, hex, n == 1 ? permits : 1, &ignored);
     }
 }
 
@@ -442,8 +476,8 @@ late_permit_done(void *arg)
     free(arg);
 }
 
-void
-cr__permit_late(const cr__permit_acquisition *a)
+static void
+give_back_later(const cr__permit_acquisition *a)
 {
     late_permit *p = calloc(1, sizeof(*p) + a->n * sizeof(p->ids[0]));
 
@@ -457,7 +491,7 @@ cr__permit_late(const cr__permit_acquisition *a)
 
 /* One attempt of a blocking acquisition. */
 static cr_status
-attempt(const cr__op *op, cr__permit_acquisition *a, int64_t *hint)
+try_once(const cr__op *op, cr__permit_acquisition *a, int64_t *hint)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {0};
@@ -496,7 +530,7 @@ acquisition_end(cr__op *op, cr__permit_acquisition *a, cr_status rc)
             now.slot_deadline = cr__now_ms();
             rc = look(&now, a, &r);
             if (!cr__permit_acquisition_end_looked(a, rc, r))
-                cr__permit_late(a);
+                give_back_later(a);
             break;
         case CR__PERMIT_END_GIVE_BACK:
             /* The caller could not release them any more: now, within the
@@ -514,7 +548,7 @@ acquisition_end(cr__op *op, cr__permit_acquisition *a, cr_status rc)
  * written to `out` (CR_PERMIT_ID_LEN + 1 bytes each) with their number in
  * *n_out (may be NULL when it is 1). */
 static cr_status
-acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
+blocking_acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
         int64_t lease_ms, char *out, size_t *n_out)
 {
     cr__permit_acquisition a = {0};
@@ -537,11 +571,11 @@ acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
     cr__object_wait_begin(&w, &op, s, "permit semaphore", s->channel,
                           cr__sem_decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = attempt(&op, &a, &hint);
+        rc = try_once(&op, &a, &hint);
     rc = acquisition_end(&op, &a, rc);
     if (rc == CR_OK) {
         for (size_t i = 0; i < a.n; i++)
-            cr__permit_id_hex(&a.ids[i], out + i * (CR_PERMIT_ID_LEN + 1));
+            id_hex(&a.ids[i], out + i * (CR_PERMIT_ID_LEN + 1));
         if (n_out != NULL)
             *n_out = a.n;
     }
@@ -554,21 +588,21 @@ out:
 cr_status
 cr_permit_semaphore_acquire(cr_permit_semaphore *s, int64_t lease_ms, char *id)
 {
-    return acquire(s, 1, CR_WAIT_FOREVER, lease_ms, id, NULL);
+    return blocking_acquire(s, 1, CR_WAIT_FOREVER, lease_ms, id, NULL);
 }
 
 cr_status
 cr_permit_semaphore_try_acquire(cr_permit_semaphore *s, int64_t wait_ms,
                                 int64_t lease_ms, char *id)
 {
-    return acquire(s, 1, wait_ms, lease_ms, id, NULL);
+    return blocking_acquire(s, 1, wait_ms, lease_ms, id, NULL);
 }
 
 cr_status
 cr_permit_semaphore_acquire_n(cr_permit_semaphore *s, int64_t permits,
                               int64_t lease_ms, char *ids, size_t *n_ids)
 {
-    return acquire(s, permits, CR_WAIT_FOREVER, lease_ms, ids, n_ids);
+    return blocking_acquire(s, permits, CR_WAIT_FOREVER, lease_ms, ids, n_ids);
 }
 
 cr_status
@@ -576,13 +610,13 @@ cr_permit_semaphore_try_acquire_n(cr_permit_semaphore *s, int64_t permits,
                                   int64_t wait_ms, int64_t lease_ms,
                                   char *ids, size_t *n_ids)
 {
-    return acquire(s, permits, wait_ms, lease_ms, ids, n_ids);
+    return blocking_acquire(s, permits, wait_ms, lease_ms, ids, n_ids);
 }
 
 /* ------------------------------------------------------------ releasing */
 
-cr_status
-cr__permit_release_call(const void *obj, const char *hex, int64_t permits,
+static cr_status
+release_call(const void *obj, const char *hex, int64_t permits,
                         cr__permit_id *id, cr__script_call *call)
 {
     const cr__sem *s = obj;
@@ -598,8 +632,8 @@ cr__permit_release_call(const void *obj, const char *hex, int64_t permits,
         call);
 }
 
-cr_status
-cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
+static cr_status
+release_reply(void *obj, const char *hex, cr_status rc,
                          cr__reply *r, const cr__sub_seen *seen,
                          int64_t sent_us, bool async, int64_t *result)
 {
@@ -636,7 +670,7 @@ cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
  * 1 (released) or 2 (expired, not reclaimed yet, released all the same:
  * CR_ELOST). */
 static cr_status
-release(const cr__op *op, cr_permit_semaphore *s, const char *hex,
+release_id(const cr__op *op, cr_permit_semaphore *s, const char *hex,
         int64_t permits, int64_t *result)
 {
     cr__permit_id id;
@@ -645,13 +679,13 @@ release(const cr__op *op, cr_permit_semaphore *s, const char *hex,
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     cr__sub_seen seen;
-    cr_status rc = cr__permit_release_call(s, hex, permits, &id, &call);
+    cr_status rc = release_call(s, hex, permits, &id, &call);
 
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
     cr__pubsub_waiters(s->client->pubsub, s->channel, &seen, NULL);
-    return cr__permit_release_reply(s, hex, rc, r, &seen, sent, false, result);
+    return release_reply(s, hex, rc, r, &seen, sent, false, result);
 }
 
 cr_status
@@ -663,7 +697,7 @@ cr_permit_semaphore_release(cr_permit_semaphore *s, const char *id)
 
     if (rc != CR_OK)
         return rc;
-    rc = release(&op, s, id, 1, &result);
+    rc = release_id(&op, s, id, 1, &result);
     cr__object_leave(s);
     return rc;
 }
@@ -685,7 +719,7 @@ cr_permit_semaphore_release_n(cr_permit_semaphore *s, const char *id,
     else
         rc = cr__check_range("permits", permits, 1, CR_PERMITS_MAX);
     if (rc == CR_OK)
-        rc = release(&op, s, id, permits, &result);
+        rc = release_id(&op, s, id, permits, &result);
     cr__object_leave(s);
     return rc;
 }
@@ -700,7 +734,7 @@ cr_permit_semaphore_try_release(cr_permit_semaphore *s, const char *id,
 
     if (rc != CR_OK)
         return rc;
-    rc = release(&op, s, id, 1, &result);
+    rc = release_id(&op, s, id, 1, &result);
     if ((rc == CR_OK || rc == CR_ENOTOWNER || rc == CR_ELOST) &&
         released != NULL)
         *released = result == 1;
@@ -712,8 +746,8 @@ cr_permit_semaphore_try_release(cr_permit_semaphore *s, const char *id,
 
 /* --------------------------------------------------------------- leases */
 
-cr_status
-cr__permit_update_call(const void *obj, const char *hex, int64_t lease_ms,
+static cr_status
+update_call(const void *obj, const char *hex, int64_t lease_ms,
                        cr__permit_id *id, cr__script_call *call)
 {
     const cr__sem *s = obj;
@@ -745,7 +779,7 @@ cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__permit_update_call(s, id, lease_ms, &raw, &call);
+    rc = update_call(s, id, lease_ms, &raw, &call);
     if (rc == CR_OK)
         rc = cr__script_call_run(&op, &cmd, &call, &r);
     cr__script_call_free(&call);
@@ -915,7 +949,7 @@ acquire_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
          * being freed): what this attempt may have taken is looked for and
          * given back in the background. */
         if (rc == CR_OK || q->acq.uncertain)
-            cr__permit_late(&q->acq);
+            give_back_later(&q->acq);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -936,7 +970,7 @@ looked_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
         /* Its bound passed while it looked: looked for again, given
          * back. */
         cr__reply_free(r);
-        cr__permit_late(&q->acq);
+        give_back_later(&q->acq);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -991,12 +1025,12 @@ end_looked(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     q->busy = false;
     if (q->ended) {
         cr__reply_free(r);
-        cr__permit_late(&q->acq);
+        give_back_later(&q->acq);
         cr__request_late((cr_request *)q);
         return;
     }
     if (!cr__permit_acquisition_end_looked(&q->acq, rc, r))
-        cr__permit_late(&q->acq);
+        give_back_later(&q->acq);
     acquire_end_step(q);
 }
 
@@ -1018,15 +1052,15 @@ acquire_end_step(acquire_request *q)
             if (!q->overdue && send_look(q, end_looked) == CR_OK)
                 return;
             q->busy = false;
-            cr__permit_late(a);
+            give_back_later(a);
             break;
         case CR__PERMIT_END_GIVE_BACK:
-            cr__permit_late(a);
+            give_back_later(a);
             break;
         case CR__PERMIT_END_DONE:
             rc = cr__permit_acquisition_done(a);
             if (rc == CR_OK)
-                cr__permit_id_hex(&a->ids[0], q->id);
+                id_hex(&a->ids[0], q->id);
             cr__request_end((cr_request *)q, rc);
             return;
         }
@@ -1059,7 +1093,7 @@ acquire_abandon(cr_request *req)
     acquire_request *q = (acquire_request *)req;
 
     if (!q->busy && q->acq.uncertain)
-        cr__permit_late(&q->acq);
+        give_back_later(&q->acq);
 }
 
 static void
@@ -1076,19 +1110,6 @@ static const cr__request_type acquire_type = {
     .release = acquire_release,
 };
 
-/* The guard of an asynchronous call on permit semaphore `s`. */
-static cr_status
-async_enter(cr_async *a, cr_permit_semaphore *s)
-{
-    cr__op guard;
-    cr_status rc = enter(s, &guard);
-
-    if (rc != CR_OK)
-        return rc;
-    cr__object_leave(s);
-    return cr__async_enter(a, s);
-}
-
 cr_status
 cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *s,
                         int64_t wait_ms, int64_t lease_ms,
@@ -1101,7 +1122,8 @@ cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *s,
         .min_sleep_ms = 1, .max_sleep_ms = CR__OBJECT_RECHECK_MS,
     };
     acquire_request *q;
-    cr_status rc = async_enter(a, s);
+    cr_status rc = cr__async_enter(a, s, PES_MAGIC, "permit semaphore",
+                                   false);
 
     if (rc != CR_OK)
         return rc;
@@ -1141,7 +1163,7 @@ released_read(cr__command_request *q, cr_status rc, cr__reply *r)
     int64_t result = 0;
 
     cr__aio_subs.waiters(q->async->io, s->channel, &seen, NULL);
-    return cr__permit_release_reply(s, ((permit_command *)q)->id, rc, r,
+    return release_reply(s, ((permit_command *)q)->id, rc, r,
                                     &seen, q->sent_us, true, &result);
 }
 
@@ -1167,11 +1189,12 @@ cr_async_permit_release(cr_async *a, cr_permit_semaphore *s, const char *id,
 {
     cr__script_call call = {0};
     cr__permit_id raw;
-    cr_status rc = async_enter(a, s);
+    cr_status rc = cr__async_enter(a, s, PES_MAGIC, "permit semaphore",
+                                   false);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__permit_release_call(s, id, 1, &raw, &call);
+    rc = release_call(s, id, 1, &raw, &call);
     return permit_start(a, s, id, rc, &call, released_read, fn, userdata,
                         req);
 }
@@ -1183,11 +1206,12 @@ cr_async_permit_update_lease(cr_async *a, cr_permit_semaphore *s,
 {
     cr__script_call call = {0};
     cr__permit_id raw;
-    cr_status rc = async_enter(a, s);
+    cr_status rc = cr__async_enter(a, s, PES_MAGIC, "permit semaphore",
+                                   false);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__permit_update_call(s, id, lease_ms, &raw, &call);
+    rc = update_call(s, id, lease_ms, &raw, &call);
     return permit_start(a, s, id, rc, &call, cr__command_read_flag, fn,
                         userdata, req);
 }

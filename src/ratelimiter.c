@@ -23,20 +23,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ratelimiters.h"
+#include "credisson/ratelimiter.h"
+#include "object.h"
 #include "request.h"
 #include "wait.h"
 
 #define RATE_MAGIC 0x4352524cu /* "CRRL" */
 
-#define ID_BYTES CR__RATE_ID_BYTES
+/* The size of an attempt's record id (fresh random bytes per attempt; the
+ * same again after a lost reply, so the script finds its own grant). */
+#define ID_BYTES 16
+
 /* The answers of the acquire and available scripts (their first element). */
 #define ANSWER_OK 0
 #define ANSWER_WAIT 1
 #define ANSWER_NO_RATE 2
 #define ANSWER_OVER_RATE 3
 
-static void free_own(void *obj);
+static void free_parts(void *obj);
 
 struct cr_rate_limiter {
     CR__OBJECT_FIELDS
@@ -46,17 +50,12 @@ struct cr_rate_limiter {
     char *client_records; /* {N}:permits:<client id> */
 };
 
-/* The guard of every call. */
-cr_status
-cr__rate_limiter_enter(const cr_rate_limiter *l, cr__op *op)
+/* The guard of every call (*op: the call's operation; end it with
+ * cr__object_leave). */
+static cr_status
+enter(const cr_rate_limiter *l, cr__op *op)
 {
     return cr__object_enter(l, RATE_MAGIC, "rate limiter", op);
-}
-
-static cr_status
-enter(cr_rate_limiter *l, cr__op *op)
-{
-    return cr__rate_limiter_enter(l, op);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -73,7 +72,7 @@ cr_rate_limiter_new(cr_client *c, const char *name, cr_rate_limiter **out)
     if (rc != CR_OK)
         return rc;
     if (!c->wire.rate_limiter) {
-        cr__object_free(l, free_own);
+        cr__object_free(l, free_parts);
         return cr__fail(CR_ENOTSUP, "Redisson before 3.21 writes rate "
                         "limiter records that credisson cannot share (and "
                         "cannot read credisson's); the client names an "
@@ -86,7 +85,7 @@ cr_rate_limiter_new(cr_client *c, const char *name, cr_rate_limiter **out)
         l->client_records = cr__name_suffixed(l->records, c->id);
     }
     if (l->client_value == NULL || l->client_records == NULL) {
-        cr__object_free(l, free_own);
+        cr__object_free(l, free_parts);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
     *out = l;
@@ -95,7 +94,7 @@ cr_rate_limiter_new(cr_client *c, const char *name, cr_rate_limiter **out)
 
 /* Frees what the handle owns beside its names. */
 static void
-free_own(void *obj)
+free_parts(void *obj)
 {
     cr_rate_limiter *l = obj;
 
@@ -110,7 +109,7 @@ cr_rate_limiter_free(cr_rate_limiter *l)
 {
     if (l == NULL || l->magic != RATE_MAGIC)
         return;
-    cr__object_free(l, free_own);
+    cr__object_free(l, free_parts);
 }
 
 const char *
@@ -287,9 +286,11 @@ answer_of(const cr_rate_limiter *l, cr__reply *r, int64_t *answer, int64_t *valu
     return rc;
 }
 
-cr_status
-cr__rate_acquire_call(const cr_rate_limiter *l, int64_t permits,
-                      const unsigned char *id, cr__script_call *call)
+/* An acquire attempt of `permits` (checked by the caller) under record id
+ * `id` (ID_BYTES, kept by the caller until the call is sent). */
+static cr_status
+acquire_call(const cr_rate_limiter *l, int64_t permits,
+             const unsigned char *id, cr__script_call *call)
 {
     return cr__build_rate_limiter_acquire(
         &(cr__rate_limiter_acquire_args){
@@ -300,9 +301,13 @@ cr__rate_acquire_call(const cr_rate_limiter *l, int64_t permits,
         call);
 }
 
-cr_status
-cr__rate_acquire_reply(const cr_rate_limiter *l, int64_t permits,
-                       cr_status rc, cr__reply *r, int64_t *hint)
+/* The reply of an acquire attempt (rc: how the call went; frees r):
+ * CR_OK granted, CR_BUSY with the script's hint in *hint (when the oldest
+ * record expires, + 3 ms; at least 1), CR_EINVAL for more permits than the
+ * rate or no rate, CR_ESCRIPT, or rc. */
+static cr_status
+acquire_reply(const cr_rate_limiter *l, int64_t permits, cr_status rc,
+              cr__reply *r, int64_t *hint)
 {
     int64_t answer = 0, value = 0;
 
@@ -322,9 +327,11 @@ cr__rate_acquire_reply(const cr_rate_limiter *l, int64_t permits,
     }
 }
 
-cr_status
-cr__rate_busy(const cr_rate_limiter *l, int64_t permits, int64_t wait_ms,
-              int64_t hint)
+/* The CR_BUSY of an acquisition of `permits` whose wait of wait_ms ran
+ * out, the last hint `hint`, with its message. */
+static cr_status
+busy_status(const cr_rate_limiter *l, int64_t permits, int64_t wait_ms,
+            int64_t hint)
 {
     return cr__fail(CR_BUSY, "rate limiter %s: %lld permits not free within "
                     "%lld ms (the next comes back in %lld ms)", l->name,
@@ -352,7 +359,7 @@ rate_call(rate_acquisition *a, cr__script_call *call)
 
     if (!a->uncertain && (rc = cr__random_bytes(a->id, ID_BYTES)) != CR_OK)
         return rc;
-    return cr__rate_acquire_call(a->limiter, a->permits, a->id, call);
+    return acquire_call(a->limiter, a->permits, a->id, call);
 }
 
 /* An attempt's outcome: CR_OK when granted; CR_BUSY with the script's hint
@@ -369,7 +376,7 @@ rate_replied(rate_acquisition *a, cr_status rc, cr__reply *r,
         return rc;
     }
     a->uncertain = false;
-    return cr__rate_acquire_reply(a->limiter, a->permits, rc, r, hint);
+    return acquire_reply(a->limiter, a->permits, rc, r, hint);
 }
 
 /* The status the acquisition ends with, its wait `w` over. */
@@ -377,7 +384,7 @@ static cr_status
 rate_done(const rate_acquisition *a, const cr__wait *w)
 {
     if (w->rc == CR_BUSY)
-        return cr__rate_busy(a->limiter, a->permits, w->spec.wait_ms,
+        return busy_status(a->limiter, a->permits, w->spec.wait_ms,
                              w->hint);
     if (w->rc == CR_OK)
         CR__STAT_ADD(&a->limiter->client->run.stats, acquisitions, 1);
@@ -386,7 +393,7 @@ rate_done(const rate_acquisition *a, const cr__wait *w)
 
 /* One attempt of a blocking acquisition. */
 static cr_status
-attempt(const cr__op *op, rate_acquisition *a, int64_t *hint)
+try_once(const cr__op *op, rate_acquisition *a, int64_t *hint)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
@@ -437,7 +444,7 @@ cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
     for (;;) {
         int64_t sleep;
 
-        w.rc = attempt(&op, &a, &w.hint);
+        w.rc = try_once(&op, &a, &w.hint);
         if (!cr__wait_poll(&w, cr__now_ms(), &sleep))
             break;
         /* Retries do not wait for a connection slot past the wait. */
@@ -650,13 +657,9 @@ cr_async_rate_limiter_acquire(cr_async *a, cr_rate_limiter *l,
                               cr_request **req)
 {
     acquire_request *q;
-    cr__op guard;
-    cr_status rc = enter(l, &guard);
+    cr_status rc = cr__async_enter(a, l, RATE_MAGIC, "rate limiter", false);
 
     if (rc != CR_OK)
-        return rc;
-    cr__object_leave(l);
-    if ((rc = cr__async_enter(a, l)) != CR_OK)
         return rc;
     if ((rc = cr__check_range("permits", permits, 1,
                               CR_RATE_PERMITS_MAX)) != CR_OK ||

@@ -135,11 +135,15 @@ cr__request_discard(cr_request *q, cr_status rc)
 }
 
 cr_status
-cr__async_enter(cr_async *a, const void *obj)
+cr__async_enter(cr_async *a, const void *obj, uint32_t magic,
+                const char *kind, bool any_client)
 {
     cr__op op;
-    cr_status rc;
+    cr_status rc = cr__object_enter(obj, magic, kind, &op);
 
+    if (rc != CR_OK)
+        return rc;
+    cr__object_leave(obj);
     cr__clear_error();
     if (a == NULL || a->magic != CR__ASYNC_MAGIC)
         return cr__fail(CR_EINVAL, "not a live asynchronous handle");
@@ -147,7 +151,7 @@ cr__async_enter(cr_async *a, const void *obj)
         return cr__fail(CR_ECLOSED, "the asynchronous handle is being freed");
     if ((rc = cr__client_enter(a->client, &op)) != CR_OK)
         return rc;
-    if (obj != NULL && ((const cr__object *)obj)->client != a->client) {
+    if (!any_client && ((const cr__object *)obj)->client != a->client) {
         cr__client_leave(a->client);
         return cr__fail(CR_EINVAL, "%s is a handle of another client than "
                         "the asynchronous handle's",

@@ -92,11 +92,13 @@ struct cr_request {
 };
 
 /* cr__async_enter: the guard of every call that starts a request on `a`
- * for an object of client `client` (a handle's must be the handle's
- * client: its names, leases and owners are; NULL: none). On CR_OK the
- * call ends with cr__request_started, or cr__client_leave when it starts
- * nothing. */
-cr_status cr__async_enter(cr_async *a, const void *obj);
+ * for handle `obj`, which must be a live handle of `magic` (named `kind`
+ * in messages) and, unless `any_client` (a multilock, whose sub-locks may
+ * live on any client), of the asynchronous handle's client: its names,
+ * leases and owners are that client's. On CR_OK the call ends with
+ * cr__request_started, or cr__client_leave when it starts nothing. */
+cr_status cr__async_enter(cr_async *a, const void *obj, uint32_t magic,
+                          const char *kind, bool any_client);
 
 /* cr__request_new: a pending request of `type` on `a`, of `size` bytes
  * (a struct that starts with CR__REQUEST_FIELDS), zeroed; NULL when out

@@ -197,7 +197,7 @@ cr__lock_wait_spec(cr_lock *l, const char *owner, int64_t wait_ms,
 /* One attempt of a blocking acquisition, as the wait state machine takes
  * it: its status, and *hint. */
 static cr_status
-attempt(const cr__op *op, cr__acquisition *a, int64_t *hint)
+try_once(const cr__op *op, cr__acquisition *a, int64_t *hint)
 {
     cr_lock *l = a->lock;
     cr__cmd cmd = {.flags = CR__CMD_SYNC};
@@ -308,7 +308,7 @@ script_acquire(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
         return rc;
     cr__wait_begin(&w, op, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = attempt(op, &a, &hint);
+        rc = try_once(op, &a, &hint);
     free(channel);
     if (tune && a.attempts > 0)
         cr__handoff_tune(&l->handoff, rc == CR_OK && a.attempts == 1);
@@ -1084,13 +1084,9 @@ static const cr__request_type lock_type = {
 static cr_status
 async_enter(cr_async *a, cr_lock *l)
 {
-    cr__op guard;
-    cr_status rc = cr__lock_enter(l, &guard);
-
-    if (rc != CR_OK)
-        return rc;
-    cr__lock_leave(l);
-    return cr__async_enter(a, l->kind != NULL ? (const void *)l : NULL);
+    return cr__async_enter(a, l, CR__LOCK_MAGIC, "lock",
+                           l != NULL && l->magic == CR__LOCK_MAGIC &&
+                               l->kind == NULL);
 }
 
 cr_status

@@ -31,13 +31,33 @@
 #include "credisson/semaphore.h"
 #include "handoff.h"
 #include "request.h"
-#include "semaphores.h"
+#include "semaphore.h"
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
 
 struct cr_semaphore {
     CR__SEM_FIELDS
 };
+
+/* RSemaphore's release and addition in halves, a script call and the
+ * reading of its reply, so that the blocking and the asynchronous API send
+ * the same (release_reply: *done, released; the releaser's turn starts
+ * from `sent_us`, from what the releasing driver's subscription to the
+ * channel has seen, `seen`; add_call: addPermits(delta), checked, of
+ * either kind). */
+static cr_status release_call(const void *s, int64_t permits,
+                              bool only_if_exists, cr__script_call *call);
+static cr_status release_reply(void *s, cr_status rc, cr__reply *r,
+                               const cr__sub_seen *seen, int64_t sent_us,
+                               bool *done);
+static cr_status add_call(const void *s, bool expirable, int64_t delta,
+                          cr__script_call *call);
+
+/* give_back_later: find out in the background whether acquisition a's
+ * acquire latch (taken over) says the permits were taken, and give them
+ * back if so. */
+static void give_back_later(cr__sem_acquisition *a);
+
 
 const cr__sem_kind cr__semaphore_kind = {SEM_MAGIC, "semaphore", false};
 
@@ -250,8 +270,8 @@ late_permits_done(void *arg)
     free(p);
 }
 
-void
-cr__sem_late(cr__sem_acquisition *a)
+static void
+give_back_later(cr__sem_acquisition *a)
 {
     late_permits *late = calloc(1, sizeof(*late));
 
@@ -268,7 +288,7 @@ cr__sem_late(cr__sem_acquisition *a)
  * taken, by this attempt or by an earlier one of the same call; CR_BUSY
  * (no hint) when there are too few. */
 static cr_status
-attempt(const cr__op *op, cr__sem_acquisition *a, int64_t *hint)
+try_once(const cr__op *op, cr__sem_acquisition *a, int64_t *hint)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {0};
@@ -300,10 +320,10 @@ acquisition_end(cr__op *op, cr__sem_acquisition *a, cr_status rc)
             look.slot_deadline = cr__now_ms();
             rc = acquire_latch_left_behind(&look, a->acquire_latch, &taken);
             if (!cr__sem_acquisition_end_looked(a, rc, taken))
-                cr__sem_late(a);
+                give_back_later(a);
             break;
         case CR__SEM_END_GIVE_BACK:
-            cr__sem_late(a);
+            give_back_later(a);
             break;
         case CR__SEM_END_DROP:
             cr__del_noreply(op, a->acquire_latch);
@@ -316,7 +336,7 @@ acquisition_end(cr__op *op, cr__sem_acquisition *a, cr_status rc)
 
 /* Acquisition shared by acquire and try_acquire. */
 static cr_status
-acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
+blocking_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 {
     cr__sem_acquisition a;
     cr__wait w;
@@ -336,7 +356,7 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     cr__object_wait_begin(&w, &op, s, "semaphore", s->channel,
                           cr__sem_decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = attempt(&op, &a, &hint);
+        rc = try_once(&op, &a, &hint);
     rc = acquisition_end(&op, &a, rc);
 out:
     cr__object_leave(s);
@@ -346,19 +366,19 @@ out:
 cr_status
 cr_semaphore_acquire(cr_semaphore *s, int64_t permits)
 {
-    return acquire(s, permits, CR_WAIT_FOREVER);
+    return blocking_acquire(s, permits, CR_WAIT_FOREVER);
 }
 
 cr_status
 cr_semaphore_try_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 {
-    return acquire(s, permits, wait_ms);
+    return blocking_acquire(s, permits, wait_ms);
 }
 
 /* ------------------------------------------------------------ releasing */
 
-cr_status
-cr__sem_release_call(const void *obj, int64_t permits, bool only_if_exists,
+static cr_status
+release_call(const void *obj, int64_t permits, bool only_if_exists,
                      cr__script_call *call)
 {
     const cr__sem *s = obj;
@@ -368,8 +388,8 @@ cr__sem_release_call(const void *obj, int64_t permits, bool only_if_exists,
         .publish = s->client->publish_cmd, .if_exists = only_if_exists}, call);
 }
 
-cr_status
-cr__sem_release_reply(void *obj, cr_status rc, cr__reply *r,
+static cr_status
+release_reply(void *obj, cr_status rc, cr__reply *r,
                       const cr__sub_seen *seen, int64_t sent_us, bool *done)
 {
     cr__sem *s = obj;
@@ -406,17 +426,17 @@ release_permits(const cr__op *op, cr_semaphore *s, int64_t permits,
         return CR_OK;
     }
     sent = cr__now_us();
-    rc = cr__sem_release_call(s, permits, only_if_exists, &call);
+    rc = release_call(s, permits, only_if_exists, &call);
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
     cr__pubsub_waiters(s->client->pubsub, s->channel, &seen, NULL);
-    return cr__sem_release_reply(s, rc, r, &seen, sent, done);
+    return release_reply(s, rc, r, &seen, sent, done);
 }
 
 /* The public release: the guard, then release_permits. */
 static cr_status
-release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
+release_guarded(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
 {
     cr__op op;
     cr_status rc = enter(s, &op);
@@ -432,7 +452,7 @@ cr_status
 cr_semaphore_release(cr_semaphore *s, int64_t permits)
 {
     bool done = false;
-    cr_status rc = release(s, permits, false, &done);
+    cr_status rc = release_guarded(s, permits, false, &done);
 
     if (rc == CR_OK)
         cr__event(&s->client->run.stats, CR_EVENT_RELEASED, CR_OK,
@@ -445,7 +465,7 @@ cr_semaphore_release_if_exists(cr_semaphore *s, int64_t permits,
                                bool *released)
 {
     bool done = false;
-    cr_status rc = release(s, permits, true, &done);
+    cr_status rc = release_guarded(s, permits, true, &done);
 
     if (rc == CR_OK && released != NULL)
         *released = done;
@@ -621,8 +641,8 @@ cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
     return rc;
 }
 
-cr_status
-cr__sem_add_call(const void *obj, bool expirable, int64_t delta,
+static cr_status
+add_call(const void *obj, bool expirable, int64_t delta,
                  cr__script_call *call)
 {
     const cr__sem *s = obj;
@@ -650,7 +670,7 @@ cr__sem_add_permits(void *obj, const cr__sem_kind *k, int64_t delta)
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__sem_add_call(s, k->expirable, delta, &call);
+    rc = add_call(s, k->expirable, delta, &call);
     if (rc == CR_OK)
         rc = cr__script_call_run(&op, &cmd, &call, &r);
     cr__script_call_free(&call);
@@ -707,7 +727,7 @@ acquire_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
          * being freed): what this attempt may have taken is looked for
          * and given back in the background. */
         if (rc == CR_OK || q->acq.uncertain)
-            cr__sem_late(&q->acq);
+            give_back_later(&q->acq);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -743,12 +763,12 @@ latch_looked(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
         cr__reply_int(r, &v);
     cr__reply_free(r);
     if (q->ended) {
-        cr__sem_late(&q->acq);
+        give_back_later(&q->acq);
         cr__request_late((cr_request *)q);
         return;
     }
     if (!cr__sem_acquisition_end_looked(&q->acq, rc, v == 1))
-        cr__sem_late(&q->acq);
+        give_back_later(&q->acq);
     acquire_end_step(q);
 }
 
@@ -774,11 +794,11 @@ acquire_end_step(acquire_request *q)
                 cr__aio_command(io, 2, argv, NULL, latch_looked, q) == CR_OK)
                 return;
             q->busy = false;
-            cr__sem_late(a);
+            give_back_later(a);
             break;
         }
         case CR__SEM_END_GIVE_BACK:
-            cr__sem_late(a);
+            give_back_later(a);
             break;
         case CR__SEM_END_DROP: {
             const char *argv[2] = {"DEL", a->acquire_latch};
@@ -819,7 +839,7 @@ acquire_abandon(cr_request *req)
     acquire_request *q = (acquire_request *)req;
 
     if (!q->busy && q->acq.uncertain)
-        cr__sem_late(&q->acq);
+        give_back_later(&q->acq);
 }
 
 static void
@@ -836,19 +856,6 @@ static const cr__request_type acquire_type = {
     .release = acquire_release,
 };
 
-/* The guard of an asynchronous call on semaphore `s`. */
-static cr_status
-async_enter(cr_async *a, cr_semaphore *s)
-{
-    cr__op guard;
-    cr_status rc = enter(s, &guard);
-
-    if (rc != CR_OK)
-        return rc;
-    cr__object_leave(s);
-    return cr__async_enter(a, s);
-}
-
 cr_status
 cr_async_semaphore_acquire(cr_async *a, cr_semaphore *s, int64_t permits,
                            int64_t wait_ms, cr_async_fn fn, void *userdata,
@@ -860,7 +867,7 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *s, int64_t permits,
         .max_sleep_ms = CR__OBJECT_RECHECK_MS,
     };
     acquire_request *q;
-    cr_status rc = async_enter(a, s);
+    cr_status rc = cr__async_enter(a, s, SEM_MAGIC, "semaphore", false);
 
     if (rc != CR_OK)
         return rc;
@@ -898,7 +905,7 @@ released_read(cr__command_request *q, cr_status rc, cr__reply *r)
     bool done = false;
 
     cr__aio_subs.waiters(q->async->io, s->channel, &seen, NULL);
-    rc = cr__sem_release_reply(s, rc, r, &seen, q->sent_us, &done);
+    rc = release_reply(s, rc, r, &seen, q->sent_us, &done);
     if (rc == CR_OK)
         cr__event(&s->client->run.stats, CR_EVENT_RELEASED, CR_OK,
                   "semaphore", s->name, -1, -1, true);
@@ -910,14 +917,14 @@ cr_async_semaphore_release(cr_async *a, cr_semaphore *s, int64_t permits,
                            cr_async_fn fn, void *userdata, cr_request **req)
 {
     cr__script_call call = {0};
-    cr_status rc = async_enter(a, s);
+    cr_status rc = cr__async_enter(a, s, SEM_MAGIC, "semaphore", false);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_permits(permits)) == CR_OK && permits == 0)
         rc = cr__fail(CR_EINVAL, "nothing to release: 0 permits");
     if (rc == CR_OK)
-        rc = cr__sem_release_call(s, permits, false, &call);
+        rc = release_call(s, permits, false, &call);
     return cr__command_start(a, s, rc, &call, 0, released_read, fn, userdata,
                              req, NULL, 0, NULL);
 }
@@ -928,11 +935,11 @@ cr_async_semaphore_add_permits(cr_async *a, cr_semaphore *s, int64_t delta,
                                cr_request **req)
 {
     cr__script_call call = {0};
-    cr_status rc = async_enter(a, s);
+    cr_status rc = cr__async_enter(a, s, SEM_MAGIC, "semaphore", false);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__sem_add_call(s, false, delta, &call);
+    rc = add_call(s, false, delta, &call);
     return cr__command_start(a, s, rc, &call, 0, cr__command_read_number, fn,
                              userdata, req, NULL, 0, NULL);
 }
@@ -943,7 +950,7 @@ cr_async_semaphore_drain_permits(cr_async *a, cr_semaphore *s,
                                  cr_request **req)
 {
     cr__script_call call = {0};
-    cr_status rc = async_enter(a, s);
+    cr_status rc = cr__async_enter(a, s, SEM_MAGIC, "semaphore", false);
 
     if (rc != CR_OK)
         return rc;

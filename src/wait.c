@@ -130,7 +130,7 @@ cr__wait_begin(cr__wait *w, cr__op *op, const cr__wait_spec *spec)
 
 /* Ends the wait with w->rc: the last of the state it holds. */
 static cr__wait_do
-finish(cr__wait *w, bool contended)
+over(cr__wait *w, bool contended)
 {
     if (w->sub != NULL) {
         w->subs->unsubscribe(w->subs_ctx, w->sub);
@@ -224,19 +224,19 @@ spin(cr__wait *w, int64_t now)
     int64_t sleep = w->delay;
 
     if (!again(w->rc))
-        return finish(w, true);
+        return over(w, true);
     if (w->rc == CR_EIO) {
         if (w->io_since == 0)
             w->io_since = now;
         if (now - w->io_since > w->client->reconnect_window_ms)
-            return finish(w, true);
+            return over(w, true);
     } else {
         w->io_since = 0;
     }
     if (w->deadline >= 0) {
         if (now >= w->deadline) {
             w->rc = w->rc == CR_EIO ? CR_EIO : CR_BUSY;
-            return finish(w, true);
+            return over(w, true);
         }
         sleep = bound(sleep, w->deadline - now);
     }
@@ -264,10 +264,10 @@ sleep_or_stop(cr__wait *w, int64_t now)
     int64_t sleep;
 
     if (!again(w->rc))
-        return finish(w, true);
+        return over(w, true);
     if (!plan_sleep(w, now, &sleep)) {
         w->rc = w->rc == CR_EIO ? CR_EIO : CR_BUSY;
-        return finish(w, true);
+        return over(w, true);
     }
     w->sleep_ms = sleep;
     w->phase = P_SLEEP;
@@ -300,7 +300,7 @@ cr__wait_step(cr__wait *w, int64_t now)
         /* fall through */
     case P_FIRST:
         if (!again(w->rc) || w->spec.wait_ms == 0)
-            return finish(w, false);
+            return over(w, false);
         w->first = w->rc;
         if (w->spec.channel == NULL) {
             w->delay = SPIN_INITIAL_MS;
@@ -315,7 +315,7 @@ cr__wait_step(cr__wait *w, int64_t now)
             /* closing, out of memory, or refused (an ACL) */
             w->rc = w->woke;
             w->sub = NULL;
-            return finish(w, false);
+            return over(w, false);
         }
         if (w->in_line) {
             w->hint = LINE_RECHECK_MS;
@@ -341,7 +341,7 @@ cr__wait_step(cr__wait *w, int64_t now)
         }
         if (w->opened) {
             w->rc = CR_OK; /* counted down to zero during this wait */
-            return finish(w, true);
+            return over(w, true);
         }
         w->phase = P_RETRY;
         return CR__WAIT_ATTEMPT;
@@ -350,7 +350,7 @@ cr__wait_step(cr__wait *w, int64_t now)
     case P_SPIN:
         if (w->woke == CR_ECLOSED) {
             w->rc = CR_ECLOSED;
-            return finish(w, true);
+            return over(w, true);
         }
         w->delay = bound(w->delay * 2 + (int64_t)(next_jitter(w) % 256) % w->spins,
                          SPIN_MAX_MS);

@@ -6,8 +6,8 @@
  * kind the issued permits {N}:timeout), its life cycle and the calls that
  * are the same for both.
  */
-#ifndef CR_SEMAPHORES_H
-#define CR_SEMAPHORES_H
+#ifndef CR_SEMAPHORE_H
+#define CR_SEMAPHORE_H
 
 #include "handoff.h"
 #include "object.h"
@@ -50,20 +50,6 @@ cr_status cr__sem_try_set_permits(void *s, const cr__sem_kind *k,
 cr_status cr__sem_add_permits(void *s, const cr__sem_kind *k, int64_t delta);
 cr_status cr__sem_delete(void *s, const cr__sem_kind *k, bool *deleted);
 
-/* RSemaphore's release in halves, a script call and the reading of its
- * reply, so that the blocking and the asynchronous API send the same
- * (*done: released; the releaser's turn starts from `sent_us`, from what
- * the releasing driver's subscription to the channel has seen, `seen`). */
-cr_status cr__sem_release_call(const void *s, int64_t permits,
-                               bool only_if_exists, cr__script_call *call);
-cr_status cr__sem_release_reply(void *s, cr_status rc, cr__reply *r,
-                                const cr__sub_seen *seen, int64_t sent_us,
-                                bool *done);
-
-/* cr__sem_add_call: addPermits(delta) (checked) of either kind. */
-cr_status cr__sem_add_call(const void *s, bool expirable, int64_t delta,
-                           cr__script_call *call);
-
 /* The rules of one RSemaphore acquisition, written once for the blocking
  * call and the loop's request. Permits are not owned, so an attempt
  * whose reply was lost cannot be resolved by asking who holds what, as
@@ -77,8 +63,8 @@ cr_status cr__sem_add_call(const void *s, bool expirable, int64_t delta,
  * latch once (LOOK: EXISTS; not known, it is looked for in the
  * background, which gives the permits back if they were taken); a grant
  * that came after a cancel or while the client is being freed is given
- * back (GIVE_BACK: cr__sem_late); a grant drops its latch (DROP: DEL
- * without a reply). */
+ * back (GIVE_BACK: in the background, which looks at the latch first); a
+ * grant drops its latch (DROP: DEL without a reply). */
 typedef struct cr__sem_acquisition {
     cr__sem *sem;
     int64_t permits;
@@ -91,7 +77,7 @@ typedef struct cr__sem_acquisition {
 
 typedef enum cr__sem_end_do {
     CR__SEM_END_LOOK,      /* EXISTS the latch, then ..._end_looked */
-    CR__SEM_END_GIVE_BACK, /* cr__sem_late */
+    CR__SEM_END_GIVE_BACK, /* give them back in the background */
     CR__SEM_END_DROP,      /* DEL the latch, no reply awaited */
     CR__SEM_END_DONE       /* cr__sem_acquisition_done */
 } cr__sem_end_do;
@@ -111,7 +97,7 @@ cr_status cr__sem_acquisition_replied(cr__sem_acquisition *a, cr_status rc,
 
 /* The end, once the wait ended with `rc`: its steps (`stop`: CR__STOP_*
  * as they stand now); the look's outcome (false: not known, the driver
- * leaves it to cr__sem_late); and the acquisition's status, its latch's
+ * leaves it to the background); and the acquisition's status, its latch's
  * name freed. */
 void cr__sem_acquisition_end_begin(cr__sem_acquisition *a, cr_status rc);
 cr__sem_end_do cr__sem_acquisition_end_next(cr__sem_acquisition *a,
@@ -119,11 +105,6 @@ cr__sem_end_do cr__sem_acquisition_end_next(cr__sem_acquisition *a,
 bool cr__sem_acquisition_end_looked(cr__sem_acquisition *a, cr_status rc,
                                     bool taken);
 cr_status cr__sem_acquisition_done(cr__sem_acquisition *a);
-
-/* cr__sem_late: find out in the background whether acquisition a's
- * acquire latch (taken over) says the permits were taken, and give them
- * back if so. */
-void cr__sem_late(cr__sem_acquisition *a);
 
 /* A permit id as it is stored (protocol sections 8.1 and 16): 16 random
  * bytes, raw; for a Java side before Redisson 3.17 their 32 lowercase hex
@@ -133,46 +114,16 @@ typedef struct cr__permit_id {
     size_t len; /* 16 or 32 */
 } cr__permit_id;
 
-/* cr__permit_id_new: a fresh id in the form semaphore `s`'s line stores. */
-cr_status cr__permit_id_new(const void *s, cr__permit_id *id);
-
-/* cr__permit_id_hex: `id` as users see it, 32 lowercase hex characters
- * and a NUL. */
-void cr__permit_id_hex(const cr__permit_id *id, char *hex);
-
-/* RPermitExpirableSemaphore's calls in halves (ids as users see them in
- * `hex`): an acquire attempt of `permits` under the n ids `ids` (one per
- * permit, or one for all of them on lines before 3.23.4; CR_OK granted,
- * CR_BUSY with the time to the earliest expiry in *hint), a release of
- * the `permits` id `hex` stands for (CR_ENOTOWNER: not out; CR_ELOST: its
- * lease had run out; *result 0, 1 or 2 as the script's), an update of its
- * lease (reply: 1 when updated, cr__reply_bool). `id` receives the stored
- * form of `hex`, which the call refers to. */
-cr_status cr__permit_acquire_call(const void *s, int64_t permits,
-                                  int64_t lease_ms, const cr__permit_id *ids,
-                                  size_t n, cr__script_call *call);
-cr_status cr__permit_acquire_reply(cr_status rc, cr__reply *r, int64_t *hint);
-cr_status cr__permit_release_call(const void *s, const char *hex,
-                                  int64_t permits, cr__permit_id *id,
-                                  cr__script_call *call);
-cr_status cr__permit_release_reply(void *s, const char *hex, cr_status rc,
-                                   cr__reply *r, const cr__sub_seen *seen,
-                                   int64_t sent_us, bool async,
-                                   int64_t *result);
-cr_status cr__permit_update_call(const void *s, const char *hex,
-                                 int64_t lease_ms, cr__permit_id *id,
-                                 cr__script_call *call);
-
 /* The rules of one RPermitExpirableSemaphore acquisition, written once
  * for the blocking call and the loop's request. Before an attempt whose
  * predecessor's reply was lost (uncertain), a look (ZSCORE of its first
  * id: its ids went in together) tells whether it was granted; if not, the
  * attempt goes with fresh ids. The end: a wait that ended without the
  * permits after a lost reply looks once more (LOOK; not known, it is
- * looked for in the background, cr__permit_late, which gives them back if
- * they were granted); a grant that came after a cancel or while the
- * client is being freed is given back (GIVE_BACK: now by a blocking call,
- * within the free's grace; by cr__permit_late on the loop). */
+ * looked for in the background, which gives them back if they were
+ * granted); a grant that came after a cancel or while the client is being
+ * freed is given back (GIVE_BACK: now by a blocking call, within the
+ * free's grace; in the background by the loop's request). */
 typedef struct cr__permit_acquisition {
     cr__sem *sem;
     int64_t permits;
@@ -212,7 +163,7 @@ cr_status cr__permit_acquisition_replied(cr__permit_acquisition *a,
 
 /* The end, once the wait ended with `rc` (`stop`: CR__STOP_* as they
  * stand now); the end's look's outcome (false: not known, the driver
- * leaves it to cr__permit_late); the acquisition's status. */
+ * leaves it to the background); the acquisition's status. */
 void cr__permit_acquisition_end_begin(cr__permit_acquisition *a,
                                       cr_status rc);
 cr__permit_end_do cr__permit_acquisition_end_next(cr__permit_acquisition *a,
@@ -220,10 +171,6 @@ cr__permit_end_do cr__permit_acquisition_end_next(cr__permit_acquisition *a,
 bool cr__permit_acquisition_end_looked(cr__permit_acquisition *a,
                                        cr_status rc, cr__reply *r);
 cr_status cr__permit_acquisition_done(const cr__permit_acquisition *a);
-
-/* cr__permit_late: find out in the background whether the ids of
- * acquisition `a` (copied) were granted, and give them back if so. */
-void cr__permit_late(const cr__permit_acquisition *a);
 
 /* cr__sem_decode: a semaphore's message (protocol sections 7.2 and 8.2):
  * n > 0 permits came back, so up to n waiters may try. */
