@@ -93,27 +93,37 @@ cr__handoff_turn(const cr__handoff *h, int64_t now_us, int64_t wait_ms,
 }
 
 cr__turn_do
-cr__turn_next(const cr__turn *t, const cr__sub_seen *seen, int64_t now_us,
+cr__turn_next(cr__turn *t, const cr__sub_seen *seen, int64_t now_us,
               int64_t *wait_us)
 {
-    int64_t at = seen->counted_at_us;
-    int64_t last = at > t->since_us ? at : t->since_us;
-
     if (t->target > 0 && seen->waiters >= 0) {
-        int64_t end = last + t->quiet_us;
-
-        /* Counting: over once those it let go first have gone, the turn
-         * has passed, or none came for the quiet time (they left). */
-        if (seen->counted >= t->target || now_us >= t->until_us ||
-            now_us >= end)
+        /* One wait for the count, then go: those it let go first have
+         * gone, or left. */
+        if (t->counted || seen->counted >= t->target ||
+            now_us >= t->until_us)
             return CR__TURN_GO;
-        *wait_us = (end < t->until_us ? end : t->until_us) - now_us;
+        t->counted = true;
+        *wait_us = t->until_us - now_us;
         return CR__TURN_COUNT;
     }
     /* Nothing to count: the turn's sleep. */
     *wait_us = t->until_us - now_us < t->sleep_us ? t->until_us - now_us
                                                   : t->sleep_us;
     return *wait_us > 0 ? CR__TURN_SLEEP : CR__TURN_GO;
+}
+
+bool
+cr__turn_count_over(const cr__turn *t, const cr__sub_seen *seen,
+                    int64_t now_us, int64_t *check_us)
+{
+    int64_t at = seen->counted_at_us;
+    int64_t end = (at > t->since_us ? at : t->since_us) + t->quiet_us;
+
+    if (seen->waiters < 0 || seen->counted >= t->target ||
+        now_us >= t->until_us || now_us >= end)
+        return true;
+    *check_us = end < t->until_us ? end : t->until_us;
+    return false;
 }
 
 bool

@@ -56,12 +56,15 @@ typedef struct cr__turn {
     uint64_t target;   /* count releases until this many; 0: no counting */
     int64_t quiet_us;  /* the counting ends when none came for this long */
     int64_t since_us;  /* when it began */
+    bool counted;      /* its count was waited for */
 } cr__turn;
 
 /* What a turn asks for next (cr__turn_next). */
 typedef enum cr__turn_do {
     CR__TURN_GO,    /* over: make the first attempt */
-    CR__TURN_COUNT, /* read releases for up to *wait_us, then ask again */
+    CR__TURN_COUNT, /* wait until the subscription's count of releases
+                     * reaches the target, none came for quiet_us, or
+                     * *wait_us passed; then ask again */
     CR__TURN_SLEEP  /* sleep *wait_us, then go */
 } cr__turn_do;
 
@@ -95,12 +98,20 @@ bool cr__handoff_turn(const cr__handoff *h, int64_t now_us, int64_t wait_ms,
 
 /* cr__turn_next: what turn `t` asks for at `now_us`, given what the
  * subscription to its channel has seen (read by the driver before each
- * call; not subscribed, waiters -1: nothing can be counted): with a target,
- * count releases until it is reached, the turn has passed or none came
- * for the quiet time, then go on; without one (or nothing to count),
- * sleep the turn's rest. */
-cr__turn_do cr__turn_next(const cr__turn *t, const cr__sub_seen *seen,
+ * call; not subscribed, waiters -1: nothing can be counted): with a
+ * target, one wait for the count (which ends once it is reached, none came
+ * for the quiet time, or the turn has passed), then go on; without one
+ * (or nothing to count), sleep the turn's rest. */
+cr__turn_do cr__turn_next(cr__turn *t, const cr__sub_seen *seen,
                           int64_t now_us, int64_t *wait_us);
+
+/* cr__turn_count_over: during a turn's count wait, whether it is over at
+ * now_us (reached, quiet for quiet_us, or past the turn's end); if not,
+ * *check_us is when it may be at the latest without a new release. For a
+ * driver that looks at the count now and then (the loop's) rather than
+ * waking on each release (pub/sub's cr__pubsub_await_count). */
+bool cr__turn_count_over(const cr__turn *t, const cr__sub_seen *seen,
+                         int64_t now_us, int64_t *check_us);
 
 /* cr__turn_tune: after turn t, whether the first attempt is to tune the
  * lock's turn (cr__handoff_tune): it had releases to count and could not

@@ -422,6 +422,26 @@ bound_passed(void *arg)
     q->type->finish(q);
 }
 
+static void turn_step(void *arg);
+
+/* The count wait of a request's turn: the loop looks at the count at the
+ * latest when the turn's rule says it may be over. */
+static void
+turn_count(void *arg)
+{
+    cr_request *q = arg;
+    cr__aio *io = q->async->io;
+    cr__sub_seen seen = {.waiters = -1};
+    int64_t now = cr__now_us(), check = now;
+
+    cr__aio_subs.waiters(io, q->turn_channel, &seen, NULL);
+    if (cr__turn_count_over(&q->turn, &seen, now, &check))
+        turn_step(q);
+    else
+        cr__aio_after(io, &q->timer, (check - now + 999) / 1000, turn_count,
+                      q);
+}
+
 /* The releaser's turn of waiting request q (handoff.h) on the loop, as
  * cr__wait_turn keeps it for a blocking call; the wait's first step comes
  * once it is over. */
@@ -436,7 +456,7 @@ turn_step(void *arg)
     cr__aio_subs.waiters(io, q->turn_channel, &seen, NULL);
     switch (cr__turn_next(&q->turn, &seen, cr__now_us(), &wait_us)) {
     case CR__TURN_COUNT:
-        cr__aio_after(io, &q->timer, (wait_us + 999) / 1000, turn_step, q);
+        turn_count(q);
         return;
     case CR__TURN_SLEEP:
         q->tune = cr__turn_tune(&q->turn, &seen);

@@ -427,6 +427,8 @@ cr__wait_turn(cr__pubsub *ps, const char *channel, const cr__handoff *h,
         case CR__TURN_GO:
             return cr__turn_tune(&t, &seen);
         case CR__TURN_COUNT:
+            /* Woken by each release, with pub/sub's own rule for when
+             * none comes (its quiet periods). */
             cr__pubsub_await_count(ps, channel, t.target,
                                    (cr__now_us() + wait_us + 999) / 1000,
                                    (t.quiet_us + 999) / 1000);
