@@ -24,50 +24,11 @@
 #include "fault_server.h"
 #include "grant_records.h"
 #include "poll_loop.h"
+#include "async_outcome.h"
 
 #define OK(call) assert_int_equal((call), CR_OK)
 
 /* ------------------------------------------------------------- helpers */
-
-/* One request's outcome. */
-typedef struct outcome {
-    int calls;
-    cr_status rc;
-    int64_t value, generation, index;
-    int64_t at; /* when the callback ran (monotonic ms) */
-    cr_async *free_it; /* freed from the callback when set */
-} outcome;
-
-static void
-record(void *userdata, cr_status rc, int64_t value)
-{
-    outcome *o = userdata;
-
-    o->calls++;
-    o->rc = rc;
-    o->value = value;
-    o->at = poll_loop_now_ms();
-}
-
-static void
-passed(void *userdata, cr_status rc, int64_t generation, int64_t index)
-{
-    outcome *o = userdata;
-
-    o->calls++;
-    o->rc = rc;
-    o->generation = generation;
-    o->index = index;
-    o->at = poll_loop_now_ms();
-    if (o->free_it != NULL)
-        cr_async_free(o->free_it);
-}
-
-static bool
-called(void *arg)
-{
-    return ((outcome *)arg)->calls > 0;
-}
 
 /* For poll_loop_until: every outcome of a set has its callback. */
 typedef struct outcomes {
