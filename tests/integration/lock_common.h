@@ -430,4 +430,11 @@ count_messages(cr_test_listener *li, size_t n, const char *channel,
     return found;
 }
 
+/* Waits for child process `pid` and checks that it exited with 0. */
+static inline void
+reap_ok(pid_t pid)
+{
+    assert_int_equal(cr_test_wait_exit(pid), 0);
+}
+
 #endif

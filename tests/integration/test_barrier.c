@@ -350,13 +350,8 @@ test_barrier_eight_processes_fifty_rounds_exact(void **state)
         pids[i] = cr_test_spawn("coord_worker", a, NULL);
         assert_true(pids[i] > 0);
     }
-    for (i = 0; i < ROUNDS_PROCS; i++) {
-        int status = 0;
-
-        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-        assert_true(WIFEXITED(status));
-        assert_int_equal(WEXITSTATUS(status), 0);
-    }
+    for (i = 0; i < ROUNDS_PROCS; i++)
+        reap_ok(pids[i]);
     assert_int_equal(atomic_load(&blk->finished), ROUNDS_PROCS);
     assert_int_equal(atomic_load(&blk->early), 0);
     assert_int_equal(atomic_load(&blk->disagree), 0);

@@ -168,13 +168,8 @@ test_coord_cluster_barrier_rounds_across_processes_on_every_master(void **state)
             pids[i] = cr_test_spawn("coord_worker", a, NULL);
             assert_true(pids[i] > 0);
         }
-        for (i = 0; i < PROCS; i++) {
-            int status = 0;
-
-            assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-            assert_true(WIFEXITED(status));
-            assert_int_equal(WEXITSTATUS(status), 0);
-        }
+        for (i = 0; i < PROCS; i++)
+            assert_int_equal(cr_test_wait_exit(pids[i]), 0);
         assert_int_equal(atomic_load(&blk->early), 0);
         assert_int_equal(atomic_load(&blk->disagree), 0);
         assert_int_equal(atomic_load(&blk->twice), 0);

@@ -192,7 +192,7 @@ test_fair_lock_waiters_get_it_in_queue_order_across_threads_and_processes(void *
                                   "order", NULL};
 
             pids[i] = spawn(args, &fds[i]);
-            assert_true(read_line(fds[i], expect[i], sizeof(expect[i]), slow(5000)));
+            assert_true(cr_test_read_line(fds[i], expect[i], sizeof(expect[i]), slow(5000)));
             wait_queue_length(i + 1);
         }
     }
@@ -376,7 +376,7 @@ test_fair_lock_dead_head_waiter_delays_others_only_until_its_deadline(void **sta
     /* D, another process, queues first (deadline: holder's ttl + 1 s),
      * then W. */
     pid = spawn(args, &fd);
-    assert_true(read_line(fd, dead, sizeof(dead), slow(5000)));
+    assert_true(cr_test_read_line(fd, dead, sizeof(dead), slow(5000)));
     assert_true(cr_test_wait_until(queue_has_1, NULL, slow(5000)));
     dd = deadline_of(dead);
     assert_true(dd > 0);

@@ -1265,7 +1265,7 @@ test_lock_mutual_exclusion_across_processes_keeps_counter_exact(void **state)
     const char *dir = getenv("CR_TEST_BUILDDIR");
     char worker[512];
     pid_t pids[4];
-    int i, status;
+    int i;
 
     (void)state;
     snprintf(worker, sizeof(worker), "%s/tests/integration/lock_worker",
@@ -1279,11 +1279,8 @@ test_lock_mutual_exclusion_across_processes_keeps_counter_exact(void **state)
             _exit(127);
         }
     }
-    for (i = 0; i < 4; i++) {
-        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-        assert_true(WIFEXITED(status));
-        assert_int_equal(WEXITSTATUS(status), 0);
-    }
+    for (i = 0; i < 4; i++)
+        reap_ok(pids[i]);
     assert_int_equal(redis_int("GET counter"), 200);
     assert_int_equal(redis_int("EXISTS procs"), 0);
 }

@@ -450,17 +450,10 @@ static long
 worker_grants(pid_t pid, int fd)
 {
     char line[64] = "";
-    size_t n = 0;
-    int status = 0;
 
-    while (n + 1 < sizeof(line) && read(fd, line + n, 1) == 1 &&
-           line[n] != '\n')
-        n++;
-    line[n] = '\0';
+    cr_test_read_line(fd, line, sizeof(line), -1);
     close(fd);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    reap_ok(pid);
     return atol(line);
 }
 

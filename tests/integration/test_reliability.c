@@ -451,24 +451,7 @@ proc_start(proc *p, char **argv)
 static bool
 proc_read_line(proc *p, char *buf, size_t len, int64_t timeout_ms)
 {
-    int64_t deadline = cr_test_now_ms() + timeout_ms;
-    size_t n = 0;
-
-    while (n + 1 < len) {
-        struct pollfd pfd = {p->from, POLLIN, 0};
-        int64_t left = deadline - cr_test_now_ms();
-        char ch;
-
-        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
-            return false;
-        if (read(p->from, &ch, 1) != 1)
-            return false;
-        if (ch == '\n')
-            break;
-        buf[n++] = ch;
-    }
-    buf[n] = '\0';
-    return true;
+    return cr_test_read_line(p->from, buf, len, timeout_ms);
 }
 
 /* Sends a line to the worker. */
