@@ -165,13 +165,9 @@ far_waiter_rounds(const char *key, void *h, void (*take)(void *, int64_t),
 static inline sync_block *
 shared_block(int *fd)
 {
-    sync_block *b;
+    sync_block *b = cr_test_memfd_alloc("sync_block", sizeof(*b), fd);
 
-    *fd = memfd_create("sync_block", 0);
-    assert_true(*fd >= 0);
-    assert_int_equal(ftruncate(*fd, sizeof(sync_block)), 0);
-    b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-    assert_true(b != MAP_FAILED);
+    assert_non_null(b);
     return b;
 }
 

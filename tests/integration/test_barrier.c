@@ -317,13 +317,9 @@ test_barrier_another_rounds_completion_message_does_not_release(void **state)
 static coord_block *
 shared_coord_block(int *fd)
 {
-    coord_block *b;
+    coord_block *b = cr_test_memfd_alloc("coord_block", sizeof(*b), fd);
 
-    *fd = memfd_create("coord_block", 0);
-    assert_true(*fd >= 0);
-    assert_int_equal(ftruncate(*fd, sizeof(coord_block)), 0);
-    b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-    assert_true(b != MAP_FAILED);
+    assert_non_null(b);
     return b;
 }
 

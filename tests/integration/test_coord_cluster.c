@@ -154,12 +154,8 @@ test_coord_cluster_barrier_rounds_across_processes_on_every_master(void **state)
     for (n = 0; n < 3; n++) {
         pid_t pids[PROCS];
 
-        fd = memfd_create("coord_block", 0);
-        assert_true(fd >= 0);
-        assert_int_equal(ftruncate(fd, sizeof(coord_block)), 0);
-        blk = mmap(NULL, sizeof(*blk), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   fd, 0);
-        assert_true(blk != MAP_FAILED);
+        blk = cr_test_memfd_alloc("coord_block", sizeof(*blk), &fd);
+        assert_non_null(blk);
         snprintf(fdarg, sizeof(fdarg), "%d", fd);
         for (i = 0; i < PROCS; i++) {
             const char *a[] = {"barrier-rounds", cl.url, names[n], parties,

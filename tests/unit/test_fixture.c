@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -151,6 +152,35 @@ static void test_fixture_shared_memory_crosses_fork(void **state)
     cr_test_shared_free(shared, sizeof(int));
 }
 
+static void test_fixture_memfd_block_is_shared_through_its_descriptor(
+    void **state)
+{
+    int fd = -1;
+    int *shared = cr_test_memfd_alloc("fixture_test", sizeof(int), &fd);
+    pid_t pid;
+
+    (void)state;
+    assert_non_null(shared);
+    assert_true(fd >= 0);
+    assert_int_equal(*shared, 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* As a helper program would: its own mapping of the descriptor. */
+        int *mine = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
+                         MAP_SHARED, fd, 0);
+
+        if (mine == MAP_FAILED)
+            _exit(1);
+        *mine = 42;
+        _exit(0);
+    }
+    assert_int_equal(cr_test_wait_exit(pid), 0);
+    assert_int_equal(*shared, 42);
+    munmap(shared, sizeof(int));
+    close(fd);
+}
+
 static void test_fixture_read_line_reads_whole_lines_until_eof(void **state)
 {
     char line[16];
@@ -231,6 +261,8 @@ int main(void)
         cmocka_unit_test(test_fixture_listener_gets_messages_in_order),
         cmocka_unit_test(test_fixture_wait_until_polls_and_times_out),
         cmocka_unit_test(test_fixture_shared_memory_crosses_fork),
+        cmocka_unit_test(
+            test_fixture_memfd_block_is_shared_through_its_descriptor),
         cmocka_unit_test(test_fixture_read_line_reads_whole_lines_until_eof),
         cmocka_unit_test(test_fixture_read_line_gives_up_after_its_timeout),
         cmocka_unit_test(test_fixture_wait_exit_gives_the_status_or_minus_one),
