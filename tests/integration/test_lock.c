@@ -1262,22 +1262,15 @@ test_lock_handoffs_between_clients_never_stall(void **state)
 static void
 test_lock_mutual_exclusion_across_processes_keeps_counter_exact(void **state)
 {
-    const char *dir = getenv("CR_TEST_BUILDDIR");
-    char worker[512];
+    const char *args[] = {"count", test_redis.url, "procs", "50", "counter",
+                          NULL};
     pid_t pids[4];
     int i;
 
     (void)state;
-    snprintf(worker, sizeof(worker), "%s/tests/integration/lock_worker",
-             dir != NULL ? dir : ".");
     for (i = 0; i < 4; i++) {
-        pids[i] = fork();
-        assert_true(pids[i] >= 0);
-        if (pids[i] == 0) {
-            execl(worker, worker, "count", test_redis.url, "procs", "50",
-                  "counter", (char *)NULL);
-            _exit(127);
-        }
+        pids[i] = cr_test_spawn("lock_worker", args, NULL);
+        assert_true(pids[i] > 0);
     }
     for (i = 0; i < 4; i++)
         reap_ok(pids[i]);

@@ -187,7 +187,6 @@ expiry_lower_bound(const char *key)
 static void
 test_partition_cut_off_holder_loses_its_lease_and_learns_it(void **state)
 {
-    const char *dir = getenv("CR_TEST_BUILDDIR");
     char worker[512], url[64], fd[16], line[32], want[16];
     char *argv[16];
     cr_hist *h = cr_hist_new(16, 2);
@@ -199,8 +198,7 @@ test_partition_cut_off_holder_loses_its_lease_and_learns_it(void **state)
 
     (void)state;
     assert_non_null(h);
-    snprintf(worker, sizeof(worker), "%s/tests/integration/rel_worker",
-             dir != NULL ? dir : ".");
+    cr_test_worker_path("rel_worker", worker, sizeof(worker));
     snprintf(url, sizeof(url), "redis://%s:%d", SERVER_ADDR, test_redis.port);
     snprintf(fd, sizeof(fd), "%d", cr_hist_fd(h));
     argv[0] = "ip";
