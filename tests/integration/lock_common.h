@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -428,6 +429,39 @@ count_messages(cr_test_listener *li, size_t n, const char *channel,
             found++;
     }
     return found;
+}
+
+/* A counter that threads increment under a lock, each `rounds` times:
+ * read, yield, write back plus one, so that only the lock keeps it exact
+ * (run count_under_lock on each thread). */
+typedef struct shared_counter {
+    cr_lock *lock;
+    int rounds;
+    volatile long value;
+    int errors; /* lock and unlock calls that failed */
+} shared_counter;
+
+/* Thread body: `rounds` times lock, non-atomic increment, unlock. */
+static inline void *
+count_under_lock(void *arg)
+{
+    shared_counter *s = arg;
+    int i;
+
+    for (i = 0; i < s->rounds; i++) {
+        long v;
+
+        if (cr_lock_lock(s->lock, CR_LEASE_WATCHDOG) != CR_OK) {
+            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        v = s->value;
+        sched_yield(); /* widen the window a missing exclusion would show */
+        s->value = v + 1;
+        if (cr_lock_unlock(s->lock) != CR_OK)
+            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
+    }
+    return NULL;
 }
 
 /* Waits for child process `pid` and checks that it exited with 0. */

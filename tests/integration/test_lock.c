@@ -1076,38 +1076,10 @@ test_lock_try_lock_returns_busy_within_its_wait_budget(void **state)
 #define THREADS 8
 #define ROUNDS 40
 
-typedef struct shared_counter {
-    cr_lock *lock;
-    volatile long value;
-    int errors;
-} shared_counter;
-
-static void *
-count_under_lock(void *arg)
-{
-    shared_counter *s = arg;
-    int i;
-
-    for (i = 0; i < ROUNDS; i++) {
-        long v;
-
-        if (cr_lock_lock(s->lock, CR_LEASE_WATCHDOG) != CR_OK) {
-            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
-            continue;
-        }
-        v = s->value;
-        sched_yield(); /* widen the window a missing exclusion would show */
-        s->value = v + 1;
-        if (cr_lock_unlock(s->lock) != CR_OK)
-            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
-    }
-    return NULL;
-}
-
 static void
 test_lock_mutual_exclusion_across_threads_keeps_counter_exact(void **state)
 {
-    shared_counter s = {NULL, 0, 0};
+    shared_counter s = {.rounds = ROUNDS};
     pthread_t t[THREADS];
     int i;
 
