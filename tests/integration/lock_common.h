@@ -222,19 +222,31 @@ is_uuid_v4(const char *s)
     return s[14] == '4' && strchr("89ab", s[19]) != NULL;
 }
 
-/* The server's count of SUBSCRIBE commands so far (INFO commandstats). */
+/* The server's count of calls of command `cmd` (lower case) so far (INFO
+ * commandstats). */
 static inline long long
-subscribes_seen(void)
+calls_of(const char *cmd)
 {
     redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
-    const char *p = r != NULL && r->type == REDIS_REPLY_STRING
-                        ? strstr(r->str, "cmdstat_subscribe:calls=")
-                        : NULL;
-    long long n = p != NULL ? atoll(p + strlen("cmdstat_subscribe:calls=")) : 0;
+    char field[64];
+    const char *p;
+    long long n = 0;
 
+    snprintf(field, sizeof(field), "cmdstat_%s:calls=", cmd);
+    p = r != NULL && r->type == REDIS_REPLY_STRING ? strstr(r->str, field)
+                                                   : NULL;
+    if (p != NULL)
+        n = atoll(p + strlen(field));
     if (r != NULL)
         freeReplyObject(r);
     return n;
+}
+
+/* The server's count of SUBSCRIBE commands so far. */
+static inline long long
+subscribes_seen(void)
+{
+    return calls_of("subscribe");
 }
 
 /* What renewals_reached waits for: `client` has sent at least `at_least`

@@ -82,25 +82,6 @@ turn_for(cr_async *a, int64_t ms)
         poll_loop_turn(a, 10);
 }
 
-/* The server's count of calls of `cmd` so far (INFO commandstats). */
-static long long
-calls_of(const char *cmd)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
-    char field[64];
-    const char *p;
-    long long n = 0;
-
-    snprintf(field, sizeof(field), "cmdstat_%s:calls=", cmd);
-    p = r != NULL && r->type == REDIS_REPLY_STRING ? strstr(r->str, field)
-                                                   : NULL;
-    if (p != NULL)
-        n = atoll(p + strlen(field));
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
 /* ----------------------------------------------- rate limiter records */
 
 static cr_rate_limiter *

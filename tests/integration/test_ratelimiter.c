@@ -35,25 +35,6 @@ server_ms(void)
     return ms;
 }
 
-/* The server's count of calls of `cmd` so far (INFO commandstats). */
-static long long
-calls_of(const char *cmd)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
-    char field[64];
-    const char *p;
-    long long n = 0;
-
-    snprintf(field, sizeof(field), "cmdstat_%s:calls=", cmd);
-    p = r != NULL && r->type == REDIS_REPLY_STRING ? strstr(r->str, field)
-                                                   : NULL;
-    if (p != NULL)
-        n = atoll(p + strlen(field));
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
 /* A new limiter handle on the test client. */
 static cr_rate_limiter *
 limiter(const char *name)
