@@ -27,13 +27,11 @@
 static cr_test_redis test_redis;
 static cr_client *test_client;
 
-/* Time bounds are multiplied by this: 1, or 10 under valgrind. */
+/* A time bound of `ms`, scaled under valgrind (cr_test_slow). */
 static inline int64_t
 slow(int64_t ms)
 {
-    const char *s = getenv("CR_TEST_SLOW");
-
-    return s != NULL && s[0] == '1' ? ms * 10 : ms;
+    return cr_test_slow(ms);
 }
 
 /* Group setup: one server for every test of the file; skips the whole

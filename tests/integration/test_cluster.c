@@ -30,35 +30,8 @@
 #include "async_outcome.h"
 #include "redis_cluster.h"
 
-static cr_test_cluster cl;
-
-/* Time bounds are multiplied by this: 1, or 10 under valgrind. */
-static int64_t
-slow(int64_t ms)
-{
-    const char *s = getenv("CR_TEST_SLOW");
-
-    return s != NULL && s[0] == '1' ? ms * 10 : ms;
-}
-
-static int
-cluster_up(void **state)
-{
-    int rc = cr_test_cluster_start(&cl, 3, 1, slow(60000));
-
-    (void)state;
-    if (rc == CR_TEST_SKIP)
-        exit(CR_TEST_SKIP);
-    return rc;
-}
-
-static int
-cluster_down(void **state)
-{
-    (void)state;
-    cr_test_cluster_destroy(&cl);
-    return 0;
-}
+#define CLUSTER_REPLICAS 1 /* a replica for each master */
+#include "cluster_common.h"
 
 /* A client on the cluster; `query` (may be NULL) is appended to the URL;
  * `hook` (may be NULL) is its event hook, called with `hook_userdata`. */

@@ -25,37 +25,10 @@
 #include "credisson.h"
 #include "redis_cluster.h"
 
+#define CLUSTER_REPLICAS 0
+#include "cluster_common.h"
+
 #define OK(call) assert_int_equal((call), CR_OK)
-
-static cr_test_cluster cl;
-
-/* Time bounds are multiplied by this: 1, or 10 under valgrind. */
-static int64_t
-slow(int64_t ms)
-{
-    const char *s = getenv("CR_TEST_SLOW");
-
-    return s != NULL && s[0] == '1' ? ms * 10 : ms;
-}
-
-static int
-cluster_up(void **state)
-{
-    int rc = cr_test_cluster_start(&cl, 3, 0, slow(60000));
-
-    (void)state;
-    if (rc == CR_TEST_SKIP)
-        exit(CR_TEST_SKIP);
-    return rc;
-}
-
-static int
-cluster_down(void **state)
-{
-    (void)state;
-    cr_test_cluster_destroy(&cl);
-    return 0;
-}
 
 /* A client on the cluster with leases of watchdog_ms. */
 static cr_client *
