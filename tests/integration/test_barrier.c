@@ -14,62 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "barrier_common.h"
 #include "coord_block.h"
 #include "lock_common.h"
 
 #define OK(call) assert_int_equal((call), CR_OK)
 
 /* ------------------------------------------------------------- helpers */
-
-/* A party on its own thread. */
-typedef struct party {
-    cr_barrier *barrier;
-    int64_t wait_ms;
-    cr_status rc;
-    int64_t generation, index;
-    int64_t returned_ms; /* cr_test_now_ms() */
-    atomic_bool done;
-    pthread_t thread;
-} party;
-
-static void *
-party_run(void *arg)
-{
-    party *p = arg;
-
-    p->rc = cr_barrier_await(p->barrier, p->wait_ms, &p->generation,
-                             &p->index);
-    p->returned_ms = cr_test_now_ms();
-    atomic_store(&p->done, true);
-    return NULL;
-}
-
-/* Starts party p on barrier b, waiting at most wait_ms. */
-static void
-party_start(party *p, cr_barrier *b, int64_t wait_ms)
-{
-    memset(p, 0, sizeof(*p));
-    p->barrier = b;
-    p->wait_ms = wait_ms;
-    p->generation = p->index = -1;
-    assert_int_equal(pthread_create(&p->thread, NULL, party_run, p), 0);
-}
-
-/* What arrived_at waits for. */
-typedef struct arrivals_wanted {
-    cr_barrier *barrier;
-    int64_t count;
-} arrivals_wanted;
-
-static bool
-has_arrivals(void *arg)
-{
-    arrivals_wanted *w = arg;
-    int64_t n = -1;
-
-    return cr_barrier_get_number_waiting(w->barrier, &n) == CR_OK &&
-           n >= w->count;
-}
 
 /* Waits until `count` parties have arrived at b; fails the test
  * otherwise. */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "barrier_common.h"
 #include "coord_block.h"
 #include "credisson.h"
 #include "redis_cluster.h"
@@ -44,51 +45,6 @@ client(int64_t watchdog_ms)
     if (cr_client_new(&o, &c) != CR_OK)
         fail_msg("cr_client_new: %s", cr_last_error());
     return c;
-}
-
-/* A party on its own thread. */
-typedef struct party {
-    cr_barrier *barrier;
-    int64_t wait_ms;
-    cr_status rc;
-    int64_t generation;
-    int64_t returned_ms;
-    pthread_t thread;
-} party;
-
-static void *
-party_run(void *arg)
-{
-    party *p = arg;
-
-    p->rc = cr_barrier_await(p->barrier, p->wait_ms, &p->generation, NULL);
-    p->returned_ms = cr_test_now_ms();
-    return NULL;
-}
-
-static void
-party_start(party *p, cr_barrier *b, int64_t wait_ms)
-{
-    memset(p, 0, sizeof(*p));
-    p->barrier = b;
-    p->wait_ms = wait_ms;
-    assert_int_equal(pthread_create(&p->thread, NULL, party_run, p), 0);
-}
-
-/* What has_arrivals waits for. */
-typedef struct arrivals_wanted {
-    cr_barrier *barrier;
-    int64_t count;
-} arrivals_wanted;
-
-static bool
-has_arrivals(void *arg)
-{
-    arrivals_wanted *w = arg;
-    int64_t n = -1;
-
-    return cr_barrier_get_number_waiting(w->barrier, &n) == CR_OK &&
-           n >= w->count;
 }
 
 static void
