@@ -220,6 +220,19 @@ is_uuid_v4(const char *s)
     return s[14] == '4' && strchr("89ab", s[19]) != NULL;
 }
 
+/* The test server's clock (TIME) in epoch ms. */
+static inline long long
+server_ms(void)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "TIME");
+    long long ms;
+
+    assert_non_null(r);
+    ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
 /* The server's count of calls of command `cmd` (lower case) so far (INFO
  * commandstats). */
 static inline long long

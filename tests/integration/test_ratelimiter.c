@@ -22,19 +22,6 @@
 
 /* ------------------------------------------------------------- helpers */
 
-/* The server's clock in epoch ms. */
-static long long
-server_ms(void)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "TIME");
-    long long ms;
-
-    assert_non_null(r);
-    ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
-    freeReplyObject(r);
-    return ms;
-}
-
 /* A new limiter handle on the test client. */
 static cr_rate_limiter *
 limiter(const char *name)
