@@ -43,32 +43,7 @@
 
 #include "coord_block.h"
 #include "credisson.h"
-
-/* Prints what failed and exits 1. */
-static void
-die(const char *what, cr_status rc)
-{
-    fprintf(stderr, "coord_worker: %s: %s (%s)\n", what, cr_strerror(rc),
-            cr_last_error());
-    exit(1);
-}
-
-/* Monotonic milliseconds, comparable between processes of one machine. */
-static long long
-mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Writes one line to stdout in one write. */
-static int
-say(const char *line)
-{
-    return write(1, line, strlen(line)) == (ssize_t)strlen(line) ? 0 : 1;
-}
+#include "worker_common.h"
 
 /* ------------------------------------------------------------------ rate */
 
@@ -119,7 +94,8 @@ run_rate(cr_client *client, const char *name, long ms, int threads)
         pthread_join(tids[i], NULL);
     cr_rate_limiter_free(r.limiter);
     snprintf(line, sizeof(line), "%ld\n", atomic_load(&r.granted));
-    return say(line);
+    say(line);
+    return 0;
 }
 
 /* ------------------------------------------------------------- barrier */
@@ -176,7 +152,8 @@ run_barrier_wait(const char *url, const char *name, int parties,
     snprintf(line, sizeof(line), "%d\n", (int)rc);
     cr_barrier_free(bar);
     cr_client_free(client);
-    return say(line);
+    say(line);
+    return 0;
 }
 
 /* ------------------------------------------------------ bounded buffer */
@@ -304,8 +281,7 @@ run_consume(cr_client *client, const char *url, const char *name,
         r = redisCommand(b.redis, "LPOP %s", b.items);
         if (r != NULL && r->type == REDIS_REPLY_STRING) {
             snprintf(line, sizeof(line), "%s\n", r->str);
-            if (say(line) != 0)
-                exit(1);
+            say(line);
             if (redis_num(b.redis, "INCR %s", b.taken, NULL) == total &&
                 (rc = cr_lock_condition_signal_all(b.not_empty, NULL)) !=
                     CR_OK)
@@ -341,8 +317,7 @@ run_condition_wait(const char *url, const char *name, long watchdog_ms)
         (rc = cr_lock_condition_new(lock, "not-empty", &cond)) != CR_OK ||
         (rc = cr_lock_lock(lock, CR_LEASE_WATCHDOG)) != CR_OK)
         die("setting up", rc);
-    if (say("waiting\n") != 0)
-        return 1;
+    say("waiting\n");
     rc = cr_lock_condition_await(cond, CR_WAIT_FOREVER);
     die("cr_lock_condition_await returned", rc);
     return 1;

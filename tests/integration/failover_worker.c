@@ -41,6 +41,7 @@
 
 #include "credisson.h"
 #include "history.h"
+#include "worker_common.h"
 
 #define WAIT_MS 30000
 
@@ -48,26 +49,6 @@ static cr_hist *hist;
 static atomic_long current = -1;    /* the recorded hold under way */
 static atomic_llong lost_at_us;     /* when the last lost callback came */
 static atomic_bool finished;        /* the monitor thread may end */
-
-/* Writes a whole short message to stdout with one write(2), which is safe
- * on the library's threads too (no stdio lock). */
-static void
-say(const char *msg)
-{
-    size_t n = strlen(msg);
-
-    if (write(1, msg, n) != (ssize_t)n)
-        exit(1);
-}
-
-/* Prints what failed and exits 1. */
-static void
-die(const char *what, cr_status rc)
-{
-    fprintf(stderr, "failover_worker: %s: %s (%s)\n", what, cr_strerror(rc),
-            cr_last_error());
-    exit(1);
-}
 
 /* Sleeps `ms` milliseconds. */
 static void

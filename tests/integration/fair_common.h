@@ -76,40 +76,4 @@ spawn(const char *const *args, int *fd)
     return pid;
 }
 
-/* Reads one line from fd into out without its newline; false on timeout
- * or end of file. */
-static inline bool
-read_line(int fd, char *out, size_t size, int64_t timeout_ms)
-{
-    int64_t deadline = cr_test_now_ms() + timeout_ms;
-    size_t n = 0;
-
-    while (n + 1 < size) {
-        struct pollfd p = {fd, POLLIN, 0};
-        int64_t left = deadline - cr_test_now_ms();
-        char ch;
-
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            return false;
-        if (read(fd, &ch, 1) != 1)
-            return false;
-        if (ch == '\n')
-            break;
-        out[n++] = ch;
-    }
-    out[n] = '\0';
-    return true;
-}
-
-/* Waits for a worker and checks that it exited with 0. */
-static inline void
-reap_ok(pid_t pid)
-{
-    int status = 0;
-
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
-}
-
 #endif

@@ -28,15 +28,7 @@
 #include <hiredis/hiredis.h>
 
 #include "credisson.h"
-
-/* Prints what failed and exits 1. */
-static void
-die(const char *what, cr_status rc)
-{
-    fprintf(stderr, "fair_worker: %s: %s (%s)\n", what, cr_strerror(rc),
-            cr_last_error());
-    exit(1);
-}
+#include "worker_common.h"
 
 /* Writes "<owner>\n" of the calling thread to stdout, unbuffered. */
 static void

@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,13 +27,11 @@
 static cr_test_redis test_redis;
 static cr_client *test_client;
 
-/* Time bounds are multiplied by this: 1, or 10 under valgrind. */
+/* A time bound of `ms`, scaled under valgrind (cr_test_slow). */
 static inline int64_t
 slow(int64_t ms)
 {
-    const char *s = getenv("CR_TEST_SLOW");
-
-    return s != NULL && s[0] == '1' ? ms * 10 : ms;
+    return cr_test_slow(ms);
 }
 
 /* Group setup: one server for every test of the file; skips the whole
@@ -221,19 +220,44 @@ is_uuid_v4(const char *s)
     return s[14] == '4' && strchr("89ab", s[19]) != NULL;
 }
 
-/* The server's count of SUBSCRIBE commands so far (INFO commandstats). */
+/* The test server's clock (TIME) in epoch ms. */
 static inline long long
-subscribes_seen(void)
+server_ms(void)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "TIME");
+    long long ms;
+
+    assert_non_null(r);
+    ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* The server's count of calls of command `cmd` (lower case) so far (INFO
+ * commandstats). */
+static inline long long
+calls_of(const char *cmd)
 {
     redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
-    const char *p = r != NULL && r->type == REDIS_REPLY_STRING
-                        ? strstr(r->str, "cmdstat_subscribe:calls=")
-                        : NULL;
-    long long n = p != NULL ? atoll(p + strlen("cmdstat_subscribe:calls=")) : 0;
+    char field[64];
+    const char *p;
+    long long n = 0;
 
+    snprintf(field, sizeof(field), "cmdstat_%s:calls=", cmd);
+    p = r != NULL && r->type == REDIS_REPLY_STRING ? strstr(r->str, field)
+                                                   : NULL;
+    if (p != NULL)
+        n = atoll(p + strlen(field));
     if (r != NULL)
         freeReplyObject(r);
     return n;
+}
+
+/* The server's count of SUBSCRIBE commands so far. */
+static inline long long
+subscribes_seen(void)
+{
+    return calls_of("subscribe");
 }
 
 /* What renewals_reached waits for: `client` has sent at least `at_least`
@@ -428,6 +452,46 @@ count_messages(cr_test_listener *li, size_t n, const char *channel,
             found++;
     }
     return found;
+}
+
+/* A counter that threads increment under a lock, each `rounds` times:
+ * read, yield, write back plus one, so that only the lock keeps it exact
+ * (run count_under_lock on each thread). */
+typedef struct shared_counter {
+    cr_lock *lock;
+    int rounds;
+    volatile long value;
+    int errors; /* lock and unlock calls that failed */
+} shared_counter;
+
+/* Thread body: `rounds` times lock, non-atomic increment, unlock. */
+static inline void *
+count_under_lock(void *arg)
+{
+    shared_counter *s = arg;
+    int i;
+
+    for (i = 0; i < s->rounds; i++) {
+        long v;
+
+        if (cr_lock_lock(s->lock, CR_LEASE_WATCHDOG) != CR_OK) {
+            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        v = s->value;
+        sched_yield(); /* widen the window a missing exclusion would show */
+        s->value = v + 1;
+        if (cr_lock_unlock(s->lock) != CR_OK)
+            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
+    }
+    return NULL;
+}
+
+/* Waits for child process `pid` and checks that it exited with 0. */
+static inline void
+reap_ok(pid_t pid)
+{
+    assert_int_equal(cr_test_wait_exit(pid), 0);
 }
 
 #endif

@@ -24,15 +24,7 @@
 
 #include "credisson.h"
 #include "fencing_guard.h"
-
-/* Prints what failed and exits 1. */
-static void
-die(const char *what, cr_status rc)
-{
-    fprintf(stderr, "lock_worker: %s: %s (%s)\n", what, cr_strerror(rc),
-            cr_last_error());
-    exit(1);
-}
+#include "worker_common.h"
 
 /* Increments `key` by GET then SET on `c`. */
 static void

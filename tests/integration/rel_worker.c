@@ -24,26 +24,7 @@
 #include "credisson.h"
 #include "credisson/rwlock.h"
 #include "history.h"
-
-/* Prints what failed and exits 1. */
-static void
-die(const char *what, cr_status rc)
-{
-    fprintf(stderr, "rel_worker: %s: %s (%s)\n", what, cr_strerror(rc),
-            cr_last_error());
-    exit(1);
-}
-
-/* Writes a whole short message to stdout with one write(2), which is safe
- * on the watchdog thread too (no stdio lock). */
-static void
-say(const char *msg)
-{
-    size_t n = strlen(msg);
-
-    if (write(1, msg, n) != (ssize_t)n)
-        exit(1);
-}
+#include "worker_common.h"
 
 /* The lost-lease callback: tell the test at once. */
 static void

@@ -77,27 +77,6 @@ spawn_worker(int *out_fd, const char *mode, const char *name, const char *a1,
     return pid;
 }
 
-/* Reads one line (without the newline) from fd into out; false at EOF. */
-static inline bool
-read_line(int fd, char *out, size_t size)
-{
-    size_t n = 0;
-
-    while (n + 1 < size) {
-        char ch;
-
-        if (read(fd, &ch, 1) != 1)
-            break;
-        if (ch == '\n') {
-            out[n] = '\0';
-            return true;
-        }
-        out[n++] = ch;
-    }
-    out[n] = '\0';
-    return false;
-}
-
 /* A waiter on a semaphore as another process would be (Java, say): it
  * hears the release on its own subscription to redisson_sc:{key} and,
  * 300 us later, takes one of the permits counted in `key` with a script of
@@ -181,29 +160,14 @@ far_waiter_rounds(const char *key, void *h, void (*take)(void *, int64_t),
     return waiter_first;
 }
 
-/* Waits for pid and checks that it exited with 0. */
-static inline void
-assert_exit_ok(pid_t pid)
-{
-    int status = 0;
-
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
-}
-
 /* A sync_block in a memfd that child processes inherit; *fd is its
  * descriptor (close it and munmap the block when done). */
 static inline sync_block *
 shared_block(int *fd)
 {
-    sync_block *b;
+    sync_block *b = cr_test_memfd_alloc("sync_block", sizeof(*b), fd);
 
-    *fd = memfd_create("sync_block", 0);
-    assert_true(*fd >= 0);
-    assert_int_equal(ftruncate(*fd, sizeof(sync_block)), 0);
-    b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-    assert_true(b != MAP_FAILED);
+    assert_non_null(b);
     return b;
 }
 

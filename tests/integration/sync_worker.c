@@ -24,25 +24,7 @@
 
 #include "credisson.h"
 #include "sync_block.h"
-
-/* Prints what failed and exits 1. */
-static void
-die(const char *what, cr_status rc)
-{
-    fprintf(stderr, "sync_worker: %s: %s (%s)\n", what, cr_strerror(rc),
-            cr_last_error());
-    exit(1);
-}
-
-/* Monotonic milliseconds, comparable between processes of one machine. */
-static long long
-mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "worker_common.h"
 
 /* The "sem" mode. */
 static int

@@ -14,31 +14,7 @@
 #include "fault_server.h"
 #include "lock_common.h"
 #include "poll_loop.h"
-
-/* One request's outcome. */
-typedef struct outcome {
-    int calls;
-    cr_status rc;
-    int64_t value;
-    int64_t at; /* when the callback ran (monotonic ms) */
-} outcome;
-
-static void
-record(void *userdata, cr_status rc, int64_t value)
-{
-    outcome *o = userdata;
-
-    o->calls++;
-    o->rc = rc;
-    o->value = value;
-    o->at = poll_loop_now_ms();
-}
-
-static bool
-called(void *arg)
-{
-    return ((outcome *)arg)->calls > 0;
-}
+#include "async_outcome.h"
 
 static cr_async *
 new_async(void)

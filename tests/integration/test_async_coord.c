@@ -24,50 +24,11 @@
 #include "fault_server.h"
 #include "grant_records.h"
 #include "poll_loop.h"
+#include "async_outcome.h"
 
 #define OK(call) assert_int_equal((call), CR_OK)
 
 /* ------------------------------------------------------------- helpers */
-
-/* One request's outcome. */
-typedef struct outcome {
-    int calls;
-    cr_status rc;
-    int64_t value, generation, index;
-    int64_t at; /* when the callback ran (monotonic ms) */
-    cr_async *free_it; /* freed from the callback when set */
-} outcome;
-
-static void
-record(void *userdata, cr_status rc, int64_t value)
-{
-    outcome *o = userdata;
-
-    o->calls++;
-    o->rc = rc;
-    o->value = value;
-    o->at = poll_loop_now_ms();
-}
-
-static void
-passed(void *userdata, cr_status rc, int64_t generation, int64_t index)
-{
-    outcome *o = userdata;
-
-    o->calls++;
-    o->rc = rc;
-    o->generation = generation;
-    o->index = index;
-    o->at = poll_loop_now_ms();
-    if (o->free_it != NULL)
-        cr_async_free(o->free_it);
-}
-
-static bool
-called(void *arg)
-{
-    return ((outcome *)arg)->calls > 0;
-}
 
 /* For poll_loop_until: every outcome of a set has its callback. */
 typedef struct outcomes {
@@ -119,25 +80,6 @@ turn_for(cr_async *a, int64_t ms)
 
     while (poll_loop_now_ms() < end)
         poll_loop_turn(a, 10);
-}
-
-/* The server's count of calls of `cmd` so far (INFO commandstats). */
-static long long
-calls_of(const char *cmd)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
-    char field[64];
-    const char *p;
-    long long n = 0;
-
-    snprintf(field, sizeof(field), "cmdstat_%s:calls=", cmd);
-    p = r != NULL && r->type == REDIS_REPLY_STRING ? strstr(r->str, field)
-                                                   : NULL;
-    if (p != NULL)
-        n = atoll(p + strlen(field));
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
 }
 
 /* ----------------------------------------------- rate limiter records */

@@ -12,6 +12,7 @@
 
 #include "lock_common.h"
 #include "poll_loop.h"
+#include "async_outcome.h"
 
 #if defined(CR_LOOP_LIBEVENT)
 #include "credisson/async_libevent.h"
@@ -44,21 +45,6 @@ static void adapter_free(adapter *x) { cr_libev_free(x); }
 static void loop_once(void) { ev_run(evl, EVRUN_ONCE); }
 static void loop_close(void) { ev_loop_destroy(evl); }
 #endif
-
-typedef struct outcome {
-    int calls;
-    cr_status rc;
-} outcome;
-
-static void
-record(void *userdata, cr_status rc, int64_t value)
-{
-    outcome *o = userdata;
-
-    (void)value;
-    o->calls++;
-    o->rc = rc;
-}
 
 /* Runs the loop until o's callback ran; its status. */
 static cr_status

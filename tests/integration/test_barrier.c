@@ -14,62 +14,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "barrier_common.h"
 #include "coord_block.h"
 #include "lock_common.h"
 
 #define OK(call) assert_int_equal((call), CR_OK)
 
 /* ------------------------------------------------------------- helpers */
-
-/* A party on its own thread. */
-typedef struct party {
-    cr_barrier *barrier;
-    int64_t wait_ms;
-    cr_status rc;
-    int64_t generation, index;
-    int64_t returned_ms; /* cr_test_now_ms() */
-    atomic_bool done;
-    pthread_t thread;
-} party;
-
-static void *
-party_run(void *arg)
-{
-    party *p = arg;
-
-    p->rc = cr_barrier_await(p->barrier, p->wait_ms, &p->generation,
-                             &p->index);
-    p->returned_ms = cr_test_now_ms();
-    atomic_store(&p->done, true);
-    return NULL;
-}
-
-/* Starts party p on barrier b, waiting at most wait_ms. */
-static void
-party_start(party *p, cr_barrier *b, int64_t wait_ms)
-{
-    memset(p, 0, sizeof(*p));
-    p->barrier = b;
-    p->wait_ms = wait_ms;
-    p->generation = p->index = -1;
-    assert_int_equal(pthread_create(&p->thread, NULL, party_run, p), 0);
-}
-
-/* What arrived_at waits for. */
-typedef struct arrivals_wanted {
-    cr_barrier *barrier;
-    int64_t count;
-} arrivals_wanted;
-
-static bool
-has_arrivals(void *arg)
-{
-    arrivals_wanted *w = arg;
-    int64_t n = -1;
-
-    return cr_barrier_get_number_waiting(w->barrier, &n) == CR_OK &&
-           n >= w->count;
-}
 
 /* Waits until `count` parties have arrived at b; fails the test
  * otherwise. */
@@ -89,19 +40,6 @@ barrier(const char *name, int64_t parties)
 
     OK(cr_barrier_new(test_client, name, parties, &b));
     return b;
-}
-
-/* The server's clock in epoch ms. */
-static long long
-server_ms(void)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "TIME");
-    long long ms;
-
-    assert_non_null(r);
-    ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
-    freeReplyObject(r);
-    return ms;
 }
 
 /* --------------------------------------------------------------- tests */
@@ -319,13 +257,9 @@ test_barrier_another_rounds_completion_message_does_not_release(void **state)
 static coord_block *
 shared_coord_block(int *fd)
 {
-    coord_block *b;
+    coord_block *b = cr_test_memfd_alloc("coord_block", sizeof(*b), fd);
 
-    *fd = memfd_create("coord_block", 0);
-    assert_true(*fd >= 0);
-    assert_int_equal(ftruncate(*fd, sizeof(coord_block)), 0);
-    b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-    assert_true(b != MAP_FAILED);
+    assert_non_null(b);
     return b;
 }
 
@@ -352,13 +286,8 @@ test_barrier_eight_processes_fifty_rounds_exact(void **state)
         pids[i] = cr_test_spawn("coord_worker", a, NULL);
         assert_true(pids[i] > 0);
     }
-    for (i = 0; i < ROUNDS_PROCS; i++) {
-        int status = 0;
-
-        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-        assert_true(WIFEXITED(status));
-        assert_int_equal(WEXITSTATUS(status), 0);
-    }
+    for (i = 0; i < ROUNDS_PROCS; i++)
+        reap_ok(pids[i]);
     assert_int_equal(atomic_load(&blk->finished), ROUNDS_PROCS);
     assert_int_equal(atomic_load(&blk->early), 0);
     assert_int_equal(atomic_load(&blk->disagree), 0);

@@ -27,37 +27,11 @@
 
 #include "credisson.h"
 #include "poll_loop.h"
+#include "async_outcome.h"
 #include "redis_cluster.h"
 
-static cr_test_cluster cl;
-
-/* Time bounds are multiplied by this: 1, or 10 under valgrind. */
-static int64_t
-slow(int64_t ms)
-{
-    const char *s = getenv("CR_TEST_SLOW");
-
-    return s != NULL && s[0] == '1' ? ms * 10 : ms;
-}
-
-static int
-cluster_up(void **state)
-{
-    int rc = cr_test_cluster_start(&cl, 3, 1, slow(60000));
-
-    (void)state;
-    if (rc == CR_TEST_SKIP)
-        exit(CR_TEST_SKIP);
-    return rc;
-}
-
-static int
-cluster_down(void **state)
-{
-    (void)state;
-    cr_test_cluster_destroy(&cl);
-    return 0;
-}
+#define CLUSTER_REPLICAS 1 /* a replica for each master */
+#include "cluster_common.h"
 
 /* A client on the cluster; `query` (may be NULL) is appended to the URL;
  * `hook` (may be NULL) is its event hook, called with `hook_userdata`. */
@@ -959,27 +933,6 @@ test_cluster_master_failover_waiters_proceed_counter_exact(void **state)
 
 /* ----------------------------------------------------- asynchronous API */
 
-typedef struct async_outcome {
-    int calls;
-    cr_status rc;
-} async_outcome;
-
-static void
-async_record(void *userdata, cr_status rc, int64_t value)
-{
-    async_outcome *o = userdata;
-
-    (void)value;
-    o->calls++;
-    o->rc = rc;
-}
-
-static bool
-async_called(void *arg)
-{
-    return ((async_outcome *)arg)->calls > 0;
-}
-
 /* The asynchronous API in a cluster: each request goes to the master of
  * its slot, and a waiter is woken through the sharded pub/sub link of its
  * channel's slot master. */
@@ -996,29 +949,29 @@ test_cluster_async_requests_reach_every_master_and_wake_by_sharded_pubsub(void *
     masters(m);
     assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
     for (i = 0; i < 3; i++) {
-        async_outcome o = {0}, u = {0}, w = {0};
+        outcome o = {0}, u = {0}, w = {0};
         int64_t owner = cr_async_owner_id();
         cr_lock *l, *theirs;
 
         name_on(name, sizeof(name), "async", m[i]);
         assert_int_equal(cr_lock_new(c, name, &l), CR_OK);
         assert_int_equal(cr_lock_new(other, name, &theirs), CR_OK);
-        assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, async_record,
+        assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, record,
                                        &o, NULL), CR_OK);
-        assert_true(poll_loop_until(a, async_called, &o, slow(5000)));
+        assert_true(poll_loop_until(a, called, &o, slow(5000)));
         assert_int_equal(o.rc, CR_OK);
         assert_int_equal(AT_KEY(name, "EXISTS %s", name), 1);
-        assert_int_equal(cr_async_unlock(a, l, owner, async_record, &u, NULL),
+        assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL),
                          CR_OK);
-        assert_true(poll_loop_until(a, async_called, &u, slow(5000)));
+        assert_true(poll_loop_until(a, called, &u, slow(5000)));
         assert_int_equal(u.rc, CR_OK);
         assert_int_equal(cr_lock_lock(theirs, 30000), CR_OK);
         assert_int_equal(cr_async_lock(a, l, owner, slow(10000), 30000,
-                                       async_record, &w, NULL), CR_OK);
+                                       record, &w, NULL), CR_OK);
         poll_loop_turn(a, 100);
         assert_int_equal(w.calls, 0);
         assert_int_equal(cr_lock_unlock(theirs), CR_OK);
-        assert_true(poll_loop_until(a, async_called, &w, slow(5000)));
+        assert_true(poll_loop_until(a, called, &w, slow(5000)));
         assert_int_equal(w.rc, CR_OK);
         assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
         cr_lock_free(theirs);
@@ -1080,7 +1033,7 @@ test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
     unsigned slot = cr_test_cluster_keyslot(&cl, "evr");
     int from = cr_test_cluster_master_of(&cl, slot), m[3], to, before;
     int64_t owner = cr_async_owner_id();
-    async_outcome o = {0}, u = {0};
+    outcome o = {0}, u = {0};
     cr_lock *a, *b, *d;
     cr_async *as = NULL;
 
@@ -1104,9 +1057,9 @@ test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
     assert_true(before >= 1);
     assert_int_equal(cr_lock_try_lock(b, 0, 30000), CR_OK);
     assert_true(redirects_heard(&log).n > before);
-    assert_int_equal(cr_async_lock(as, d, owner, 0, 30000, async_record, &o,
+    assert_int_equal(cr_async_lock(as, d, owner, 0, 30000, record, &o,
                                    NULL), CR_OK);
-    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_true(poll_loop_until(as, called, &o, slow(5000)));
     assert_int_equal(o.rc, CR_OK);
     assert_true(redirects_heard(&log).async >= 1);
 
@@ -1122,9 +1075,9 @@ test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
     assert_int_equal(redirects_heard(&log).n, before);
     /* (Unlocked only now: its script names a key the slot lacks, which
      * the importing node would answer TRYAGAIN mid-migration.) */
-    assert_int_equal(cr_async_unlock(as, d, owner, async_record, &u, NULL),
+    assert_int_equal(cr_async_unlock(as, d, owner, record, &u, NULL),
                      CR_OK);
-    assert_true(poll_loop_until(as, async_called, &u, slow(5000)));
+    assert_true(poll_loop_until(as, called, &u, slow(5000)));
     assert_int_equal(u.rc, CR_OK);
     assert_int_equal(AT_KEY("{evr}a", "EXISTS %s", "{evr}a"), 0);
     assert_int_equal(AT_KEY("{evr}d", "EXISTS %s", "{evr}d"), 0);
@@ -1197,7 +1150,7 @@ test_cluster_async_scripts_wait_out_tryagain_mid_migration(void **state)
     unsigned slot = cr_test_cluster_keyslot(&cl, "atry");
     int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
     int64_t owner = cr_async_owner_id(), until;
-    async_outcome o = {0}, u = {0}, f = {0};
+    outcome o = {0}, u = {0}, f = {0};
     cr_lock *l, *fair;
     cr_async *as = NULL;
     long long target;
@@ -1208,17 +1161,17 @@ test_cluster_async_scripts_wait_out_tryagain_mid_migration(void **state)
     assert_int_equal(cr_lock_new(c, "{atry}u", &l), CR_OK);
     assert_int_equal(cr_fair_lock_new(c, "{atry}f", &fair), CR_OK);
     assert_int_equal(cr_async_new(c, &poll_loop, &as), CR_OK);
-    assert_int_equal(cr_async_lock(as, l, owner, 0, 60000, async_record, &o,
+    assert_int_equal(cr_async_lock(as, l, owner, 0, 60000, record, &o,
                                    NULL), CR_OK);
-    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_true(poll_loop_until(as, called, &o, slow(5000)));
     assert_int_equal(o.rc, CR_OK);
 
     assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
     assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
     target = tryagains() + 2;
-    assert_int_equal(cr_async_unlock(as, l, owner, async_record, &u, NULL),
+    assert_int_equal(cr_async_unlock(as, l, owner, record, &u, NULL),
                      CR_OK);
-    assert_int_equal(cr_async_lock(as, fair, owner, 0, 60000, async_record,
+    assert_int_equal(cr_async_lock(as, fair, owner, 0, 60000, record,
                                    &f, NULL), CR_OK);
     /* Both were sent at once: the first two TRYAGAINs are theirs. */
     assert_true(poll_loop_until(as, tryagains_reach, &target, slow(5000)));
@@ -1231,8 +1184,8 @@ test_cluster_async_scripts_wait_out_tryagain_mid_migration(void **state)
 
     assert_int_equal(cr_test_cluster_migrate_finish(&cl, slot, to, slow(10000)),
                      0);
-    assert_true(poll_loop_until(as, async_called, &u, slow(5000)));
-    assert_true(poll_loop_until(as, async_called, &f, slow(5000)));
+    assert_true(poll_loop_until(as, called, &u, slow(5000)));
+    assert_true(poll_loop_until(as, called, &f, slow(5000)));
     assert_int_equal(u.calls, 1);
     assert_int_equal(u.rc, CR_OK);
     assert_int_equal(f.calls, 1);
@@ -1256,7 +1209,7 @@ test_cluster_async_free_ends_a_script_waiting_out_tryagain(void **state)
     unsigned slot = cr_test_cluster_keyslot(&cl, "afree");
     int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
     int64_t owner = cr_async_owner_id();
-    async_outcome o = {0}, u = {0};
+    outcome o = {0}, u = {0};
     cr_async *as = NULL;
     long long target;
     cr_lock *l;
@@ -1266,14 +1219,14 @@ test_cluster_async_free_ends_a_script_waiting_out_tryagain(void **state)
     to = m[0] != from ? m[0] : m[1];
     assert_int_equal(cr_lock_new(c, "{afree}u", &l), CR_OK);
     assert_int_equal(cr_async_new(c, &poll_loop, &as), CR_OK);
-    assert_int_equal(cr_async_lock(as, l, owner, 0, 60000, async_record, &o,
+    assert_int_equal(cr_async_lock(as, l, owner, 0, 60000, record, &o,
                                    NULL), CR_OK);
-    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_true(poll_loop_until(as, called, &o, slow(5000)));
     assert_int_equal(o.rc, CR_OK);
     assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
     assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
     target = tryagains() + 1;
-    assert_int_equal(cr_async_unlock(as, l, owner, async_record, &u, NULL),
+    assert_int_equal(cr_async_unlock(as, l, owner, record, &u, NULL),
                      CR_OK);
     assert_true(poll_loop_until(as, tryagains_reach, &target, slow(5000)));
     assert_int_equal(u.calls, 0);
@@ -1298,7 +1251,7 @@ test_cluster_async_moved_corrects_the_slot_map(void **state)
     unsigned slot = cr_test_cluster_keyslot(&cl, "amv");
     int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
     int64_t owner = cr_async_owner_id();
-    async_outcome o = {0}, u = {0};
+    outcome o = {0}, u = {0};
     uint64_t before;
     cr_async *as = NULL;
     cr_lock *l;
@@ -1314,14 +1267,14 @@ test_cluster_async_moved_corrects_the_slot_map(void **state)
     assert_int_equal(cr_test_cluster_migrate_finish(&cl, slot, to, slow(10000)),
                      0);
     before = stats(c).redirects;
-    assert_int_equal(cr_async_lock(as, l, owner, 0, 30000, async_record, &o,
+    assert_int_equal(cr_async_lock(as, l, owner, 0, 30000, record, &o,
                                    NULL), CR_OK);
-    assert_true(poll_loop_until(as, async_called, &o, slow(5000)));
+    assert_true(poll_loop_until(as, called, &o, slow(5000)));
     assert_int_equal(o.rc, CR_OK);
     assert_int_equal(stats(c).redirects, before + 1);
-    assert_int_equal(cr_async_unlock(as, l, owner, async_record, &u, NULL),
+    assert_int_equal(cr_async_unlock(as, l, owner, record, &u, NULL),
                      CR_OK);
-    assert_true(poll_loop_until(as, async_called, &u, slow(5000)));
+    assert_true(poll_loop_until(as, called, &u, slow(5000)));
     assert_int_equal(u.rc, CR_OK);
     assert_int_equal(stats(c).redirects, before + 1);
     assert_int_equal(AT_KEY("{amv}a", "EXISTS %s", "{amv}a"), 0);

@@ -398,7 +398,7 @@ dying_waiter(const char *name, const char *lease_ms, long long in_line)
     pid_t pid = cr_test_spawn("coord_worker", args, &out);
 
     assert_true(pid > 0);
-    assert_true(read_line(out, line, sizeof(line)));
+    assert_true(cr_test_read_line(out, line, sizeof(line), -1));
     assert_string_equal(line, "waiting");
     close(out);
     await_line(name, "not-empty", in_line);
@@ -582,7 +582,7 @@ test_condition_bounded_buffer_across_processes(void **state)
     for (i = 0; i < CONSUMERS; i++) {
         char line[32];
 
-        while (read_line(out[i], line, sizeof(line))) {
+        while (cr_test_read_line(out[i], line, sizeof(line), -1)) {
             int item = atoi(line);
 
             assert_true(item >= 0 && item < PRODUCERS * ITEMS);
@@ -592,9 +592,9 @@ test_condition_bounded_buffer_across_processes(void **state)
         close(out[i]);
     }
     for (i = 0; i < PRODUCERS; i++)
-        assert_exit_ok(producers[i]);
+        reap_ok(producers[i]);
     for (i = 0; i < CONSUMERS; i++)
-        assert_exit_ok(consumers[i]);
+        reap_ok(consumers[i]);
     /* Every item taken exactly once, nothing left over. */
     assert_int_equal(taken, PRODUCERS * ITEMS);
     for (i = 0; i < PRODUCERS * ITEMS; i++)

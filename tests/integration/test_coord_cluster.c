@@ -21,41 +21,15 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "barrier_common.h"
 #include "coord_block.h"
 #include "credisson.h"
 #include "redis_cluster.h"
 
+#define CLUSTER_REPLICAS 0
+#include "cluster_common.h"
+
 #define OK(call) assert_int_equal((call), CR_OK)
-
-static cr_test_cluster cl;
-
-/* Time bounds are multiplied by this: 1, or 10 under valgrind. */
-static int64_t
-slow(int64_t ms)
-{
-    const char *s = getenv("CR_TEST_SLOW");
-
-    return s != NULL && s[0] == '1' ? ms * 10 : ms;
-}
-
-static int
-cluster_up(void **state)
-{
-    int rc = cr_test_cluster_start(&cl, 3, 0, slow(60000));
-
-    (void)state;
-    if (rc == CR_TEST_SKIP)
-        exit(CR_TEST_SKIP);
-    return rc;
-}
-
-static int
-cluster_down(void **state)
-{
-    (void)state;
-    cr_test_cluster_destroy(&cl);
-    return 0;
-}
 
 /* A client on the cluster with leases of watchdog_ms. */
 static cr_client *
@@ -71,51 +45,6 @@ client(int64_t watchdog_ms)
     if (cr_client_new(&o, &c) != CR_OK)
         fail_msg("cr_client_new: %s", cr_last_error());
     return c;
-}
-
-/* A party on its own thread. */
-typedef struct party {
-    cr_barrier *barrier;
-    int64_t wait_ms;
-    cr_status rc;
-    int64_t generation;
-    int64_t returned_ms;
-    pthread_t thread;
-} party;
-
-static void *
-party_run(void *arg)
-{
-    party *p = arg;
-
-    p->rc = cr_barrier_await(p->barrier, p->wait_ms, &p->generation, NULL);
-    p->returned_ms = cr_test_now_ms();
-    return NULL;
-}
-
-static void
-party_start(party *p, cr_barrier *b, int64_t wait_ms)
-{
-    memset(p, 0, sizeof(*p));
-    p->barrier = b;
-    p->wait_ms = wait_ms;
-    assert_int_equal(pthread_create(&p->thread, NULL, party_run, p), 0);
-}
-
-/* What has_arrivals waits for. */
-typedef struct arrivals_wanted {
-    cr_barrier *barrier;
-    int64_t count;
-} arrivals_wanted;
-
-static bool
-has_arrivals(void *arg)
-{
-    arrivals_wanted *w = arg;
-    int64_t n = -1;
-
-    return cr_barrier_get_number_waiting(w->barrier, &n) == CR_OK &&
-           n >= w->count;
 }
 
 static void
@@ -154,12 +83,8 @@ test_coord_cluster_barrier_rounds_across_processes_on_every_master(void **state)
     for (n = 0; n < 3; n++) {
         pid_t pids[PROCS];
 
-        fd = memfd_create("coord_block", 0);
-        assert_true(fd >= 0);
-        assert_int_equal(ftruncate(fd, sizeof(coord_block)), 0);
-        blk = mmap(NULL, sizeof(*blk), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   fd, 0);
-        assert_true(blk != MAP_FAILED);
+        blk = cr_test_memfd_alloc("coord_block", sizeof(*blk), &fd);
+        assert_non_null(blk);
         snprintf(fdarg, sizeof(fdarg), "%d", fd);
         for (i = 0; i < PROCS; i++) {
             const char *a[] = {"barrier-rounds", cl.url, names[n], parties,
@@ -168,13 +93,8 @@ test_coord_cluster_barrier_rounds_across_processes_on_every_master(void **state)
             pids[i] = cr_test_spawn("coord_worker", a, NULL);
             assert_true(pids[i] > 0);
         }
-        for (i = 0; i < PROCS; i++) {
-            int status = 0;
-
-            assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-            assert_true(WIFEXITED(status));
-            assert_int_equal(WEXITSTATUS(status), 0);
-        }
+        for (i = 0; i < PROCS; i++)
+            assert_int_equal(cr_test_wait_exit(pids[i]), 0);
         assert_int_equal(atomic_load(&blk->early), 0);
         assert_int_equal(atomic_load(&blk->disagree), 0);
         assert_int_equal(atomic_load(&blk->twice), 0);

@@ -8,6 +8,7 @@
  */
 #include "lock_common.h"
 #include "poll_loop.h"
+#include "async_outcome.h"
 
 #include <unistd.h>
 
@@ -339,27 +340,6 @@ test_events_latch_timeout_and_opened(void **state)
     assert_true(find(CR_EVENT_ACQUIRED, "deploy", &s));
     assert_string_equal(s.object, "latch");
     cr_latch_free(l);
-}
-
-typedef struct outcome {
-    int calls;
-    cr_status rc;
-} outcome;
-
-static void
-record(void *userdata, cr_status rc, int64_t value)
-{
-    outcome *o = userdata;
-
-    (void)value;
-    o->calls++;
-    o->rc = rc;
-}
-
-static bool
-called(void *arg)
-{
-    return ((outcome *)arg)->calls > 0;
 }
 
 static void

@@ -117,16 +117,7 @@ info_has(const cr_test_redis *r, const char *section, const char *needle)
 static int
 reported_port(int k)
 {
-    redisReply *r = server_cmd(&sentinels[k],
-                               "SENTINEL get-master-addr-by-name mymaster");
-    int port = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[1]->type == REDIS_REPLY_STRING)
-        port = atoi(r->element[1]->str);
-    if (r != NULL)
-        freeReplyObject(r);
-    return port;
+    return cr_test_sentinel_master_port(&sentinels[k], "mymaster");
 }
 
 /* cr_test_wait_until condition: every sentinel reports port *arg. */

@@ -192,7 +192,7 @@ test_fair_lock_waiters_get_it_in_queue_order_across_threads_and_processes(void *
                                   "order", NULL};
 
             pids[i] = spawn(args, &fds[i]);
-            assert_true(read_line(fds[i], expect[i], sizeof(expect[i]), slow(5000)));
+            assert_true(cr_test_read_line(fds[i], expect[i], sizeof(expect[i]), slow(5000)));
             wait_queue_length(i + 1);
         }
     }
@@ -376,7 +376,7 @@ test_fair_lock_dead_head_waiter_delays_others_only_until_its_deadline(void **sta
     /* D, another process, queues first (deadline: holder's ttl + 1 s),
      * then W. */
     pid = spawn(args, &fd);
-    assert_true(read_line(fd, dead, sizeof(dead), slow(5000)));
+    assert_true(cr_test_read_line(fd, dead, sizeof(dead), slow(5000)));
     assert_true(cr_test_wait_until(queue_has_1, NULL, slow(5000)));
     dd = deadline_of(dead);
     assert_true(dd > 0);
@@ -412,39 +412,10 @@ test_fair_lock_dead_head_waiter_delays_others_only_until_its_deadline(void **sta
 #define THREADS 6
 #define ROUNDS 25
 
-typedef struct shared_counter {
-    cr_lock *lock;
-    volatile long value;
-    int errors;
-} shared_counter;
-
-/* Thread body: ROUNDS lock, non-atomic increment, unlock. */
-static void *
-count_under_lock(void *arg)
-{
-    shared_counter *s = arg;
-    int i;
-
-    for (i = 0; i < ROUNDS; i++) {
-        long v;
-
-        if (cr_lock_lock(s->lock, CR_LEASE_WATCHDOG) != CR_OK) {
-            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
-            continue;
-        }
-        v = s->value;
-        sched_yield();
-        s->value = v + 1;
-        if (cr_lock_unlock(s->lock) != CR_OK)
-            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
-    }
-    return NULL;
-}
-
 static void
 test_fair_lock_mutual_exclusion_across_threads_keeps_counter_exact(void **state)
 {
-    shared_counter s = {NULL, 0, 0};
+    shared_counter s = {.rounds = ROUNDS};
     pthread_t t[THREADS];
     int i;
 

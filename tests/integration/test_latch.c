@@ -211,13 +211,13 @@ test_latch_last_count_down_wakes_every_waiting_process_promptly(void **state)
         int rc = -1;
         long long at = 0;
 
-        assert_true(read_line(out[i], line, sizeof(line)));
+        assert_true(cr_test_read_line(out[i], line, sizeof(line), -1));
         close(out[i]);
         assert_int_equal(sscanf(line, "%d %lld", &rc, &at), 2);
         assert_int_equal(rc, CR_OK);
         /* Woken by the message, not by a re-check or a ttl. */
         assert_true(at - opened < slow(500));
-        assert_exit_ok(pids[i]);
+        reap_ok(pids[i]);
     }
     cr_latch_free(l);
 }

@@ -1076,38 +1076,10 @@ test_lock_try_lock_returns_busy_within_its_wait_budget(void **state)
 #define THREADS 8
 #define ROUNDS 40
 
-typedef struct shared_counter {
-    cr_lock *lock;
-    volatile long value;
-    int errors;
-} shared_counter;
-
-static void *
-count_under_lock(void *arg)
-{
-    shared_counter *s = arg;
-    int i;
-
-    for (i = 0; i < ROUNDS; i++) {
-        long v;
-
-        if (cr_lock_lock(s->lock, CR_LEASE_WATCHDOG) != CR_OK) {
-            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
-            continue;
-        }
-        v = s->value;
-        sched_yield(); /* widen the window a missing exclusion would show */
-        s->value = v + 1;
-        if (cr_lock_unlock(s->lock) != CR_OK)
-            __atomic_add_fetch(&s->errors, 1, __ATOMIC_SEQ_CST);
-    }
-    return NULL;
-}
-
 static void
 test_lock_mutual_exclusion_across_threads_keeps_counter_exact(void **state)
 {
-    shared_counter s = {NULL, 0, 0};
+    shared_counter s = {.rounds = ROUNDS};
     pthread_t t[THREADS];
     int i;
 
@@ -1262,28 +1234,18 @@ test_lock_handoffs_between_clients_never_stall(void **state)
 static void
 test_lock_mutual_exclusion_across_processes_keeps_counter_exact(void **state)
 {
-    const char *dir = getenv("CR_TEST_BUILDDIR");
-    char worker[512];
+    const char *args[] = {"count", test_redis.url, "procs", "50", "counter",
+                          NULL};
     pid_t pids[4];
-    int i, status;
+    int i;
 
     (void)state;
-    snprintf(worker, sizeof(worker), "%s/tests/integration/lock_worker",
-             dir != NULL ? dir : ".");
     for (i = 0; i < 4; i++) {
-        pids[i] = fork();
-        assert_true(pids[i] >= 0);
-        if (pids[i] == 0) {
-            execl(worker, worker, "count", test_redis.url, "procs", "50",
-                  "counter", (char *)NULL);
-            _exit(127);
-        }
+        pids[i] = cr_test_spawn("lock_worker", args, NULL);
+        assert_true(pids[i] > 0);
     }
-    for (i = 0; i < 4; i++) {
-        assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-        assert_true(WIFEXITED(status));
-        assert_int_equal(WEXITSTATUS(status), 0);
-    }
+    for (i = 0; i < 4; i++)
+        reap_ok(pids[i]);
     assert_int_equal(redis_int("GET counter"), 200);
     assert_int_equal(redis_int("EXISTS procs"), 0);
 }

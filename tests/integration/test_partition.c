@@ -174,28 +174,6 @@ partition_down(void **state)
     return 0;
 }
 
-/* Reads one line from fd within timeout_ms (without the newline). */
-static bool
-read_line(int fd, char *buf, size_t len, int64_t timeout_ms)
-{
-    int64_t deadline = cr_test_now_ms() + timeout_ms;
-    size_t n = 0;
-
-    while (n + 1 < len) {
-        struct pollfd pfd = {fd, POLLIN, 0};
-        int64_t left = deadline - cr_test_now_ms();
-        char ch;
-
-        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0 || read(fd, &ch, 1) != 1)
-            return false;
-        if (ch == '\n')
-            break;
-        buf[n++] = ch;
-    }
-    buf[n] = '\0';
-    return true;
-}
-
 /* A lower bound, in monotonic microseconds, of when `key` expires. */
 static int64_t
 expiry_lower_bound(const char *key)
@@ -209,7 +187,6 @@ expiry_lower_bound(const char *key)
 static void
 test_partition_cut_off_holder_loses_its_lease_and_learns_it(void **state)
 {
-    const char *dir = getenv("CR_TEST_BUILDDIR");
     char worker[512], url[64], fd[16], line[32], want[16];
     char *argv[16];
     cr_hist *h = cr_hist_new(16, 2);
@@ -221,8 +198,7 @@ test_partition_cut_off_holder_loses_its_lease_and_learns_it(void **state)
 
     (void)state;
     assert_non_null(h);
-    snprintf(worker, sizeof(worker), "%s/tests/integration/rel_worker",
-             dir != NULL ? dir : ".");
+    cr_test_worker_path("rel_worker", worker, sizeof(worker));
     snprintf(url, sizeof(url), "redis://%s:%d", SERVER_ADDR, test_redis.port);
     snprintf(fd, sizeof(fd), "%d", cr_hist_fd(h));
     argv[0] = "ip";
@@ -253,7 +229,7 @@ test_partition_cut_off_holder_loses_its_lease_and_learns_it(void **state)
     }
     close(to[0]);
     close(from[1]);
-    assert_true(read_line(from[0], line, sizeof(line), slow(10000)));
+    assert_true(cr_test_read_line(from[0], line, sizeof(line), slow(10000)));
     assert_string_equal(line, "L");
     assert_int_equal(cr_lock_new(test_client, "partitioned", &l), CR_OK);
     assert_int_equal(cr_lock_try_lock(l, 0, CR_LEASE_WATCHDOG), CR_BUSY);
@@ -273,10 +249,10 @@ test_partition_cut_off_holder_loses_its_lease_and_learns_it(void **state)
 
     /* The link comes back: the holder's next renewal finds the hold gone. */
     assert_true(sh("ip -n %s link set %s up", ns_server, veth_server));
-    assert_true(read_line(from[0], line, sizeof(line), slow(15000)));
+    assert_true(cr_test_read_line(from[0], line, sizeof(line), slow(15000)));
     assert_string_equal(line, "X");
     assert_int_equal(write(to[1], "U\n", 2), 2);
-    assert_true(read_line(from[0], line, sizeof(line), slow(10000)));
+    assert_true(cr_test_read_line(from[0], line, sizeof(line), slow(10000)));
     snprintf(want, sizeof(want), "U %d", (int)CR_ELOST);
     assert_string_equal(line, want);
     assert_int_equal(write(to[1], "Q\n", 2), 2);

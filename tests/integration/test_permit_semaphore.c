@@ -305,7 +305,7 @@ test_permit_semaphore_killed_holder_permit_comes_back_after_its_lease(void **sta
 
     (void)state;
     pid = spawn_worker(&out, "permit-hold", "orphan", "1000", NULL);
-    assert_true(read_line(out, line, sizeof(line)));
+    assert_true(cr_test_read_line(out, line, sizeof(line), -1));
     close(out);
     assert_true(is_permit_id(line));
     assert_int_equal(cr_permit_semaphore_try_acquire(s, 0, 60000, id), CR_BUSY);

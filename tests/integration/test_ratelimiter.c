@@ -22,38 +22,6 @@
 
 /* ------------------------------------------------------------- helpers */
 
-/* The server's clock in epoch ms. */
-static long long
-server_ms(void)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "TIME");
-    long long ms;
-
-    assert_non_null(r);
-    ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
-    freeReplyObject(r);
-    return ms;
-}
-
-/* The server's count of calls of `cmd` so far (INFO commandstats). */
-static long long
-calls_of(const char *cmd)
-{
-    redisReply *r = cr_test_redis_cmd(&test_redis, "INFO commandstats");
-    char field[64];
-    const char *p;
-    long long n = 0;
-
-    snprintf(field, sizeof(field), "cmdstat_%s:calls=", cmd);
-    p = r != NULL && r->type == REDIS_REPLY_STRING ? strstr(r->str, field)
-                                                   : NULL;
-    if (p != NULL)
-        n = atoll(p + strlen(field));
-    if (r != NULL)
-        freeReplyObject(r);
-    return n;
-}
-
 /* A new limiter handle on the test client. */
 static cr_rate_limiter *
 limiter(const char *name)
@@ -450,17 +418,10 @@ static long
 worker_grants(pid_t pid, int fd)
 {
     char line[64] = "";
-    size_t n = 0;
-    int status = 0;
 
-    while (n + 1 < sizeof(line) && read(fd, line + n, 1) == 1 &&
-           line[n] != '\n')
-        n++;
-    line[n] = '\0';
+    cr_test_read_line(fd, line, sizeof(line), -1);
     close(fd);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
+    reap_ok(pid);
     return atol(line);
 }
 

@@ -402,16 +402,6 @@ expiry_lower_bound(const cr_test_redis *srv, const char *key)
     return until;
 }
 
-/* Path of the rel_worker program. */
-static void
-worker_path(char *buf, size_t len)
-{
-    const char *dir = getenv("CR_TEST_BUILDDIR");
-
-    snprintf(buf, len, "%s/tests/integration/rel_worker",
-             dir != NULL ? dir : ".");
-}
-
 /* A rel_worker process and the pipes to its stdin and from its stdout. */
 typedef struct proc {
     pid_t pid;
@@ -426,7 +416,7 @@ proc_start(proc *p, char **argv)
     char path[512];
     int in[2], out[2];
 
-    worker_path(path, sizeof(path));
+    cr_test_worker_path("rel_worker", path, sizeof(path));
     argv[0] = path;
     assert_int_equal(pipe(in), 0);
     assert_int_equal(pipe(out), 0);
@@ -451,24 +441,7 @@ proc_start(proc *p, char **argv)
 static bool
 proc_read_line(proc *p, char *buf, size_t len, int64_t timeout_ms)
 {
-    int64_t deadline = cr_test_now_ms() + timeout_ms;
-    size_t n = 0;
-
-    while (n + 1 < len) {
-        struct pollfd pfd = {p->from, POLLIN, 0};
-        int64_t left = deadline - cr_test_now_ms();
-        char ch;
-
-        if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
-            return false;
-        if (read(p->from, &ch, 1) != 1)
-            return false;
-        if (ch == '\n')
-            break;
-        buf[n++] = ch;
-    }
-    buf[n] = '\0';
-    return true;
+    return cr_test_read_line(p->from, buf, len, timeout_ms);
 }
 
 /* Sends a line to the worker. */

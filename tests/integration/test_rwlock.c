@@ -328,7 +328,7 @@ test_rwlock_crashed_sole_reader_frees_the_lock_after_its_lease(void **state)
     (void)state;
     assert_int_equal(cr_rwlock_new(test_client, NAME, &rw), CR_OK);
     pid = spawn(args, &fd);
-    assert_true(read_line(fd, dead, sizeof(dead), slow(5000)));
+    assert_true(cr_test_read_line(fd, dead, sizeof(dead), slow(5000)));
     assert_int_equal(redis_int("HGET " NAME " %s", dead), 1);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
@@ -357,7 +357,7 @@ test_rwlock_crashed_reader_stops_blocking_writers_once_its_timeout_key_expires(v
     assert_int_equal(cr_rwlock_new(test_client, NAME, &mine), CR_OK);
     assert_int_equal(cr_rwlock_new(wc, NAME, &writer), CR_OK);
     pid = spawn(args, &fd);
-    assert_true(read_line(fd, dead, sizeof(dead), slow(5000)));
+    assert_true(cr_test_read_line(fd, dead, sizeof(dead), slow(5000)));
     timeout_key(dead, 1, dead_key, sizeof(dead_key));
     /* A live reader here, renewed by this client's watchdog (300 ms). */
     assert_int_equal(cr_lock_lock(cr_rwlock_read_lock(mine), CR_LEASE_WATCHDOG),

@@ -385,7 +385,7 @@ test_semaphore_k_permits_bound_a_section_across_threads_and_processes(void **sta
     for (i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
     for (i = 0; i < PROCS; i++)
-        assert_exit_ok(pids[i]);
+        reap_ok(pids[i]);
     assert_int_equal(x.errors, 0);
     assert_int_equal(atomic_load(&x.block->finished), THREADS + PROCS);
     assert_int_equal(atomic_load(&x.block->entries), (THREADS + PROCS) * ROUNDS);

@@ -11,6 +11,7 @@
 
 #include "lock_common.h"
 #include "poll_loop.h"
+#include "async_outcome.h"
 
 #define NREPLICAS 2
 #define NSENTINELS 3
@@ -23,15 +24,7 @@ static char url[512];
 static long long
 sentinel_master_port(void)
 {
-    redisReply *r = cr_test_redis_cmd(&sentinels[0],
-                                      "SENTINEL get-master-addr-by-name mymaster");
-    long long port = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        port = atoll(r->element[1]->str);
-    if (r != NULL)
-        freeReplyObject(r);
-    return port;
+    return cr_test_sentinel_master_port(&sentinels[0], "mymaster");
 }
 
 /* Both replicas have finished their first sync (state=online). */
@@ -160,28 +153,6 @@ test_sentinel_client_finds_the_master_and_locks_there(void **state)
     cr_client_free(c);
 }
 
-
-typedef struct async_outcome {
-    int calls;
-    cr_status rc;
-} async_outcome;
-
-static void
-async_record(void *userdata, cr_status rc, int64_t value)
-{
-    async_outcome *o = userdata;
-
-    (void)value;
-    o->calls++;
-    o->rc = rc;
-}
-
-static bool
-async_called(void *arg)
-{
-    return ((async_outcome *)arg)->calls > 0;
-}
-
 /* The asynchronous API through the sentinels, with replica sync on (its
  * WAIT pipelined behind each script): a lock taken on the master, one
  * waited for while another client holds it. */
@@ -190,7 +161,7 @@ test_sentinel_async_requests_go_to_the_master_with_replica_sync(void **state)
 {
     cr_client *c = sentinel_client(30000, 1000);
     cr_client *other = sentinel_client(30000, 0);
-    async_outcome o = {0}, u = {0}, w = {0};
+    outcome o = {0}, u = {0}, w = {0};
     int64_t owner = cr_async_owner_id();
     cr_async *a = NULL;
     cr_lock *l, *theirs;
@@ -201,22 +172,22 @@ test_sentinel_async_requests_go_to_the_master_with_replica_sync(void **state)
     assert_int_equal(cr_async_new(c, &poll_loop, &a), CR_OK);
     assert_int_equal(cr_lock_new(c, "s:async", &l), CR_OK);
     assert_int_equal(cr_lock_new(other, "s:async", &theirs), CR_OK);
-    assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, async_record, &o,
+    assert_int_equal(cr_async_lock(a, l, owner, 0, 30000, record, &o,
                                    NULL), CR_OK);
-    assert_true(poll_loop_until(a, async_called, &o, slow(5000)));
+    assert_true(poll_loop_until(a, called, &o, slow(5000)));
     assert_int_equal(o.rc, CR_OK);
     assert_int_equal(redis_int("EXISTS s:async"), 1);
-    assert_int_equal(cr_async_unlock(a, l, owner, async_record, &u, NULL),
+    assert_int_equal(cr_async_unlock(a, l, owner, record, &u, NULL),
                      CR_OK);
-    assert_true(poll_loop_until(a, async_called, &u, slow(5000)));
+    assert_true(poll_loop_until(a, called, &u, slow(5000)));
     assert_int_equal(u.rc, CR_OK);
     assert_int_equal(cr_lock_lock(theirs, 30000), CR_OK);
     assert_int_equal(cr_async_lock(a, l, owner, slow(10000), 30000,
-                                   async_record, &w, NULL), CR_OK);
+                                   record, &w, NULL), CR_OK);
     poll_loop_turn(a, 100);
     assert_int_equal(w.calls, 0);
     assert_int_equal(cr_lock_unlock(theirs), CR_OK);
-    assert_true(poll_loop_until(a, async_called, &w, slow(5000)));
+    assert_true(poll_loop_until(a, called, &w, slow(5000)));
     assert_int_equal(w.rc, CR_OK);
     assert_int_equal(cr_lock_unlock_tid(l, owner), CR_OK);
     cr_async_free(a);

@@ -332,15 +332,7 @@ static cr_test_redis sentinels[NSENTINELS], replica;
 static long long
 master_port(void)
 {
-    redisReply *r = cr_test_redis_cmd(&sentinels[0],
-                                      "SENTINEL get-master-addr-by-name tlsmaster");
-    long long port = -1;
-
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        port = atoll(r->element[1]->str);
-    if (r != NULL)
-        freeReplyObject(r);
-    return port;
+    return cr_test_sentinel_master_port(&sentinels[0], "tlsmaster");
 }
 
 static bool

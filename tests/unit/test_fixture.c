@@ -3,16 +3,18 @@
  * Tests of the test fixture itself, against one private redis-server: plain
  * commands reach it, the listener sees published messages in order, a
  * server stopped and restarted answers again on the same port, and the
- * polling and shared-memory helpers behave. The program exits with 77 (a
+ * polling, shared-memory and child-process helpers behave. The program exits with 77 (a
  * skip for automake) when redis-server is not installed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -150,6 +152,89 @@ static void test_fixture_shared_memory_crosses_fork(void **state)
     cr_test_shared_free(shared, sizeof(int));
 }
 
+static void test_fixture_memfd_block_is_shared_through_its_descriptor(
+    void **state)
+{
+    int fd = -1;
+    int *shared = cr_test_memfd_alloc("fixture_test", sizeof(int), &fd);
+    pid_t pid;
+
+    (void)state;
+    assert_non_null(shared);
+    assert_true(fd >= 0);
+    assert_int_equal(*shared, 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* As a helper program would: its own mapping of the descriptor. */
+        int *mine = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE,
+                         MAP_SHARED, fd, 0);
+
+        if (mine == MAP_FAILED)
+            _exit(1);
+        *mine = 42;
+        _exit(0);
+    }
+    assert_int_equal(cr_test_wait_exit(pid), 0);
+    assert_int_equal(*shared, 42);
+    munmap(shared, sizeof(int));
+    close(fd);
+}
+
+static void test_fixture_read_line_reads_whole_lines_until_eof(void **state)
+{
+    char line[16];
+    int fds[2];
+
+    (void)state;
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], "one\ntw", 7), 7);
+    assert_true(cr_test_read_line(fds[0], line, sizeof(line), -1));
+    assert_string_equal(line, "one");
+    close(fds[1]);
+    /* A line cut by the end of the file is not whole. */
+    assert_false(cr_test_read_line(fds[0], line, sizeof(line), -1));
+    assert_string_equal(line, "tw");
+    close(fds[0]);
+}
+
+static void test_fixture_read_line_gives_up_after_its_timeout(void **state)
+{
+    char line[16];
+    int64_t start;
+    int fds[2];
+
+    (void)state;
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], "half", 4), 4);
+    start = cr_test_now_ms();
+    assert_false(cr_test_read_line(fds[0], line, sizeof(line), 30));
+    assert_true(cr_test_now_ms() - start >= 30);
+    assert_string_equal(line, "half");
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static void test_fixture_wait_exit_gives_the_status_or_minus_one(void **state)
+{
+    pid_t pid;
+
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(3);
+    assert_int_equal(cr_test_wait_exit(pid), 3);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        pause();
+        _exit(0);
+    }
+    kill(pid, SIGKILL);
+    assert_int_equal(cr_test_wait_exit(pid), -1);
+}
+
 static void test_fixture_restart_reuses_port(void **state)
 {
     int port = server.port;
@@ -176,6 +261,11 @@ int main(void)
         cmocka_unit_test(test_fixture_listener_gets_messages_in_order),
         cmocka_unit_test(test_fixture_wait_until_polls_and_times_out),
         cmocka_unit_test(test_fixture_shared_memory_crosses_fork),
+        cmocka_unit_test(
+            test_fixture_memfd_block_is_shared_through_its_descriptor),
+        cmocka_unit_test(test_fixture_read_line_reads_whole_lines_until_eof),
+        cmocka_unit_test(test_fixture_read_line_gives_up_after_its_timeout),
+        cmocka_unit_test(test_fixture_wait_exit_gives_the_status_or_minus_one),
         cmocka_unit_test(test_fixture_restart_reuses_port),
     };
     int rc = cr_test_redis_start(&server, NULL);
