@@ -77,9 +77,7 @@ struct cr_barrier {
  * what is left at `now` of wait w (-1: no limit), for a new wait after an
  * arrival that joined a generation of the other parity
  * (CR__BARRIER_AGAIN). must_leave: a wait that ended with rc leaves (an
- * arrived party without an outcome). decode_message: what the channels'
- * messages mean (0:<g>:<since>: generation g completed, kept; 1: broken,
- * reset, deleted; both wake every waiter).
+ * arrived party without an outcome).
  *
  * The arrival (reply: CR_BUSY waiting, with the hint; CR_OK this arrival
  * completed the round; CR__BARRIER_AGAIN it joined a generation of the
@@ -104,7 +102,6 @@ static void wait_spec(cr__barrier_party *p, int64_t wait_ms,
                       cr__wait_spec *spec);
 static int64_t wait_left(const cr__wait *w, int64_t now);
 static bool must_leave(const cr__barrier_party *p, cr_status rc);
-static cr__wake decode_message(const char *payload, size_t len);
 static cr_status arrive_call(const cr__barrier_party *p,
                              cr__script_call *call);
 static cr_status arrive_reply(cr__barrier_party *p, cr_status rc,
@@ -195,8 +192,8 @@ cr_barrier_name(const cr_barrier *b)
 /* The barrier's messages: 0:<g>:<since> (generation g completed, kept:
  * see cr__barrier_next) and 1 (broken, reset, deleted) wake every waiter,
  * as does the bare 0 an older credisson publishes for a completion. */
-static cr__wake
-decode_message(const char *payload, size_t len)
+cr__wake
+cr__barrier_decode(const char *payload, size_t len)
 {
     int64_t n;
 
@@ -634,7 +631,7 @@ wait_spec(cr__barrier_party *p, int64_t wait_ms,
         p->parity = (int)(p->generation % 2);
     *spec = (cr__wait_spec){
         .channel = p->barrier->channel[p->parity],
-        .decode = decode_message,
+        .decode = cr__barrier_decode,
         .wait_ms = wait_ms,
         .min_sleep_ms = 1,
         .max_sleep_ms = CR__OBJECT_RECHECK_MS,

@@ -31,6 +31,11 @@ typedef struct cr__barrier_party {
     int parity;       /* the channel the wait listens to */
 } cr__barrier_party;
 
+/* cr__barrier_decode: what the channels' messages mean (0:<g>:<since>:
+ * generation g completed, kept; 1: broken, reset, deleted; both wake
+ * every waiter). */
+cr__wake cr__barrier_decode(const char *payload, size_t len);
+
 /* What a party's next attempt is: none (CR__BARRIER_HEARD: the
  * subscription of its wait `w` has read its round's completion, the last
  * kept message being 0:<generation>:<since>, so the round completed and

@@ -27,7 +27,7 @@
 #define CR__OBJECT_RECHECK_MS 1000
 
 /* Why a grant that came by the end of a wait cannot be kept, as the ends
- * of the acquisitions take it (acquisition.h, semaphore.h). */
+ * of the acquisitions take it (acquisition.h, sem.h). */
 #define CR__STOP_CANCELLED 1u /* the request was cancelled */
 #define CR__STOP_CLOSING 2u   /* the client is being freed */
 

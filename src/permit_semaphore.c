@@ -30,7 +30,7 @@
 #include "credisson/semaphore.h"
 #include "handoff.h"
 #include "request.h"
-#include "semaphore.h"
+#include "sem.h"
 
 #define PES_MAGIC 0x43525045u /* "CRPE" */
 
@@ -229,7 +229,7 @@ expiry_of(int64_t lease_ms)
 
 /* ------------------------------------------------------------ acquiring */
 
-/* The rules of one acquisition (semaphore.h). */
+/* The rules of one acquisition (sem.h). */
 
 /* The steps of the end, in order. */
 enum { E_LOOK, E_STOP, E_DONE };

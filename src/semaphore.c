@@ -31,7 +31,7 @@
 #include "credisson/semaphore.h"
 #include "handoff.h"
 #include "request.h"
-#include "semaphore.h"
+#include "sem.h"
 
 #define SEM_MAGIC 0x43525345u /* "CRSE" */
 

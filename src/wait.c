@@ -109,8 +109,11 @@ cr__wait_begin_on(cr__wait *w, cr_client *c, const cr__wait_spec *spec,
     w->start = now;
     w->deadline = spec->wait_ms < 0 ? -1 : w->start + spec->wait_ms;
     w->fence.link = -1;
-    if (cr__random_bytes(&w->jitter, sizeof(w->jitter)) != CR_OK ||
-        w->jitter == 0)
+    /* The spin's jitter needs no better randomness than the time and the
+     * wait's address (no system call here). */
+    w->jitter = (uint32_t)((uint64_t)now * 2654435761u) ^
+                (uint32_t)(uintptr_t)w;
+    if (w->jitter == 0)
         w->jitter = 0x9e3779b9u;
     if (spec->wait_ms != 0 && spec->channel != NULL) {
         cr__sub_seen seen;
@@ -146,7 +149,7 @@ over(cr__wait *w, bool contended)
 bool
 cr__wait_retrying(const cr__wait *w)
 {
-    return w->phase > P_FIRST && w->phase != P_DONE;
+    return w->answered > 0 && w->phase != P_DONE;
 }
 
 void
@@ -225,14 +228,10 @@ spin(cr__wait *w, int64_t now)
 
     if (!again(w->rc))
         return over(w, true);
-    if (w->rc == CR_EIO) {
-        if (w->io_since == 0)
-            w->io_since = now;
-        if (now - w->io_since > w->client->reconnect_window_ms)
-            return over(w, true);
-    } else {
-        w->io_since = 0;
-    }
+    /* I/O failures back off as every wait's do, for the reconnect window;
+     * a busy lock, by the spin's own delays. */
+    if (!io_retry(w, now, &sleep))
+        return over(w, true);
     if (w->deadline >= 0) {
         if (now >= w->deadline) {
             w->rc = w->rc == CR_EIO ? CR_EIO : CR_BUSY;
@@ -286,8 +285,17 @@ next_jitter(cr__wait *w)
     return w->jitter = x;
 }
 
-cr__wait_do
-cr__wait_step(cr__wait *w, int64_t now)
+/* Asks for an attempt. */
+static cr__wait_do
+attempt(cr__wait *w)
+{
+    w->asked = true;
+    return CR__WAIT_ATTEMPT;
+}
+
+/* cr__wait_step's body: the step after the phase the machine is in. */
+static cr__wait_do
+step(cr__wait *w, int64_t now)
 {
     cr_client *c = w->client;
 
@@ -295,7 +303,7 @@ cr__wait_step(cr__wait *w, int64_t now)
     case P_BEGIN:
         w->phase = P_FIRST;
         if (!w->in_line && !w->spec.subscribe_first)
-            return CR__WAIT_ATTEMPT;
+            return attempt(w);
         w->rc = CR_BUSY; /* it joins the line, or subscribes, first */
         /* fall through */
     case P_FIRST:
@@ -331,7 +339,7 @@ cr__wait_step(cr__wait *w, int64_t now)
             return fence_then_sleep(w, now);
         }
         w->phase = P_SECOND;
-        return CR__WAIT_ATTEMPT;
+        return attempt(w);
     case P_SECOND:
         return fence_then_sleep(w, now);
     case P_SLEEP:
@@ -344,7 +352,7 @@ cr__wait_step(cr__wait *w, int64_t now)
             return over(w, true);
         }
         w->phase = P_RETRY;
-        return CR__WAIT_ATTEMPT;
+        return attempt(w);
     case P_RETRY:
         return sleep_or_stop(w, now);
     case P_SPIN:
@@ -356,12 +364,22 @@ cr__wait_step(cr__wait *w, int64_t now)
                          SPIN_MAX_MS);
         w->spins++;
         w->phase = P_SPUN;
-        return CR__WAIT_ATTEMPT;
+        return attempt(w);
     case P_SPUN:
         return spin(w, now);
     default:
         return CR__WAIT_DONE;
     }
+}
+
+cr__wait_do
+cr__wait_step(cr__wait *w, int64_t now)
+{
+    if (w->asked) {
+        w->asked = false;
+        w->answered++; /* the outcome of the attempt it asked for is in */
+    }
+    return step(w, now);
 }
 
 bool
@@ -457,6 +475,16 @@ cr__wait_poll(cr__wait *w, int64_t now, int64_t *sleep_ms)
         return false;
     if (!io_retry(w, now, &sleep))
         return false;
+    if (sleep < 0) {
+        /* No hint: look again within the I/O backoff's bound, by the
+         * wait's end at the latest. */
+        if (w->deadline >= 0 && now >= w->deadline)
+            return false;
+        *sleep_ms = w->deadline >= 0 ? bound(IO_BACKOFF_MAX_MS,
+                                             w->deadline - now)
+                                     : IO_BACKOFF_MAX_MS;
+        return true;
+    }
     if (w->deadline >= 0 && (now >= w->deadline || sleep > w->deadline - now)) {
         /* Nothing comes back before the wait ends (the hint says when it
          * may): give up now. */

@@ -120,6 +120,8 @@ typedef struct cr__wait {
     int phase;
     cr_status first;
     int64_t start, deadline, io_since, backoff, delay, spins;
+    bool asked;          /* the last request was an attempt */
+    int answered;        /* attempts whose outcome came in */
     uint32_t jitter;     /* the spin's random state (xorshift32) */
     bool in_line;
     cr__sub_mark mark;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of a barrier party's next step (cr__barrier_next, barriers.h):
+ * Unit tests of a barrier party's next step (cr__barrier_next, barrier.h):
  * arrive, released by the completion its wait's subscription heard, quick
  * look before the look is due, look. The party and its wait are made up;
  * the subscription is a stub (subs_stub.h) that keeps the last kept
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "barriers.h"
+#include "barrier.h"
 #include "subs_stub.h"
 
 #define NOW 500000          /* monotonic ms */

@@ -376,40 +376,68 @@ test_counting_turn_goes_once_the_target_is_read(void **state)
 }
 
 static void
-test_counting_turn_reads_releases_until_the_quiet_time_or_its_end(
-    void **state)
+test_counting_turn_waits_for_the_count_once_then_goes(void **state)
 {
     cr__turn t = counting();
     cr__sub_seen s = seen(0, 7, 0);
     int64_t wait_us = 0;
 
     (void)state;
-    /* Nothing read yet: quiet from its beginning. */
+    /* One wait for the count, for the rest of the turn; the driver's wait
+     * ends it early (reached, or quiet). */
     assert_int_equal(cr__turn_next(&t, &s, 11000, &wait_us), CR__TURN_COUNT);
-    assert_int_equal(wait_us, 10000 + 4000 - 11000);
-    /* A release read at 13000: quiet from then. */
-    s.counted_at_us = 13000;
-    assert_int_equal(cr__turn_next(&t, &s, 14000, &wait_us), CR__TURN_COUNT);
-    assert_int_equal(wait_us, 13000 + 4000 - 14000);
-    /* Bounded by the turn's end. */
-    s.counted_at_us = 28000;
-    assert_int_equal(cr__turn_next(&t, &s, 29000, &wait_us), CR__TURN_COUNT);
-    assert_int_equal(wait_us, 30000 - 29000);
+    assert_int_equal(wait_us, 30000 - 11000);
+    /* After it, go, whatever was read. */
+    assert_int_equal(cr__turn_next(&t, &s, 14000, &wait_us), CR__TURN_GO);
+    assert_false(cr__turn_tune(&t, &s));
 }
 
 static void
-test_counting_turn_goes_when_no_release_came_for_the_quiet_time(
-    void **state)
+test_count_wait_is_over_once_the_target_is_read(void **state)
 {
     cr__turn t = counting();
-    cr__sub_seen s = seen(0, 7, 12000);
-    int64_t wait_us = 0;
+    cr__sub_seen s = seen(0, 8, 11000);
+    int64_t check = -7;
 
     (void)state;
-    assert_int_equal(cr__turn_next(&t, &s, 15999, &wait_us), CR__TURN_COUNT);
-    assert_int_equal(cr__turn_next(&t, &s, 16000, &wait_us), CR__TURN_GO);
-    s.counted_at_us = 0;
-    assert_int_equal(cr__turn_next(&t, &s, 14000, &wait_us), CR__TURN_GO);
+    assert_true(cr__turn_count_over(&t, &s, 11000, &check));
+    assert_int_equal(check, -7);
+}
+
+static void
+test_count_wait_goes_on_until_the_quiet_time_or_the_turns_end(void **state)
+{
+    cr__turn t = counting();
+    cr__sub_seen s = seen(0, 7, 0);
+    int64_t check = 0;
+
+    (void)state;
+    /* Nothing read yet: quiet from its beginning. */
+    assert_false(cr__turn_count_over(&t, &s, 11000, &check));
+    assert_int_equal(check, 10000 + 4000);
+    assert_true(cr__turn_count_over(&t, &s, 14000, &check));
+    /* A release read at 13000: quiet from then. */
+    s.counted_at_us = 13000;
+    assert_false(cr__turn_count_over(&t, &s, 14000, &check));
+    assert_int_equal(check, 13000 + 4000);
+    assert_false(cr__turn_count_over(&t, &s, 16999, &check));
+    assert_true(cr__turn_count_over(&t, &s, 17000, &check));
+    /* Bounded by the turn's end. */
+    s.counted_at_us = 28000;
+    assert_false(cr__turn_count_over(&t, &s, 29000, &check));
+    assert_int_equal(check, 30000);
+    assert_true(cr__turn_count_over(&t, &s, 30000, &check));
+}
+
+static void
+test_count_wait_is_over_when_the_subscription_went(void **state)
+{
+    cr__turn t = counting();
+    cr__sub_seen s = seen(-1, 0, 0);
+    int64_t check = 0;
+
+    (void)state;
+    assert_true(cr__turn_count_over(&t, &s, 11000, &check));
 }
 
 static void
@@ -488,10 +516,11 @@ main(void)
         cmocka_unit_test(test_acquisition_that_may_not_wait_keeps_no_turn),
         cmocka_unit_test(test_turn_is_cut_to_the_acquisitions_wait),
         cmocka_unit_test(test_counting_turn_goes_once_the_target_is_read),
+        cmocka_unit_test(test_counting_turn_waits_for_the_count_once_then_goes),
+        cmocka_unit_test(test_count_wait_is_over_once_the_target_is_read),
         cmocka_unit_test(
-            test_counting_turn_reads_releases_until_the_quiet_time_or_its_end),
-        cmocka_unit_test(
-            test_counting_turn_goes_when_no_release_came_for_the_quiet_time),
+            test_count_wait_goes_on_until_the_quiet_time_or_the_turns_end),
+        cmocka_unit_test(test_count_wait_is_over_when_the_subscription_went),
         cmocka_unit_test(test_counting_turn_goes_when_it_ends),
         cmocka_unit_test(
             test_turn_with_nothing_to_count_sleeps_its_turn_and_asks_to_tune),

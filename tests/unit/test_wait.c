@@ -928,6 +928,73 @@ test_wait_is_retrying_from_after_its_first_attempt_until_it_ends(
 }
 
 static void
+test_wait_in_line_is_not_retrying_before_its_first_attempt(void **state)
+{
+    struct fx *f = *state;
+    cr__wait_spec spec = on_channel(10000);
+
+    spec.subscribe_first = true;
+    begin(f, &spec, T0);
+    assert_int_equal(cr__wait_step(&f->w, T0), CR__WAIT_SUBSCRIBE);
+    /* Subscribing first: no attempt has been made yet, so its retries
+     * have not begun (a blocking driver keeps its slot deadline). */
+    assert_false(cr__wait_retrying(&f->w));
+    assert_int_equal(subscribed(&f->w, CR_OK, T0), CR__WAIT_ATTEMPT);
+    assert_false(cr__wait_retrying(&f->w));
+    attempted(&f->w, CR_BUSY, -1, T0);
+    assert_true(cr__wait_retrying(&f->w));
+}
+
+static void
+test_spin_backs_off_io_failures_as_every_wait_does(void **state)
+{
+    struct fx *f = *state;
+    cr__wait_spec spec = {.wait_ms = CR_WAIT_FOREVER, .max_sleep_ms = -1};
+
+    begin(f, &spec, T0);
+    f->w.jitter = 1;
+    cr__wait_step(&f->w, T0);
+    /* An unreachable Redis: 20, 40, 80 ms, not the spin's 1, 2, 4. */
+    assert_int_equal(attempted(&f->w, CR_EIO, -1, T0), CR__WAIT_SLEEP);
+    assert_int_equal(f->w.sleep_ms, 20);
+    slept(&f->w, CR_TIMEOUT, false, T0 + 20);
+    assert_int_equal(attempted(&f->w, CR_EIO, -1, T0 + 20), CR__WAIT_SLEEP);
+    assert_int_equal(f->w.sleep_ms, 40);
+    slept(&f->w, CR_TIMEOUT, false, T0 + 60);
+    assert_int_equal(attempted(&f->w, CR_EIO, -1, T0 + 60), CR__WAIT_SLEEP);
+    assert_int_equal(f->w.sleep_ms, 80);
+    /* Busy again: the spin's own delays. */
+    slept(&f->w, CR_TIMEOUT, false, T0 + 140);
+    assert_int_equal(attempted(&f->w, CR_BUSY, -1, T0 + 140),
+                     CR__WAIT_SLEEP);
+    assert_true(f->w.sleep_ms <= SPIN_MAX_MS);
+    assert_true(f->w.sleep_ms < 20);
+}
+
+static void
+test_poll_without_a_hint_looks_again_within_the_wait(void **state)
+{
+    struct fx *f = *state;
+    int64_t sleep = 0;
+
+    (void)f;
+    cr__wait_poll_begin(&f->w, &f->client, 300, T0);
+    f->w.rc = CR_BUSY;
+    f->w.hint = -1;
+    assert_true(cr__wait_poll(&f->w, T0 + 100, &sleep));
+    assert_int_equal(sleep, 200); /* by the wait's end */
+    cr__wait_poll_begin(&f->w, &f->client, CR_WAIT_FOREVER, T0);
+    f->w.rc = CR_BUSY;
+    f->w.hint = -1;
+    assert_true(cr__wait_poll(&f->w, T0, &sleep));
+    assert_int_equal(sleep, 1000);
+    cr__wait_poll_begin(&f->w, &f->client, 300, T0);
+    f->w.rc = CR_BUSY;
+    f->w.hint = -1;
+    assert_false(cr__wait_poll(&f->w, T0 + 300, &sleep));
+}
+
+static void
 test_wait_granted_by_its_second_attempt_is_contended(void **state)
 {
     struct fx *f = *state;
@@ -1135,6 +1202,9 @@ main(void)
         T(test_spin_ends_with_eio_at_its_deadline_after_an_io_failure),
         T(test_closing_during_a_spin_sleep_ends_the_wait_closed),
         T(test_spin_ends_with_a_grant_or_an_attempts_error),
+        T(test_wait_in_line_is_not_retrying_before_its_first_attempt),
+        T(test_spin_backs_off_io_failures_as_every_wait_does),
+        T(test_poll_without_a_hint_looks_again_within_the_wait),
         T(test_wait_is_retrying_from_after_its_first_attempt_until_it_ends),
         T(test_wait_granted_by_its_second_attempt_is_contended),
         T(test_poll_ends_when_the_attempt_is_granted_or_failed),

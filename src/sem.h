@@ -6,8 +6,8 @@
  * kind the issued permits {N}:timeout), its life cycle and the calls that
  * are the same for both.
  */
-#ifndef CR_SEMAPHORE_H
-#define CR_SEMAPHORE_H
+#ifndef CR_SEM_H
+#define CR_SEM_H
 
 #include "handoff.h"
 #include "object.h"
