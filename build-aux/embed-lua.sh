@@ -136,7 +136,7 @@ for f in "$@"; do
         echo
         echo "cr_status cr__build_$name(const cr__${name}_args *a,"
         echo "    cr__script_call *call);"
-        echo "cr_status cr__run_$name(cr_client *c, cr__cmd *cmd,"
+        echo "cr_status cr__run_$name(const cr__op *op, cr__cmd *cmd,"
         echo "    const cr__${name}_args *a, cr__reply **out);"
     } >> "$tmp_h"
     gen_c=$tmp_c.$name
@@ -201,14 +201,14 @@ for f in "$@"; do
         echo "}"
         echo
         echo "cr_status"
-        echo "cr__run_$name(cr_client *c, cr__cmd *cmd,"
+        echo "cr__run_$name(const cr__op *op, cr__cmd *cmd,"
         echo "    const cr__${name}_args *a, cr__reply **out)"
         echo "{"
         echo "    cr__script_call call;"
         echo "    cr_status rc = cr__build_$name(a, &call);"
         echo
         echo "    if (rc == CR_OK)"
-        echo "        rc = cr__script_call_run(c, cmd, &call, out);"
+        echo "        rc = cr__script_call_run(op, cmd, &call, out);"
         echo "    cr__script_call_free(&call);"
         echo "    return rc;"
         echo "}"

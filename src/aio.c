@@ -1979,19 +1979,26 @@ cr__aio_wake_stop(cr__aio *io, cr__asleeper *w)
 
 /* cr__wait_subs over the loop's subscriptions. */
 static int
-aio_waiters(void *ctx, const char *channel, cr__sub_mark *mark)
+aio_waiters(void *ctx, const char *channel, cr__sub_seen *seen,
+            cr__sub_mark *mark)
 {
     cr__aio *io = ctx;
     asub *s;
 
     HASH_FIND_STR(io->subs, channel, s);
-    mark->id = 0;
+    *seen = (cr__sub_seen){.waiters = -1};
+    if (mark != NULL)
+        mark->id = 0;
     if (s == NULL || !s->confirmed)
         return -1;
-    mark->id = (uint64_t)(uintptr_t)s;
-    mark->confirms = s->confirms;
-    mark->messages = s->messages;
-    return s->refs;
+    if (mark != NULL) {
+        mark->id = (uint64_t)(uintptr_t)s;
+        mark->confirms = s->confirms;
+        mark->messages = s->messages;
+    }
+    seen->counted = s->counted;
+    seen->counted_at_us = s->counted_at;
+    return seen->waiters = s->refs;
 }
 
 static bool

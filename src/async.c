@@ -96,6 +96,7 @@ struct cr_request {
     /* Locks. */
     cr_lock *lock;
     int64_t owner_id, lease_ms, wait_ms, attempt_lease, sent_ms;
+    int64_t sent_us;          /* a release's: when it was sent */
     char owner[CR__OWNER_MAX];
     char *channel;            /* a fair waiter's own channel, or NULL */
     bool uncertain;           /* the last attempt's reply was lost */
@@ -130,6 +131,11 @@ struct cr_request {
     bool retake_after;        /* the lock is taken again after the leave */
     bool shielded;            /* taking the lock again: a cancel does not
                                * end its wait */
+    /* The releaser's turn before its wait's first attempt. */
+    cr__turn turn;
+    const char *turn_channel;
+    bool tune;                /* its first attempt tunes the lock's turn */
+    int attempts;             /* a lock's attempts sent */
     /* Reply readers of one-command requests. */
     cr_status (*read)(cr_request *q, cr_status rc, cr__reply *r);
     /* A MultiLock's or RedLock's call, on a thread of its own. */
@@ -280,12 +286,14 @@ discard(cr_request *q)
 static cr_status
 enter(cr_async *a)
 {
+    cr__op op;
+
     cr__clear_error();
     if (a == NULL || a->magic != CR__ASYNC_MAGIC)
         return cr__fail(CR_EINVAL, "not a live asynchronous handle");
     if (a->freeing || a->free_later)
         return cr__fail(CR_ECLOSED, "the asynchronous handle is being freed");
-    return cr__client_enter(a->client);
+    return cr__client_enter(a->client, &op);
 }
 
 /* Keeps the request handle for the caller (it may be NULL). */
@@ -463,6 +471,7 @@ lock_attempt(cr_request *q)
     }
     q->sent_ms = cr__now_ms();
     q->gen = cr__topology_generation(a->client->topology);
+    q->attempts++;
     rc = l->kind->acquire_call(l, q->owner, q->attempt_lease, q->wait_ms, &call,
                                &tmp);
     if (rc == CR_OK) {
@@ -484,6 +493,8 @@ lock_settle(cr_request *q)
     cr_status rc = q->w.rc;
     unsigned later = 0;
 
+    if (q->tune && q->attempts > 0)
+        cr__handoff_tune(&l->handoff, rc == CR_OK && q->attempts == 1);
     if (rc == CR_OK && q->cmd.sync != CR_OK) {
         /* A grant no replica saw could vanish in a failover: undone. */
         later |= CR__LATER_UNDO;
@@ -510,7 +521,7 @@ lock_settle(cr_request *q)
                 later |= CR__LATER_VERIFY;
             if (q->lease_ms > 0)
                 atomic_store(&l->lease_ms, q->lease_ms);
-            cr__handoff_acquired(&l->handoff);
+            cr__handoff_acquired(&l->handoff, cr__now_us());
         }
     }
     if (rc != CR_OK && !(later & CR__LATER_UNDO))
@@ -568,7 +579,7 @@ drive(cr_request *q)
 {
     cr_async *a = q->async;
 
-    switch (cr__wait_step(&q->w)) {
+    switch (cr__wait_step(&q->w, cr__now_ms())) {
     case CR__WAIT_ATTEMPT:
         if (q->cancelled && !q->shielded) {
             q->w.rc = CR_ECANCELED;
@@ -600,9 +611,14 @@ drive(cr_request *q)
             cr__aio_after(a->io, &q->timer, q->w.sleep_ms, slept, q);
         }
         return;
-    case CR__WAIT_DONE:
+    case CR__WAIT_DONE: {
+        cr__op op;
+
+        cr__op_begin(&op, a->client, -1);
+        cr__wait_report(&q->w, &op, cr__now_ms());
         q->ops->finish(q);
         return;
+    }
     }
 }
 
@@ -690,31 +706,62 @@ bound_passed(void *arg)
     q->ops->finish(q);
 }
 
-/* Begins the wait of `q` after the releaser's turn of `h`, without a
- * bound of its own (a condition await's, whose steps end it). */
+/* The releaser's turn of waiting request q (handoff.h) on the loop, as
+ * cr__wait_turn keeps it for a blocking call; the wait's first step comes
+ * once it is over. */
 static void
-wait_start(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
+turn_step(void *arg)
 {
-    cr_async *a = q->async;
-    int64_t pause = spec->wait_ms == 0
-                        ? 0
-                        : (atomic_load(&h->until_us) - cr__now_us() + 999) /
-                              1000;
+    cr_request *q = arg;
+    cr__aio *io = q->async->io;
+    cr__sub_seen seen = {.waiters = -1};
+    int64_t wait_us = 0;
 
-    cr__wait_begin_on(&q->w, a->client, spec, &cr__aio_subs, a->io);
-    if (spec->wait_ms > 0 && pause > spec->wait_ms)
-        pause = spec->wait_ms;
-    cr__aio_after(a->io, &q->timer, pause > 0 ? pause : 0, step_later, q);
+    cr__aio_subs.waiters(io, q->turn_channel, &seen, NULL);
+    switch (cr__turn_next(&q->turn, &seen, cr__now_us(), &wait_us)) {
+    case CR__TURN_COUNT:
+        cr__aio_after(io, &q->timer, (wait_us + 999) / 1000, turn_step, q);
+        return;
+    case CR__TURN_SLEEP:
+        q->tune = cr__turn_tune(&q->turn, &seen);
+        cr__aio_after(io, &q->timer, (wait_us + 999) / 1000, step_later, q);
+        return;
+    case CR__TURN_GO:
+        q->tune = cr__turn_tune(&q->turn, &seen);
+        drive(q);
+        return;
+    }
 }
 
-/* Begins the wait of `q` after the releaser's turn of `h` (bounded by the
- * wait). */
+/* Begins the wait of `q` after the releaser's turn of `h` (NULL: none),
+ * whose releases are published on `channel`, without a bound of its own
+ * (a condition await's, whose steps end it). */
 static void
-wait_begin(cr_request *q, const cr__wait_spec *spec, cr__handoff *h)
+wait_start(cr_request *q, const cr__wait_spec *spec, const cr__handoff *h,
+           const char *channel)
 {
     cr_async *a = q->async;
 
-    wait_start(q, spec, h);
+    cr__wait_begin_on(&q->w, a->client, spec, &cr__aio_subs, a->io,
+                      cr__now_ms());
+    if (h != NULL && cr__handoff_turn(h, cr__now_us(), spec->wait_ms,
+                                      &q->turn)) {
+        q->turn_channel = channel;
+        cr__aio_after(a->io, &q->timer, 0, turn_step, q);
+    } else {
+        cr__aio_after(a->io, &q->timer, 0, step_later, q);
+    }
+}
+
+/* Begins the wait of `q` after the releaser's turn of `h` (as wait_start),
+ * bounded by the wait. */
+static void
+wait_begin(cr_request *q, const cr__wait_spec *spec, const cr__handoff *h,
+           const char *channel)
+{
+    cr_async *a = q->async;
+
+    wait_start(q, spec, h, channel);
     if (spec->wait_ms >= 0)
         cr__aio_after(a->io, &q->bound,
                       spec->wait_ms + a->client->command_timeout_ms +
@@ -748,7 +795,7 @@ typedef struct thread_call {
  * that ran out with the time waited over all the slices, or a release.
  * Nothing for a cancelled wait or an error, as for the other requests. */
 static void
-thread_call_event(const thread_call *t, const cr__lock_sink *kept,
+thread_call_event(const thread_call *t, const cr__event_sink *kept,
                   int64_t start)
 {
     if (!kept->kept)
@@ -757,9 +804,9 @@ thread_call_event(const thread_call *t, const cr__lock_sink *kept,
                   : t->rc != CR_OK &&
                         (t->rc != CR_BUSY || atomic_load(&t->stop)))
         return;
-    cr__lock_event(t->lock, kept->kind, kept->status, kept->object,
-                   kept->name, t->unlock ? -1 : cr__now_ms() - start,
-                   kept->hold_ms, true);
+    cr__event(&t->lock->client->run.stats, kept->kind, kept->status,
+              kept->object, kept->name, t->unlock ? -1 : cr__now_ms() - start,
+              kept->hold_ms, true);
 }
 
 static void *
@@ -767,23 +814,22 @@ thread_call_run(void *arg)
 {
     thread_call *t = arg;
     int64_t start = cr__now_ms(), left;
-    cr__lock_sink kept = {0}, *was = cr__lock_sink_swap(&kept);
+    cr__event_sink kept = {0};
 
     if (t->unlock) {
-        t->rc = cr_lock_unlock_tid(t->lock, t->owner);
+        t->rc = cr__lock_unlock(t->lock, &kept, t->owner);
     } else {
         do {
             left = t->wait_ms < 0 ? THREAD_SLICE_MS
                                   : t->wait_ms - (cr__now_ms() - start);
-            t->rc = cr_lock_try_lock_tid(t->lock, t->owner,
-                                         left > THREAD_SLICE_MS
-                                             ? THREAD_SLICE_MS
-                                             : left > 0 ? left : 0,
-                                         t->lease_ms);
+            t->rc = cr__lock_try_lock(t->lock, &kept, t->owner,
+                                      left > THREAD_SLICE_MS
+                                          ? THREAD_SLICE_MS
+                                          : left > 0 ? left : 0,
+                                      t->lease_ms, NULL);
         } while (t->rc == CR_BUSY && !atomic_load(&t->stop) &&
                  (t->wait_ms < 0 || cr__now_ms() - start < t->wait_ms));
     }
-    cr__lock_sink_swap(was);
     snprintf(t->err, sizeof(t->err), "%s", cr_last_error());
     thread_call_event(t, &kept, start);
     cr__aio_post(t->q->async->io, &t->post);
@@ -793,10 +839,11 @@ thread_call_run(void *arg)
 /* Gives back, in the background, what a thread call took after its
  * request ended. */
 static void
-give_back_run(void *arg)
+give_back_run(const cr__op *op, void *arg)
 {
     thread_call *t = arg;
 
+    (void)op; /* the unlock is a call of its own */
     cr_lock_unlock_tid(t->lock, t->owner);
 }
 
@@ -883,9 +930,9 @@ lock_wait_begin(cr_request *q, bool bounded)
                    cr__script_lock_holds(l, q->owner, NULL) == 0,
     };
     if (bounded)
-        wait_begin(q, &spec, &l->handoff);
+        wait_begin(q, &spec, &l->handoff, l->channel);
     else
-        wait_start(q, &spec, &l->handoff);
+        wait_start(q, &spec, &l->handoff, l->channel);
     return CR_OK;
 }
 
@@ -894,12 +941,13 @@ cr_async_lock(cr_async *a, cr_lock *l, int64_t owner, int64_t wait_ms,
               int64_t lease_ms, cr_async_fn fn, void *userdata,
               cr_request **req)
 {
+    cr__op guard;
     cr_request *q;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__lock_enter(l)) == CR_OK) {
+    if ((rc = cr__lock_enter(l, &guard)) == CR_OK) {
         cr__lock_leave(l);
         if (owner <= 0)
             rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
@@ -936,6 +984,7 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
     cr_lock *l = q->lock;
     cr__renewal *ren = a->client->renewal;
     int64_t heard = 0, local;
+    cr__sub_seen seen;
     bool lost = false;
     int result = 0;
 
@@ -956,8 +1005,10 @@ unlock_read(cr_request *q, cr_status rc, cr__reply *r)
         if (result == 1)
             cr__event(&a->client->run.stats, CR_EVENT_RELEASED, CR_OK,
                       l->kind->name, l->name, -1, held, true);
-        cr__handoff_after_unlock(&l->handoff, a->client, l->channel, heard,
-                                 q->unlock.started_us, l->kind->in_line);
+        cr__aio_subs.waiters(a->io, l->channel, &seen, NULL);
+        cr__handoff_after_unlock(&l->handoff, &seen, heard,
+                                 q->unlock.started_us, cr__now_us(),
+                                 l->kind->in_line);
     } else if (rc == CR_ENOTOWNER && local > 0) {
         cr__hold_found_lost(ren, l->kind->hold_kind, l->raw, q->owner,
                             "the unlock found it gone");
@@ -1018,6 +1069,7 @@ cr_status
 cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
                 void *userdata, cr_request **req)
 {
+    cr__op guard;
     cr__script_call call = {0};
     cr_request *q = NULL;
     char name[CR__OWNER_MAX], *tmp = NULL;
@@ -1027,7 +1079,7 @@ cr_async_unlock(cr_async *a, cr_lock *l, int64_t owner, cr_async_fn fn,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__lock_enter(l)) == CR_OK) {
+    if ((rc = cr__lock_enter(l, &guard)) == CR_OK) {
         cr__lock_leave(l);
         if (l->kind == NULL)
             return start_thread_call(a, l, owner, 0, 0, true, fn, userdata,
@@ -1230,14 +1282,12 @@ object_request(cr_async *a, int what, void *obj, const char *channel,
         .min_sleep_ms = 1,
         .max_sleep_ms = CR__OBJECT_RECHECK_MS,
     };
-    static cr__handoff none;
-
     if (q == NULL)
         return NULL;
     q->ops = &object_ops;
     q->what = what;
     q->obj = obj;
-    wait_begin(q, &spec, h != NULL ? h : &none);
+    wait_begin(q, &spec, h, channel);
     return q;
 }
 
@@ -1246,6 +1296,7 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *sem, int64_t permits,
                            int64_t wait_ms, cr_async_fn fn, void *userdata,
                            cr_request **req)
 {
+    cr__op guard;
     cr__sem *s = (cr__sem *)sem;
     cr_request *q = NULL;
     char *acquire_latch = NULL;
@@ -1253,7 +1304,7 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *sem, int64_t permits,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__sem_enter(sem, &cr__semaphore_kind)) == CR_OK) {
+    if ((rc = cr__sem_enter(sem, &cr__semaphore_kind, &guard)) == CR_OK) {
         cr__object_leave(sem);
         if ((rc = cr__check_permits(permits)) == CR_OK &&
             (rc = cr__check_wait(wait_ms)) == CR_OK &&
@@ -1285,13 +1336,15 @@ cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *sem,
                         cr_async_permit_fn fn, void *userdata,
                         cr_request **req)
 {
+    cr__op guard;
     cr__sem *s = (cr__sem *)sem;
     cr_request *q = NULL;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__sem_enter(sem, &cr__permit_semaphore_kind)) == CR_OK) {
+    if ((rc = cr__sem_enter(sem, &cr__permit_semaphore_kind, &guard)) ==
+        CR_OK) {
         cr__object_leave(sem);
         if ((rc = cr__check_wait(wait_ms)) == CR_OK)
             rc = cr__check_lease(lease_ms, "CR_LEASE_NONE");
@@ -1316,12 +1369,13 @@ static cr_status
 latch_wait(cr_async *a, cr_latch *l, int what, int64_t wait_ms,
            cr_async_fn fn, void *userdata, cr_request **req)
 {
+    cr__op guard;
     cr_request *q = NULL;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__latch_enter(l)) == CR_OK) {
+    if ((rc = cr__latch_enter(l, &guard)) == CR_OK) {
         cr__object_leave(l);
         rc = cr__check_wait(wait_ms);
     }
@@ -1415,7 +1469,7 @@ rate_next(cr_request *q)
 {
     int64_t sleep;
 
-    if (q->cancelled || !cr__wait_poll(&q->w, &sleep)) {
+    if (q->cancelled || !cr__wait_poll(&q->w, cr__now_ms(), &sleep)) {
         rate_finish(q);
         return;
     }
@@ -1476,12 +1530,13 @@ cr_async_rate_limiter_acquire(cr_async *a, cr_rate_limiter *l,
                               cr_async_fn fn, void *userdata,
                               cr_request **req)
 {
+    cr__op guard;
     cr_request *q = NULL;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__rate_limiter_enter(l)) == CR_OK) {
+    if ((rc = cr__rate_limiter_enter(l, &guard)) == CR_OK) {
         cr__object_leave(l);
         if ((rc = same_client(a, l)) == CR_OK &&
             (rc = cr__check_range("permits", permits, 1,
@@ -1659,7 +1714,7 @@ barrier_send(cr_request *q, int stage)
 static void
 barrier_attempt(cr_request *q)
 {
-    cr__barrier_step next = cr__barrier_next(q->party, &q->w);
+    cr__barrier_step next = cr__barrier_next(q->party, &q->w, cr__now_ms());
 
     if (next != CR__BARRIER_HEARD) {
         barrier_send(q, (int)next);
@@ -1686,7 +1741,8 @@ barrier_finish(cr_request *q)
 
         p->parity = (int)(p->generation % 2);
         barrier_spec(q, left < 0 && q->w.deadline >= 0 ? 0 : left, &spec);
-        cr__wait_begin_on(&q->w, a->client, &spec, &cr__aio_subs, a->io);
+        cr__wait_begin_on(&q->w, a->client, &spec, &cr__aio_subs, a->io,
+                          cr__now_ms());
         cr__aio_after(a->io, &q->timer, 0, step_later, q);
         return;
     }
@@ -1700,7 +1756,7 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
                        cr_async_barrier_fn fn, void *userdata,
                        cr_request **req)
 {
-    static cr__handoff none;
+    cr__op guard;
     cr__barrier_party *p = NULL;
     cr__wait_spec spec;
     cr_request *q = NULL;
@@ -1708,7 +1764,7 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__barrier_enter(b)) == CR_OK) {
+    if ((rc = cr__barrier_enter(b, &guard)) == CR_OK) {
         cr__object_leave(b);
         if ((rc = same_client(a, b)) == CR_OK &&
             (rc = cr__check_wait(wait_ms)) == CR_OK &&
@@ -1729,7 +1785,7 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
     q->obj = b;
     q->party = p;
     barrier_spec(q, wait_ms, &spec);
-    wait_begin(q, &spec, &none);
+    wait_begin(q, &spec, NULL, NULL);
     return started(a, q, req);
 }
 
@@ -1737,9 +1793,12 @@ cr_async_barrier_await(cr_async *a, cr_barrier *b, int64_t wait_ms,
 static cr_status
 released_read(cr_request *q, cr_status rc, cr__reply *r)
 {
+    cr__sub_seen seen;
     bool done = false;
 
-    rc = cr__sem_release_reply(q->obj, rc, r, q->sent_ms, &done);
+    cr__aio_subs.waiters(q->async->io, ((cr__sem *)q->obj)->channel, &seen,
+                         NULL);
+    rc = cr__sem_release_reply(q->obj, rc, r, &seen, q->sent_us, &done);
     if (rc == CR_OK)
         cr__event(&q->async->client->run.stats, CR_EVENT_RELEASED, CR_OK,
                   "semaphore", ((const cr__object *)q->obj)->name, -1, -1,
@@ -1766,10 +1825,13 @@ flag_read(cr_request *q, cr_status rc, cr__reply *r)
 static cr_status
 permit_released_read(cr_request *q, cr_status rc, cr__reply *r)
 {
+    cr__sub_seen seen;
     int64_t result = 0;
 
-    return cr__permit_release_reply(q->obj, q->id, rc, r, q->sent_ms, true,
-                                    &result);
+    cr__aio_subs.waiters(q->async->io, ((cr__sem *)q->obj)->channel, &seen,
+                         NULL);
+    return cr__permit_release_reply(q->obj, q->id, rc, r, &seen, q->sent_us,
+                                    true, &result);
 }
 
 static cr_status
@@ -1795,7 +1857,7 @@ start_on(cr_async *a, void *obj, cr_status rc, cr__script_call *call,
         return rc;
     }
     q->obj = obj;
-    q->sent_ms = cr__now_us();
+    q->sent_us = cr__now_us();
     if (id != NULL)
         snprintf(q->id, sizeof(q->id), "%s", id);
     return CR_OK;
@@ -1805,11 +1867,12 @@ start_on(cr_async *a, void *obj, cr_status rc, cr__script_call *call,
 static cr_status
 enter_on(cr_async *a, const void *obj, const cr__sem_kind *k)
 {
+    cr__op guard;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__sem_enter(obj, k)) != CR_OK) {
+    if ((rc = cr__sem_enter(obj, k, &guard)) != CR_OK) {
         cr__client_leave(a->client);
         return rc;
     }
@@ -1897,12 +1960,13 @@ cr_status
 cr_async_latch_count_down(cr_async *a, cr_latch *l, cr_async_fn fn,
                           void *userdata, cr_request **req)
 {
+    cr__op guard;
     cr__script_call call = {0};
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__latch_enter(l)) != CR_OK) {
+    if ((rc = cr__latch_enter(l, &guard)) != CR_OK) {
         cr__client_leave(a->client);
         return rc;
     }
@@ -1917,12 +1981,13 @@ cr_async_latch_try_set_count(cr_async *a, cr_latch *l, int64_t count,
                              int64_t ttl_ms, cr_async_fn fn, void *userdata,
                              cr_request **req)
 {
+    cr__op guard;
     cr__script_call call = {0};
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__latch_enter(l)) != CR_OK) {
+    if ((rc = cr__latch_enter(l, &guard)) != CR_OK) {
         cr__client_leave(a->client);
         return rc;
     }
@@ -2047,7 +2112,6 @@ static const wait_ops cond_ops = {cond_attempt, cond_wait_done};
 static void
 cond_wait(cr_request *q)
 {
-    static cr__handoff none;
     cr__wait_spec spec = {
         .channel = cr__condition_channel(q->obj),
         .decode = cr__condition_decode,
@@ -2058,7 +2122,7 @@ cond_wait(cr_request *q)
 
     q->ops = &cond_ops;
     q->in_wait = true;
-    wait_start(q, &spec, &none);
+    wait_start(q, &spec, NULL, NULL);
 }
 
 /* A background job: the holds an await took again before its handle was
@@ -2069,11 +2133,12 @@ typedef struct holds_back {
 } holds_back;
 
 static void
-holds_back_run(void *arg)
+holds_back_run(const cr__op *op, void *arg)
 {
     holds_back *g = arg;
     int64_t i;
 
+    (void)op; /* each unlock is a call of its own */
     for (i = 0; i < g->n; i++)
         cr_lock_unlock_tid(g->lock, g->owner);
 }
@@ -2225,11 +2290,12 @@ cond_send(cr_request *q, int stage)
 static cr_status
 enter_cond(cr_async *a, cr_lock_condition *c, int64_t owner)
 {
+    cr__op guard;
     cr_status rc = enter(a);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__condition_enter(c)) == CR_OK) {
+    if ((rc = cr__condition_enter(c, &guard)) == CR_OK) {
         cr__object_leave(c);
         if ((rc = same_client(a, c)) == CR_OK && owner <= 0)
             rc = cr__fail(CR_EINVAL, "owner id %lld is not positive",
@@ -2326,6 +2392,7 @@ cr_status
 cr_async_new(cr_client *c, const cr_loop *loop, cr_async **out)
 {
     cr_async *a;
+    cr__op op;
     cr_status rc;
 
     cr__clear_error();
@@ -2333,7 +2400,7 @@ cr_async_new(cr_client *c, const cr_loop *loop, cr_async **out)
         loop->timer == NULL)
         return cr__fail(CR_EINVAL, "out, loop or one of its functions is "
                         "NULL");
-    if ((rc = cr__client_enter(c)) != CR_OK)
+    if ((rc = cr__client_enter(c, &op)) != CR_OK)
         return rc;
     if ((a = calloc(1, sizeof(*a))) == NULL) {
         cr__client_leave(c);

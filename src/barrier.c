@@ -66,15 +66,15 @@ struct cr_barrier {
 
 /* The guard of every call. */
 cr_status
-cr__barrier_enter(const cr_barrier *b)
+cr__barrier_enter(const cr_barrier *b, cr__op *op)
 {
-    return cr__object_enter(b, BARRIER_MAGIC, "barrier");
+    return cr__object_enter(b, BARRIER_MAGIC, "barrier", op);
 }
 
 static cr_status
-enter(cr_barrier *b)
+enter(cr_barrier *b, cr__op *op)
 {
-    return cr__barrier_enter(b);
+    return cr__barrier_enter(b, op);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -170,13 +170,13 @@ heard(const cr__barrier_party *p, const cr__wait *w)
 }
 
 cr__barrier_step
-cr__barrier_next(const cr__barrier_party *p, const cr__wait *w)
+cr__barrier_next(const cr__barrier_party *p, const cr__wait *w, int64_t now)
 {
     if (!p->arrived)
         return CR__BARRIER_ARRIVE;
     if (heard(p, w))
         return CR__BARRIER_HEARD;
-    return cr__now_ms() < p->look_due ? CR__BARRIER_QUICK : CR__BARRIER_LOOK;
+    return now < p->look_due ? CR__BARRIER_QUICK : CR__BARRIER_LOOK;
 }
 
 const char *
@@ -354,7 +354,7 @@ cr__barrier_look_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
 }
 
 static cr_status
-look(await_ctx *a, int64_t *hint)
+look(const cr__op *op, await_ctx *a, int64_t *hint)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
@@ -362,7 +362,7 @@ look(await_ctx *a, int64_t *hint)
     cr_status rc = cr__barrier_look_call(a, &call);
 
     if (rc == CR_OK)
-        rc = cr__script_call_run(a->barrier->client, &cmd, &call, &r);
+        rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
     return cr__barrier_look_reply(a, rc, r, hint);
 }
@@ -422,7 +422,7 @@ cr__barrier_quick_reply(cr__barrier_party *a, cr_status rc, cr__reply *r,
 }
 
 static cr_status
-quick_look(await_ctx *a, int64_t *hint)
+quick_look(const cr__op *op, await_ctx *a, int64_t *hint)
 {
     const char *argv[4];
     char field[32];
@@ -431,9 +431,9 @@ quick_look(await_ctx *a, int64_t *hint)
     cr_status rc;
 
     cr__barrier_quick_argv(a, argv, field);
-    rc = cr__command_retry(a->barrier->client, 4, argv, NULL, &r);
+    rc = cr__command_retry(op, 4, argv, NULL, &r);
     rc = cr__barrier_quick_reply(a, rc, r, hint, &look_now);
-    return look_now ? look(a, hint) : rc;
+    return look_now ? look(op, a, hint) : rc;
 }
 
 /* One attempt of the wait.
@@ -448,13 +448,12 @@ quick_look(await_ctx *a, int64_t *hint)
  * generation of the other parity ends the wait (CR__BARRIER_AGAIN) and a
  * new one begins on the right channel. */
 static cr_status
-attempt(await_ctx *a, const cr__wait *w, int64_t *hint)
+attempt(const cr__op *op, await_ctx *a, const cr__wait *w, int64_t *hint)
 {
-    cr_barrier *b = a->barrier;
     cr_status rc;
 
     *hint = -1;
-    switch (cr__barrier_next(a, w)) {
+    switch (cr__barrier_next(a, w, cr__now_ms())) {
     case CR__BARRIER_ARRIVE: {
         cr__script_call call = {0};
         cr__cmd cmd = {.flags = CR__CMD_RETRY};
@@ -462,16 +461,16 @@ attempt(await_ctx *a, const cr__wait *w, int64_t *hint)
 
         rc = cr__barrier_arrive_call(a, &call);
         if (rc == CR_OK)
-            rc = cr__script_call_run(b->client, &cmd, &call, &r);
+            rc = cr__script_call_run(op, &cmd, &call, &r);
         cr__script_call_free(&call);
         return cr__barrier_arrive_reply(a, rc, r, hint);
     }
     case CR__BARRIER_HEARD:
         return CR_OK;
     case CR__BARRIER_QUICK:
-        return quick_look(a, hint);
+        return quick_look(op, a, hint);
     default:
-        return look(a, hint);
+        return look(op, a, hint);
     }
 }
 
@@ -522,27 +521,28 @@ cr__barrier_leave_reply(const cr__barrier_party *a, cr_status rc,
     }
 }
 
-/* The leave itself, at most one try: the lease breaks the round if this
- * cannot. `left` gets how the call went, *r its reply. */
+/* The leave itself within `op`, at most one try, not waiting for a
+ * connection attempt slot: the lease breaks the round if this cannot.
+ * Returns how the call went, *r its reply. */
 static cr_status
-leave_once(const await_ctx *a, cr__reply **r)
+leave_once(const cr__op *op, const await_ctx *a, cr__reply **r)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
-    int64_t patience = cr__call_patience_set(cr__now_ms());
+    cr__op now = *op;
     cr_status left = cr__barrier_leave_call(a, &call);
 
+    now.patience = cr__now_ms();
     if (left == CR_OK)
-        left = cr__script_call_run(a->barrier->client, &cmd, &call, r);
+        left = cr__script_call_run(&now, &cmd, &call, r);
     cr__script_call_free(&call);
-    cr__call_patience_set(patience);
     return left;
 }
 
 /* The wait ended without an outcome (`rc`): leave, breaking the round
  * unless it ended first. Returns the await's status. */
 static cr_status
-leave(await_ctx *a, cr_status rc)
+leave(const cr__op *op, await_ctx *a, cr_status rc)
 {
     cr__reply *r = NULL;
     cr_status left;
@@ -551,16 +551,16 @@ leave(await_ctx *a, cr_status rc)
     if (!a->arrived)
         return rc; /* never arrived, or not known to: a lease ends it */
     snprintf(why, sizeof(why), "%s", cr_last_error());
-    left = leave_once(a, &r);
+    left = leave_once(op, a, &r);
     return cr__barrier_leave_reply(a, rc, why, left, r);
 }
 
 static void
-leave_later_run(void *arg)
+leave_later_run(const cr__op *op, void *arg)
 {
     cr__reply *r = NULL;
 
-    if (leave_once(arg, &r) == CR_OK)
+    if (leave_once(op, arg, &r) == CR_OK)
         cr__reply_free(r);
 }
 
@@ -584,12 +584,14 @@ cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
     await_ctx a;
     cr__wait w;
     int64_t hint = -1, deadline;
-    cr_status rc = enter(b);
+    cr__op op;
+    cr_status rc = enter(b, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
+    cr__op_wait(&op, wait_ms);
     cr__barrier_party_begin(&a, b, cr_thread_id());
     deadline = wait_ms < 0 ? -1 : cr__now_ms() + wait_ms;
     do {
@@ -597,15 +599,14 @@ cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
 
         if (a.arrived)
             a.parity = (int)(a.generation % 2);
-        cr__object_wait_begin(&w, b, NULL, b->channel[a.parity],
+        cr__object_wait_begin(&w, &op, b, NULL, b->channel[a.parity],
                               cr__barrier_decode, false,
                               left < 0 && deadline >= 0 ? 0 : left);
-        cr__call_wait(b->client, wait_ms); /* the call's bound stays */
         for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-            rc = attempt(&a, &w, &hint);
+            rc = attempt(&op, &a, &w, &hint);
     } while (rc == CR__BARRIER_AGAIN);
     if (rc != CR_OK && rc != CR_EBROKEN && rc != CR_EINVAL)
-        rc = leave(&a, rc);
+        rc = leave(&op, &a, rc);
     cr__barrier_ended(&a);
     if (rc == CR_OK) {
         if (generation != NULL)
@@ -626,11 +627,12 @@ cr_barrier_reset(cr_barrier *b)
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = enter(b);
+    cr__op op;
+    cr_status rc = enter(b, &op);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_barrier_reset(b->client, &cmd,
+    rc = cr__run_barrier_reset(&op, &cmd,
         &(cr__barrier_reset_args){
             .barrier = b->raw, .arrivals = b->arrivals,
             .even = b->channel[0], .odd = b->channel[1],
@@ -645,7 +647,8 @@ cr_barrier_reset(cr_barrier *b)
 cr_status
 cr_barrier_get_parties(cr_barrier *b, int64_t *parties)
 {
-    cr_status rc = enter(b);
+    cr__op op;
+    cr_status rc = enter(b, &op);
 
     if (rc != CR_OK)
         return rc;
@@ -655,13 +658,13 @@ cr_barrier_get_parties(cr_barrier *b, int64_t *parties)
     return rc;
 }
 
-/* HGET of a count field of the hash (0 when absent). */
+/* HGET of a count field of the hash (0 when absent), within `op`. */
 static cr_status
-hash_count(cr_barrier *b, const char *field, int64_t *out)
+hash_count(const cr__op *op, cr_barrier *b, const char *field, int64_t *out)
 {
     const char *argv[3] = {"HGET", b->raw, field};
     cr__reply *r = NULL;
-    cr_status rc = cr__command_retry(b->client, 3, argv, NULL, &r);
+    cr_status rc = cr__command_retry(op, 3, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -678,12 +681,13 @@ cr_status
 cr_barrier_get_number_waiting(cr_barrier *b, int64_t *waiting)
 {
     int64_t v = 0;
-    cr_status rc = enter(b);
+    cr__op op;
+    cr_status rc = enter(b, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_out(waiting, "waiting")) == CR_OK &&
-        (rc = hash_count(b, "arrived", &v)) == CR_OK)
+        (rc = hash_count(&op, b, "arrived", &v)) == CR_OK)
         *waiting = v;
     cr__object_leave(b);
     return rc;
@@ -693,12 +697,13 @@ cr_status
 cr_barrier_is_broken(cr_barrier *b, bool *broken)
 {
     int64_t v = 0;
-    cr_status rc = enter(b);
+    cr__op op;
+    cr_status rc = enter(b, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_out(broken, "broken")) == CR_OK &&
-        (rc = hash_count(b, "broken", &v)) == CR_OK)
+        (rc = hash_count(&op, b, "broken", &v)) == CR_OK)
         *broken = v == 1;
     cr__object_leave(b);
     return rc;
@@ -710,11 +715,12 @@ cr_barrier_delete(cr_barrier *b, bool *deleted)
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     bool done = false;
-    cr_status rc = enter(b);
+    cr__op op;
+    cr_status rc = enter(b, &op);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_barrier_delete(b->client, &cmd,
+    rc = cr__run_barrier_delete(&op, &cmd,
         &(cr__barrier_delete_args){
             .barrier = b->raw, .arrivals = b->arrivals,
             .even = b->channel[0], .odd = b->channel[1],

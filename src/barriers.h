@@ -36,7 +36,7 @@ typedef struct cr__barrier_party {
 
 /* cr__barrier_enter: the guard of every call on a barrier (end it with
  * cr__object_leave). */
-cr_status cr__barrier_enter(const cr_barrier *b);
+cr_status cr__barrier_enter(const cr_barrier *b, cr__op *op);
 
 /* cr__barrier_party_begin: a party of `b` whose owner id is `owner_id`
  * (a thread's, or an asynchronous request's), leased for the client's
@@ -76,7 +76,8 @@ cr_status cr__barrier_quick_reply(cr__barrier_party *p, cr_status rc,
  * subscription of its wait `w` has read its round's completion, the last
  * kept message being 0:<generation>:<since>, so the round completed and
  * the party is released without a command), the arrival, the quick look
- * (a wake-up before the next look is due) or the look. A generation
+ * (a wake-up before the next look is due, at `now`) or the look. A
+ * generation
  * completes once, and the creation stamp tells a barrier deleted and made
  * again under the same name from the one the party arrived at, so no
  * earlier message can pass for its round's. */
@@ -87,7 +88,7 @@ typedef enum cr__barrier_step {
     CR__BARRIER_LOOK
 } cr__barrier_step;
 cr__barrier_step cr__barrier_next(const cr__barrier_party *p,
-                                  const cr__wait *w);
+                                  const cr__wait *w, int64_t now);
 
 /* The leave of a wait that ended without an outcome, `rc` (the message
  * `why`): its call, and the await's status from its reply (`left`: how

@@ -23,13 +23,8 @@
 
 /* ---------------------------------------------------------------- guard */
 
-/* Public calls nest (one calls another): the outermost starts the call
- * deadline and the innermost leave does not end it. */
-static _Thread_local int call_depth;
-static _Thread_local int64_t call_start;
-
 cr_status
-cr__client_enter(cr_client *c)
+cr__client_enter(cr_client *c, cr__op *op)
 {
     if (c == NULL)
         return cr__fail(CR_EINVAL, "client is NULL");
@@ -43,19 +38,14 @@ cr__client_enter(cr_client *c)
         cr__client_leave(c);
         return cr__fail(CR_ECLOSED, "the client is being freed");
     }
-    if (call_depth++ == 0) {
-        call_start = cr__now_ms();
-        cr__call_deadline_set(call_start + c->command_timeout_ms +
-                              c->conn_cfg.sync_timeout_ms);
-    }
+    cr__op_begin(op, c, -1);
+    cr__op_wait(op, 0);
     return CR_OK;
 }
 
 void
 cr__client_leave(cr_client *c)
 {
-    if (--call_depth == 0)
-        cr__call_deadline_set(-1);
     if (atomic_fetch_sub(&c->active, 1) == 1 && atomic_load(&c->closing)) {
         pthread_mutex_lock(&c->mu);
         pthread_cond_broadcast(&c->idle);
@@ -64,20 +54,36 @@ cr__client_leave(cr_client *c)
 }
 
 void
-cr__call_wait(cr_client *c, int64_t wait_ms)
+cr__op_wait(cr__op *op, int64_t wait_ms)
 {
-    if (call_depth != 1)
-        return; /* an inner call keeps the outer call's bound */
-    cr__call_deadline_set(wait_ms < 0 ? -1
-                                      : call_start + wait_ms +
-                                            c->command_timeout_ms +
-                                            c->conn_cfg.sync_timeout_ms);
+    cr_client *c = op->client;
+
+    op->deadline = wait_ms < 0 ? -1
+                               : op->start + wait_ms + c->command_timeout_ms +
+                                     c->conn_cfg.sync_timeout_ms;
+}
+
+void
+cr__op_event(const cr__op *op, cr_event_kind kind, cr_status status,
+             const char *object, const char *name, int64_t wait_ms,
+             int64_t hold_ms, bool async)
+{
+    if (!cr__hooked(&op->client->run.stats))
+        return;
+    if (op->sink != NULL) {
+        *op->sink = (cr__event_sink){.kept = true, .kind = kind,
+                                     .status = status, .object = object,
+                                     .name = name, .hold_ms = hold_ms};
+        return;
+    }
+    cr__event(&op->client->run.stats, kind, status, object, name, wait_ms,
+              hold_ms, async);
 }
 
 /* ------------------------------------------------------------ background */
 
 typedef struct cr__job {
-    void (*run)(void *arg);
+    void (*run)(const cr__op *op, void *arg);
     void (*done)(void *arg, bool ran);
     void *arg;
     struct cr__job *next;
@@ -88,6 +94,7 @@ static void *
 background(void *arg)
 {
     cr_client *c = arg;
+    cr__op op;
 
     pthread_mutex_lock(&c->jobs_mu);
     for (;;) {
@@ -102,10 +109,10 @@ background(void *arg)
         if (c->jobs == NULL)
             c->jobs_tail = &c->jobs;
         pthread_mutex_unlock(&c->jobs_mu);
-        cr__call_deadline_set(cr__now_ms() + 2 * c->command_timeout_ms +
-                              c->conn_cfg.sync_timeout_ms);
-        j->run(j->arg);
-        cr__call_deadline_set(-1);
+        cr__op_begin(&op, c, -1);
+        op.deadline = op.start + 2 * c->command_timeout_ms +
+                      c->conn_cfg.sync_timeout_ms;
+        j->run(&op, j->arg);
         j->done(j->arg, true);
         free(j);
         pthread_mutex_lock(&c->jobs_mu);
@@ -115,7 +122,7 @@ background(void *arg)
 }
 
 cr_status
-cr__background(cr_client *c, void (*run)(void *arg),
+cr__background(cr_client *c, void (*run)(const cr__op *op, void *arg),
                void (*done)(void *arg, bool ran), void *arg)
 {
     cr__job *j = calloc(1, sizeof(*j));
@@ -253,7 +260,7 @@ check_options(const cr_client_options *o)
  * when set, wins over the URL; AUTO asks a node whether it knows PUBSUB
  * SHARDNUMSUB (Redis 7+), as Redisson does. */
 static cr_status
-choose_pubsub(cr_client *c, cr_sharded_pubsub opt)
+choose_pubsub(cr_client *c, const cr__op *op, cr_sharded_pubsub opt)
 {
     const char *argv[2] = {"PUBSUB", "SHARDNUMSUB"};
     int mode = opt != CR_SHARDED_AUTO ? (int)opt : c->url.sharded;
@@ -265,7 +272,7 @@ choose_pubsub(cr_client *c, cr_sharded_pubsub opt)
     cr_status rc;
 
     if (mode == CR__SHARDED_AUTO) {
-        cr__cmd cmd = {.flags = CR__CMD_RETRY};
+        cr__cmd cmd = {.flags = CR__CMD_RETRY, .op = op};
 
         rc = cr__transport_command(c->run.transport, &cmd, 2, argv, NULL, &r);
         if (rc != CR_OK)
@@ -504,12 +511,14 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
         c->conn_cfg.topology = c->topology;
     }
     if (rc == CR_OK) {
-        cr__call_deadline_set(cr__now_ms() + setup_ms);
-        rc = cr__transport_new(&c->conn_cfg, (int)or_default(opts->pool_size, 4),
+        cr__op op;
+
+        cr__op_begin(&op, c, cr__now_ms() + setup_ms);
+        rc = cr__transport_new(&op, &c->conn_cfg,
+                               (int)or_default(opts->pool_size, 4),
                                &c->run.transport);
         if (rc == CR_OK && c->url.is_cluster)
-            rc = choose_pubsub(c, opts->sharded_pubsub);
-        cr__call_deadline_set(-1);
+            rc = choose_pubsub(c, &op, opts->sharded_pubsub);
     }
     if (rc == CR_OK)
         rc = cr__pubsub_new(&c->conn_cfg, c->run.transport,

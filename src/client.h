@@ -66,26 +66,35 @@ struct cr_client {
 
 /* cr__client_enter: the guard at the top of every public call on `c`:
  * CR_EINVAL for NULL or a freed client (when detectable), CR_EFORKED in the
- * child of a fork, CR_ECLOSED while it is being freed. On CR_OK the call
- * must end with cr__client_leave. The outermost enter of a thread starts
- * its call deadline: now + the command timeout (see cr__call_wait). */
-cr_status cr__client_enter(cr_client *c);
+ * child of a fork, CR_ECLOSED while it is being freed. On CR_OK *op is the
+ * call's operation, bounded by now + one command timeout (see
+ * cr__op_wait), and the call must end with cr__client_leave. */
+cr_status cr__client_enter(cr_client *c, cr__op *op);
 void cr__client_leave(cr_client *c);
 
-/* cr__call_wait: the call under way on this thread waits up to wait_ms
- * (CR_WAIT_FOREVER: without limit): its deadline becomes its start +
- * wait_ms + one command timeout (+ the replica-sync timeout when that is
- * on), the bound credisson(3) promises. */
-void cr__call_wait(cr_client *c, int64_t wait_ms);
+/* cr__op_wait: operation `op` waits up to wait_ms (CR_WAIT_FOREVER:
+ * without limit): its deadline becomes its start + wait_ms + one command
+ * timeout (+ the replica-sync timeout when that is on), the bound
+ * credisson(3) promises. */
+void cr__op_wait(cr__op *op, int64_t wait_ms);
 
-/* cr__background: run `run(arg)` on the client's background thread, with
- * a deadline of two command timeouts, then `done(arg, true)`: what a call
+/* cr__op_event: report an event of operation `op` (object and name as the
+ * event shows them): into its sink when it has one, else to the hook of
+ * its client. */
+void cr__op_event(const cr__op *op, cr_event_kind kind, cr_status status,
+                  const char *object, const char *name, int64_t wait_ms,
+                  int64_t hold_ms, bool async);
+
+/* cr__background: run `run(op, arg)` on the client's background thread,
+ * in an operation with a deadline of two command timeouts, then
+ * `done(arg, true)`: what a call
  * that had to return (its bound came) leaves to finish, such as giving
  * back an acquisition whose answer came too late (as Redisson's lockAsync
  * does). When the client is freed first, `done(arg, false)` runs instead
  * (the server's expiries then clean up). CR_ENOMEM when it cannot be
  * queued; `done(arg, false)` has then run. */
-cr_status cr__background(cr_client *c, void (*run)(void *arg),
+cr_status cr__background(cr_client *c,
+                         void (*run)(const cr__op *op, void *arg),
                          void (*done)(void *arg, bool ran), void *arg);
 
 #endif

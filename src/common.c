@@ -16,8 +16,6 @@
 #include "common.h"
 
 static _Thread_local char last_error[512];
-static _Thread_local int64_t call_deadline = -1;
-static _Thread_local int64_t call_patience = -1;
 
 const char *
 cr_strerror(cr_status rc)
@@ -102,42 +100,19 @@ cr__now_ms(void)
     return clock_ms(CLOCK_MONOTONIC);
 }
 
-int64_t
-cr__call_deadline(void)
+void
+cr__op_begin(cr__op *op, cr_client *c, int64_t deadline)
 {
-    return call_deadline;
+    *op = (cr__op){.client = c, .start = cr__now_ms(), .deadline = deadline,
+                   .patience = -1};
 }
 
 int64_t
-cr__call_deadline_set(int64_t deadline)
-{
-    int64_t old = call_deadline;
-
-    call_deadline = deadline;
-    return old;
-}
-
-int64_t
-cr__call_patience(void)
-{
-    return call_patience;
-}
-
-int64_t
-cr__call_patience_set(int64_t until)
-{
-    int64_t old = call_patience;
-
-    call_patience = until;
-    return old;
-}
-
-int64_t
-cr__deadline_in(int64_t ms)
+cr__op_deadline_in(const cr__op *op, int64_t ms)
 {
     int64_t d = cr__now_ms() + ms;
 
-    return call_deadline >= 0 && call_deadline < d ? call_deadline : d;
+    return op->deadline >= 0 && op->deadline < d ? op->deadline : d;
 }
 
 int64_t

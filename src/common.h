@@ -89,24 +89,44 @@ void cr__clear_error(void);
 int64_t cr__now_ms(void);
 int64_t cr__wall_ms(void);
 
-/* The calling thread's call deadline (monotonic ms; -1: none). A public
- * call that waits sets it to its start + its wait + one command timeout
- * (cr__call_begin in client.h), so every wait inside the call, down to a
- * socket's, ends by it: the bound of credisson(3). Internal threads have
- * none; their commands are bounded one by one. */
-int64_t cr__call_deadline(void);
-/* Sets it; returns the one it replaces. */
-int64_t cr__call_deadline_set(int64_t deadline);
+/* What an operation's events are kept in instead of going to the hook
+ * (cr__op's sink): the last one. A multilock's sub-locks report nothing
+ * of their own this way (the multilock reports one event for them all),
+ * and the asynchronous API reports a multilock's outcome itself, once,
+ * from what its thread kept. */
+typedef struct cr__event_sink {
+    bool kept;
+    cr_event_kind kind;
+    cr_status status;
+    const char *object, *name; /* live as long as the object */
+    int64_t hold_ms;
+} cr__event_sink;
 
-/* cr__deadline_in: min(now + ms, the call deadline). */
-int64_t cr__deadline_in(int64_t ms);
+/* One operation under way: a public call, a background job, a watchdog
+ * round. It travels as the first argument of every internal call that
+ * talks to Redis, and says what bounds that talk: every command it sends
+ * ends by `deadline` (a public call that waits: its start + its wait +
+ * one command timeout, the bound of credisson(3)); a connection attempt
+ * slot (conn.c's breakers) is waited for until `patience` at the most (a
+ * waiting loop sets it to the end of its wait, so that its retries do not
+ * sleep past it: they come back later by themselves). Its events go to
+ * `sink` when one is set, else to the client's hook. */
+typedef struct cr__op {
+    cr_client *client;
+    int64_t start;    /* monotonic ms */
+    int64_t deadline; /* monotonic ms; -1: none (each command is bounded
+                       * by the command timeout alone) */
+    int64_t patience; /* monotonic ms; -1: the deadline */
+    cr__event_sink *sink;
+} cr__op;
 
-/* The calling thread's patience for a connection slot (conn.c's
- * breakers), monotonic ms; -1: the call deadline's. A waiting loop sets it
- * to the end of its wait, so its retries do not sleep past it: they come
- * back later by themselves. Sets it; returns the one it replaces. */
-int64_t cr__call_patience(void);
-int64_t cr__call_patience_set(int64_t until);
+/* cr__op_begin: an operation of client `c` starting now, with `deadline`
+ * (-1: none), no patience of its own and no sink. */
+void cr__op_begin(cr__op *op, cr_client *c, int64_t deadline);
+
+/* cr__op_deadline_in: min(now + ms, op's deadline): the end of one wait
+ * of at most `ms` within the operation. */
+int64_t cr__op_deadline_in(const cr__op *op, int64_t ms);
 
 /* Microseconds on the monotonic clock. */
 int64_t cr__now_us(void);

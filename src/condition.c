@@ -56,15 +56,15 @@ typedef cr__condition_waiter waiter;
 
 /* The guard of every call. */
 cr_status
-cr__condition_enter(const cr_lock_condition *c)
+cr__condition_enter(const cr_lock_condition *c, cr__op *op)
 {
-    return cr__object_enter(c, CONDITION_MAGIC, "lock condition");
+    return cr__object_enter(c, CONDITION_MAGIC, "lock condition", op);
 }
 
 static cr_status
-enter(cr_lock_condition *c)
+enter(cr_lock_condition *c, cr__op *op)
 {
-    return cr__condition_enter(c);
+    return cr__condition_enter(c, op);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -85,9 +85,10 @@ cr_status
 cr_lock_condition_new(cr_lock *lock, const char *name, cr_lock_condition **out)
 {
     cr_lock_condition *c = NULL;
+    cr__op op;
     cr_status rc = cr__check_out(out, "out");
 
-    if (rc == CR_OK && (rc = cr__lock_enter(lock)) == CR_OK) {
+    if (rc == CR_OK && (rc = cr__lock_enter(lock, &op)) == CR_OK) {
         if (lock->kind == NULL || lock->kind->hold_kind == CR__HOLD_READ)
             rc = cr__fail(CR_ENOTSUP, "%s %s has no conditions (only a "
                           "lock of one key held by one owner has)",
@@ -222,16 +223,17 @@ wait_answer(const waiter *wt, cr_status rc, cr__reply *r, int64_t *answer,
     return rc;
 }
 
-/* Runs condition_wait.lua in `mode` for the waiter: its reply into *r. */
+/* Runs condition_wait.lua in `mode` for the waiter within `op`: its reply
+ * into *r. */
 static cr_status
-wait_script(waiter *wt, int mode, cr__reply **r)
+wait_script(const cr__op *op, waiter *wt, int mode, cr__reply **r)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr_status rc = cr__condition_wait_call(wt, mode, &call);
 
     if (rc == CR_OK)
-        rc = cr__script_call_run(wt->cond->client, &cmd, &call, r);
+        rc = cr__script_call_run(op, &cmd, &call, r);
     cr__script_call_free(&call);
     return rc;
 }
@@ -255,10 +257,10 @@ cr__condition_look_reply(const cr__condition_waiter *w, cr_status rc,
  * line: a spurious wake-up), CR_BUSY with the time until the next look is
  * due (the earliest lease lapsing, or this waiter's renewal). */
 static cr_status
-look(waiter *wt, int64_t *hint)
+look(const cr__op *op, waiter *wt, int64_t *hint)
 {
     cr__reply *r = NULL;
-    cr_status rc = wait_script(wt, LOOK, &r);
+    cr_status rc = wait_script(op, wt, LOOK, &r);
 
     return cr__condition_look_reply(wt, rc, r, hint);
 }
@@ -277,22 +279,23 @@ cr__condition_leave_reply(const cr__condition_waiter *w, cr_status rc,
  * whether a signal had come and was kept. A failure is left to the lease,
  * which lapses. */
 static void
-leave(waiter *wt, int mode, bool *signalled)
+leave(const cr__op *op, waiter *wt, int mode, bool *signalled)
 {
     cr__reply *r = NULL;
-    int64_t patience = cr__call_patience_set(cr__now_ms());
-    cr_status rc = wait_script(wt, mode, &r);
+    cr__op now = *op;
+    cr_status rc;
 
+    now.patience = cr__now_ms();
+    rc = wait_script(&now, wt, mode, &r);
     *signalled = cr__condition_leave_reply(wt, rc, r);
-    cr__call_patience_set(patience);
 }
 
 static void
-leave_later_run(void *arg)
+leave_later_run(const cr__op *op, void *arg)
 {
     bool signalled = false;
 
-    leave(arg, LEAVE_PASS_ON, &signalled);
+    leave(op, arg, LEAVE_PASS_ON, &signalled);
 }
 
 void
@@ -328,20 +331,21 @@ cr__condition_not_taken(const cr_lock_condition *c, cr_status rc)
 /* Takes the lock again for `tid`: once waiting as long as it takes, then
  * once per further hold; gives back what it took when one fails. */
 static cr_status
-retake(cr_lock_condition *c, int64_t tid, int64_t holds, int64_t lease_ms)
+retake(cr__op *op, cr_lock_condition *c, int64_t tid, int64_t holds,
+       int64_t lease_ms)
 {
     cr_lock *l = c->lock;
     cr_status rc;
     int64_t i;
 
-    cr__call_wait(l->client, CR_WAIT_FOREVER);
-    rc = l->cls->acquire(l, tid, CR_WAIT_FOREVER, lease_ms, NULL);
+    cr__op_wait(op, CR_WAIT_FOREVER);
+    rc = l->cls->acquire(op, l, tid, CR_WAIT_FOREVER, lease_ms, NULL);
     for (i = 1; i < holds && rc == CR_OK; i++)
-        rc = l->cls->acquire(l, tid, 0, lease_ms, NULL);
+        rc = l->cls->acquire(op, l, tid, 0, lease_ms, NULL);
     if (rc != CR_OK) {
         rc = cr__condition_not_taken(c, rc);
         for (; i > 1; i--)
-            l->cls->release(l, tid);
+            l->cls->release(op, l, tid);
     }
     return rc;
 }
@@ -378,7 +382,7 @@ cr__condition_join_reply(const cr__condition_waiter *w, cr_status rc,
 /* Gets in line (condition_await.lua): CR_OK, or CR_ENOTOWNER when the
  * server says the thread does not hold the lock. */
 static cr_status
-join(waiter *wt, const char *holder)
+join(const cr__op *op, waiter *wt, const char *holder)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
@@ -386,7 +390,7 @@ join(waiter *wt, const char *holder)
     cr_status rc = cr__condition_join_call(wt, holder, &call);
 
     if (rc == CR_OK)
-        rc = cr__script_call_run(wt->cond->client, &cmd, &call, &r);
+        rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
     return cr__condition_join_reply(wt, rc, r);
 }
@@ -400,7 +404,8 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
     waiter wt;
     cr__wait w;
     cr_lock *l;
-    cr_status rc = enter(c);
+    cr__op op;
+    cr_status rc = enter(c, &op);
 
     if (rc != CR_OK)
         return rc;
@@ -416,28 +421,29 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
     }
     lease = cr__condition_lease(c, holder);
     cr__condition_waiter_begin(&wt, c, tid);
-    if ((rc = join(&wt, holder)) != CR_OK)
+    if ((rc = join(&op, &wt, holder)) != CR_OK)
         goto out;
     for (i = 0; i < holds && rc == CR_OK; i++)
-        rc = l->cls->release(l, tid);
+        rc = l->cls->release(&op, l, tid);
     if (rc != CR_OK) {
-        leave(&wt, LEAVE_PASS_ON, &signalled);
+        leave(&op, &wt, LEAVE_PASS_ON, &signalled);
         goto out;
     }
-    cr__object_wait_begin(&w, c, NULL, c->channel, cr__condition_decode,
+    cr__op_wait(&op, wait_ms);
+    cr__object_wait_begin(&w, &op, c, NULL, c->channel, cr__condition_decode,
                           false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = look(&wt, &hint);
+        rc = look(&op, &wt, &hint);
     if (rc == CR_BUSY) {
-        leave(&wt, LEAVE_KEEP, &signalled);
+        leave(&op, &wt, LEAVE_KEEP, &signalled);
         rc = cr__condition_ran_out(c, signalled);
     } else if (rc != CR_OK) {
         /* The lock cannot be taken again: a signal must not be lost. */
-        leave(&wt, LEAVE_PASS_ON, &signalled);
+        leave(&op, &wt, LEAVE_PASS_ON, &signalled);
         goto out;
     }
     {
-        cr_status taken = retake(c, tid, holds, lease);
+        cr_status taken = retake(&op, c, tid, holds, lease);
 
         if (taken != CR_OK)
             rc = taken;
@@ -490,14 +496,15 @@ signal_some(cr_lock_condition *c, int64_t count, int64_t *n)
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
-    cr_status rc = enter(c);
+    cr__op op;
+    cr_status rc = enter(c, &op);
 
     if (rc != CR_OK)
         return rc;
     cr__condition_holder(c, cr_thread_id(), holder);
     rc = cr__condition_signal_call(c, holder, count, &call);
     if (rc == CR_OK)
-        rc = cr__script_call_run(c->client, &cmd, &call, &r);
+        rc = cr__script_call_run(&op, &cmd, &call, &r);
     cr__script_call_free(&call);
     rc = cr__condition_signal_reply(c, rc, r, n);
     cr__object_leave(c);

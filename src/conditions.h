@@ -29,7 +29,7 @@ typedef struct cr__condition_waiter {
 
 /* cr__condition_enter: the guard of every call on a condition (end it
  * with cr__object_leave). */
-cr_status cr__condition_enter(const cr_lock_condition *c);
+cr_status cr__condition_enter(const cr_lock_condition *c, cr__op *op);
 
 /* The condition's lock, and its channel ("1": a waiter was signalled;
  * any message wakes every local waiter, which looks). */

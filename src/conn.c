@@ -234,14 +234,14 @@ cr__breaker_attempts(cr__breakers *b, const char *addr)
 }
 
 /* Takes the next attempt slot of `addr`, sleeping until it comes. CR_EIO
- * without an attempt when it comes after `deadline` or the thread's
- * patience (a waiting loop's retries come back by themselves), the last
+ * without an attempt when it comes after `deadline` or `patience` (-1:
+ * none; a waiting loop's retries come back by themselves), the last
  * failure named. CR_ECLOSED when aborted. */
 static cr_status
 breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
-              int abort_fd)
+              int64_t patience, int abort_fd)
 {
-    int64_t now = cr__now_ms(), at, patience;
+    int64_t now = cr__now_ms(), at;
     char why[200];
     breaker *k;
 
@@ -257,7 +257,6 @@ breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
         at = now;
     if (at < k->blocked_until)
         at = k->blocked_until;
-    patience = cr__call_patience();
     if (patience < 0 || (deadline >= 0 && deadline < patience))
         patience = deadline;
     if (patience >= 0 && at > patience) {
@@ -868,7 +867,8 @@ setup(cr__conn *c, const cr__conn_config *cfg, cr__peer peer,
 
 cr_status
 cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
-              cr__peer peer, int64_t deadline, cr__conn **out)
+              cr__peer peer, int64_t deadline, int64_t patience,
+              cr__conn **out)
 {
     int64_t connect_by = cr__now_ms() + cfg->connect_timeout_ms;
     const char *path = cfg->url->path;
@@ -887,7 +887,8 @@ cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
                  host, port);
     else
         snprintf(c->peer, sizeof(c->peer), "%s", path);
-    rc = breaker_enter(cfg->breakers, c->peer, deadline, cfg->abort_fd);
+    rc = breaker_enter(cfg->breakers, c->peer, deadline, patience,
+                       cfg->abort_fd);
     if (rc != CR_OK) {
         cr__conn_free(c);
         return rc;

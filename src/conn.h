@@ -66,10 +66,13 @@ typedef enum cr__peer {
 
 /* cr__conn_open: connect to host:port (host NULL: the URL's unix socket)
  * and set the connection up, all before `deadline` (monotonic ms), paced
- * by the address's breaker. Statuses as in the header comment; the reason
- * names the address (never a password). Ownership: cr__conn_free. */
+ * by the address's breaker, whose next attempt slot is waited for until
+ * `patience` at the most (-1: the deadline). Statuses as in the header
+ * comment; the reason names the address (never a password). Ownership:
+ * cr__conn_free. */
 cr_status cr__conn_open(const cr__conn_config *cfg, const char *host, int port,
-                        cr__peer peer, int64_t deadline, cr__conn **out);
+                        cr__peer peer, int64_t deadline, int64_t patience,
+                        cr__conn **out);
 void cr__conn_free(cr__conn *c);
 
 /* cr__conn_append: queue a command (no I/O). CR_ENOMEM. */

@@ -91,7 +91,8 @@ fair_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
  * caller tries again in the background; failing that, the entry leaves the
  * queue when its deadline passes). The caller's error detail is kept. */
 static cr_status
-fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
+fair_give_up(const cr__op *op, cr_lock *l, const char *owner,
+             int64_t wait_ms)
 {
     char keep[512];
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
@@ -101,7 +102,7 @@ fair_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
     if (wait_ms == 0)
         return CR_OK;
     snprintf(keep, sizeof(keep), "%s", cr_last_error());
-    rc = cr__run_fair_lock_give_up(l->client, &cmd,
+    rc = cr__run_fair_lock_give_up(op, &cmd,
         &(cr__fair_lock_give_up_args){.queue = l->key2, .timeouts = l->key3,
                                       .owner = owner,
                                       .wait_ms = enqueue_wait(l, wait_ms)},
@@ -134,14 +135,14 @@ fair_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
 
 /* forceUnlock: delete the hash and wake the head waiter. */
 static cr_status
-fair_force_unlock(cr_lock *l, bool *done)
+fair_force_unlock(const cr__op *op, cr_lock *l, bool *done)
 {
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
     cr_status rc;
 
-    rc = cr__run_fair_lock_force_unlock(l->client, &cmd,
+    rc = cr__run_fair_lock_force_unlock(op, &cmd,
         &(cr__fair_lock_force_unlock_args){
             .lock = l->raw, .queue = l->key2, .timeouts = l->key3,
             .channel = l->channel, .message = 0, .now_ms = cr__wall_ms(),

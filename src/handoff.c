@@ -31,20 +31,19 @@ cr__handoff_turn_us(int64_t rtts, int64_t rtt_us)
 }
 
 void
-cr__handoff_after_unlock(cr__handoff *h, cr_client *c, const char *channel,
-                         int64_t heard, int64_t sent_us, bool in_line)
+cr__handoff_after_unlock(cr__handoff *h, const cr__sub_seen *seen,
+                         int64_t heard, int64_t sent_us, int64_t now_us,
+                         bool in_line)
 {
-    uint64_t released = 0;
-    int64_t read_at = 0, now = cr__now_us(), turn, cycle, whole;
-    int local = cr__pubsub_waiters(c->pubsub, channel, &released, &read_at,
-                                   NULL);
-    int64_t others = heard - (local >= 0 ? 1 : 0);
+    uint64_t released = seen->counted;
+    int local = seen->waiters;
+    int64_t others = heard - (local >= 0 ? 1 : 0), turn, cycle, whole;
 
     if (others <= 0 && (local <= 0 || in_line))
         return; /* this client's waiters: its next wait joins their line */
     turn = cr__handoff_turn_us(others > 0 ? atomic_load(&h->rtts) : RTTS_MIN,
-                               now - sent_us);
-    cycle = turn + now - atomic_load(&h->acquired_us);
+                               now_us - sent_us);
+    cycle = turn + now_us - atomic_load(&h->acquired_us);
     cycle = cycle > HANDOFF_COUNT_MAX_US ? HANDOFF_COUNT_MAX_US : cycle;
     whole = others > 0 ? 2 * others * cycle : turn;
     whole = whole > HANDOFF_COUNT_MAX_US ? HANDOFF_COUNT_MAX_US : whole;
@@ -52,49 +51,75 @@ cr__handoff_after_unlock(cr__handoff *h, cr_client *c, const char *channel,
      * since the unlock was sent can only be its own, as the lock was held
      * until then. */
     if (others > 0)
-        released += (uint64_t)others + (read_at >= sent_us ? 0 : 1);
+        released += (uint64_t)others +
+                    (seen->counted_at_us >= sent_us ? 0 : 1);
     atomic_store(&h->turn_us, turn);
     atomic_store(&h->quiet_us, 2 * cycle);
     atomic_store(&h->target, others > 0 ? released : 0);
-    atomic_store(&h->until_us, now + whole);
+    atomic_store(&h->until_us, now_us + whole);
 }
 
 void
-cr__handoff_after_release(cr__handoff *h, cr_client *c, const char *channel,
-                          int64_t heard, int64_t sent_us)
+cr__handoff_after_release(cr__handoff *h, const cr__sub_seen *seen,
+                          int64_t heard, int64_t sent_us, int64_t now_us)
 {
-    uint64_t released = 0;
-    int64_t read_at = 0, now = cr__now_us(), turn;
-    int local = cr__pubsub_waiters(c->pubsub, channel, &released, &read_at,
-                                   NULL);
+    int local = seen->waiters;
+    int64_t turn;
 
     if (heard - (local >= 0 ? 1 : 0) <= 0 && local <= 0)
         return;
-    turn = cr__handoff_turn_us(RTTS_MIN, now - sent_us);
+    turn = cr__handoff_turn_us(RTTS_MIN, now_us - sent_us);
     atomic_store(&h->turn_us, turn);
     atomic_store(&h->target, 0);
-    atomic_store(&h->until_us, now + turn);
+    atomic_store(&h->until_us, now_us + turn);
 }
 
 bool
-cr__handoff_before(cr__handoff *h, cr_client *c, const char *channel,
-                   int64_t wait_ms)
+cr__handoff_turn(const cr__handoff *h, int64_t now_us, int64_t wait_ms,
+                 cr__turn *t)
 {
-    int64_t now = cr__now_us(), until = atomic_load(&h->until_us);
-    int64_t turn = atomic_load(&h->turn_us);
-    uint64_t target = atomic_load(&h->target);
+    int64_t until = atomic_load(&h->until_us);
 
-    if (until <= now || wait_ms == 0)
+    if (until <= now_us || wait_ms == 0)
         return false;
-    if (wait_ms > 0 && until - now > wait_ms * 1000)
-        until = now + wait_ms * 1000;
-    if (target > 0 &&
-        cr__pubsub_await_count(c->pubsub, channel, target,
-                                  (until + 999) / 1000,
-                                  (atomic_load(&h->quiet_us) + 999) / 1000))
-        return false;
-    cr__sleep_us(until - now < turn ? until - now : turn);
-    return target > 0;
+    if (wait_ms > 0 && until - now_us > wait_ms * 1000)
+        until = now_us + wait_ms * 1000;
+    *t = (cr__turn){.until_us = until,
+                    .sleep_us = atomic_load(&h->turn_us),
+                    .target = atomic_load(&h->target),
+                    .quiet_us = atomic_load(&h->quiet_us),
+                    .since_us = now_us};
+    return true;
+}
+
+cr__turn_do
+cr__turn_next(const cr__turn *t, const cr__sub_seen *seen, int64_t now_us,
+              int64_t *wait_us)
+{
+    int64_t at = seen->counted_at_us;
+    int64_t last = at > t->since_us ? at : t->since_us;
+
+    if (t->target > 0 && seen->waiters >= 0) {
+        int64_t end = last + t->quiet_us;
+
+        /* Counting: over once those it let go first have gone, the turn
+         * has passed, or none came for the quiet time (they left). */
+        if (seen->counted >= t->target || now_us >= t->until_us ||
+            now_us >= end)
+            return CR__TURN_GO;
+        *wait_us = (end < t->until_us ? end : t->until_us) - now_us;
+        return CR__TURN_COUNT;
+    }
+    /* Nothing to count: the turn's sleep. */
+    *wait_us = t->until_us - now_us < t->sleep_us ? t->until_us - now_us
+                                                  : t->sleep_us;
+    return *wait_us > 0 ? CR__TURN_SLEEP : CR__TURN_GO;
+}
+
+bool
+cr__turn_tune(const cr__turn *t, const cr__sub_seen *seen)
+{
+    return t->target > 0 && seen->waiters < 0;
 }
 
 void
@@ -113,7 +138,7 @@ cr__handoff_tune(cr__handoff *h, bool free_at_once)
 }
 
 void
-cr__handoff_acquired(cr__handoff *h)
+cr__handoff_acquired(cr__handoff *h, int64_t now_us)
 {
-    atomic_store(&h->acquired_us, cr__now_us());
+    atomic_store(&h->acquired_us, now_us);
 }

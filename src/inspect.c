@@ -332,7 +332,8 @@ read_conditions(arena *a, const cr__reply *p)
  * (the only trace that tells a plain semaphore from a latch); false when
  * they cannot be counted. */
 static bool
-listeners(cr_client *c, const char *raw, int64_t *sem, int64_t *latch)
+listeners(const cr__op *op, cr_client *c, const char *raw, int64_t *sem,
+          int64_t *latch)
 {
     static const char *const kinds[2] = {"NUMSUB", "SHARDNUMSUB"};
     char *sc = cr__name(CR__NAME_SEMAPHORE_CHANNEL, raw);
@@ -346,7 +347,7 @@ listeners(cr_client *c, const char *raw, int64_t *sem, int64_t *latch)
         cr__reply *r = NULL;
         int64_t a = 0, b = 0;
 
-        ok = cr__command_retry(c, 4, argv, NULL, &r) == CR_OK &&
+        ok = cr__command_retry(op, 4, argv, NULL, &r) == CR_OK &&
              r->type == CR__REPLY_ARRAY && r->elements == 4 &&
              cr__reply_int(r->element[1], &a) &&
              cr__reply_int(r->element[3], &b);
@@ -388,7 +389,7 @@ classify(cr_object_info *in, const char *type, bool has_queue, int64_t sem,
 
 /* Runs object_inspect.lua for `raw` and fills the snapshot from it. */
 static cr_status
-read_object(cr_client *c, arena *a, const char *raw)
+read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
 {
     cr_object_info *in = &a->info;
     char *keys[9], *kp;
@@ -414,7 +415,7 @@ read_object(cr_client *c, arena *a, const char *raw)
             goto out;
     if (kp == NULL)
         goto out;
-    rc = cr__run_object_inspect(c, &cmd,
+    rc = cr__run_object_inspect(op, &cmd,
         &(cr__object_inspect_args){
             .object = keys[0], .queue = keys[1], .timeouts = keys[2],
             .token = keys[3], .permits = keys[4], .conditions = keys[5],
@@ -445,7 +446,7 @@ read_object(cr_client *c, arena *a, const char *raw)
         goto out;
     has_queue = in->queue_length != 0;
     if (strcmp(in->redis_type, "string") == 0 && in->has_value &&
-        in->issued_count == 0 && !listeners(c, raw, &sem, &latch))
+        in->issued_count == 0 && !listeners(op, c, raw, &sem, &latch))
         sem = latch = 0; /* cannot tell: ambiguous */
     classify(in, in->redis_type, has_queue, sem, latch);
     rc = CR_OK;
@@ -531,7 +532,7 @@ place(arena *a, cr_owner_info *who, const char *list, size_t len,
  * that cannot be read (refused to a least-privileged user) leaves them
  * all unknown. */
 static bool
-read_presence(cr_client *c, arena *a)
+read_presence(const cr__op *op, arena *a)
 {
     const char *argv[2] = {"CLIENT", "LIST"};
     cr_object_info *in = &a->info;
@@ -544,7 +545,7 @@ read_presence(cr_client *c, arena *a)
         waiters += in->conditions[i].nwaiters;
     if (in->nholders + in->nqueue + waiters == 0)
         return true;
-    if (cr__command_retry(c, 2, argv, NULL, &r) != CR_OK ||
+    if (cr__command_retry(op, 2, argv, NULL, &r) != CR_OK ||
         r->type != CR__REPLY_STRING) {
         cr__reply_free(r);
         cr__clear_error();
@@ -578,6 +579,7 @@ cr_object_inspect(cr_client *c, const char *name, cr_object_info **out)
 {
     arena *a;
     char *raw = NULL;
+    cr__op op;
     cr_status rc;
 
     cr__clear_error();
@@ -585,15 +587,15 @@ cr_object_inspect(cr_client *c, const char *name, cr_object_info **out)
         return cr__fail(CR_EINVAL, "out is NULL");
     if ((rc = cr__name_check(name)) != CR_OK)
         return rc;
-    if ((rc = cr__client_enter(c)) != CR_OK)
+    if ((rc = cr__client_enter(c, &op)) != CR_OK)
         return rc;
     a = calloc(1, sizeof(*a));
     if (a == NULL || (raw = cr__name_raw(c->name_prefix, name)) == NULL ||
         (a->info.key = keep(a, raw, strlen(raw))) == NULL) {
         rc = CR_ENOMEM;
     } else if ((rc = cr__name_check_slots(c->url.is_cluster, raw, NULL)) == CR_OK &&
-               (rc = read_object(c, a, raw)) == CR_OK &&
-               !read_presence(c, a)) {
+               (rc = read_object(&op, c, a, raw)) == CR_OK &&
+               !read_presence(&op, a)) {
         rc = CR_ENOMEM;
     }
     free(raw);

@@ -42,9 +42,9 @@ struct cr_latch {
 
 /* The guard of every latch call. */
 cr_status
-cr__latch_enter(const cr_latch *l)
+cr__latch_enter(const cr_latch *l, cr__op *op)
 {
-    return cr__object_enter(l, LATCH_MAGIC, "latch");
+    return cr__object_enter(l, LATCH_MAGIC, "latch", op);
 }
 
 #define enter cr__latch_enter
@@ -126,13 +126,14 @@ cr_latch_try_set_count(cr_latch *l, int64_t count, int64_t ttl_ms, bool *set)
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     bool done = false;
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     rc = cr__latch_set_call(l, count, ttl_ms, &call);
     if (rc == CR_OK)
-        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+        rc = cr__script_call_run(&op, &cmd, &call, &r);
     cr__script_call_free(&call);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "try_set_count", &done);
@@ -173,10 +174,10 @@ cr__latch_count_down_reply(const cr_latch *l, cr_status rc, cr__reply *r,
     return rc;
 }
 
-/* One count down, not resent after a broken link: CR_OK with the count
- * left in *left (may be NULL), CR_EEXPIRED, or the failure. */
+/* One count down within `op`, not resent after a broken link: CR_OK with
+ * the count left in *left (may be NULL), CR_EEXPIRED, or the failure. */
 static cr_status
-count_down(cr_latch *l, int64_t *left)
+count_down(const cr__op *op, cr_latch *l, int64_t *left)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {0};
@@ -184,7 +185,7 @@ count_down(cr_latch *l, int64_t *left)
     cr_status rc = cr__latch_count_down_call(l, &call);
 
     if (rc == CR_OK)
-        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+        rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
     return cr__latch_count_down_reply(l, rc, r, left);
 }
@@ -192,11 +193,12 @@ count_down(cr_latch *l, int64_t *left)
 cr_status
 cr_latch_count_down(cr_latch *l)
 {
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
-    rc = count_down(l, NULL);
+    rc = count_down(&op, l, NULL);
     cr__object_leave(l);
     return rc;
 }
@@ -204,12 +206,13 @@ cr_latch_count_down(cr_latch *l)
 cr_status
 cr_latch_get_count(cr_latch *l, int64_t *count)
 {
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_out(count, "count")) == CR_OK)
-        rc = cr__object_get_count(l, "latch", count);
+        rc = cr__object_get_count(&op, l, "latch", count);
     cr__object_leave(l);
     return rc;
 }
@@ -220,11 +223,12 @@ cr_latch_delete(cr_latch *l, bool *deleted)
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     bool done = false;
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_latch_delete(l->client, &cmd,
+    rc = cr__run_latch_delete(&op, &cmd,
         &(cr__latch_delete_args){.count = l->raw, .channel = l->channel,
                                  .marker = l->marker,
                                  .publish = l->client->publish_cmd,
@@ -292,7 +296,7 @@ cr__latch_look_reply(const cr_latch *l, cr_status rc, cr__reply *r,
  * with N's remaining time to live as the hint (-1: none) while closed (and
  * with must_exist while it was never set), CR_EEXPIRED when it expired. */
 static cr_status
-look(cr_latch *l, bool must_exist, int64_t *hint)
+look(const cr__op *op, cr_latch *l, bool must_exist, int64_t *hint)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
@@ -300,7 +304,7 @@ look(cr_latch *l, bool must_exist, int64_t *hint)
     cr_status rc = cr__latch_look_call(l, must_exist, &call);
 
     if (rc == CR_OK)
-        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+        rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
     return cr__latch_look_reply(l, rc, r, hint);
 }
@@ -316,6 +320,7 @@ cr__latch_channel(const cr_latch *l)
  * subscribed; every other one is a look (with must_exist, a latch never
  * set counts as closed). */
 typedef struct opening {
+    const cr__op *op;
     cr_latch *latch;
     bool counted;
     bool must_exist;
@@ -328,12 +333,12 @@ opening_attempt(opening *o, int64_t *hint)
     cr_status rc;
 
     if (o->counted)
-        return look(o->latch, o->must_exist, hint);
+        return look(o->op, o->latch, o->must_exist, hint);
     /* Marked before it is sent: a count down whose answer was lost is not
      * made again by the wait's retries (which then look). */
     o->counted = true;
     *hint = -1;
-    rc = count_down(o->latch, &left);
+    rc = count_down(o->op, o->latch, &left);
     return rc == CR_OK && left > 0 ? CR_BUSY : rc;
 }
 
@@ -348,17 +353,20 @@ wait_open(cr_latch *l, int64_t wait_ms, bool count_first, bool must_exist)
                  .must_exist = must_exist};
     cr__wait w;
     int64_t hint = -1;
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
+    cr__op_wait(&op, wait_ms);
+    o.op = &op;
     if (count_first && wait_ms == 0) {
         rc = opening_attempt(&o, &hint);
     } else {
-        cr__object_wait_begin(&w, l, "latch", l->channel, cr__latch_decode,
-                              true, wait_ms);
+        cr__object_wait_begin(&w, &op, l, "latch", l->channel,
+                              cr__latch_decode, true, wait_ms);
         w.spec.subscribe_first = count_first; /* read at its first step */
         for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
             rc = opening_attempt(&o, &hint);

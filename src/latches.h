@@ -12,7 +12,7 @@
 
 /* cr__latch_enter: the guard of every call on a latch (end it with
  * cr__object_leave). */
-cr_status cr__latch_enter(const cr_latch *l);
+cr_status cr__latch_enter(const cr_latch *l, cr__op *op);
 
 /* A look (CR_OK open, CR_BUSY closed with N's ttl in *hint, or with
  * must_exist never set, CR_EEXPIRED), a count down (CR_EEXPIRED when it had

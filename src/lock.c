@@ -9,35 +9,6 @@
 
 #include "lock.h"
 
-/* This thread's event sink (lock.h); NULL: events go to the hook. */
-static _Thread_local cr__lock_sink *sink;
-
-cr__lock_sink *
-cr__lock_sink_swap(cr__lock_sink *s)
-{
-    cr__lock_sink *was = sink;
-
-    sink = s;
-    return was;
-}
-
-void
-cr__lock_event(const cr_lock *l, cr_event_kind kind, cr_status status,
-               const char *object, const char *name, int64_t wait_ms,
-               int64_t hold_ms, bool async)
-{
-    if (!cr__hooked(&l->client->run.stats))
-        return;
-    if (sink != NULL) {
-        *sink = (cr__lock_sink){.kept = true, .kind = kind, .status = status,
-                                .object = object, .name = name,
-                                .hold_ms = hold_ms};
-        return;
-    }
-    cr__event(&l->client->run.stats, kind, status, object, name, wait_ms,
-              hold_ms, async);
-}
-
 cr_status
 cr__lock_create(cr_client *c, const char *name, const cr__lock_class *cls,
                 const char *label, bool keyed, cr_lock **out)
@@ -91,9 +62,9 @@ cr_lock_name(const cr_lock *l)
 }
 
 cr_status
-cr__lock_enter(const cr_lock *l)
+cr__lock_enter(const cr_lock *l, cr__op *op)
 {
-    return cr__object_enter(l, CR__LOCK_MAGIC, "lock");
+    return cr__object_enter(l, CR__LOCK_MAGIC, "lock", op);
 }
 
 void
@@ -105,17 +76,19 @@ cr__lock_leave(const cr_lock *l)
 /* ------------------------------------------------------------ acquiring */
 
 cr_status
-cr__lock_try_lock(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
-                  int64_t *token)
+cr__lock_try_lock(cr_lock *l, cr__event_sink *sink, int64_t tid,
+                  int64_t wait_ms, int64_t lease_ms, int64_t *token)
 {
-    cr_status rc = cr__lock_enter(l);
+    cr__op op;
+    cr_status rc = cr__lock_enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
+    op.sink = sink;
     if ((rc = cr__check_wait(wait_ms)) == CR_OK &&
         (rc = cr__check_lease(lease_ms, "CR_LEASE_WATCHDOG")) == CR_OK) {
-        cr__call_wait(l->client, wait_ms);
-        rc = l->cls->acquire(l, tid, wait_ms, lease_ms, token);
+        cr__op_wait(&op, wait_ms);
+        rc = l->cls->acquire(&op, l, tid, wait_ms, lease_ms, token);
     }
     cr__lock_leave(l);
     return rc;
@@ -124,40 +97,48 @@ cr__lock_try_lock(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
 cr_status
 cr_lock_lock(cr_lock *l, int64_t lease_ms)
 {
-    return cr__lock_try_lock(l, cr_thread_id(), CR_WAIT_FOREVER, lease_ms,
+    return cr__lock_try_lock(l, NULL, cr_thread_id(), CR_WAIT_FOREVER, lease_ms,
                              NULL);
 }
 
 cr_status
 cr_lock_try_lock(cr_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
-    return cr__lock_try_lock(l, cr_thread_id(), wait_ms, lease_ms, NULL);
+    return cr__lock_try_lock(l, NULL, cr_thread_id(), wait_ms, lease_ms, NULL);
 }
 
 cr_status
 cr_lock_lock_tid(cr_lock *l, int64_t tid, int64_t lease_ms)
 {
-    return cr__lock_try_lock(l, tid, CR_WAIT_FOREVER, lease_ms, NULL);
+    return cr__lock_try_lock(l, NULL, tid, CR_WAIT_FOREVER, lease_ms, NULL);
 }
 
 cr_status
 cr_lock_try_lock_tid(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms)
 {
-    return cr__lock_try_lock(l, tid, wait_ms, lease_ms, NULL);
+    return cr__lock_try_lock(l, NULL, tid, wait_ms, lease_ms, NULL);
 }
 
 /* ------------------------------------------------------------ releasing */
 
 cr_status
-cr_lock_unlock_tid(cr_lock *l, int64_t tid)
+cr__lock_unlock(cr_lock *l, cr__event_sink *sink, int64_t tid)
 {
-    cr_status rc = cr__lock_enter(l);
+    cr__op op;
+    cr_status rc = cr__lock_enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
-    rc = l->cls->release(l, tid);
+    op.sink = sink;
+    rc = l->cls->release(&op, l, tid);
     cr__lock_leave(l);
     return rc;
+}
+
+cr_status
+cr_lock_unlock_tid(cr_lock *l, int64_t tid)
+{
+    return cr__lock_unlock(l, NULL, tid);
 }
 
 cr_status
@@ -171,11 +152,13 @@ static cr_status
 remove_lock(cr_lock *l, bool force, bool *out)
 {
     bool done = false;
-    cr_status rc = cr__lock_enter(l);
+    cr__op op;
+    cr_status rc = cr__lock_enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
-    rc = force ? l->cls->force_unlock(l, &done) : l->cls->delete_(l, &done);
+    rc = force ? l->cls->force_unlock(&op, l, &done)
+               : l->cls->delete_(&op, l, &done);
     if (rc == CR_OK && out != NULL)
         *out = done;
     cr__lock_leave(l);
@@ -199,12 +182,13 @@ cr_lock_delete(cr_lock *l, bool *deleted)
 cr_status
 cr_lock_is_locked(cr_lock *l, bool *locked)
 {
-    cr_status rc = cr__lock_enter(l);
+    cr__op op;
+    cr_status rc = cr__lock_enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_out(locked, "locked")) == CR_OK)
-        rc = l->cls->is_locked(l, locked);
+        rc = l->cls->is_locked(&op, l, locked);
     cr__lock_leave(l);
     return rc;
 }
@@ -212,12 +196,13 @@ cr_lock_is_locked(cr_lock *l, bool *locked)
 cr_status
 cr_lock_get_hold_count_tid(cr_lock *l, int64_t tid, int64_t *count)
 {
-    cr_status rc = cr__lock_enter(l);
+    cr__op op;
+    cr_status rc = cr__lock_enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_out(count, "count")) == CR_OK)
-        rc = l->cls->hold_count(l, tid, count);
+        rc = l->cls->hold_count(&op, l, tid, count);
     cr__lock_leave(l);
     return rc;
 }
@@ -251,12 +236,13 @@ cr_lock_is_held_by_current_thread(cr_lock *l, bool *held)
 cr_status
 cr_lock_remain_time_to_live(cr_lock *l, int64_t *ttl_ms)
 {
-    cr_status rc = cr__lock_enter(l);
+    cr__op op;
+    cr_status rc = cr__lock_enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_out(ttl_ms, "ttl_ms")) == CR_OK)
-        rc = l->cls->remain_ttl(l, ttl_ms);
+        rc = l->cls->remain_ttl(&op, l, ttl_ms);
     cr__lock_leave(l);
     return rc;
 }
@@ -264,7 +250,8 @@ cr_lock_remain_time_to_live(cr_lock *l, int64_t *ttl_ms)
 cr_status
 cr_lock_is_lost_tid(cr_lock *l, int64_t tid, bool *lost)
 {
-    cr_status rc = cr__lock_enter(l);
+    cr__op op;
+    cr_status rc = cr__lock_enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
@@ -283,7 +270,8 @@ cr_lock_is_lost(cr_lock *l, bool *lost)
 cr_status
 cr_lock_lease_left_tid(cr_lock *l, int64_t tid, int64_t *left_ms)
 {
-    cr_status rc = cr__lock_enter(l);
+    cr__op op;
+    cr_status rc = cr__lock_enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
@@ -302,7 +290,8 @@ cr_lock_lease_left(cr_lock *l, int64_t *left_ms)
 cr_status
 cr_lock_set_lost_callback(cr_lock *l, cr_lock_lost_fn fn, void *userdata)
 {
-    cr_status rc = cr__lock_enter(l);
+    cr__op op;
+    cr_status rc = cr__lock_enter(l, &op);
 
     if (rc != CR_OK)
         return rc;

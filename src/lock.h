@@ -21,19 +21,21 @@
 typedef struct cr__lock_kind cr__lock_kind; /* script_lock.h */
 
 /* What every lock does; the arguments are checked and the handle entered
- * (cr__lock_enter) before a slot is called. */
+ * (cr__lock_enter) before a slot is called, within the call's operation
+ * `op` (its deadline set for the call's wait). */
 typedef struct cr__lock_class {
     /* lock / try_lock for owner thread `tid` (cr_lock_try_lock_tid's
      * statuses); on CR_OK *token (may be NULL) gets the fencing token, or
      * 0 when there is none or the acquisition was found afterwards. */
-    cr_status (*acquire)(cr_lock *l, int64_t tid, int64_t wait_ms,
+    cr_status (*acquire)(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
                          int64_t lease_ms, int64_t *token);
-    cr_status (*release)(cr_lock *l, int64_t tid);
-    cr_status (*force_unlock)(cr_lock *l, bool *done);
-    cr_status (*delete_)(cr_lock *l, bool *done);
-    cr_status (*is_locked)(cr_lock *l, bool *locked);
-    cr_status (*hold_count)(cr_lock *l, int64_t tid, int64_t *count);
-    cr_status (*remain_ttl)(cr_lock *l, int64_t *ttl_ms);
+    cr_status (*release)(cr__op *op, cr_lock *l, int64_t tid);
+    cr_status (*force_unlock)(cr__op *op, cr_lock *l, bool *done);
+    cr_status (*delete_)(cr__op *op, cr_lock *l, bool *done);
+    cr_status (*is_locked)(cr__op *op, cr_lock *l, bool *locked);
+    cr_status (*hold_count)(cr__op *op, cr_lock *l, int64_t tid,
+                            int64_t *count);
+    cr_status (*remain_ttl)(cr__op *op, cr_lock *l, int64_t *ttl_ms);
     cr_status (*is_lost)(cr_lock *l, int64_t tid, bool *lost);
     cr_status (*lease_left)(cr_lock *l, int64_t tid, int64_t *left_ms);
     /* Frees what the implementation owns (not the head). */
@@ -67,39 +69,17 @@ cr_status cr__lock_create(cr_client *c, const char *name,
 void cr__lock_destroy(cr_lock *l);
 
 /* cr__lock_enter / cr__lock_leave: the guard of every call on a lock
- * handle (a live handle of a live client). */
-cr_status cr__lock_enter(const cr_lock *l);
+ * handle (a live handle of a live client); *op: the call's operation. */
+cr_status cr__lock_enter(const cr_lock *l, cr__op *op);
 void cr__lock_leave(const cr_lock *l);
 
-/* cr__lock_try_lock: lock/try_lock with the public call's checks and
- * guard, for owner thread `tid`; *token as the class's acquire. */
-cr_status cr__lock_try_lock(cr_lock *l, int64_t tid, int64_t wait_ms,
-                            int64_t lease_ms, int64_t *token);
-
-/* Where the acquisition, wait and release events of the lock calls made on
- * a thread go: to the client's hook, or, while the thread has a sink set
- * (cr__lock_sink_swap), into the sink, the last one kept. A multilock's
- * sub-locks report nothing of their own this way (the multilock reports
- * one event for them all), and the asynchronous API reports a multilock's
- * outcome itself, once, from what its thread call kept. Lost leases,
- * renewals and connection events are not lock calls' and always go to
- * the hook. */
-typedef struct cr__lock_sink {
-    bool kept;
-    cr_event_kind kind;
-    cr_status status;
-    const char *object, *name; /* live as long as the lock */
-    int64_t hold_ms;
-} cr__lock_sink;
-
-/* cr__lock_sink_swap: set this thread's sink (NULL: none); returns the
- * one it had. */
-cr__lock_sink *cr__lock_sink_swap(cr__lock_sink *sink);
-
-/* cr__lock_event: report an event of lock `l` (object and name as the
- * event shows them) to this thread's sink or to the hook of l's client. */
-void cr__lock_event(const cr_lock *l, cr_event_kind kind, cr_status status,
-                    const char *object, const char *name, int64_t wait_ms,
-                    int64_t hold_ms, bool async);
+/* cr__lock_try_lock / cr__lock_unlock: lock/try_lock and unlock with the
+ * public calls' checks and guard, for owner thread `tid`; *token as the
+ * class's acquire. The acquisition, wait and release events go into `sink`
+ * when it is not NULL (cr__event_sink: a multilock's sub-locks, the
+ * asynchronous API's thread calls), else to the client's hook. */
+cr_status cr__lock_try_lock(cr_lock *l, cr__event_sink *sink, int64_t tid,
+                            int64_t wait_ms, int64_t lease_ms, int64_t *token);
+cr_status cr__lock_unlock(cr_lock *l, cr__event_sink *sink, int64_t tid);
 
 #endif

@@ -98,11 +98,12 @@ check_fenced(const cr_lock *l, const int64_t *token)
 cr_status
 cr_fenced_lock_get_token(cr_lock *l, int64_t *token)
 {
+    cr__op op;
     cr_status rc = check_fenced(l, token);
 
-    if (rc != CR_OK || (rc = cr__lock_enter(l)) != CR_OK)
+    if (rc != CR_OK || (rc = cr__lock_enter(l, &op)) != CR_OK)
         return rc;
-    rc = cr__command_get_int(l->client, l->key2, "the token counter", token);
+    rc = cr__command_get_int(&op, l->key2, "the token counter", token);
     cr__lock_leave(l);
     return rc;
 }
@@ -117,7 +118,7 @@ cr_fenced_lock_try_lock_and_get_token_tid(cr_lock *l, int64_t tid,
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__lock_try_lock(l, tid, wait_ms, lease_ms, &t);
+    rc = cr__lock_try_lock(l, NULL, tid, wait_ms, lease_ms, &t);
     /* After a lost reply the token is read back: while this owner holds the
      * lock nobody else can have taken a newer one. */
     if (rc == CR_OK && t == 0)

@@ -76,14 +76,14 @@ static void *
 run_job(void *arg)
 {
     job *j = arg;
-    cr__lock_sink quiet, *was = cr__lock_sink_swap(&quiet);
+    cr__event_sink quiet;
 
     if (j->unlock)
-        j->rc = cr_lock_unlock_tid(j->lock, j->tid);
+        j->rc = cr__lock_unlock(j->lock, &quiet, j->tid);
     else
-        j->rc = cr_lock_try_lock_tid(j->lock, j->tid, j->wait_ms, j->lease_ms);
+        j->rc = cr__lock_try_lock(j->lock, &quiet, j->tid, j->wait_ms,
+                                  j->lease_ms, NULL);
     snprintf(j->err, sizeof(j->err), "%s", j->rc == CR_OK ? "" : cr_last_error());
-    cr__lock_sink_swap(was);
     return NULL;
 }
 
@@ -178,7 +178,8 @@ holder_of(multi *m, int64_t tid, bool add)
  * `until` (-1: none): counted for its release, and reported. Holds whose
  * lease ended are forgotten first: their release is never reported. */
 static cr_status
-acquired(cr_lock *l, int64_t tid, int64_t start, int64_t until)
+acquired(const cr__op *op, cr_lock *l, int64_t tid, int64_t start,
+         int64_t until)
 {
     multi *m = l->impl;
     int64_t now = cr__now_ms();
@@ -197,8 +198,8 @@ acquired(cr_lock *l, int64_t tid, int64_t start, int64_t until)
         h->until = until;
     }
     pthread_mutex_unlock(&m->mu);
-    cr__lock_event(l, CR_EVENT_ACQUIRED, CR_OK, l->label, m->ev_name,
-                   cr__now_ms() - start, -1, false);
+    cr__op_event(op, CR_EVENT_ACQUIRED, CR_OK, l->label, m->ev_name,
+                 cr__now_ms() - start, -1, false);
     return CR_OK;
 }
 
@@ -208,7 +209,7 @@ acquired(cr_lock *l, int64_t tid, int64_t start, int64_t until)
  * other failure the holds stay counted (the unlock may be tried again).
  * Holds not taken through this handle are not reported. */
 static void
-released(cr_lock *l, int64_t tid, cr_status rc)
+released(const cr__op *op, cr_lock *l, int64_t tid, cr_status rc)
 {
     multi *m = l->impl;
     int64_t held = -1;
@@ -225,14 +226,14 @@ released(cr_lock *l, int64_t tid, cr_status rc)
     }
     pthread_mutex_unlock(&m->mu);
     if (rc == CR_OK && held >= 0)
-        cr__lock_event(l, CR_EVENT_RELEASED, CR_OK, l->label, m->ev_name, -1,
-                       held, false);
+        cr__op_event(op, CR_EVENT_RELEASED, CR_OK, l->label, m->ev_name, -1,
+                     held, false);
 }
 
 /* The class's acquire: see the file comment. */
 static cr_status
-multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
-              int64_t *token)
+multi_acquire(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
+              int64_t lease_ms, int64_t *token)
 {
     multi *m = l->impl;
     int64_t start = cr__now_ms();
@@ -271,12 +272,12 @@ multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
         if ((size_t)taken >= m->needed) {
             if (lease_ms < 0) {
                 atomic_store(&m->valid_until, -1);
-                return acquired(l, tid, start, -1);
+                return acquired(op, l, tid, start, -1);
             }
             now = cr__now_ms();
             if (lease_ms - (now - t0) - drift(lease_ms) > 0) {
                 atomic_store(&m->valid_until, t0 + lease_ms - drift(lease_ms));
-                return acquired(l, tid, start, t0 + lease_ms);
+                return acquired(op, l, tid, start, t0 + lease_ms);
             }
             failure = cr__fail(CR_BUSY, "acquired too late: no validity left "
                                "of a %lld ms lease", (long long)lease_ms);
@@ -293,15 +294,15 @@ multi_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
             break;
         }
     if (failure == CR_BUSY && cr__hooked(&l->client->run.stats))
-        cr__lock_event(l, CR_EVENT_BUSY, CR_BUSY, l->label, m->ev_name,
-                       cr__now_ms() - start, -1, false);
+        cr__op_event(op, CR_EVENT_BUSY, CR_BUSY, l->label, m->ev_name,
+                     cr__now_ms() - start, -1, false);
     return failure;
 }
 
 /* The class's release: unlock every sub-lock in parallel and report every
  * error. A RedLock only needs its majority released by its owner. */
 static cr_status
-multi_release(cr_lock *l, int64_t tid)
+multi_release(cr__op *op, cr_lock *l, int64_t tid)
 {
     multi *m = l->impl;
     job jobs[MAX_LOCKS];
@@ -333,19 +334,20 @@ multi_release(cr_lock *l, int64_t tid)
         first = CR_OK;
     else if (first != CR_OK)
         first = cr__fail(first, "%s", msg);
-    released(l, tid, first);
+    released(op, l, tid, first);
     return first;
 }
 
 /* The smallest hold count among the sub-locks (RedLock: the majority's
  * smallest, i.e. the needed-th largest). */
 static cr_status
-multi_hold_count(cr_lock *l, int64_t tid, int64_t *count)
+multi_hold_count(cr__op *op, cr_lock *l, int64_t tid, int64_t *count)
 {
     multi *m = l->impl;
     int64_t counts[MAX_LOCKS];
     size_t i, j;
 
+    (void)op; /* each sub-lock's query is a call of its own */
     for (i = 0; i < m->n; i++) {
         cr_status rc = cr_lock_get_hold_count_tid(m->locks[i], tid, &counts[i]);
 
@@ -384,15 +386,17 @@ multi_is_lost(cr_lock *l, int64_t tid, bool *lost)
 }
 
 static cr_status
-multi_unsupported(cr_lock *l, bool *unused)
+multi_unsupported(cr__op *op, cr_lock *l, bool *unused)
 {
+    (void)op;
     (void)unused;
     return cr__fail(CR_ENOTSUP, "not supported by a %s", l->label);
 }
 
 static cr_status
-multi_no_ttl(cr_lock *l, int64_t *unused)
+multi_no_ttl(cr__op *op, cr_lock *l, int64_t *unused)
 {
+    (void)op;
     (void)unused;
     return cr__fail(CR_ENOTSUP, "a %s has no single time to live", l->label);
 }

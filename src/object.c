@@ -26,13 +26,14 @@ cr__object_new(cr_client *c, const char *name, uint32_t magic, size_t size,
                bool keyed, void **out)
 {
     cr__object *o;
+    cr__op op;
     cr_status rc;
 
     cr__clear_error();
     rc = cr__name_check(name);
     if (rc != CR_OK)
         return rc;
-    rc = cr__client_enter(c);
+    rc = cr__client_enter(c, &op);
     if (rc != CR_OK)
         return rc;
     o = calloc(1, size);
@@ -82,17 +83,17 @@ cr__object_free(void *obj, void (*own)(void *obj))
 /* What cr__object_background hands cr__background. */
 typedef struct object_job {
     cr__object *o;
-    void (*run)(void *arg);
+    void (*run)(const cr__op *op, void *arg);
     void (*done)(void *arg);
     void *arg;
 } object_job;
 
 static void
-object_job_run(void *arg)
+object_job_run(const cr__op *op, void *arg)
 {
     object_job *j = arg;
 
-    j->run(j->arg);
+    j->run(op, j->arg);
 }
 
 static void
@@ -107,7 +108,7 @@ object_job_done(void *arg, bool ran)
 }
 
 void
-cr__object_background(void *obj, void (*run)(void *arg),
+cr__object_background(void *obj, void (*run)(const cr__op *op, void *arg),
                       void (*done)(void *arg), void *arg)
 {
     cr__object *o = obj;
@@ -129,7 +130,7 @@ cr__object_background(void *obj, void (*run)(void *arg),
 }
 
 cr_status
-cr__object_enter(const void *obj, uint32_t magic, const char *kind)
+cr__object_enter(const void *obj, uint32_t magic, const char *kind, cr__op *op)
 {
     const cr__object *o = obj;
 
@@ -138,7 +139,7 @@ cr__object_enter(const void *obj, uint32_t magic, const char *kind)
         return cr__fail(CR_EINVAL, "%s is NULL", kind);
     if (o->magic != magic)
         return cr__fail(CR_EINVAL, "not a live %s handle (freed?)", kind);
-    return cr__client_enter(o->client);
+    return cr__client_enter(o->client, op);
 }
 
 void
@@ -199,19 +200,20 @@ cr__check_out(const void *out, const char *what)
 }
 
 cr_status
-cr__object_get_count(const void *obj, const char *kind, int64_t *out)
+cr__object_get_count(const cr__op *op, const void *obj, const char *kind,
+                     int64_t *out)
 {
     const cr__object *o = obj;
     char what[128];
 
     snprintf(what, sizeof(what), "%s %s", kind, o->name);
-    return cr__command_get_int(o->client, o->raw, what, out);
+    return cr__command_get_int(op, o->raw, what, out);
 }
 
 void
-cr__object_wait_begin(cr__wait *w, const void *obj, const char *kind,
-                      const char *channel, cr__decode_fn decode,
-                      bool trust_open, int64_t wait_ms)
+cr__object_wait_begin(cr__wait *w, cr__op *op, const void *obj,
+                      const char *kind, const char *channel,
+                      cr__decode_fn decode, bool trust_open, int64_t wait_ms)
 {
     cr__wait_spec spec = {
         .ev_object = kind,
@@ -226,7 +228,7 @@ cr__object_wait_begin(cr__wait *w, const void *obj, const char *kind,
         .trust_open = trust_open,
     };
 
-    cr__wait_begin(w, ((const cr__object *)obj)->client, &spec);
+    cr__wait_begin(w, op, &spec);
 }
 
 cr_status

@@ -56,9 +56,11 @@ void cr__object_free(void *obj, void (*own)(void *obj));
 
 /* cr__object_enter: the guard at the top of every call on a handle: clears
  * this thread's error, refuses NULL and handles that are not live handles of
- * `magic` (CR_EINVAL, naming `kind`), then enters the client. On CR_OK the
- * call must end with cr__object_leave. */
-cr_status cr__object_enter(const void *obj, uint32_t magic, const char *kind);
+ * `magic` (CR_EINVAL, naming `kind`), then enters the client (*op: the
+ * call's operation, cr__client_enter). On CR_OK the call must end with
+ * cr__object_leave. */
+cr_status cr__object_enter(const void *obj, uint32_t magic, const char *kind,
+                           cr__op *op);
 
 /* cr__object_leave: the end of every call whose cr__object_enter
  * succeeded. */
@@ -67,9 +69,10 @@ void cr__object_leave(const void *obj);
 /* cr__object_name: the name as given, or "" for NULL or a dead handle. */
 const char *cr__object_name(const void *obj, uint32_t magic);
 
-/* cr__object_background: run run(arg) in the background for handle `obj`
- * (cr__background), which its free waits for. */
-void cr__object_background(void *obj, void (*run)(void *arg),
+/* cr__object_background: run run(op, arg) in the background for handle
+ * `obj` (cr__background), which its free waits for. */
+void cr__object_background(void *obj,
+                           void (*run)(const cr__op *op, void *arg),
                            void (*done)(void *arg), void *arg);
 
 /* cr__check_wait: CR_WAIT_FOREVER or 0..CR_DURATION_MAX, else CR_EINVAL. */
@@ -97,19 +100,21 @@ cr_status cr__check_out(const void *out, const char *what);
 
 /* cr__object_get_count: GET of the object's key N, a count (0 when N does
  * not exist) into *out; CR_ESCRIPT naming `kind` when N holds no number.
- * On an entered handle. */
-cr_status cr__object_get_count(const void *obj, const char *kind,
-                               int64_t *out);
+ * On an entered handle, within `op`. */
+cr_status cr__object_get_count(const cr__op *op, const void *obj,
+                               const char *kind, int64_t *out);
 
-/* cr__object_wait_begin: begin a wait (wait.h) for an object's attempts,
+/* cr__object_wait_begin: begin a wait (wait.h) within `op` (its deadline
+ * set: cr__op_wait) for an object's attempts,
  * woken through `channel`, whose messages `decode` reads (trust_open: as
  * cr__wait_spec's), floor 1 ms, looking again at least every
  * CR__OBJECT_RECHECK_MS. On an entered handle. Its outcome goes to the
  * event hook as the object `kind`'s ("semaphore", "latch"...; a latch's
  * wait that runs out is reported as CR_TIMEOUT); NULL: none (a barrier's
  * or a condition's wait is no acquisition). */
-void cr__object_wait_begin(cr__wait *w, const void *obj, const char *kind,
-                           const char *channel, cr__decode_fn decode,
-                           bool trust_open, int64_t wait_ms);
+void cr__object_wait_begin(cr__wait *w, cr__op *op, const void *obj,
+                           const char *kind, const char *channel,
+                           cr__decode_fn decode, bool trust_open,
+                           int64_t wait_ms);
 
 #endif

@@ -46,9 +46,9 @@ const cr__sem_kind cr__permit_semaphore_kind = {PES_MAGIC, "permit semaphore",
 
 /* The guard of every call. */
 static cr_status
-enter(cr_permit_semaphore *s)
+enter(cr_permit_semaphore *s, cr__op *op)
 {
-    return cr__sem_enter(s, &cr__permit_semaphore_kind);
+    return cr__sem_enter(s, &cr__permit_semaphore_kind, op);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -194,6 +194,7 @@ expiry_of(int64_t lease_ms)
 /* ------------------------------------------------------------ acquiring */
 
 typedef struct attempt_ctx {
+    const cr__op *op;
     cr_permit_semaphore *sem;
     int64_t permits;
     int64_t lease_ms;
@@ -216,7 +217,7 @@ resolve_lost_reply(attempt_ctx *a, bool *granted)
     lens[0] = 6;
     lens[1] = strlen(a->sem->issued);
     lens[2] = a->ids[0].len;
-    rc = cr__command_retry(a->sem->client, 3, argv, lens, &r);
+    rc = cr__command_retry(a->op, 3, argv, lens, &r);
     if (rc != CR_OK)
         return rc;
     *granted = r->type != CR__REPLY_NIL;
@@ -312,27 +313,27 @@ attempt(attempt_ctx *a, int64_t *hint)
         rc = cr__permit_acquire_call(s, a->permits, a->lease_ms, a->ids, a->n,
                                      &call);
     if (rc == CR_OK)
-        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+        rc = cr__script_call_run(a->op, &cmd, &call, &r);
     cr__script_call_free(&call);
     if (rc == CR_EIO && cmd.sent)
         a->uncertain = true; /* it may have run: its reply was lost */
     return cr__permit_acquire_reply(rc, r, hint);
 }
 
-static cr_status release(cr_permit_semaphore *s, const char *hex,
-                         int64_t permits, int64_t *result);
+static cr_status release(const cr__op *op, cr_permit_semaphore *s,
+                         const char *hex, int64_t permits, int64_t *result);
 
-/* Gives back the n ids of an acquisition of `permits`. */
+/* Gives back the n ids of an acquisition of `permits`, within `op`. */
 static void
-give_back(cr_permit_semaphore *s, const cr__permit_id *ids, size_t n,
-          int64_t permits)
+give_back(const cr__op *op, cr_permit_semaphore *s, const cr__permit_id *ids,
+          size_t n, int64_t permits)
 {
     char hex[CR_PERMIT_ID_LEN + 1];
     int64_t ignored;
 
     for (size_t i = 0; i < n; i++) {
         cr__permit_id_hex(&ids[i], hex);
-        release(s, hex, n == 1 ? permits : 1, &ignored);
+        release(op, s, hex, n == 1 ? permits : 1, &ignored);
     }
 }
 
@@ -346,13 +347,14 @@ typedef struct late_permit {
 
 /* Background: if the permits were granted, give them back. */
 static void
-late_permit_run(void *arg)
+late_permit_run(const cr__op *op, void *arg)
 {
     late_permit *p = arg;
     attempt_ctx a;
     bool granted = false;
 
     memset(&a, 0, sizeof(a));
+    a.op = op;
     a.sem = p->sem;
     a.ids = p->ids;
     a.n = p->n;
@@ -361,7 +363,7 @@ late_permit_run(void *arg)
     cr__log(&p->sem->client->log, CR_LOG_INFO, "permit semaphore %s: "
             "permits granted after their caller gave up are given back",
             p->sem->name);
-    give_back(p->sem, p->ids, p->n, p->permits);
+    give_back(op, p->sem, p->ids, p->n, p->permits);
 }
 
 static void
@@ -394,7 +396,8 @@ acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
     attempt_ctx a;
     cr__wait w;
     int64_t hint = -1;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
@@ -404,6 +407,8 @@ acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
         (rc = check_acquire_n(s, permits, lease_ms)) != CR_OK ||
         (rc = cr__check_out(out, "id")) != CR_OK)
         goto out;
+    cr__op_wait(&op, wait_ms);
+    a.op = &op;
     a.sem = s;
     a.permits = permits;
     a.lease_ms = lease_ms;
@@ -412,28 +417,27 @@ acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
         rc = cr__fail(CR_ENOMEM, "out of memory");
         goto out;
     }
-    cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
-    cr__object_wait_begin(&w, s, "permit semaphore", s->channel,
+    cr__wait_turn(s->client->pubsub, s->channel, &s->handoff, wait_ms);
+    cr__object_wait_begin(&w, &op, s, "permit semaphore", s->channel,
                           cr__sem_decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = attempt(&a, &hint);
     if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
-        int64_t patience = cr__call_patience_set(cr__now_ms());
         bool granted = false;
 
         /* One look if a connection is at hand; else in the background,
          * which gives permits granted too late back. */
+        op.patience = cr__now_ms();
         if (resolve_lost_reply(&a, &granted) != CR_OK)
             cr__permit_late(s, a.ids, a.n, permits);
         else if (granted)
             rc = CR_OK;
-        cr__call_patience_set(patience);
     }
     if (rc == CR_OK && atomic_load(&s->client->closing)) {
         /* Granted while the client is being freed: the caller could not
          * release them any more; give them back now, within the free's
          * grace. */
-        give_back(s, a.ids, a.n, permits);
+        give_back(&op, s, a.ids, a.n, permits);
         rc = cr__fail(CR_ECLOSED, "the client is being freed (the permits, "
                       "granted meanwhile, were given back)");
     } else if (rc == CR_OK) {
@@ -497,8 +501,8 @@ cr__permit_release_call(const void *obj, const char *hex, int64_t permits,
 
 cr_status
 cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
-                         cr__reply *r, int64_t sent_us, bool async,
-                         int64_t *result)
+                         cr__reply *r, const cr__sub_seen *seen,
+                         int64_t sent_us, bool async, int64_t *result)
 {
     cr__sem *s = obj;
     int64_t v = 0;
@@ -511,8 +515,8 @@ cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
                         (long long)v);
     *result = v % 3;
     if (v >= 3)
-        cr__handoff_after_release(&s->handoff, s->client, s->channel, v / 3,
-                                  sent_us);
+        cr__handoff_after_release(&s->handoff, seen, v / 3, sent_us,
+                                  cr__now_us());
     if (result != NULL && *result == 0)
         return cr__fail(CR_ENOTOWNER, "permit %s of %s is not out (released, "
                         "expired or never issued)", hex, s->name);
@@ -533,31 +537,34 @@ cr__permit_release_reply(void *obj, const char *hex, cr_status rc,
  * 1 (released) or 2 (expired, not reclaimed yet, released all the same:
  * CR_ELOST). */
 static cr_status
-release(cr_permit_semaphore *s, const char *hex, int64_t permits,
-        int64_t *result)
+release(const cr__op *op, cr_permit_semaphore *s, const char *hex,
+        int64_t permits, int64_t *result)
 {
     cr__permit_id id;
     int64_t sent = cr__now_us();
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
+    cr__sub_seen seen;
     cr_status rc = cr__permit_release_call(s, hex, permits, &id, &call);
 
     if (rc == CR_OK)
-        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+        rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__permit_release_reply(s, hex, rc, r, sent, false, result);
+    cr__pubsub_waiters(s->client->pubsub, s->channel, &seen, NULL);
+    return cr__permit_release_reply(s, hex, rc, r, &seen, sent, false, result);
 }
 
 cr_status
 cr_permit_semaphore_release(cr_permit_semaphore *s, const char *id)
 {
     int64_t result = 0;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
-    rc = release(s, id, 1, &result);
+    rc = release(&op, s, id, 1, &result);
     cr__object_leave(s);
     return rc;
 }
@@ -567,7 +574,8 @@ cr_permit_semaphore_release_n(cr_permit_semaphore *s, const char *id,
                               int64_t permits)
 {
     int64_t result = 0;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
@@ -578,7 +586,7 @@ cr_permit_semaphore_release_n(cr_permit_semaphore *s, const char *id,
     else
         rc = cr__check_range("permits", permits, 1, CR_PERMITS_MAX);
     if (rc == CR_OK)
-        rc = release(s, id, permits, &result);
+        rc = release(&op, s, id, permits, &result);
     cr__object_leave(s);
     return rc;
 }
@@ -588,11 +596,12 @@ cr_permit_semaphore_try_release(cr_permit_semaphore *s, const char *id,
                                 bool *released)
 {
     int64_t result = 0;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
-    rc = release(s, id, 1, &result);
+    rc = release(&op, s, id, 1, &result);
     if ((rc == CR_OK || rc == CR_ENOTOWNER || rc == CR_ELOST) &&
         released != NULL)
         *released = result == 1;
@@ -632,13 +641,14 @@ cr_permit_semaphore_update_lease_time(cr_permit_semaphore *s, const char *id,
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     bool v = false;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
     rc = cr__permit_update_call(s, id, lease_ms, &raw, &call);
     if (rc == CR_OK)
-        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+        rc = cr__script_call_run(&op, &cmd, &call, &r);
     cr__script_call_free(&call);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "update_lease_time", &v);
@@ -656,14 +666,15 @@ cr_permit_semaphore_get_lease_time(cr_permit_semaphore *s, const char *id,
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = decode_id(s, id, &raw)) != CR_OK ||
         (rc = cr__check_out(remaining_ms, "remaining_ms")) != CR_OK)
         goto out;
-    rc = cr__run_permit_semaphore_get_lease_time(s->client, &cmd,
+    rc = cr__run_permit_semaphore_get_lease_time(&op, &cmd,
         &(cr__permit_semaphore_get_lease_time_args){
             .permits = s->raw, .issued = s->issued, .channel = s->channel,
             .id = {raw.b, raw.len}, .never = NEVER,
@@ -691,13 +702,14 @@ count(cr_permit_semaphore *s, const char *which, int64_t *out)
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_out(out, "permits")) != CR_OK)
         goto out;
-    rc = cr__run_permit_semaphore_permits(s->client, &cmd,
+    rc = cr__run_permit_semaphore_permits(&op, &cmd,
         &(cr__permit_semaphore_permits_args){
             .permits = s->raw, .issued = s->issued, .channel = s->channel,
             .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd,
@@ -744,13 +756,14 @@ cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
 {
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
-    rc = cr__run_permit_semaphore_set_permits(s->client, &cmd,
+    rc = cr__run_permit_semaphore_set_permits(&op, &cmd,
         &(cr__permit_semaphore_set_permits_args){
             .permits = s->raw, .channel = s->channel, .issued = s->issued,
             .count_value = permits, .publish = s->client->publish_cmd},

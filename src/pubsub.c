@@ -409,16 +409,16 @@ cr__sub_quiet_since(cr__pubsub *ps, cr__sub *s, const cr__sub_mark *m)
 }
 
 int
-cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *count,
-                   int64_t *counted_at_us, cr__sub_mark *mark)
+cr__pubsub_waiters(cr__pubsub *ps, const char *channel, cr__sub_seen *seen,
+                   cr__sub_mark *mark)
 {
     cr__sub *s;
     int n = -1;
 
     pthread_mutex_lock(&ps->lk.mu);
     HASH_FIND_STR(ps->subs, channel, s);
-    *count = 0;
-    *counted_at_us = 0;
+    seen->counted = 0;
+    seen->counted_at_us = 0;
     if (mark != NULL)
         memset(mark, 0, sizeof(*mark));
     if (s != NULL && s->last_sent == SENT_SUB && s->confirmed) {
@@ -426,8 +426,8 @@ cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *count,
 
         for (n = s->refs, y = s->yielders; y != NULL; y = y->next)
             n--; /* they hold a reference but do not wait for the lock */
-        *count = s->counted;
-        *counted_at_us = s->counted_at_us;
+        seen->counted = s->counted;
+        seen->counted_at_us = s->counted_at_us;
         if (mark != NULL) {
             mark->id = s->id;
             mark->confirms = s->confirms;
@@ -435,6 +435,7 @@ cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *count,
         }
     }
     pthread_mutex_unlock(&ps->lk.mu);
+    seen->waiters = n;
     return n;
 }
 

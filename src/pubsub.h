@@ -143,13 +143,20 @@ typedef struct cr__sub_mark {
     uint64_t messages; /* messages read on it until then */
 } cr__sub_mark;
 
-/* cr__pubsub_waiters: the local waiters of `channel` when this client is
- * subscribed to it (0 while it lingers), -1 when not; *count gets the
- * counted messages (cr__wake) read on it so far, *counted_at_us when the
- * last one was read (monotonic; 0: none), and *mark (unless NULL) the
- * subscription's mark (id 0 when not subscribed). */
-int cr__pubsub_waiters(cr__pubsub *ps, const char *channel, uint64_t *count,
-                       int64_t *counted_at_us, cr__sub_mark *mark);
+/* What a subscription to a channel has seen, as the releaser's turn
+ * (handoff.h) reads it: the client's or an event loop's. */
+typedef struct cr__sub_seen {
+    int waiters;           /* local waiters; 0 while it lingers, -1 when
+                            * not subscribed */
+    uint64_t counted;      /* counted messages (cr__wake) read so far */
+    int64_t counted_at_us; /* when the last was read (monotonic; 0: none) */
+} cr__sub_seen;
+
+/* cr__pubsub_waiters: what this client's subscription to `channel` has
+ * seen, into *seen (its waiters as the return value too), and *mark
+ * (unless NULL) the subscription's mark (id 0 when not subscribed). */
+int cr__pubsub_waiters(cr__pubsub *ps, const char *channel, cr__sub_seen *seen,
+                       cr__sub_mark *mark);
 
 /* cr__sub_quiet_since: true when `sub` is the subscription marked in `m`,
  * confirmed without a break since and with no message read since: a

@@ -620,7 +620,7 @@ connect_link(cr__links *ls, int i)
     if (!ls->cluster || host[0] != '\0')
         rc = cr__conn_open(&ls->cfg, u->is_unix && !ls->cluster ? NULL : host,
                            port, peer, cr__now_ms() + ls->cfg.command_timeout_ms,
-                           &c);
+                           -1, &c);
     pthread_mutex_lock(&ls->mu);
     if (c == NULL) {
         char why[512] = "";

@@ -47,15 +47,15 @@ struct cr_rate_limiter {
 
 /* The guard of every call. */
 cr_status
-cr__rate_limiter_enter(const cr_rate_limiter *l)
+cr__rate_limiter_enter(const cr_rate_limiter *l, cr__op *op)
 {
-    return cr__object_enter(l, RATE_MAGIC, "rate limiter");
+    return cr__object_enter(l, RATE_MAGIC, "rate limiter", op);
 }
 
 static cr_status
-enter(cr_rate_limiter *l)
+enter(cr_rate_limiter *l, cr__op *op)
 {
-    return cr__rate_limiter_enter(l);
+    return cr__rate_limiter_enter(l, op);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -157,13 +157,14 @@ cr_rate_limiter_try_set_rate(cr_rate_limiter *l, cr_rate_type type,
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     bool done = false;
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = check_rate(l, type, rate, interval_ms, keep_alive_ms)) != CR_OK)
         goto out;
-    rc = cr__run_rate_limiter_try_set_rate(l->client, &cmd,
+    rc = cr__run_rate_limiter_try_set_rate(&op, &cmd,
         &(cr__rate_limiter_try_set_rate_args){
             .config = l->raw, .rate = rate, .interval_ms = interval_ms,
             .type = type, .keep_alive_ms = keep_alive_ms},
@@ -184,13 +185,14 @@ cr_rate_limiter_set_rate(cr_rate_limiter *l, cr_rate_type type, int64_t rate,
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     bool done = false;
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = check_rate(l, type, rate, interval_ms, keep_alive_ms)) != CR_OK)
         goto out;
-    rc = cr__run_rate_limiter_set_rate(l->client, &cmd,
+    rc = cr__run_rate_limiter_set_rate(&op, &cmd,
         &(cr__rate_limiter_set_rate_args){
             .config = l->raw, .value = l->value,
             .client_value = l->client_value, .permits = l->records,
@@ -220,13 +222,14 @@ cr_rate_limiter_get_config(cr_rate_limiter *l, cr_rate_config *config)
     cr_rate_config got = {CR_RATE_OVERALL, 0, 0, 0};
     cr__reply *r = NULL;
     size_t i;
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     argv[1] = l->raw;
     if ((rc = cr__check_out(config, "config")) != CR_OK ||
-        (rc = cr__command_retry(l->client, 2, argv, NULL, &r)) != CR_OK)
+        (rc = cr__command_retry(&op, 2, argv, NULL, &r)) != CR_OK)
         goto out;
     if (r->type != CR__REPLY_ARRAY) {
         rc = cr__fail(CR_ESCRIPT, "rate limiter %s: HGETALL replied no array",
@@ -338,7 +341,7 @@ cr__rate_busy(const cr_rate_limiter *l, int64_t permits, int64_t wait_ms,
 /* One attempt: CR_OK when granted; CR_BUSY with the script's hint in
  * *hint; CR_EINVAL for too many permits or no rate; CR_EIO... */
 static cr_status
-attempt(attempt_ctx *a, int64_t *hint)
+attempt(const cr__op *op, attempt_ctx *a, int64_t *hint)
 {
     cr_rate_limiter *l = a->limiter;
     cr__script_call call = {0};
@@ -350,7 +353,7 @@ attempt(attempt_ctx *a, int64_t *hint)
         return rc;
     rc = cr__rate_acquire_call(l, a->permits, a->id, &call);
     if (rc == CR_OK)
-        rc = cr__script_call_run(l->client, &cmd, &call, &r);
+        rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
     if (rc != CR_OK) {
         /* Sent, its reply lost: it may have granted; the next attempt
@@ -386,9 +389,9 @@ cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
 {
     attempt_ctx a;
     cr__wait w;
-    int64_t patience = 0;
     bool patient = false;
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
@@ -402,18 +405,18 @@ cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
     memset(&w, 0, sizeof(w));
     w.client = l->client;
     w.spec.wait_ms = wait_ms;
-    cr__call_wait(l->client, wait_ms);
+    cr__op_wait(&op, wait_ms);
     w.start = cr__now_ms();
     w.deadline = wait_ms == CR_WAIT_FOREVER ? -1 : w.start + wait_ms;
     for (;;) {
         int64_t sleep;
 
-        w.rc = attempt(&a, &w.hint);
-        if (!cr__wait_poll(&w, &sleep))
+        w.rc = attempt(&op, &a, &w.hint);
+        if (!cr__wait_poll(&w, cr__now_ms(), &sleep))
             break;
         if (!patient) {
             /* Retries do not wait for a connection slot past the wait. */
-            patience = cr__call_patience_set(w.deadline);
+            op.patience = w.deadline;
             patient = true;
         }
         if (!sleep_unless_closing(l->client, sleep)) {
@@ -422,8 +425,6 @@ cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
         }
     }
     rc = w.rc;
-    if (patient)
-        cr__call_patience_set(patience);
     if (rc == CR_BUSY)
         rc = cr__rate_busy(l, permits, wait_ms, w.hint);
     else if (rc == CR_OK)
@@ -447,13 +448,14 @@ cr_rate_limiter_available_permits(cr_rate_limiter *l, int64_t *permits)
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t answer = 0, value = 0;
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_out(permits, "permits")) != CR_OK)
         goto out;
-    rc = cr__run_rate_limiter_available(l->client, &cmd,
+    rc = cr__run_rate_limiter_available(&op, &cmd,
         &(cr__rate_limiter_available_args){
             .config = l->raw, .value = l->value,
             .client_value = l->client_value, .permits = l->records,
@@ -474,7 +476,8 @@ cr_rate_limiter_delete(cr_rate_limiter *l, bool *deleted)
     const char *argv[6];
     cr__reply *r = NULL;
     int64_t n = 0;
-    cr_status rc = enter(l);
+    cr__op op;
+    cr_status rc = enter(l, &op);
 
     if (rc != CR_OK)
         return rc;
@@ -484,7 +487,7 @@ cr_rate_limiter_delete(cr_rate_limiter *l, bool *deleted)
     argv[3] = l->client_value;
     argv[4] = l->records;
     argv[5] = l->client_records;
-    rc = cr__command_retry(l->client, 6, argv, NULL, &r);
+    rc = cr__command_retry(&op, 6, argv, NULL, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "rate limiter delete", &n);
     if (rc == CR_OK && deleted != NULL)

@@ -16,7 +16,7 @@
 
 /* cr__rate_limiter_enter: the guard of every call on a rate limiter (end
  * it with cr__object_leave). */
-cr_status cr__rate_limiter_enter(const cr_rate_limiter *l);
+cr_status cr__rate_limiter_enter(const cr_rate_limiter *l, cr__op *op);
 
 /* An acquire attempt of `permits` (checked by the caller) under record id
  * `id` (CR__RATE_ID_BYTES, kept by the caller until the call is sent),

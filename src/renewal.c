@@ -812,6 +812,7 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
     bool read = (r->due[from].order >> 16) == CR__HOLD_READ;
     cr__cmd cmd = {.flags = CR__CMD_RESERVED | CR__CMD_RETRY | CR__CMD_SYNC};
     cr__reply *reply = NULL;
+    cr__op op;
     cr_status rc;
     size_t i, nkeys = 0, nargs = 0;
     int64_t now, sent = cr__now_ms(), lease = r->cfg.lease_ms;
@@ -821,14 +822,15 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
         rc = CR_ENOMEM; /* retried like a failed call */
     } else {
         pthread_mutex_unlock(&r->mu);
+        cr__op_begin(&op, c, -1);
         if (read)
-            rc = cr__run_rwlock_read_renew(c, &cmd,
+            rc = cr__run_rwlock_read_renew(&op, &cmd,
                 &(cr__rwlock_read_renew_args){
                     .pairs = r->args, .n_pairs = nkeys, .lease_ms = lease,
                     .readers = r->args + nkeys, .n_readers = nargs},
                 &reply);
         else
-            rc = cr__run_lock_renew(c, &cmd,
+            rc = cr__run_lock_renew(&op, &cmd,
                 &(cr__lock_renew_args){
                     .locks = r->args, .n_locks = nkeys, .lease_ms = lease,
                     .owners = r->args + nkeys, .n_owners = nargs},
@@ -1130,7 +1132,11 @@ still_there(cr__renewal *r, const char *key, const char *owner, bool *there)
     const char *argv[3] = {"HEXISTS", key, owner};
     cr__reply *reply = NULL;
     int64_t v = 0;
-    cr_status rc = cr__command_retry(r->client, 3, argv, NULL, &reply);
+    cr__op op;
+    cr_status rc;
+
+    cr__op_begin(&op, r->client, -1);
+    rc = cr__command_retry(&op, 3, argv, NULL, &reply);
 
     if (rc != CR_OK)
         return rc;

@@ -35,12 +35,12 @@ cr__rlock_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
 
 /* forceUnlock (and delete): the hash goes and waiters are told. */
 cr_status
-cr__rlock_force_unlock(cr_lock *l, bool *done)
+cr__rlock_force_unlock(const cr__op *op, cr_lock *l, bool *done)
 {
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__run_lock_force_unlock(l->client, &cmd,
+    cr_status rc = cr__run_lock_force_unlock(op, &cmd,
         &(cr__lock_force_unlock_args){.lock = l->raw, .channel = l->channel,
                                       .message = 0,
                                       .publish = l->client->publish_cmd},
@@ -54,12 +54,12 @@ cr__rlock_force_unlock(cr_lock *l, bool *done)
 }
 
 cr_status
-cr__rlock_is_locked(cr_lock *l, bool *locked)
+cr__rlock_is_locked(const cr__op *op, cr_lock *l, bool *locked)
 {
     const char *argv[2] = {"EXISTS", l->raw};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__command_retry(l->client, 2, argv, NULL, &r);
+    cr_status rc = cr__command_retry(op, 2, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -70,8 +70,10 @@ cr__rlock_is_locked(cr_lock *l, bool *locked)
 
 /* A waiter of a lock without a queue has nothing to leave. */
 cr_status
-cr__rlock_give_up(cr_lock *l, const char *owner, int64_t wait_ms)
+cr__rlock_give_up(const cr__op *op, cr_lock *l, const char *owner,
+                  int64_t wait_ms)
 {
+    (void)op;
     (void)l;
     (void)owner;
     (void)wait_ms;

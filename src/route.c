@@ -64,11 +64,11 @@ node_pool(cr__transport *t, int n)
 
 /* Asks node `n` for the slot map and loads it; CR_OK when loaded. */
 static cr_status
-refresh_from(cr__transport *t, int n)
+refresh_from(cr__transport *t, const cr__op *op, int n)
 {
     const char *argv[2] = {"CLUSTER", "SLOTS"};
     cr__pool *p = node_pool(t, n);
-    cr__cmd cmd = {0};
+    cr__cmd cmd = {.op = op};
     cr__reply *r = NULL;
     cr_status rc;
 
@@ -83,11 +83,12 @@ refresh_from(cr__transport *t, int n)
     return rc;
 }
 
-/* Reads the slot map again: from the known masters first, then from every
- * other node known (the seeds among them), until one answers. Unless
- * `force`, does nothing when another thread refreshed it just now. */
+/* Reads the slot map again, within operation `op` (may be NULL): from the
+ * known masters first, then from every other node known (the seeds among
+ * them), until one answers. Unless `force`, does nothing when another
+ * thread refreshed it just now. */
 static cr_status
-refresh(cr__transport *t, bool force)
+refresh(cr__transport *t, const cr__op *op, bool force)
 {
     int64_t started = cr__now_ms();
     cr_status rc = CR_EIO;
@@ -103,7 +104,7 @@ refresh(cr__transport *t, bool force)
     for (pass = 0; pass < 2 && rc != CR_OK; pass++)
         for (n = 0; n < count && rc != CR_OK; n++)
             if (cr__slot_map_is_master(t->map, n) == (pass == 0))
-                rc = refresh_from(t, n);
+                rc = refresh_from(t, op, n);
     if (rc == CR_OK) {
         CR__STAT_ADD(t->cfg.stats, topology_refreshes, 1);
         atomic_store(&t->refreshed_at, cr__now_ms());
@@ -136,7 +137,7 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
     int k = cr__routing_key(argc, argv, argvlen);
     unsigned slot = k < 0 ? 0 : cr__key_slot(argv[k], argvlen != NULL ?
                                              argvlen[k] : strlen(argv[k]));
-    int64_t deadline = cr__deadline_in(t->cfg.command_timeout_ms);
+    int64_t deadline = cr__cmd_deadline(cmd, t->cfg.command_timeout_ms);
     int64_t backoff = CR__CLUSTER_RETRY_MIN_MS;
     int redirects = 0, node = -1;
     bool asking = false, down;
@@ -144,7 +145,7 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
 
     if (atomic_load(&t->refresh_due) ||
         cr__now_ms() - atomic_load(&t->refreshed_at) > REFRESH_PERIOD_MS)
-        refresh(t, false);
+        refresh(t, cmd->op, false);
     for (;;) {
         char host[256];
         unsigned moved_slot;
@@ -153,7 +154,7 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
         cr__pool *p;
 
         if (!asking && (node = cr__slot_map_node(t->map, slot)) < 0 &&
-            (refresh(t, false) != CR_OK ||
+            (refresh(t, cmd->op, false) != CR_OK ||
              (node = cr__slot_map_node(t->map, slot)) < 0))
             return cr__fail(CR_EIO, "%s: no cluster node serves slot %u",
                             argv[0], slot);
@@ -166,7 +167,7 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
              * safe to send again follows them when they moved. */
             int was = node;
 
-            if (refresh(t, false) != CR_OK || !(flags & CR__CMD_RETRY) ||
+            if (refresh(t, cmd->op, false) != CR_OK || !(flags & CR__CMD_RETRY) ||
                 ++redirects > CR__MAX_REDIRECTS ||
                 cr__slot_map_node(t->map, slot) == was)
                 return rc;
@@ -196,7 +197,7 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
                 return rc;
             }
             if (down)
-                refresh(t, false);
+                refresh(t, cmd->op, false);
             cr__sleep_ms(backoff);
             backoff = backoff * 2 > CR__CLUSTER_RETRY_MAX_MS
                           ? CR__CLUSTER_RETRY_MAX_MS : backoff * 2;
@@ -208,9 +209,9 @@ cluster_command(cr__transport *t, cr__cmd *cmd, int argc, const char **argv,
     }
 }
 
-/* Learns the seed nodes and reads the first slot map. */
+/* Learns the seed nodes and reads the first slot map, within `op`. */
 static cr_status
-cluster_start(cr__transport *t)
+cluster_start(cr__transport *t, const cr__op *op)
 {
     const cr__url *u = t->cfg.url;
     cr_status rc;
@@ -223,7 +224,7 @@ cluster_start(cr__transport *t)
         if (cr__slot_map_intern(t->map, u->hosts[i], u->ports[i]) < 0)
             return CR_ENOMEM;
     for (i = 0; i < u->nhosts; i++)
-        if ((rc = refresh_from(t, (int)i)) == CR_OK)
+        if ((rc = refresh_from(t, op, (int)i)) == CR_OK)
             break;
     if (rc != CR_OK)
         return rc;
@@ -258,7 +259,7 @@ void
 cr__transport_refresh(cr__transport *t)
 {
     if (t->map != NULL)
-        refresh(t, false);
+        refresh(t, NULL, false);
 }
 
 void
@@ -281,8 +282,8 @@ cr__transport_refresh_due(cr__transport *t)
 /* -------------------------------------------------------------- transport */
 
 cr_status
-cr__transport_new(const cr__conn_config *cfg, int pool_size,
-                  cr__transport **out)
+cr__transport_new(const cr__op *op, const cr__conn_config *cfg,
+                  int pool_size, cr__transport **out)
 {
     cr__transport *t;
     cr_status rc = CR_OK;
@@ -297,15 +298,15 @@ cr__transport_new(const cr__conn_config *cfg, int pool_size,
     pthread_mutex_init(&t->nodes_mu, NULL);
     pthread_mutex_init(&t->refresh_mu, NULL);
     if (cfg->url->is_cluster) {
-        rc = cluster_start(t);
+        rc = cluster_start(t, op);
     } else if ((t->single = cr__pool_new(&t->cfg, pool_size, NULL, 0)) ==
                NULL) {
         rc = CR_ENOMEM;
     } else {
         /* Open one connection now to report an unreachable server. */
         rc = cr__pool_open(t->single,
-                           cr__deadline_in(cfg->connect_timeout_ms +
-                                           cfg->command_timeout_ms));
+                           cr__op_deadline_in(op, cfg->connect_timeout_ms +
+                                                      cfg->command_timeout_ms));
     }
     if (rc != CR_OK) {
         cr__transport_free(t);
@@ -342,8 +343,8 @@ cr__transport_command(cr__transport *t, cr__cmd *cmd, int argc,
 }
 
 void
-cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
-                           const size_t *argvlen)
+cr__transport_send_noreply(cr__transport *t, const cr__op *op, int argc,
+                           const char **argv, const size_t *argvlen)
 {
     cr__pool *p = t->single;
 
@@ -357,7 +358,7 @@ cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
         if ((p = node_pool(t, cr__slot_map_node(t->map, slot))) == NULL)
             return;
     }
-    cr__pool_send_noreply(p, argc, argv, argvlen);
+    cr__pool_send_noreply(p, op, argc, argv, argvlen);
 }
 
 void

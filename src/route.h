@@ -35,9 +35,10 @@ typedef struct cr__transport cr__transport;
  * (per master in a cluster). Standalone and with Sentinel, one connection
  * is opened at once to report an unreachable or refusing server, the
  * others on first use; in a cluster, the seeds of the URL are asked for
- * the slot map. With Sentinel, cfg->topology says where the master is. */
-cr_status cr__transport_new(const cr__conn_config *cfg, int pool_size,
-                            cr__transport **out);
+ * the slot map; both within `op` (the client's creation). With Sentinel,
+ * cfg->topology says where the master is. */
+cr_status cr__transport_new(const cr__op *op, const cr__conn_config *cfg,
+                            int pool_size, cr__transport **out);
 void cr__transport_free(cr__transport *t);
 
 /* cr__transport_command: send one command to its server and wait for its
@@ -51,9 +52,10 @@ cr_status cr__transport_command(cr__transport *t, cr__cmd *cmd, int argc,
                                 cr__reply **out);
 
 /* cr__transport_send_noreply: send a command whose reply nobody waits for
- * (the unlock latch's DEL); its reply is read and dropped after the
+ * (the unlock latch's DEL), as part of `op` (may be NULL); its reply is read and dropped after the
  * connection's next command has been written. Failures are ignored. */
-void cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
+void cr__transport_send_noreply(cr__transport *t, const cr__op *op,
+                                int argc, const char **argv,
                                 const size_t *argvlen);
 
 /* cr__transport_node_addr: in a cluster, the address of the master that

@@ -96,11 +96,12 @@ read_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
 
 /* forceUnlock (and delete) of one side: runs only in that side's mode. */
 static cr_status
-side_force_unlock(cr_lock *l, const char *mode, int64_t message, bool *done)
+side_force_unlock(const cr__op *op, cr_lock *l, const char *mode,
+                  int64_t message, bool *done)
 {
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    cr_status rc = cr__run_rwlock_force_unlock(l->client, &cmd,
+    cr_status rc = cr__run_rwlock_force_unlock(op, &cmd,
         &(cr__rwlock_force_unlock_args){.lock = l->raw,
                                         .channel = l->channel,
                                         .message = message,
@@ -113,26 +114,27 @@ side_force_unlock(cr_lock *l, const char *mode, int64_t message, bool *done)
 
 /* isLocked of one side. */
 static cr_status
-side_is_locked(cr_lock *l, const char *mode, bool *locked)
+side_is_locked(const cr__op *op, cr_lock *l, const char *mode,
+               bool *locked)
 {
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    cr_status rc = cr__run_rwlock_is_locked(l->client, &cmd,
+    cr_status rc = cr__run_rwlock_is_locked(op, &cmd,
         &(cr__rwlock_is_locked_args){.lock = l->raw, .mode = mode}, &r);
 
     return rc != CR_OK ? rc : cr__reply_bool(r, "isLocked", locked);
 }
 
 static cr_status
-read_force_unlock(cr_lock *l, bool *done)
+read_force_unlock(const cr__op *op, cr_lock *l, bool *done)
 {
-    return side_force_unlock(l, "read", 0, done);
+    return side_force_unlock(op, l, "read", 0, done);
 }
 
 static cr_status
-read_is_locked(cr_lock *l, bool *locked)
+read_is_locked(const cr__op *op, cr_lock *l, bool *locked)
 {
-    return side_is_locked(l, "read", locked);
+    return side_is_locked(op, l, "read", locked);
 }
 
 /* The read side: waits and renews as RLock, on its own scripts. */
@@ -207,15 +209,15 @@ write_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
 }
 
 static cr_status
-write_force_unlock(cr_lock *l, bool *done)
+write_force_unlock(const cr__op *op, cr_lock *l, bool *done)
 {
-    return side_force_unlock(l, "write", 1, done);
+    return side_force_unlock(op, l, "write", 1, done);
 }
 
 static cr_status
-write_is_locked(cr_lock *l, bool *locked)
+write_is_locked(const cr__op *op, cr_lock *l, bool *locked)
 {
-    return side_is_locked(l, "write", locked);
+    return side_is_locked(op, l, "write", locked);
 }
 
 /* The write side: owner names end in ":write". */
@@ -314,12 +316,14 @@ cr_rwlock_delete(cr_rwlock *rw, bool *deleted)
     const char *argv[2] = {"DEL", NULL};
     cr__reply *r = NULL;
     int64_t n = 0;
-    cr_status rc = cr__object_enter(rw, CR__RWLOCK_MAGIC, "read/write lock");
+    cr__op op;
+    cr_status rc = cr__object_enter(rw, CR__RWLOCK_MAGIC, "read/write lock",
+                                    &op);
 
     if (rc != CR_OK)
         return rc;
     argv[1] = rw->raw;
-    rc = cr__command_retry(rw->client, 2, argv, NULL, &r);
+    rc = cr__command_retry(&op, 2, argv, NULL, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "DEL", &n);
     if (rc == CR_OK) {

@@ -10,11 +10,20 @@
 #include "conn.h"
 #include "script.h"
 
-/* The runner a client starts with. */
+/* The runner of the client an operation is on (its first member). */
 static cr__runner *
-run(cr_client *c)
+run(const cr__op *op)
 {
-    return (cr__runner *)(void *)c;
+    return (cr__runner *)(void *)op->client;
+}
+
+/* `cmd` as a command of operation `op`. */
+static cr__cmd *
+of_op(cr__cmd *cmd, const cr__op *op)
+{
+    if (cmd->op == NULL)
+        cmd->op = op;
+    return cmd;
 }
 
 /* Turns an error reply into its status (CR_ESERVER, or CR_ENOPERM,
@@ -29,12 +38,12 @@ server_error(cr__reply *r)
 }
 
 cr_status
-cr__command(cr_client *c, cr__cmd *cmd, int argc, const char **argv,
+cr__command(const cr__op *op, cr__cmd *cmd, int argc, const char **argv,
             const size_t *lens, cr__reply **out)
 {
     cr__reply *r = NULL;
-    cr_status rc = cr__transport_command(run(c)->transport, cmd, argc, argv, lens,
-                                         &r);
+    cr_status rc = cr__transport_command(run(op)->transport, of_op(cmd, op),
+                                         argc, argv, lens, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -45,12 +54,12 @@ cr__command(cr_client *c, cr__cmd *cmd, int argc, const char **argv,
 }
 
 cr_status
-cr__command_retry(cr_client *c, int argc, const char **argv,
+cr__command_retry(const cr__op *op, int argc, const char **argv,
                   const size_t *lens, cr__reply **out)
 {
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
 
-    return cr__command(c, &cmd, argc, argv, lens, out);
+    return cr__command(op, &cmd, argc, argv, lens, out);
 }
 
 bool
@@ -91,23 +100,24 @@ cr__script_call_argv(cr__script_call *call, bool body, char nk[24])
 }
 
 cr_status
-cr__script_call_run(cr_client *c, cr__cmd *cmd, cr__script_call *call,
+cr__script_call_run(const cr__op *op, cr__cmd *cmd, cr__script_call *call,
                     cr__reply **out)
 {
     char nk[24];
     cr__reply *r = NULL;
     cr_status rc;
 
+    of_op(cmd, op);
     cr__script_call_argv(call, false, nk);
-    rc = cr__transport_command(run(c)->transport, cmd, (int)call->argc,
+    rc = cr__transport_command(run(op)->transport, cmd, (int)call->argc,
                                call->argv, call->lens, &r);
     if (rc == CR_OK && r->type == CR__REPLY_ERROR &&
         strncmp(r->str, "NOSCRIPT", 8) == 0) {
         cr__reply_free(r);
         r = NULL;
-        CR__STAT_ADD(&run(c)->stats, noscript_fallbacks, 1);
+        CR__STAT_ADD(&run(op)->stats, noscript_fallbacks, 1);
         cr__script_call_argv(call, true, nk);
-        rc = cr__transport_command(run(c)->transport, cmd, (int)call->argc,
+        rc = cr__transport_command(run(op)->transport, cmd, (int)call->argc,
                                    call->argv, call->lens, &r);
     }
     if (rc == CR_OK && r->type == CR__REPLY_ERROR)
@@ -118,13 +128,13 @@ cr__script_call_run(cr_client *c, cr__cmd *cmd, cr__script_call *call,
 }
 
 cr_status
-cr__command_get_int(cr_client *c, const char *key, const char *what,
+cr__command_get_int(const cr__op *op, const char *key, const char *what,
                     int64_t *out)
 {
     const char *argv[2] = {"GET", key};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__command_retry(c, 2, argv, NULL, &r);
+    cr_status rc = cr__command_retry(op, 2, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -137,11 +147,11 @@ cr__command_get_int(cr_client *c, const char *key, const char *what,
 }
 
 void
-cr__del_noreply(cr_client *c, const char *key)
+cr__del_noreply(const cr__op *op, const char *key)
 {
     const char *argv[2] = {"DEL", key};
 
-    cr__transport_send_noreply(run(c)->transport, 2, argv, NULL);
+    cr__transport_send_noreply(run(op)->transport, op, 2, argv, NULL);
 }
 
 bool

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Running commands and the Lua scripts of lua/ on a client's transport,
- * and reading their replies. Each script is called through the typed
+ * within an operation (cr__op: its deadline bounds them), and reading
+ * their replies. Each script is called through the typed
  * argument struct and cr__run_<name>() that build-aux/embed-lua.sh
  * generates from the script's "--! keys:" and "--! argv:" lines into
  * scripts.h; a script is sent by EVALSHA first, by EVAL when the server
@@ -67,7 +68,7 @@ void cr__script_call_free(cr__script_call *call);
  * error reply becomes its status (cr__reply_status: CR_ESERVER,
  * CR_ENOPERM...) with the server's text in cr_last_error().
  * Ownership: *out needs cr__reply_free(). */
-cr_status cr__script_call_run(cr_client *c, cr__cmd *cmd,
+cr_status cr__script_call_run(const cr__op *op, cr__cmd *cmd,
                               cr__script_call *call, cr__reply **out);
 
 /* cr__script_call_argv: argv[0..2] of `call` for sending it by EVALSHA
@@ -76,23 +77,23 @@ void cr__script_call_argv(cr__script_call *call, bool body, char nk[24]);
 
 /* cr__command: one plain command; an error reply becomes its status as
  * with scripts. `lens` may be NULL for C strings. */
-cr_status cr__command(cr_client *c, cr__cmd *cmd, int argc, const char **argv,
-                      const size_t *lens, cr__reply **out);
+cr_status cr__command(const cr__op *op, cr__cmd *cmd, int argc,
+                      const char **argv, const size_t *lens, cr__reply **out);
 
 /* cr__command_retry: cr__command with CR__CMD_RETRY, for reads and other
  * commands safe to send twice. */
-cr_status cr__command_retry(cr_client *c, int argc, const char **argv,
+cr_status cr__command_retry(const cr__op *op, int argc, const char **argv,
                             const size_t *lens, cr__reply **out);
 
 /* cr__command_get_int: GET `key` as a number: 0 when the key does not
  * exist, CR_ESCRIPT ("<what> holds no number") when it is no number. */
-cr_status cr__command_get_int(cr_client *c, const char *key, const char *what,
-                              int64_t *out);
+cr_status cr__command_get_int(const cr__op *op, const char *key,
+                              const char *what, int64_t *out);
 
 /* cr__del_noreply: send DEL of `key` without waiting: an unlock latch
  * after the unlock script replied, as Redisson does, or a semaphore's
  * acquire latch. */
-void cr__del_noreply(cr_client *c, const char *key);
+void cr__del_noreply(const cr__op *op, const char *key);
 
 /* cr__reply_int: the integer of an INTEGER reply, or of a STRING holding a
  * decimal; false otherwise. */

@@ -34,11 +34,12 @@ owner_of(const cr_lock *l, int64_t tid, char *out)
 
 /* The hold count of `owner` on the server: HGET N owner. */
 static cr_status
-server_hold_count(cr_lock *l, const char *owner, int64_t *count)
+server_hold_count(const cr__op *op, cr_lock *l, const char *owner,
+                  int64_t *count)
 {
     const char *argv[3] = {"HGET", l->raw, owner};
     cr__reply *r = NULL;
-    cr_status rc = cr__command_retry(l->client, 3, argv, NULL, &r);
+    cr_status rc = cr__command_retry(op, 3, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -73,6 +74,7 @@ cr__lock_decode(const char *payload, size_t len)
 }
 
 typedef struct attempt_ctx {
+    const cr__op *op;
     cr_lock *lock;
     const char *owner;
     int64_t lease_ms;
@@ -92,7 +94,7 @@ static cr_status
 resolve_lost_reply(attempt_ctx *a, bool *acquired)
 {
     int64_t server = 0;
-    cr_status rc = server_hold_count(a->lock, a->owner, &server);
+    cr_status rc = server_hold_count(a->op, a->lock, a->owner, &server);
 
     if (rc != CR_OK)
         return rc;
@@ -132,8 +134,8 @@ attempt(attempt_ctx *a, int64_t *hint)
     a->sent_ms = cr__now_ms();
     a->gen = cr__topology_generation(l->client->topology);
     a->cmd = (cr__cmd){.flags = CR__CMD_SYNC};
-    rc = cr__lock_kind_acquire(l, &a->cmd, a->owner, a->lease_ms, a->wait_ms,
-                               hint);
+    rc = cr__lock_kind_acquire(a->op, l, &a->cmd, a->owner, a->lease_ms,
+                               a->wait_ms, hint);
     if (rc == CR_EREENTRANT && cr__script_lock_holds(l, a->owner, NULL) == 0) {
         /* The server has a hold of this owner that this client does not
          * know of: an earlier attempt whose reply was lost did acquire.
@@ -158,7 +160,7 @@ typedef struct give_back {
 
 /* The background job of a give_back. */
 static void
-give_back_run(void *arg)
+give_back_run(const cr__op *op, void *arg)
 {
     give_back *g = arg;
     cr_lock *l = g->lock;
@@ -166,15 +168,16 @@ give_back_run(void *arg)
     int ignored;
 
     if ((g->what & CR__LATER_GIVE_UP) &&
-        l->kind->give_up(l, g->owner, g->wait_ms) != CR_OK)
+        l->kind->give_up(op, l, g->owner, g->wait_ms) != CR_OK)
         cr__log(&l->client->log, CR_LOG_WARN, "fair lock %s: %s stays in its "
                 "queue until its deadline", l->name, g->owner);
     if ((g->what & CR__LATER_RESOLVE) &&
-        server_hold_count(l, g->owner, &server) == CR_OK &&
+        server_hold_count(op, l, g->owner, &server) == CR_OK &&
         server > cr__script_lock_holds(l, g->owner, NULL))
         g->what |= CR__LATER_UNDO; /* granted after its caller gave up */
     if (g->what & CR__LATER_UNDO) {
-        cr_status rc = cr__lock_kind_unlock(l, g->owner, g->lease_ms, &ignored);
+        cr_status rc = cr__lock_kind_unlock(op, l, g->owner, g->lease_ms,
+                                            &ignored);
 
         cr__log(&l->client->log, rc == CR_OK ? CR_LOG_INFO : CR_LOG_WARN,
                 "%s %s: an acquisition of %s its caller was told it did not "
@@ -213,8 +216,8 @@ cr__script_lock_later(cr_lock *l, const char *owner, int64_t lease_ms,
 
 /* The class's acquire: see the file comment. */
 static cr_status
-script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
-               int64_t *token)
+script_acquire(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
+               int64_t lease_ms, int64_t *token)
 {
     char owner[CR__OWNER_MAX], *channel = NULL;
     attempt_ctx a;
@@ -225,7 +228,8 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     bool resolve_later = false;
     cr_status sync, rc;
 
-    turned = cr__handoff_before(&l->handoff, l->client, l->channel, wait_ms);
+    turned = cr__wait_turn(l->client->pubsub, l->channel, &l->handoff,
+                           wait_ms);
     owner_of(l, tid, owner);
     if (!l->kind->spin)
         channel = l->kind->own_channel
@@ -233,6 +237,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
                       : l->channel;
     if (channel == NULL && !l->kind->spin)
         return CR_ENOMEM;
+    a.op = op;
     a.lock = l;
     a.owner = owner;
     /* Redisson would pass the object's current lease (the last explicit
@@ -262,7 +267,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
     /* Not when it holds the lock already: a reentrant lock() must not wait
      * behind the threads that wait for this very hold. */
     spec.in_line = l->kind->in_line && cr__script_lock_holds(l, owner, NULL) == 0;
-    cr__wait_begin(&w, l->client, &spec);
+    cr__wait_begin(&w, op, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = attempt(&a, &hint);
     if (turned && a.attempts > 0)
@@ -275,16 +280,17 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
          * could vanish in a failover; undo it and say so (a server that
          * refuses WAIT too: the check cannot work there). */
         snprintf(why, sizeof(why), "%s", cr_last_error());
-        if (cr__lock_kind_unlock(l, owner, a.lease_ms, &ignored) != CR_OK)
+        if (cr__lock_kind_unlock(op, l, owner, a.lease_ms, &ignored) != CR_OK)
             undo_later = true;
         rc = cr__fail(sync, "%s %s: %s; the acquisition was undone",
                       l->kind->name, l->name, why);
     }
     if ((rc == CR_EIO || rc == CR_BUSY) && a.uncertain) {
         bool acquired = false;
-        int64_t patience = cr__call_patience_set(cr__now_ms());
+        int64_t patience = op->patience;
 
         /* One look if a connection is at hand; else in the background. */
+        op->patience = cr__now_ms();
         if (resolve_lost_reply(&a, &acquired) != CR_OK) {
             resolve_later = true;
         } else if (acquired) {
@@ -292,7 +298,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
             a.token = 0;
             rc = CR_OK;
         }
-        cr__call_patience_set(patience);
+        op->patience = patience;
     }
     if (channel != l->channel)
         free(channel);
@@ -301,7 +307,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
 
         /* Granted while the client is being freed: the caller could not
          * release it any more; give it back now, within the free's grace. */
-        cr__lock_kind_unlock(l, owner, a.lease_ms, &ignored);
+        cr__lock_kind_unlock(op, l, owner, a.lease_ms, &ignored);
         rc = cr__fail(CR_ECLOSED, "the client is being freed (the lock, "
                       "granted meanwhile, was given back)");
     } else if (rc == CR_OK) {
@@ -314,7 +320,7 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
             int ignored;
 
             /* Nobody would renew or remember it: give it back. */
-            cr__lock_kind_unlock(l, owner, a.lease_ms, &ignored);
+            cr__lock_kind_unlock(op, l, owner, a.lease_ms, &ignored);
         } else {
             if (cr__topology_generation(l->client->topology) != a.gen)
                 /* The master moved since: is the hold on the new one? */
@@ -322,11 +328,11 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
                                 owner);
             if (lease_ms > 0)
                 atomic_store(&l->lease_ms, lease_ms);
-            cr__handoff_acquired(&l->handoff);
+            cr__handoff_acquired(&l->handoff, cr__now_us());
             if (token != NULL)
                 *token = a.token;
         }
-    } else if (l->kind->give_up(l, owner, wait_ms) != CR_OK) {
+    } else if (l->kind->give_up(op, l, owner, wait_ms) != CR_OK) {
         give_up_later = true;
     }
     if (rc != CR_OK && rc != CR_ECLOSED &&
@@ -336,9 +342,9 @@ script_acquire(cr_lock *l, int64_t tid, int64_t wait_ms, int64_t lease_ms,
                               (undo_later ? CR__LATER_UNDO : 0) |
                               (resolve_later ? CR__LATER_RESOLVE : 0));
     if (cr__hooked(&l->client->run.stats) && (rc == CR_OK || rc == CR_BUSY))
-        cr__lock_event(l, rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
-                       l->kind->name, l->name, cr__now_ms() - w.start, -1,
-                       false);
+        cr__op_event(op, rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY, rc,
+                     l->kind->name, l->name, cr__now_ms() - w.start, -1,
+                     false);
     return rc;
 }
 
@@ -366,8 +372,9 @@ cr__lock_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
 /* ------------------------------------------------------------ releasing */
 
 cr_status
-cr__lock_kind_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
-                      int64_t lease_ms, int64_t wait_ms, int64_t *hint)
+cr__lock_kind_acquire(const cr__op *op, cr_lock *l, cr__cmd *cmd,
+                      const char *owner, int64_t lease_ms, int64_t wait_ms,
+                      int64_t *hint)
 {
     cr__script_call call = {0};
     cr__reply *r = NULL;
@@ -376,15 +383,15 @@ cr__lock_kind_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
                                          &tmp);
 
     if (rc == CR_OK)
-        rc = cr__script_call_run(l->client, cmd, &call, &r);
+        rc = cr__script_call_run(op, cmd, &call, &r);
     cr__script_call_free(&call);
     free(tmp);
     return l->kind->acquire_reply(l, owner, wait_ms, rc, r, hint);
 }
 
 cr_status
-cr__lock_kind_unlock(cr_lock *l, const char *owner, int64_t lease_ms,
-                     int *result)
+cr__lock_kind_unlock(const cr__op *op, cr_lock *l, const char *owner,
+                     int64_t lease_ms, int *result)
 {
     cr__script_call call = {0};
     cr__unlock u;
@@ -396,10 +403,10 @@ cr__lock_kind_unlock(cr_lock *l, const char *owner, int64_t lease_ms,
         return rc;
     rc = l->kind->unlock_call(l, owner, lease_ms, &u, &call, &tmp);
     if (rc == CR_OK)
-        rc = cr__script_call_run(l->client, &u.cmd, &call, &r);
+        rc = cr__script_call_run(op, &u.cmd, &call, &r);
     cr__script_call_free(&call);
     free(tmp);
-    return cr__unlock_end(l, &u, rc, r, result);
+    return cr__unlock_end(op, l, &u, rc, r, result);
 }
 
 cr_status
@@ -438,25 +445,28 @@ cr__unlock_reply(cr_lock *l, cr__reply *r, int *result, int64_t *heard)
 }
 
 cr_status
-cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc, cr__reply *r,
-               int *result)
+cr__unlock_end(const cr__op *op, cr_lock *l, cr__unlock *u, cr_status rc,
+               cr__reply *r, int *result)
 {
     int64_t heard = 0;
+    cr__sub_seen seen;
 
     if (rc == CR_OK) {
         rc = cr__unlock_reply(l, r, result, &heard);
-        cr__del_noreply(l->client, u->unlock_latch);
+        cr__del_noreply(op, u->unlock_latch);
     }
     free(u->unlock_latch);
-    if (rc == CR_OK)
-        cr__handoff_after_unlock(&l->handoff, l->client, l->channel, heard,
-                                 u->started_us, l->kind->in_line);
+    if (rc == CR_OK) {
+        cr__pubsub_waiters(l->client->pubsub, l->channel, &seen, NULL);
+        cr__handoff_after_unlock(&l->handoff, &seen, heard, u->started_us,
+                                 cr__now_us(), l->kind->in_line);
+    }
     return rc;
 }
 
 /* The class's release: see the file comment. */
 static cr_status
-script_release(cr_lock *l, int64_t tid)
+script_release(cr__op *op, cr_lock *l, int64_t tid)
 {
     char owner[CR__OWNER_MAX];
     cr__renewal *r = l->client->renewal;
@@ -471,14 +481,14 @@ script_release(cr_lock *l, int64_t tid)
     cr__hold_releasing(r, kind, l->raw, owner);
     lease = atomic_load(&l->lease_ms);
     sent = cr__now_ms();
-    rc = cr__lock_kind_unlock(l, owner, lease, &result);
+    rc = cr__lock_kind_unlock(op, l, owner, lease, &result);
     if (rc == CR_OK) {
         int64_t held = cr__hold_release(r, kind, l->raw, owner, result == 1,
                                         cr__lease_valid_until(sent, lease));
 
         if (result == 1)
-            cr__lock_event(l, CR_EVENT_RELEASED, CR_OK, l->kind->name,
-                           l->name, -1, held, false);
+            cr__op_event(op, CR_EVENT_RELEASED, CR_OK, l->kind->name,
+                         l->name, -1, held, false);
     } else if (rc == CR_ENOTOWNER && local > 0) {
         /* Found lost by the unlock itself: reported as any lost hold, its
          * callback first. */
@@ -519,25 +529,25 @@ removed(cr_lock *l, cr_status rc)
 }
 
 static cr_status
-script_force_unlock(cr_lock *l, bool *done)
+script_force_unlock(cr__op *op, cr_lock *l, bool *done)
 {
-    return removed(l, l->kind->force_unlock(l, done));
+    return removed(l, l->kind->force_unlock(op, l, done));
 }
 
 static cr_status
-script_delete(cr_lock *l, bool *done)
+script_delete(cr__op *op, cr_lock *l, bool *done)
 {
-    return removed(l, l->kind->delete_(l, done));
+    return removed(l, l->kind->delete_(op, l, done));
 }
 
 cr_status
-cr__lock_del(cr_lock *l, bool *done)
+cr__lock_del(const cr__op *op, cr_lock *l, bool *done)
 {
     const char *argv[4] = {"DEL", l->raw, l->key2, l->key3};
     int argc = l->key3 != NULL ? 4 : l->key2 != NULL ? 3 : 2;
     cr__reply *r = NULL;
     int64_t n = 0;
-    cr_status rc = cr__command_retry(l->client, argc, argv, NULL, &r);
+    cr_status rc = cr__command_retry(op, argc, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -549,26 +559,26 @@ cr__lock_del(cr_lock *l, bool *done)
 /* -------------------------------------------------------------- queries */
 
 static cr_status
-script_is_locked(cr_lock *l, bool *locked)
+script_is_locked(cr__op *op, cr_lock *l, bool *locked)
 {
-    return l->kind->is_locked(l, locked);
+    return l->kind->is_locked(op, l, locked);
 }
 
 static cr_status
-script_hold_count(cr_lock *l, int64_t tid, int64_t *count)
+script_hold_count(cr__op *op, cr_lock *l, int64_t tid, int64_t *count)
 {
     char owner[CR__OWNER_MAX];
 
     owner_of(l, tid, owner);
-    return server_hold_count(l, owner, count);
+    return server_hold_count(op, l, owner, count);
 }
 
 static cr_status
-script_remain_ttl(cr_lock *l, int64_t *ttl_ms)
+script_remain_ttl(cr__op *op, cr_lock *l, int64_t *ttl_ms)
 {
     const char *argv[2] = {"PTTL", l->raw};
     cr__reply *r = NULL;
-    cr_status rc = cr__command_retry(l->client, 2, argv, NULL, &r);
+    cr_status rc = cr__command_retry(op, 2, argv, NULL, &r);
 
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "PTTL", ttl_ms);

@@ -45,12 +45,13 @@ struct cr__lock_kind {
     cr_status (*unlock_call)(cr_lock *l, const char *owner, int64_t lease_ms,
                              const struct cr__unlock *u,
                              cr__script_call *call, char **tmp);
-    cr_status (*force_unlock)(cr_lock *l, bool *done);
-    cr_status (*delete_)(cr_lock *l, bool *done);
-    cr_status (*is_locked)(cr_lock *l, bool *locked);
+    cr_status (*force_unlock)(const cr__op *op, cr_lock *l, bool *done);
+    cr_status (*delete_)(const cr__op *op, cr_lock *l, bool *done);
+    cr_status (*is_locked)(const cr__op *op, cr_lock *l, bool *locked);
     /* A waiter stops waiting without the lock: CR_OK, or the failure (the
      * caller then tries again in the background). */
-    cr_status (*give_up)(cr_lock *l, const char *owner, int64_t wait_ms);
+    cr_status (*give_up)(const cr__op *op, cr_lock *l, const char *owner,
+                         int64_t wait_ms);
 };
 
 /* cr__script_lock_new: a script lock of `kind` named `name` whose
@@ -72,10 +73,11 @@ cr_status cr__lock_acquire_reply(cr_lock *l, const char *owner,
 /* cr__lock_kind_acquire / cr__lock_kind_unlock: one attempt, one release
  * of one hold (*result 0: holds remain, 1: released; CR_ENOTOWNER when
  * the owner holds none), through the kind's calls, blocking. */
-cr_status cr__lock_kind_acquire(cr_lock *l, cr__cmd *cmd, const char *owner,
-                                int64_t lease_ms, int64_t wait_ms,
-                                int64_t *hint);
-cr_status cr__lock_kind_unlock(cr_lock *l, const char *owner, int64_t lease_ms,
+cr_status cr__lock_kind_acquire(const cr__op *op, cr_lock *l, cr__cmd *cmd,
+                                const char *owner, int64_t lease_ms,
+                                int64_t wait_ms, int64_t *hint);
+cr_status cr__lock_kind_unlock(const cr__op *op, cr_lock *l,
+                               const char *owner, int64_t lease_ms,
                                int *result);
 
 /* An unlock under way: every kind's unlock script takes a fresh unlock
@@ -95,8 +97,8 @@ struct cr__unlock {
  * unlock latch as Redisson does, start the releaser's turn (handoff.h) and
  * free what begin made. */
 cr_status cr__unlock_begin(cr_lock *l, cr__unlock *u);
-cr_status cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc,
-                         cr__reply *r, int *result);
+cr_status cr__unlock_end(const cr__op *op, cr_lock *l, cr__unlock *u,
+                         cr_status rc, cr__reply *r, int *result);
 
 /* cr__script_lock_holds: this client's own count of `owner`'s holds of
  * `l` (*lost, may be NULL: found lost). */
@@ -128,7 +130,7 @@ cr__wake cr__lock_decode(const char *payload, size_t len);
 /* cr__lock_del: DEL of N and the kind's other keys, nothing published
  * (delete() of the kinds whose waiters find out at their next attempt);
  * *done: any of them existed. */
-cr_status cr__lock_del(cr_lock *l, bool *done);
+cr_status cr__lock_del(const cr__op *op, cr_lock *l, bool *done);
 
 /* RLock's operations (rlock.c), for kinds that share them. */
 cr_status cr__rlock_acquire_call(cr_lock *l, const char *owner,
@@ -137,9 +139,10 @@ cr_status cr__rlock_acquire_call(cr_lock *l, const char *owner,
 cr_status cr__rlock_unlock_call(cr_lock *l, const char *owner,
                                 int64_t lease_ms, const cr__unlock *u,
                                 cr__script_call *call, char **tmp);
-cr_status cr__rlock_force_unlock(cr_lock *l, bool *done);
-cr_status cr__rlock_is_locked(cr_lock *l, bool *locked);
-cr_status cr__rlock_give_up(cr_lock *l, const char *owner, int64_t wait_ms);
+cr_status cr__rlock_force_unlock(const cr__op *op, cr_lock *l, bool *done);
+cr_status cr__rlock_is_locked(const cr__op *op, cr_lock *l, bool *locked);
+cr_status cr__rlock_give_up(const cr__op *op, cr_lock *l, const char *owner,
+                            int64_t wait_ms);
 
 /* A kind that is RLock but for its name, acquire call, delete and whether
  * its waits go in line. */

@@ -40,11 +40,11 @@ struct cr_semaphore {
 
 const cr__sem_kind cr__semaphore_kind = {SEM_MAGIC, "semaphore", false};
 
-/* The guard of every semaphore call. */
+/* The guard of every semaphore call (*op: the call's operation). */
 static cr_status
-enter(cr_semaphore *s)
+enter(cr_semaphore *s, cr__op *op)
 {
-    return cr__sem_enter(s, &cr__semaphore_kind);
+    return cr__sem_enter(s, &cr__semaphore_kind, op);
 }
 
 /* ------------------------------------------------------------- creation */
@@ -70,6 +70,7 @@ cr_semaphore_name(const cr_semaphore *s)
 /* ------------------------------------------------------------ acquiring */
 
 typedef struct attempt_ctx {
+    const cr__op *op;
     cr_semaphore *sem;
     int64_t permits;
     int64_t acquire_latch_ms;
@@ -117,7 +118,7 @@ attempt(attempt_ctx *a, int64_t *hint)
 
     *hint = -1;
     if (rc == CR_OK)
-        rc = cr__script_call_run(a->sem->client, &cmd, &call, &r);
+        rc = cr__script_call_run(a->op, &cmd, &call, &r);
     cr__script_call_free(&call);
     return cr__sem_acquire_reply(rc, r);
 }
@@ -126,12 +127,13 @@ attempt(attempt_ctx *a, int64_t *hint)
  * take the permits? Its acquire latch says so: CR_OK with *taken, or the
  * failure of the look. */
 static cr_status
-acquire_latch_left_behind(cr__sem *s, const char *acquire_latch, bool *taken)
+acquire_latch_left_behind(const cr__op *op, const char *acquire_latch,
+                          bool *taken)
 {
     const char *argv[2] = {"EXISTS", acquire_latch};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = cr__command_retry(s->client, 2, argv, NULL, &r);
+    cr_status rc = cr__command_retry(op, 2, argv, NULL, &r);
 
     if (rc != CR_OK)
         return rc;
@@ -149,20 +151,25 @@ typedef struct late_permits {
 } late_permits;
 
 /* Background: if the acquire latch says they were taken, give them back. */
+static cr_status release_permits(const cr__op *op, cr_semaphore *s,
+                                 int64_t permits, bool only_if_exists,
+                                 bool *done);
+
 static void
-late_permits_run(void *arg)
+late_permits_run(const cr__op *op, void *arg)
 {
     late_permits *p = arg;
-    bool taken = false;
+    bool taken = false, done = false;
 
-    if (acquire_latch_left_behind(p->sem, p->acquire_latch, &taken) != CR_OK ||
+    if (acquire_latch_left_behind(op, p->acquire_latch, &taken) != CR_OK ||
         !taken)
         return;
     cr__log(&p->sem->client->log, CR_LOG_INFO, "semaphore %s: %lld "
             "permits taken after their caller gave up are given back",
             p->sem->name, (long long)p->permits);
-    if (cr_semaphore_release((cr_semaphore *)p->sem, p->permits) == CR_OK)
-        cr__del_noreply(p->sem->client, p->acquire_latch);
+    if (release_permits(op, (cr_semaphore *)p->sem, p->permits, false,
+                        &done) == CR_OK)
+        cr__del_noreply(op, p->acquire_latch);
 }
 
 static void
@@ -196,8 +203,9 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     cr_client *c;
     attempt_ctx a;
     cr__wait w;
+    cr__op op;
     int64_t hint = -1;
-    cr_status rc = enter(s);
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
@@ -205,7 +213,9 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     if ((rc = cr__check_permits(permits)) != CR_OK ||
         (rc = cr__check_wait(wait_ms)) != CR_OK || permits == 0)
         goto out;
+    cr__op_wait(&op, wait_ms);
     memset(&a, 0, sizeof(a));
+    a.op = &op;
     a.sem = s;
     a.permits = permits;
     /* The acquire latch must outlive every retry of the call: the waiting
@@ -217,28 +227,27 @@ acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         rc = cr__fail(CR_ENOMEM, "cannot make a request id");
         goto out;
     }
-    cr__handoff_before(&s->handoff, s->client, s->channel, wait_ms);
-    cr__object_wait_begin(&w, s, "semaphore", s->channel, cr__sem_decode,
-                          false, wait_ms);
+    cr__wait_turn(c->pubsub, s->channel, &s->handoff, wait_ms);
+    cr__object_wait_begin(&w, &op, s, "semaphore", s->channel,
+                          cr__sem_decode, false, wait_ms);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
         rc = attempt(&a, &hint);
     if (rc == CR_EIO) {
-        int64_t patience = cr__call_patience_set(cr__now_ms());
         bool taken = false;
 
         /* One look if a connection is at hand; else in the background. */
-        if (acquire_latch_left_behind((cr__sem *)s, a.acquire_latch,
-                                      &taken) == CR_OK) {
+        op.patience = cr__now_ms();
+        if (acquire_latch_left_behind(&op, a.acquire_latch, &taken) ==
+            CR_OK) {
             if (taken)
                 rc = CR_OK;
         } else {
             cr__sem_late(s, a.acquire_latch, permits);
             a.acquire_latch = NULL;
         }
-        cr__call_patience_set(patience);
     }
     if (rc == CR_OK)
-        cr__del_noreply(c, a.acquire_latch);
+        cr__del_noreply(&op, a.acquire_latch);
     else if (rc == CR_BUSY)
         cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits until the "
                  "wait ran out", s->name, (long long)permits);
@@ -274,8 +283,8 @@ cr__sem_release_call(const void *obj, int64_t permits, bool only_if_exists,
 }
 
 cr_status
-cr__sem_release_reply(void *obj, cr_status rc, cr__reply *r, int64_t sent_us,
-                      bool *done)
+cr__sem_release_reply(void *obj, cr_status rc, cr__reply *r,
+                      const cr__sub_seen *seen, int64_t sent_us, bool *done)
 {
     cr__sem *s = obj;
     int64_t v = 0;
@@ -285,37 +294,50 @@ cr__sem_release_reply(void *obj, cr_status rc, cr__reply *r, int64_t sent_us,
     if (rc == CR_OK) {
         *done = v > 0;
         if (v > 1)
-            cr__handoff_after_release(&s->handoff, s->client, s->channel,
-                                      v - 1, sent_us);
+            cr__handoff_after_release(&s->handoff, seen, v - 1, sent_us,
+                                      cr__now_us());
     }
     return rc;
 }
 
-/* Runs the release script; *done tells whether it released. */
+/* Runs the release script within `op`; *done tells whether it
+ * released. */
 static cr_status
-release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
+release_permits(const cr__op *op, cr_semaphore *s, int64_t permits,
+                bool only_if_exists, bool *done)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
+    cr__sub_seen seen;
     int64_t sent;
-    cr_status rc = enter(s);
+    cr_status rc = cr__check_permits(permits);
 
     if (rc != CR_OK)
         return rc;
-    if ((rc = cr__check_permits(permits)) != CR_OK)
-        goto out;
     if (permits == 0) {
         *done = false;
-        goto out;
+        return CR_OK;
     }
     sent = cr__now_us();
     rc = cr__sem_release_call(s, permits, only_if_exists, &call);
     if (rc == CR_OK)
-        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+        rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    rc = cr__sem_release_reply(s, rc, r, sent, done);
-out:
+    cr__pubsub_waiters(s->client->pubsub, s->channel, &seen, NULL);
+    return cr__sem_release_reply(s, rc, r, &seen, sent, done);
+}
+
+/* The public release: the guard, then release_permits. */
+static cr_status
+release(cr_semaphore *s, int64_t permits, bool only_if_exists, bool *done)
+{
+    cr__op op;
+    cr_status rc = enter(s, &op);
+
+    if (rc != CR_OK)
+        return rc;
+    rc = release_permits(&op, s, permits, only_if_exists, done);
     cr__object_leave(s);
     return rc;
 }
@@ -364,13 +386,14 @@ cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
 {
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
-    rc = cr__run_semaphore_set_permits(s->client, &cmd,
+    rc = cr__run_semaphore_set_permits(&op, &cmd,
         &(cr__semaphore_set_permits_args){.permits = s->raw,
                                           .channel = s->channel,
                                           .count_value = permits,
@@ -389,11 +412,12 @@ cr_semaphore_drain_permits(cr_semaphore *s, int64_t *drained)
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = 0;
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
-    rc = cr__run_semaphore_drain_permits(s->client, &cmd,
+    rc = cr__run_semaphore_drain_permits(&op, &cmd,
         &(cr__semaphore_drain_permits_args){.permits = s->raw}, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "drain_permits", &v);
@@ -408,12 +432,13 @@ cr_semaphore_drain_permits(cr_semaphore *s, int64_t *drained)
 cr_status
 cr_semaphore_available_permits(cr_semaphore *s, int64_t *permits)
 {
-    cr_status rc = enter(s);
+    cr__op op;
+    cr_status rc = enter(s, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_out(permits, "permits")) == CR_OK)
-        rc = cr__object_get_count(s, "semaphore", permits);
+        rc = cr__object_get_count(&op, s, "semaphore", permits);
     cr__object_leave(s);
     return rc;
 }
@@ -476,9 +501,9 @@ cr__sem_free(void *s, const cr__sem_kind *k)
 }
 
 cr_status
-cr__sem_enter(const void *s, const cr__sem_kind *k)
+cr__sem_enter(const void *s, const cr__sem_kind *k, cr__op *op)
 {
-    return cr__object_enter(s, k->magic, k->label);
+    return cr__object_enter(s, k->magic, k->label, op);
 }
 
 cr_status
@@ -489,13 +514,14 @@ cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     bool done = false;
-    cr_status rc = cr__sem_enter(s, k);
+    cr__op op;
+    cr_status rc = cr__sem_enter(s, k, &op);
 
     if (rc != CR_OK)
         return rc;
     if ((rc = cr__check_permits(permits)) == CR_OK &&
         (rc = cr__check_ttl(ttl_ms)) == CR_OK)
-        rc = cr__run_semaphore_try_set_permits(s->client, &cmd,
+        rc = cr__run_semaphore_try_set_permits(&op, &cmd,
             &(cr__semaphore_try_set_permits_args){
                 .permits = s->raw, .channel = s->channel,
                 .count_value = permits, .publish = s->client->publish_cmd,
@@ -533,13 +559,14 @@ cr__sem_add_permits(void *obj, const cr__sem_kind *k, int64_t delta)
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
-    cr_status rc = cr__sem_enter(s, k);
+    cr__op op;
+    cr_status rc = cr__sem_enter(s, k, &op);
 
     if (rc != CR_OK)
         return rc;
     rc = cr__sem_add_call(s, k->expirable, delta, &call);
     if (rc == CR_OK)
-        rc = cr__script_call_run(s->client, &cmd, &call, &r);
+        rc = cr__script_call_run(&op, &cmd, &call, &r);
     cr__script_call_free(&call);
     if (rc == CR_OK)
         cr__reply_free(r);
@@ -554,13 +581,14 @@ cr__sem_delete(void *obj, const cr__sem_kind *k, bool *deleted)
     const char *argv[3] = {"DEL", NULL, NULL};
     cr__reply *r = NULL;
     int64_t n = 0;
-    cr_status rc = cr__sem_enter(s, k);
+    cr__op op;
+    cr_status rc = cr__sem_enter(s, k, &op);
 
     if (rc != CR_OK)
         return rc;
     argv[1] = s->raw;
     argv[2] = s->issued;
-    rc = cr__command_retry(s->client, argv[2] != NULL ? 3 : 2, argv, NULL, &r);
+    rc = cr__command_retry(&op, argv[2] != NULL ? 3 : 2, argv, NULL, &r);
     if (rc == CR_OK)
         rc = cr__reply_i64(r, "DEL", &n);
     if (rc == CR_OK && deleted != NULL)

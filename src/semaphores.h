@@ -35,12 +35,12 @@ extern const cr__sem_kind cr__permit_semaphore_kind;
 
 /* cr__sem_new: a handle of `size` bytes (starting with CR__SEM_FIELDS)
  * of kind `k` for `name`. cr__sem_free frees it (NULL and dead handles
- * are left alone); cr__sem_enter is its guard (end with
- * cr__object_leave). */
+ * are left alone); cr__sem_enter is its guard (*op: the call's
+ * operation; end with cr__object_leave). */
 cr_status cr__sem_new(cr_client *c, const char *name, const cr__sem_kind *k,
                       size_t size, void **out);
 void cr__sem_free(void *s, const cr__sem_kind *k);
-cr_status cr__sem_enter(const void *s, const cr__sem_kind *k);
+cr_status cr__sem_enter(const void *s, const cr__sem_kind *k, cr__op *op);
 
 /* The public calls both kinds have, guard included: trySetPermits
  * (ttl_ms 0: none; *set may be NULL), addPermits, and delete (of N and
@@ -54,7 +54,8 @@ cr_status cr__sem_delete(void *s, const cr__sem_kind *k, bool *deleted);
  * reply, so that the blocking and the asynchronous API send the same:
  * an acquire attempt of `permits` under acquire latch `acquire_latch` (CR_OK
  * taken, CR_BUSY too few), and a release (*done: released; the releaser's
- * turn starts from `sent_us`). */
+ * turn starts from `sent_us`, from what the releasing driver's
+ * subscription to the channel has seen, `seen`). */
 cr_status cr__sem_acquire_call(const void *s, int64_t permits,
                                const char *acquire_latch,
                                int64_t acquire_latch_ms,
@@ -63,7 +64,8 @@ cr_status cr__sem_acquire_reply(cr_status rc, cr__reply *r);
 cr_status cr__sem_release_call(const void *s, int64_t permits,
                                bool only_if_exists, cr__script_call *call);
 cr_status cr__sem_release_reply(void *s, cr_status rc, cr__reply *r,
-                                int64_t sent_us, bool *done);
+                                const cr__sub_seen *seen, int64_t sent_us,
+                                bool *done);
 
 /* cr__sem_add_call: addPermits(delta) (checked) of either kind. */
 cr_status cr__sem_add_call(const void *s, bool expirable, int64_t delta,
@@ -105,7 +107,8 @@ cr_status cr__permit_release_call(const void *s, const char *hex,
                                   int64_t permits, cr__permit_id *id,
                                   cr__script_call *call);
 cr_status cr__permit_release_reply(void *s, const char *hex, cr_status rc,
-                                   cr__reply *r, int64_t sent_us, bool async,
+                                   cr__reply *r, const cr__sub_seen *seen,
+                                   int64_t sent_us, bool async,
                                    int64_t *result);
 cr_status cr__permit_update_call(const void *s, const char *hex,
                                  int64_t lease_ms, cr__permit_id *id,

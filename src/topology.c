@@ -55,7 +55,7 @@ open_sentinel(cr__topology *t, size_t k, int64_t deadline, cr__conn **out)
     const cr__url *u = t->cfg->url;
 
     return cr__conn_open(t->cfg, u->hosts[k], u->ports[k], CR__PEER_SENTINEL,
-                         deadline, out);
+                         deadline, -1, out);
 }
 
 /* Asks the sentinel behind `c` where the master is; CR_OK with host and
@@ -148,7 +148,8 @@ consider(cr__topology *t, const char *host, int port)
     }
     pthread_mutex_unlock(&t->mu);
     if (cr__conn_open(t->cfg, host, port, CR__PEER_MASTER,
-                      cr__now_ms() + t->cfg->command_timeout_ms, &c) != CR_OK) {
+                      cr__now_ms() + t->cfg->command_timeout_ms, -1,
+                      &c) != CR_OK) {
         cr__log(t->cfg->log, CR_LOG_INFO, "master %s: %s:%d is not usable yet "
                 "(%s)", t->cfg->url->master_name, host, port, cr_last_error());
         return;

@@ -176,10 +176,11 @@ drop_conn(cr__pool *p, conn *c)
 }
 
 /* Makes sure `c` has a live, current connection, opening one before
- * `deadline` when needed: to the pool's cluster node, to the master the
- * topology knows, or to the URL's server. */
+ * `deadline` when needed (waiting for an attempt slot until `patience` at
+ * the most, -1: the deadline): to the pool's cluster node, to the master
+ * the topology knows, or to the URL's server. */
 static cr_status
-ready_conn(cr__pool *p, conn *c, int64_t deadline)
+ready_conn(cr__pool *p, conn *c, int64_t deadline, int64_t patience)
 {
     uint64_t epoch = atomic_load(&p->epoch);
     cr__topology *topo = p->cfg->topology;
@@ -208,7 +209,7 @@ ready_conn(cr__pool *p, conn *c, int64_t deadline)
         port = u->port;
     }
     rc = cr__conn_open(p->cfg, u->is_unix && p->host[0] == '\0' ? NULL : host,
-                       port, peer, deadline, &c->ctx);
+                       port, peer, deadline, patience, &c->ctx);
     if (rc != CR_OK) {
         if (topo != NULL && rc == CR_EIO)
             cr__topology_hint(topo); /* the master may have moved */
@@ -366,7 +367,8 @@ run_on(cr__pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
     static const char *asking_argv[1] = {"ASKING"};
     cr__topology *topo = p->cfg->topology;
     unsigned deferred;
-    cr_status rc = ready_conn(p, c, deadline);
+    cr_status rc = ready_conn(p, c, deadline,
+                              cmd->op != NULL ? cmd->op->patience : -1);
 
     if (rc != CR_OK)
         return rc;
@@ -434,7 +436,7 @@ check_still_replica(cr__pool *p, conn *c, int64_t deadline)
 {
     const char *argv[1] = {"ROLE"};
     cr__reply *r = NULL;
-    cr_status rc = ready_conn(p, c, deadline);
+    cr_status rc = ready_conn(p, c, deadline, -1);
 
     if (rc == CR_OK)
         rc = cr__conn_call(c->ctx, 1, argv, NULL, deadline, &r);
@@ -460,7 +462,7 @@ cr__pool_command(cr__pool *p, cr__cmd *cmd, int argc, const char **argv,
                  const size_t *argvlen, cr__reply **out, bool asking)
 {
     unsigned flags = cmd->flags;
-    int64_t deadline = cr__deadline_in(p->cfg->command_timeout_ms);
+    int64_t deadline = cr__cmd_deadline(cmd, p->cfg->command_timeout_ms);
     conn *c = take_conn(p, flags, deadline);
     bool not_run = false, readonly = false;
     bool sync = (flags & CR__CMD_SYNC) && p->cfg->sync_timeout_ms > 0;
@@ -495,19 +497,20 @@ cr__pool_command(cr__pool *p, cr__cmd *cmd, int argc, const char **argv,
 cr_status
 cr__pool_open(cr__pool *p, int64_t deadline)
 {
-    return ready_conn(p, &p->conns[0], deadline);
+    return ready_conn(p, &p->conns[0], deadline, -1);
 }
 
 void
-cr__pool_send_noreply(cr__pool *p, int argc, const char **argv,
-                      const size_t *argvlen)
+cr__pool_send_noreply(cr__pool *p, const cr__op *op, int argc,
+                      const char **argv, const size_t *argvlen)
 {
-    int64_t deadline = cr__deadline_in(p->cfg->command_timeout_ms);
+    int64_t deadline = op != NULL ? cr__op_deadline_in(op, p->cfg->command_timeout_ms)
+                                  : cr__now_ms() + p->cfg->command_timeout_ms;
     conn *c;
 
     if ((c = take_conn(p, 0, deadline)) == NULL)
         return;
-    if (ready_conn(p, c, deadline) == CR_OK &&
+    if (ready_conn(p, c, deadline, op != NULL ? op->patience : -1) == CR_OK &&
         cr__conn_append(c->ctx, argc, argv, argvlen) == CR_OK) {
         c->discard++;
         CR__STAT_ADD(p->cfg->stats, commands, 1);

@@ -8,8 +8,8 @@
  * command flags and outcome (cr__cmd) are shared by both.
  *
  * Bounds: a command's every wait (a free connection, a reconnection, the
- * reply, its one resend) ends by min(now + command timeout, the calling
- * thread's call deadline, see cr__call_deadline in common.h).
+ * reply, its one resend) ends by min(now + command timeout, the deadline
+ * of the operation it is part of, cr__op in common.h).
  *
  * Thread safety: every function may be called from any thread; each
  * connection is used by one thread at a time.
@@ -34,6 +34,10 @@
 /* One command's flags, and what became of it beside its reply. */
 typedef struct cr__cmd {
     unsigned flags; /* CR__CMD_* */
+    /* The operation it is part of: its deadline bounds the command, its
+     * patience the wait for a connection attempt slot; NULL: none (the
+     * command timeout alone). */
+    const cr__op *op;
     /* On CR_EIO: whether it was written out, in part at least, so that
      * it may have run (an acquisition whose reply was lost); false when it
      * certainly was not (no connection, a refused connection, a master
@@ -60,6 +64,15 @@ cr__pool *cr__pool_new(const cr__conn_config *cfg, int size, const char *host,
                        int port);
 void cr__pool_free(cr__pool *p);
 
+/* cr__cmd_deadline: when a wait of at most `ms` within command `cmd`
+ * ends: min(now + ms, its operation's deadline). */
+static inline int64_t
+cr__cmd_deadline(const cr__cmd *cmd, int64_t ms)
+{
+    return cmd != NULL && cmd->op != NULL ? cr__op_deadline_in(cmd->op, ms)
+                                          : cr__now_ms() + ms;
+}
+
 /* cr__pool_open: open the pool's first connection now, before `deadline`,
  * to report an unreachable or refusing server. */
 cr_status cr__pool_open(cr__pool *p, int64_t deadline);
@@ -81,11 +94,12 @@ cr_status cr__pool_command(cr__pool *p, cr__cmd *cmd, int argc,
                            const char **argv, const size_t *argvlen,
                            cr__reply **out, bool asking);
 
-/* cr__pool_send_noreply: send a command whose reply nobody waits for; its
- * reply is read and dropped after the connection's next command has been
- * written. Failures are ignored. */
-void cr__pool_send_noreply(cr__pool *p, int argc, const char **argv,
-                           const size_t *argvlen);
+/* cr__pool_send_noreply: send a command whose reply nobody waits for, as
+ * part of operation `op` (may be NULL); its reply is read and dropped
+ * after the connection's next command has been written. Failures are
+ * ignored. */
+void cr__pool_send_noreply(cr__pool *p, const cr__op *op, int argc,
+                           const char **argv, const size_t *argvlen);
 
 /* cr__pool_close_stale: close the idle connections opened under an older
  * topology generation (the master moved). */

@@ -43,11 +43,11 @@ bound(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-/* Records a contended wait that lasted from `start` until now. */
+/* Records a contended wait that lasted from `start` until `now`. */
 static void
-count_wait(cr_client *c, int64_t start)
+count_wait(cr_client *c, int64_t start, int64_t now)
 {
-    uint64_t ms = (uint64_t)(cr__now_ms() - start);
+    uint64_t ms = (uint64_t)(now - start);
     uint_fast64_t max = atomic_load(&c->run.stats.wait_time_max_ms);
 
     CR__STAT_ADD(&c->run.stats, contended_waits, 1);
@@ -59,12 +59,10 @@ count_wait(cr_client *c, int64_t start)
 
 /* The client's subscriptions (pubsub.h) as a wait uses them. */
 static int
-client_waiters(void *ps, const char *channel, cr__sub_mark *mark)
+client_waiters(void *ps, const char *channel, cr__sub_seen *seen,
+               cr__sub_mark *mark)
 {
-    uint64_t count;
-    int64_t at;
-
-    return cr__pubsub_waiters(ps, channel, &count, &at, mark);
+    return cr__pubsub_waiters(ps, channel, seen, mark);
 }
 
 static bool
@@ -104,52 +102,67 @@ static const cr__wait_subs client_subs = {
 
 void
 cr__wait_begin_on(cr__wait *w, cr_client *c, const cr__wait_spec *spec,
-                  const cr__wait_subs *subs, void *ctx)
+                  const cr__wait_subs *subs, void *ctx, int64_t now)
 {
     *w = (cr__wait){.client = c, .subs = subs, .subs_ctx = ctx, .spec = *spec,
                     .rc = CR_BUSY, .hint = -1, .phase = P_BEGIN};
-    w->start = cr__now_ms();
+    w->start = now;
     w->deadline = spec->wait_ms < 0 ? -1 : w->start + spec->wait_ms;
     w->fence.link = -1;
-    cr__call_wait(c, spec->wait_ms);
-    if (spec->wait_ms != 0 && spec->channel != NULL)
-        w->in_line = subs->waiters(ctx, spec->channel, &w->mark) > 0 &&
+    if (cr__random_bytes(&w->jitter, sizeof(w->jitter)) != CR_OK ||
+        w->jitter == 0)
+        w->jitter = 0x9e3779b9u;
+    if (spec->wait_ms != 0 && spec->channel != NULL) {
+        cr__sub_seen seen;
+
+        w->in_line = subs->waiters(ctx, spec->channel, &seen, &w->mark) > 0 &&
                      spec->in_line;
+    }
 }
 
 void
-cr__wait_begin(cr__wait *w, cr_client *c, const cr__wait_spec *spec)
+cr__wait_begin(cr__wait *w, cr__op *op, const cr__wait_spec *spec)
 {
-    cr__wait_begin_on(w, c, spec, &client_subs, c->pubsub);
+    cr__wait_begin_on(w, op->client, spec, &client_subs, op->client->pubsub,
+                      cr__now_ms());
+    w->op = op;
 }
 
 /* Ends the wait with w->rc: the last of the state it holds. */
 static cr__wait_do
 finish(cr__wait *w, bool contended)
 {
-    cr_client *c = w->client;
-
     if (w->sub != NULL) {
         w->subs->unsubscribe(w->subs_ctx, w->sub);
         w->sub = NULL;
     }
-    if (w->rc == CR_OK)
-        CR__STAT_ADD(&c->run.stats, acquisitions, 1);
-    if (w->spec.ev_name != NULL && cr__hooked(&c->run.stats) &&
-        (w->rc == CR_OK || w->rc == CR_BUSY))
-        cr__event(&c->run.stats,
-                  w->rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY,
-                  w->rc == CR_OK ? CR_OK : w->spec.ev_busy, w->spec.ev_object,
-                  w->spec.ev_name, cr__now_ms() - w->start, -1,
-                  w->spec.ev_async);
-    if (contended)
-        count_wait(c, w->start);
-    if (w->patient)
-        cr__call_patience_set(w->patience);
+    w->contended = contended;
     if (contended && w->rc == CR_ECLOSED)
         w->rc = cr__fail(CR_ECLOSED, "the client is being freed");
     w->phase = P_DONE;
     return CR__WAIT_DONE;
+}
+
+bool
+cr__wait_retrying(const cr__wait *w)
+{
+    return w->phase > P_FIRST && w->phase != P_DONE;
+}
+
+void
+cr__wait_report(const cr__wait *w, const cr__op *op, int64_t now)
+{
+    cr_client *c = w->client;
+
+    if (w->rc == CR_OK)
+        CR__STAT_ADD(&c->run.stats, acquisitions, 1);
+    if (w->spec.ev_name != NULL && (w->rc == CR_OK || w->rc == CR_BUSY))
+        cr__op_event(op, w->rc == CR_OK ? CR_EVENT_ACQUIRED : CR_EVENT_BUSY,
+                     w->rc == CR_OK ? CR_OK : w->spec.ev_busy,
+                     w->spec.ev_object, w->spec.ev_name, now - w->start, -1,
+                     w->spec.ev_async);
+    if (w->contended)
+        count_wait(c, w->start, now);
 }
 
 /* Whether the status of an attempt asks for another. */
@@ -181,13 +194,11 @@ io_retry(cr__wait *w, int64_t now, int64_t *sleep)
     return true;
 }
 
-/* After a failed attempt: how long to sleep before the next (-1: until a
- * message), or false when the wait is over (w->rc set). */
+/* After a failed attempt at `now`: how long to sleep before the next (-1:
+ * until a message), or false when the wait is over (w->rc set). */
 static bool
-plan_sleep(cr__wait *w, int64_t *sleep)
+plan_sleep(cr__wait *w, int64_t now, int64_t *sleep)
 {
-    int64_t now = cr__now_ms();
-
     if (!io_retry(w, now, sleep))
         return false;
     if (w->rc != CR_EIO)
@@ -208,9 +219,9 @@ plan_sleep(cr__wait *w, int64_t *sleep)
 /* The loop without pub/sub: back off exponentially with jitter between
  * attempts until the budget runs out. */
 static cr__wait_do
-spin(cr__wait *w)
+spin(cr__wait *w, int64_t now)
 {
-    int64_t now = cr__now_ms(), sleep = w->delay;
+    int64_t sleep = w->delay;
 
     if (!again(w->rc))
         return finish(w, true);
@@ -236,25 +247,25 @@ spin(cr__wait *w)
 
 /* After the first attempt since subscribing (or the decision to make
  * none): a latch waiter asks for its fence; then as sleep_or_stop. */
-static cr__wait_do sleep_or_stop(cr__wait *w);
+static cr__wait_do sleep_or_stop(cr__wait *w, int64_t now);
 
 static cr__wait_do
-fence_then_sleep(cr__wait *w)
+fence_then_sleep(cr__wait *w, int64_t now)
 {
     if (w->spec.trust_open && again(w->rc))
         w->subs->fence(w->subs_ctx, w->sub, &w->fence);
-    return sleep_or_stop(w);
+    return sleep_or_stop(w, now);
 }
 
 /* After an attempt with the subscription in place: sleep, or stop. */
 static cr__wait_do
-sleep_or_stop(cr__wait *w)
+sleep_or_stop(cr__wait *w, int64_t now)
 {
     int64_t sleep;
 
     if (!again(w->rc))
         return finish(w, true);
-    if (!plan_sleep(w, &sleep)) {
+    if (!plan_sleep(w, now, &sleep)) {
         w->rc = w->rc == CR_EIO ? CR_EIO : CR_BUSY;
         return finish(w, true);
     }
@@ -263,11 +274,22 @@ sleep_or_stop(cr__wait *w)
     return CR__WAIT_SLEEP;
 }
 
+/* The next of the spin's random numbers (xorshift32: enough for jitter). */
+static uint32_t
+next_jitter(cr__wait *w)
+{
+    uint32_t x = w->jitter;
+
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return w->jitter = x;
+}
+
 cr__wait_do
-cr__wait_step(cr__wait *w)
+cr__wait_step(cr__wait *w, int64_t now)
 {
     cr_client *c = w->client;
-    unsigned char jitter = 0;
 
     switch (w->phase) {
     case P_BEGIN:
@@ -280,16 +302,10 @@ cr__wait_step(cr__wait *w)
         if (!again(w->rc) || w->spec.wait_ms == 0)
             return finish(w, false);
         w->first = w->rc;
-        /* Retries do not wait for a connection slot past the wait's end:
-         * they come back by themselves (a thread's blocking waits). */
-        if (w->subs == &client_subs) {
-            w->patience = cr__call_patience_set(w->deadline);
-            w->patient = true;
-        }
         if (w->spec.channel == NULL) {
             w->delay = SPIN_INITIAL_MS;
             w->spins = 1;
-            return spin(w);
+            return spin(w, now);
         }
         w->sleep_ms = bound(w->spec.wait_ms, c->subscription_timeout_ms);
         w->phase = P_SUBSCRIBE;
@@ -304,7 +320,7 @@ cr__wait_step(cr__wait *w)
         if (w->in_line) {
             w->hint = LINE_RECHECK_MS;
             w->rc = CR_BUSY;
-            return fence_then_sleep(w);
+            return fence_then_sleep(w, now);
         }
         if (w->first == CR_BUSY && !w->spec.subscribe_first &&
             w->subs->quiet_since(w->subs_ctx, w->sub, &w->mark)) {
@@ -312,16 +328,16 @@ cr__wait_step(cr__wait *w)
              * release after the try is still to come as a message, and a
              * try now would only see what the first saw. */
             w->rc = CR_BUSY;
-            return fence_then_sleep(w);
+            return fence_then_sleep(w, now);
         }
         w->phase = P_SECOND;
         return CR__WAIT_ATTEMPT;
     case P_SECOND:
-        return fence_then_sleep(w);
+        return fence_then_sleep(w, now);
     case P_SLEEP:
         if (w->woke != CR_OK && w->woke != CR_TIMEOUT) {
             w->rc = w->woke; /* closing, or the subscription was refused */
-            return sleep_or_stop(w);
+            return sleep_or_stop(w, now);
         }
         if (w->opened) {
             w->rc = CR_OK; /* counted down to zero during this wait */
@@ -330,19 +346,19 @@ cr__wait_step(cr__wait *w)
         w->phase = P_RETRY;
         return CR__WAIT_ATTEMPT;
     case P_RETRY:
-        return sleep_or_stop(w);
+        return sleep_or_stop(w, now);
     case P_SPIN:
         if (w->woke == CR_ECLOSED) {
             w->rc = CR_ECLOSED;
             return finish(w, true);
         }
-        cr__random_bytes(&jitter, 1);
-        w->delay = bound(w->delay * 2 + jitter % w->spins, SPIN_MAX_MS);
+        w->delay = bound(w->delay * 2 + (int64_t)(next_jitter(w) % 256) % w->spins,
+                         SPIN_MAX_MS);
         w->spins++;
         w->phase = P_SPUN;
         return CR__WAIT_ATTEMPT;
     case P_SPUN:
-        return spin(w);
+        return spin(w, now);
     default:
         return CR__WAIT_DONE;
     }
@@ -352,11 +368,20 @@ bool
 cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
 {
     cr_client *c = w->client;
+    cr__wait_do next;
 
     w->rc = *rc;
     w->hint = hint;
     for (;;) {
-        switch (cr__wait_step(w)) {
+        next = cr__wait_step(w, cr__now_ms());
+        if (!w->patient && cr__wait_retrying(w)) {
+            /* Retries do not wait for a connection slot past the wait's
+             * end: they come back by themselves. */
+            w->patience = w->op->patience;
+            w->op->patience = w->deadline;
+            w->patient = true;
+        }
+        switch (next) {
         case CR__WAIT_ATTEMPT:
             return true;
         case CR__WAIT_SUBSCRIBE:
@@ -377,6 +402,9 @@ cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
             }
             break;
         case CR__WAIT_DONE:
+            if (w->patient)
+                w->op->patience = w->patience;
+            cr__wait_report(w, w->op, cr__now_ms());
             *rc = w->rc;
             return false;
         }
@@ -384,13 +412,39 @@ cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
 }
 
 bool
-cr__wait_poll(cr__wait *w, int64_t *sleep_ms)
+cr__wait_turn(cr__pubsub *ps, const char *channel, const cr__handoff *h,
+              int64_t wait_ms)
 {
-    int64_t now, sleep = w->hint;
+    cr__turn t;
+    cr__sub_seen seen;
+    int64_t wait_us;
+
+    if (!cr__handoff_turn(h, cr__now_us(), wait_ms, &t))
+        return false;
+    for (;;) {
+        cr__pubsub_waiters(ps, channel, &seen, NULL);
+        switch (cr__turn_next(&t, &seen, cr__now_us(), &wait_us)) {
+        case CR__TURN_GO:
+            return cr__turn_tune(&t, &seen);
+        case CR__TURN_COUNT:
+            cr__pubsub_await_count(ps, channel, t.target,
+                                   (cr__now_us() + wait_us + 999) / 1000,
+                                   (t.quiet_us + 999) / 1000);
+            break;
+        case CR__TURN_SLEEP:
+            cr__sleep_us(wait_us);
+            return cr__turn_tune(&t, &seen);
+        }
+    }
+}
+
+bool
+cr__wait_poll(cr__wait *w, int64_t now, int64_t *sleep_ms)
+{
+    int64_t sleep = w->hint;
 
     if (!again(w->rc) || w->spec.wait_ms == 0)
         return false;
-    now = cr__now_ms();
     if (!io_retry(w, now, &sleep))
         return false;
     if (w->deadline >= 0 && (now >= w->deadline || sleep > w->deadline - now)) {

@@ -12,13 +12,19 @@
  * retried with backoff for up to the client's reconnect window.
  *
  * These rules are one state machine (cr__wait_step), which says what to do
- * next: make an attempt, subscribe, sleep, or stop. The caller makes the
- * attempts itself; cr__wait_next drives the rest by blocking, for the
- * calls that block a thread:
+ * next: make an attempt, subscribe, sleep, or stop. It does no I/O and
+ * reads no clock: the time comes in with each step, and what it asks for
+ * goes out, so that its rules are tested without a server or a sleep. The
+ * caller makes the attempts itself; cr__wait_next drives the rest by
+ * blocking, for the calls that block a thread:
  *
- *     cr__wait_begin(&w, c, &spec);
+ *     cr__wait_begin(&w, op, &spec);
  *     while (cr__wait_next(&w, &rc, hint))
  *         rc = attempt(..., &hint);
+ *
+ * and the asynchronous API drives it on its loop (async.c). Either driver
+ * ends with cr__wait_report, the wait's one record in the counters and the
+ * event hook.
  */
 #ifndef CR_WAIT_H
 #define CR_WAIT_H
@@ -26,6 +32,7 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "handoff.h"
 
 typedef struct cr__wait_spec {
     /* Where the object's releases are published; NULL: no pub/sub, wait
@@ -68,7 +75,8 @@ typedef struct cr__wait_spec {
  * blocking pub/sub of pubsub.h, whose functions these mirror) or an event
  * loop's. `sub` is what the subscribe request gave. */
 typedef struct cr__wait_subs {
-    int (*waiters)(void *ctx, const char *channel, cr__sub_mark *mark);
+    int (*waiters)(void *ctx, const char *channel, cr__sub_seen *seen,
+                   cr__sub_mark *mark);
     bool (*confirmed)(void *ctx, void *sub);
     bool (*quiet_since)(void *ctx, void *sub, const cr__sub_mark *mark);
     bool (*heard)(void *ctx, void *sub, const char *payload, size_t len);
@@ -93,7 +101,9 @@ typedef enum cr__wait_do {
  * obtained; CR_BUSY when not, with a hint; CR_EIO to be retried; anything
  * else ends the wait with that status. */
 typedef struct cr__wait {
-    cr_client *client;
+    cr_client *client;  /* its settings: reconnect window, subscription
+                         * timeout (read only) */
+    cr__op *op;         /* the blocking driver's operation, or NULL */
     const cr__wait_subs *subs;
     void *subs_ctx;
     cr__wait_spec spec;
@@ -105,25 +115,42 @@ typedef struct cr__wait {
     void *sub;           /* the subscription, once subscribed */
     /* Outputs. */
     int64_t sleep_ms;
+    bool contended;      /* once done: it went past its first attempt */
     /* The machine's own. */
     int phase;
     cr_status first;
-    int64_t start, deadline, io_since, backoff, delay, spins, patience;
-    bool in_line, patient;
+    int64_t start, deadline, io_since, backoff, delay, spins;
+    uint32_t jitter;     /* the spin's random state (xorshift32) */
+    bool in_line;
     cr__sub_mark mark;
     cr__fence fence;
     uint64_t ticket;
+    /* The blocking driver's: the operation's patience it replaced. */
+    int64_t patience;
+    bool patient;
 } cr__wait;
 
-/* cr__wait_begin: start a wait for `spec` on the client's subscriptions;
- * cr__wait_begin_on: on `subs` (ctx: their first argument). */
-void cr__wait_begin(cr__wait *w, cr_client *c, const cr__wait_spec *spec);
+/* cr__wait_begin: start a wait for `spec` on the client's subscriptions,
+ * driven by cr__wait_next within operation `op` (whose deadline the
+ * caller has set: cr__op_wait). cr__wait_begin_on: on `subs` (ctx: their
+ * first argument), at `now` (monotonic ms), for another driver. */
+void cr__wait_begin(cr__wait *w, cr__op *op, const cr__wait_spec *spec);
 void cr__wait_begin_on(cr__wait *w, cr_client *c, const cr__wait_spec *spec,
-                       const cr__wait_subs *subs, void *ctx);
+                       const cr__wait_subs *subs, void *ctx, int64_t now);
 
 /* cr__wait_step: after the request it last made was carried out (its
- * outcome in the inputs), the next one. */
-cr__wait_do cr__wait_step(cr__wait *w);
+ * outcome in the inputs), the next one, at `now` (monotonic ms). */
+cr__wait_do cr__wait_step(cr__wait *w, int64_t now);
+
+/* cr__wait_retrying: the first attempt is behind it and more may come
+ * (a driver's retries then stop waiting for a connection slot at the
+ * wait's end: they come back by themselves). */
+bool cr__wait_retrying(const cr__wait *w);
+
+/* cr__wait_report: a wait that is over, recorded at `now`: an acquisition
+ * counted, a contended wait's time, and (spec.ev_name set) its event as
+ * operation `op` reports events (cr__op_event). */
+void cr__wait_report(const cr__wait *w, const cr__op *op, int64_t now);
 
 /* cr__wait_next: the blocking driver. Given the last attempt's status and
  * hint (ignored before the first), subscribes and sleeps as the machine
@@ -133,13 +160,21 @@ cr__wait_do cr__wait_step(cr__wait *w);
  * window), CR_ECLOSED, or what an attempt returned. */
 bool cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint);
 
+/* cr__wait_turn: the blocking driver of the releaser's turn (handoff.h):
+ * keeps the turn `h` has pending for an acquisition that may wait
+ * `wait_ms`, counting releases on `channel` through the client's
+ * subscriptions (ps). Returns whether the first attempt after it is to
+ * tune the lock's turn (cr__turn_tune). */
+bool cr__wait_turn(cr__pubsub *ps, const char *channel, const cr__handoff *h,
+                   int64_t wait_ms);
+
 /* cr__wait_poll: a wait without a channel (the rate limiter's), of which
  * only client, deadline (-1: none) and spec.wait_ms are set, with the last
  * attempt's status in rc and its hint in hint: true with *sleep_ms the time
  * to sleep before the next attempt (the hint, or the backoff while Redis
- * cannot be reached), false when the wait is over with rc its status. A
- * hint beyond the deadline ends it at once: waiting could not help. The
- * blocking and the asynchronous acquisitions both follow it. */
-bool cr__wait_poll(cr__wait *w, int64_t *sleep_ms);
+ * cannot be reached), false when the wait is over with rc its status, at
+ * `now`. A hint beyond the deadline ends it at once: waiting could not
+ * help. The blocking and the asynchronous acquisitions both follow it. */
+bool cr__wait_poll(cr__wait *w, int64_t now, int64_t *sleep_ms);
 
 #endif

@@ -248,8 +248,10 @@ test_rate_limiter_a_resent_attempt_takes_permits_once(void **state)
     for (round = 0; round < 2; round++) {
         cr__cmd cmd = {0};
         cr__reply *r = NULL;
+        cr__op op;
 
-        OK(cr__run_rate_limiter_acquire(test_client, &cmd, &args, &r));
+        cr__op_begin(&op, test_client, -1);
+        OK(cr__run_rate_limiter_acquire(&op, &cmd, &args, &r));
         assert_int_equal(r->type, CR__REPLY_ARRAY);
         assert_int_equal(r->element[0]->integer, 0);
         cr__reply_free(r);

@@ -467,19 +467,19 @@ test_semaphore_acquire_attempt_replays_with_the_same_request_id(void **state)
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = -1;
+    cr__op op;
 
     (void)state;
+    cr__op_begin(&op, test_client, -1);
     assert_true(redis_ok("SET replay 3"));
     /* The first attempt takes two permits and leaves the latch... */
-    assert_int_equal(cr__run_semaphore_try_acquire(test_client, &cmd, &args,
-                                                   &r), CR_OK);
+    assert_int_equal(cr__run_semaphore_try_acquire(&op, &cmd, &args, &r), CR_OK);
     assert_true(cr__reply_int(r, &v));
     cr__reply_free(r);
     assert_int_equal(v, 1);
     assert_int_equal(redis_int("GET replay"), 1);
     /* ...so a retry of the same call (its reply was lost) takes none. */
-    assert_int_equal(cr__run_semaphore_try_acquire(test_client, &cmd, &args,
-                                                   &r), CR_OK);
+    assert_int_equal(cr__run_semaphore_try_acquire(&op, &cmd, &args, &r), CR_OK);
     assert_true(cr__reply_int(r, &v));
     cr__reply_free(r);
     assert_int_equal(v, 1);
