@@ -125,6 +125,13 @@ def issue30_rows(rows):
     return out
 
 
+def client_cores(machine):
+    """The cores the clients run on: all, or all but the server's with
+    --pin."""
+    n = machine.get("nproc") or 1
+    return n - 1 if machine.get("pinned") and n >= 2 else n
+
+
 def s12_pairs(rows):
     """Scenario 12's rows: (label, credisson's row, Redisson's row, the
     throughput key, the p99 key)."""
@@ -512,7 +519,7 @@ def main():
         p("")
 
     # ---------------------------------------------------------------- s12
-    nproc = machine.get("nproc") or 1
+    cores = client_cores(machine)
     if [x for x in rows if x.get("impl") in JAVA]:
         p("Scenario 12: the real Java Redisson client (4.7) side by side, same server")
         row = "  {:<34} {:>9} {:>9} {:>6} {:>8} {:>8} {:>6}".format
@@ -532,12 +539,12 @@ def main():
                   " (run.sh runs" % (r["workers"], r["nproc"]))
                 p("    at most four per core)")
                 continue
-            if r is not None and r.get("jvms", 1) > nproc:
+            if r is not None and r.get("jvms", 1) > cores:
                 p(row(label, fmt(c.get(rate)) if c else "-", "-", "-",
                       fmt(ms(c.get(p99)), 2) if c else "-", "-", "-"))
-                p("    not a result: %d JVM processes on %d cores, each with its JIT,"
-                  " GC and Netty" % (r["jvms"], nproc))
-                p("    threads, measure the scheduler (%s cycles/s, p99 %s ms; raw"
+                p("    not a result: %d JVM processes on %d client core%s, each with its"
+                  " JIT, GC and" % (r["jvms"], cores, "" if cores == 1 else "s"))
+                p("    Netty threads, measure the scheduler (%s cycles/s, p99 %s ms; raw"
                   " figures in the JSON)" % (fmt(r["rate"]), fmt(ms(r["wait_p99_us"]), 0)))
                 continue
             p(row(label, fmt(c.get(rate)) if c else "-", fmt(r.get(rate)) if r else "-",
@@ -703,13 +710,16 @@ def main():
         if lead is None:
             continue
         if r is not None and (r.get("bench") == "s12_not_run" or
-                              r.get("jvms", 1) > (machine.get("nproc") or 1)):
+                              r.get("jvms", 1) > client_cores(machine)):
             continue
         t.add("vs Redisson, %s: throughput >= %.1f x Redisson's" % (label, lead),
               ratio(c, r, rate), lead, True, "x")
         t.add("vs Redisson, %s: p99 <= 0.15 x Redisson's" % label,
               ratio(c, r, p99), 0.15, False, "x")
     # Mixed fairness (scenario 13): each side within 3 fair shares.
+    if not find(rows, "s13_mixed"):
+        t.add("mixed RLock, C and Java: each side's longest wait <= 3 x fair share", None,
+              3.0, False)
     for r in [x for x in rows if x.get("bench") == "s13_mixed"]:
         what = "RLock" if r["impl"] == "rlock" else "semaphore of %d" % r["permits"]
         fs = r.get("fair_share_us")

@@ -373,9 +373,8 @@ if want ab && [ -n "$ab_old" ]; then
                 # shellcheck disable=SC2086 # the row's options are words
                 if res=$($client_pin "$dir/bench/bench_lock" --url "$url" \
                         --seconds "$seconds" ${spec#*|}); then
-                    echo "$res" |
-                        sed "s/^{/{\"ab\":\"$side\",\"ab_row\":\"$name\",\"pair\":$pair,/" \
-                        >> "$out"
+                    printf '{"ab":"%s","ab_row":"%s","pair":%s,%s\n' "$side" "$name" \
+                        "$pair" "${res#\{}" >> "$out"
                 else
                     note "failed: A/B $side $name"
                 fi
