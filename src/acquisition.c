@@ -103,7 +103,7 @@ cr__acquisition_end_begin(cr__acquisition *a, cr_status rc)
 {
     a->rc = rc;
     a->end_step = E_SYNC;
-    a->later = 0;
+    a->cleanup = 0;
     a->undone = a->unrecorded = false;
 }
 
@@ -174,7 +174,7 @@ void
 cr__acquisition_end_undone(cr__acquisition *a, cr_status rc)
 {
     if (rc != CR_OK)
-        a->later |= CR__LATER_UNDO;
+        a->cleanup |= CR__CLEANUP_GIVE_BACK;
 }
 
 void
@@ -182,7 +182,7 @@ cr__acquisition_end_looked(cr__acquisition *a, cr_status rc, int64_t server,
                            int64_t local)
 {
     if (rc != CR_OK) {
-        a->later |= CR__LATER_RESOLVE;
+        a->cleanup |= CR__CLEANUP_RESOLVE;
         return;
     }
     a->uncertain = false;
@@ -206,13 +206,13 @@ void
 cr__acquisition_end_given_up(cr__acquisition *a, cr_status rc)
 {
     if (rc != CR_OK)
-        a->later |= CR__LATER_GIVE_UP;
+        a->cleanup |= CR__CLEANUP_LEAVE_QUEUE;
 }
 
 cr_status
-cr__acquisition_done(const cr__acquisition *a, unsigned *later)
+cr__acquisition_done(const cr__acquisition *a, unsigned *cleanup)
 {
     /* Nothing runs in the background of a client being freed. */
-    *later = a->rc == CR_ECLOSED ? 0 : a->later;
+    *cleanup = a->rc == CR_ECLOSED ? 0 : a->cleanup;
     return a->rc;
 }

@@ -21,7 +21,7 @@
  * a request on the loop as its last commands, all within the call's bound
  * (its wait and one command timeout); only a step that fails, or that the
  * bound (or the handle's free) cuts off, is left to the client's
- * background thread (CR__LATER_* in script_lock.h):
+ * background thread (CR__CLEANUP_* in script_lock.h):
  *
  *   1. a grant no replica acknowledged (replica sync on) is undone;
  *   2. an attempt whose reply was lost is looked for once (one look, not
@@ -43,13 +43,13 @@
 #include "transport.h"
 
 /* What an acquisition leaves to the client's background thread for an
- * owner (cr__script_lock_later): leaving a fair lock's queue, giving a
+ * owner (cr__lock_clean_up_later): leaving a fair lock's queue, giving a
  * grant back, finding out whether an attempt whose reply was lost was
  * granted (and giving it back if so), checking a hold on a new master. */
-#define CR__LATER_GIVE_UP 1u
-#define CR__LATER_UNDO 2u
-#define CR__LATER_RESOLVE 4u
-#define CR__LATER_VERIFY 8u
+#define CR__CLEANUP_LEAVE_QUEUE 1u
+#define CR__CLEANUP_GIVE_BACK 2u
+#define CR__CLEANUP_RESOLVE 4u
+#define CR__CLEANUP_VERIFY 8u
 
 /* One acquisition under way. */
 typedef struct cr__acquisition {
@@ -68,7 +68,7 @@ typedef struct cr__acquisition {
     /* The end (cr__acquisition_end_next). */
     int end_step;
     cr_status rc;          /* the acquisition's status so far */
-    unsigned later;        /* what is left to the background */
+    unsigned cleanup;      /* what is left to the background */
     bool undone;           /* a grant was (or is to be) given back */
     bool unrecorded;       /* the holds table could not take it */
 } cr__acquisition;
@@ -149,8 +149,8 @@ void cr__acquisition_end_recorded(cr__acquisition *a, cr_status rc);
 void cr__acquisition_end_given_up(cr__acquisition *a, cr_status rc);
 
 /* cr__acquisition_done: once over, the acquisition's status, with what is
- * left to the background in *later (CR__LATER_*: pass it to
- * cr__script_lock_later when not 0). */
-cr_status cr__acquisition_done(const cr__acquisition *a, unsigned *later);
+ * left to the background in *cleanup (CR__CLEANUP_*: pass it to
+ * cr__lock_clean_up_later when not 0). */
+cr_status cr__acquisition_done(const cr__acquisition *a, unsigned *cleanup);
 
 #endif

@@ -811,8 +811,8 @@ await_abandon(cr_request *req)
             cr__object_background(a->lock, holds_back_run, free, g);
         }
         if (!q->lock.busy)
-            cr__script_lock_later(a->lock, a->owner, a->attempt_lease,
-                                  a->wait_ms, CR__LATER_GIVE_UP);
+            cr__lock_clean_up_later(a->lock, a->owner, a->attempt_lease,
+                                    a->wait_ms, CR__CLEANUP_LEAVE_QUEUE);
     } else if (q->in_line && !q->lock.busy) {
         leave_later(&q->waiter);
         q->in_line = false;

@@ -32,12 +32,12 @@ cr__handoff_turn_us(int64_t rtts, int64_t rtt_us)
 
 void
 cr__handoff_after_unlock(cr__handoff *h, const cr__sub_seen *seen,
-                         int64_t heard, int64_t sent_us, int64_t now_us,
+                         int64_t reached, int64_t sent_us, int64_t now_us,
                          bool in_line)
 {
     uint64_t released = seen->counted;
     int local = seen->waiters;
-    int64_t others = heard - (local >= 0 ? 1 : 0), turn, cycle, whole;
+    int64_t others = reached - (local >= 0 ? 1 : 0), turn, cycle, whole;
 
     if (others <= 0 && (local <= 0 || in_line))
         return; /* this client's waiters: its next wait joins their line */
@@ -61,12 +61,12 @@ cr__handoff_after_unlock(cr__handoff *h, const cr__sub_seen *seen,
 
 void
 cr__handoff_after_release(cr__handoff *h, const cr__sub_seen *seen,
-                          int64_t heard, int64_t sent_us, int64_t now_us)
+                          int64_t reached, int64_t sent_us, int64_t now_us)
 {
     int local = seen->waiters;
     int64_t turn;
 
-    if (heard - (local >= 0 ? 1 : 0) <= 0 && local <= 0)
+    if (reached - (local >= 0 ? 1 : 0) <= 0 && local <= 0)
         return;
     turn = cr__handoff_turn_us(RTTS_MIN, now_us - sent_us);
     atomic_store(&h->turn_us, turn);

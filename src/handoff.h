@@ -76,17 +76,17 @@ void cr__handoff_init(cr__handoff *h);
 int64_t cr__handoff_turn_us(int64_t rtts, int64_t rtt_us);
 
 /* cr__handoff_after_unlock: a lock's unlock sent at `sent_us` whose
- * message reached `heard` subscribers, its reply read at `now_us`, with
+ * message reached `reached` subscribers, its reply read at `now_us`, with
  * `seen` what the releaser's client's subscription to the channel has
  * seen. `in_line`: this client's own threads wait in line (wait.h), so
  * their turn needs none. */
 void cr__handoff_after_unlock(cr__handoff *h, const cr__sub_seen *seen,
-                              int64_t heard, int64_t sent_us, int64_t now_us,
+                              int64_t reached, int64_t sent_us, int64_t now_us,
                               bool in_line);
 
 /* cr__handoff_after_release: a semaphore's release, as above. */
 void cr__handoff_after_release(cr__handoff *h, const cr__sub_seen *seen,
-                               int64_t heard, int64_t sent_us,
+                               int64_t reached, int64_t sent_us,
                                int64_t now_us);
 
 /* cr__handoff_turn: the turn pending for an acquisition that may wait

@@ -202,7 +202,7 @@ release_bytes(const cr__sub *s)
  * in use. The link lowers it to 1 unless the reader waits alone on it
  * (cr__link_await). mu held. */
 static int
-reader_lowat(cr__pubsub *ps, const cr__sub *s, uint64_t releases)
+reader_min_bytes(cr__pubsub *ps, const cr__sub *s, uint64_t releases)
 {
     const cr__sub *o, *tmp;
     uint64_t bytes;
@@ -226,7 +226,7 @@ await_link(cr__pubsub *ps, cr__sub *s, pthread_cond_t *cv,
            const waiter *self, uint64_t releases, int64_t deadline)
 {
     return cr__link_await(&ps->lk, s->link, cv, self,
-                          reader_lowat(ps, s, releases), deadline);
+                          reader_min_bytes(ps, s, releases), deadline);
 }
 
 /* ------------------------------------------------------- the public side */
@@ -785,7 +785,7 @@ on_wanted(void *arg, int link)
 }
 
 static void
-on_tend(void *arg)
+on_upkeep(void *arg)
 {
     cr__pubsub *ps = arg;
 
@@ -892,7 +892,7 @@ on_dropped(void *arg, int link)
 
 static const cr__link_ops table_ops = {
     .wanted = on_wanted,
-    .tend = on_tend,
+    .upkeep = on_upkeep,
     .send = on_send,
     .pending = on_pending,
     .due = on_due,

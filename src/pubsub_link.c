@@ -85,7 +85,7 @@ struct cr__link {
      * for it to free, and whether the dispatcher's current poll includes
      * the socket. */
     bool reader;
-    bool lowat; /* the reader polls with SO_RCVLOWAT raised */
+    bool min_bytes; /* the reader polls with SO_RCVLOWAT raised */
     cr__conn *reader_ctx;
     sleeper *sleepers;
     int kick;
@@ -243,7 +243,7 @@ cr__link_send(cr__links *ls, int i, int ask, uint64_t sub, int argc,
 static bool
 flush_link(cr__links *ls, cr__link *l)
 {
-    if (l->lowat)
+    if (l->min_bytes)
         kick(l);
     return cr__conn_flush(l->ctx, cr__now_ms() + ls->cfg.command_timeout_ms) ==
            CR_OK;
@@ -426,11 +426,11 @@ read_replies(cr__links *ls, int i, const void *self)
  * kicked or the deadline (ms; -1: none) passes, handling what it reads;
  * mu held, released while polling. `self`: the calling thread as a
  * waiter for wake tokens (NULL: it waits for something else), which finds a
- * token of its own without a wake-up; `lowat`: how many bytes must have
+ * token of its own without a wake-up; `min_bytes`: how many bytes must have
  * come before poll() returns (SO_RCVLOWAT, set for this poll only; see
- * reader_lowat). Returns false once the deadline passed. */
+ * reader_min_bytes). Returns false once the deadline passed. */
 static bool
-read_link(cr__links *ls, int i, const void *self, int lowat,
+read_link(cr__links *ls, int i, const void *self, int min_bytes,
           int64_t deadline)
 {
     cr__link *l = &ls->links[i];
@@ -465,17 +465,17 @@ read_link(cr__links *ls, int i, const void *self, int lowat,
         goto ready;
     }
     /* Unix sockets ignore it in poll(): a wake-up per message, as before. */
-    l->lowat = lowat > 1 && setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT,
-                                       &lowat, sizeof(lowat)) == 0;
+    l->min_bytes = min_bytes > 1 && setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT,
+                                       &min_bytes, sizeof(min_bytes)) == 0;
     pthread_mutex_unlock(&ls->mu);
     n = poll(pfd, 2, (int)timeout);
     pthread_mutex_lock(&ls->mu);
-    if (l->lowat) {
+    if (l->min_bytes) {
         int one = 1;
 
         /* Before anyone else polls the socket. */
         (void)setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof(one));
-        l->lowat = false;
+        l->min_bytes = false;
     }
     l->reader = false;
     if (pfd[1].revents & POLLIN) {
@@ -497,22 +497,22 @@ ready:
     return deadline < 0 || cr__now_ms() < deadline;
 }
 
-/* How many bytes link `l`'s reader, asked for `lowat` by the table, may
+/* How many bytes link `l`'s reader, asked for `min_bytes` by the table, may
  * let the kernel gather before poll() wakes it: 1 (any input) unless it
  * alone waits on the link, with no PING out and nothing half read. mu
  * held. */
 static int
-reader_lowat(const cr__link *l, int lowat)
+reader_min_bytes(const cr__link *l, int min_bytes)
 {
-    if (lowat < 2 || l->sleepers != NULL || l->ping_sent_ms != 0 ||
+    if (min_bytes < 2 || l->sleepers != NULL || l->ping_sent_ms != 0 ||
         l->fence_wanted || cr__conn_unread(l->ctx) > 0)
         return 1;
-    return lowat;
+    return min_bytes;
 }
 
 bool
 cr__link_await(cr__links *ls, int i, pthread_cond_t *cv, const void *self,
-               int lowat, int64_t deadline)
+               int min_bytes, int64_t deadline)
 {
     cr__link *l = i >= 0 ? &ls->links[i] : NULL;
     sleeper me, **p;
@@ -524,8 +524,8 @@ cr__link_await(cr__links *ls, int i, pthread_cond_t *cv, const void *self,
         (l->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) /* no fd */
         return cr__link_cond_wait(cv, &ls->mu, deadline); /* dispatcher */
     if (!l->reader)
-        return read_link(ls, i, self, reader_lowat(l, lowat), deadline);
-    if (l->lowat)
+        return read_link(ls, i, self, reader_min_bytes(l, min_bytes), deadline);
+    if (l->min_bytes)
         kick(l); /* the reader would not wake for this sleeper's message */
     me.cv = cv;
     me.next = NULL;
@@ -675,7 +675,7 @@ upkeep(cr__links *ls, struct pollfd *pfd, int *which, int *nfds)
         cr__transport_refresh(ls->transport);
         pthread_mutex_lock(&ls->mu);
     }
-    ls->ops->tend(ls->arg);
+    ls->ops->upkeep(ls->arg);
     now = cr__now_ms();
     for (i = 0; i < ls->nlinks; i++) {
         cr__link *l = &ls->links[i];

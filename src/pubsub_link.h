@@ -32,7 +32,7 @@ typedef struct cr__link_ops {
     bool (*wanted)(void *arg, int link);
     /* The dispatcher's round begins: place channels without a link, end
      * lingering subscriptions that expired. */
-    void (*tend)(void *arg);
+    void (*upkeep)(void *arg);
     /* Send what the table asks for; false when link *bad failed. */
     bool (*send)(void *arg, int *bad);
     /* Whether what the table changed waits for the dispatcher's round. */
@@ -136,11 +136,11 @@ uint64_t cr__link_pongs(const cr__links *ls, int i);
  * when it is connected and nobody else reads it, else sleeps on cv (as a
  * sleeper of the link when someone reads it). `self`: the calling thread
  * as a waiter for wake tokens, handed to the table's reply callback
- * (NULL: it waits for something else); `lowat`: how many bytes may come
+ * (NULL: it waits for something else); `min_bytes`: how many bytes may come
  * before poll() wakes a reader that waits alone on the link (1: any
  * input). Returns false once the deadline passed. */
 bool cr__link_await(cr__links *ls, int i, pthread_cond_t *cv,
-                    const void *self, int lowat, int64_t deadline);
+                    const void *self, int min_bytes, int64_t deadline);
 
 /* cr__link_hand_over: a thread done waiting on link `i` (-1: none) hands
  * it to a sleeper, if nobody reads it now. */

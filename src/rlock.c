@@ -20,7 +20,7 @@ cr__rlock_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
 }
 
 /* Unlock: nil (not held by the owner), 0 (holds remain), 1 or -n
- * (released; n subscribers heard it). */
+ * (released; n subscribers reached it). */
 cr_status
 cr__rlock_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
                       const cr__unlock *u, cr__script_call *call, char **tmp)

@@ -74,12 +74,12 @@ cr__lock_decode(const char *payload, size_t len)
     return (cr__wake){.wakes = n == 0 ? 1 : CR__WAKE_ALL, .counted = true};
 }
 
-/* What an acquisition leaves to the background (cr__script_lock_later). */
+/* What an acquisition leaves to the background (cr__lock_clean_up_later). */
 typedef struct give_back {
     cr_lock *lock;
     char owner[CR__OWNER_MAX];
     int64_t lease_ms, wait_ms;
-    unsigned what;
+    unsigned cleanup; /* CR__CLEANUP_* */
 } give_back;
 
 /* The background job of a give_back. */
@@ -91,13 +91,13 @@ give_back_run(const cr__op *op, void *arg)
     int64_t server = 0;
     int ignored;
 
-    if (g->what & CR__LATER_GIVE_UP)
+    if (g->cleanup & CR__CLEANUP_LEAVE_QUEUE)
         cr__lock_kind_give_up(op, l, g->owner, g->wait_ms);
-    if ((g->what & CR__LATER_RESOLVE) &&
+    if ((g->cleanup & CR__CLEANUP_RESOLVE) &&
         server_hold_count(op, l, g->owner, &server) == CR_OK &&
         server > cr__script_lock_holds(l, g->owner, NULL))
-        g->what |= CR__LATER_UNDO; /* granted after its caller gave up */
-    if (g->what & CR__LATER_UNDO) {
+        g->cleanup |= CR__CLEANUP_GIVE_BACK; /* granted after its caller gave up */
+    if (g->cleanup & CR__CLEANUP_GIVE_BACK) {
         cr_status rc = cr__lock_kind_unlock(op, l, g->owner, g->lease_ms,
                                             &ignored);
 
@@ -106,7 +106,7 @@ give_back_run(const cr__op *op, void *arg)
                 "get was given back: %s", l->kind->name, l->name, g->owner,
                 rc == CR_OK ? "done" : cr_last_error());
     }
-    if (g->what & CR__LATER_VERIFY)
+    if (g->cleanup & CR__CLEANUP_VERIFY)
         cr__hold_verify(l->client->renewal, l->kind->hold_kind, l->raw,
                         g->owner);
 }
@@ -119,12 +119,12 @@ give_back_done(void *arg)
 }
 
 void
-cr__script_lock_later(cr_lock *l, const char *owner, int64_t lease_ms,
-                      int64_t wait_ms, unsigned what)
+cr__lock_clean_up_later(cr_lock *l, const char *owner, int64_t lease_ms,
+                        int64_t wait_ms, unsigned cleanup)
 {
     give_back *g;
 
-    if (what == CR__LATER_GIVE_UP &&
+    if (cleanup == CR__CLEANUP_LEAVE_QUEUE &&
         (l->kind->give_up_call == NULL || wait_ms == 0))
         return; /* nothing to leave: no queue, or never in it */
     if ((g = calloc(1, sizeof(*g))) == NULL)
@@ -133,7 +133,7 @@ cr__script_lock_later(cr_lock *l, const char *owner, int64_t lease_ms,
     snprintf(g->owner, sizeof(g->owner), "%s", owner);
     g->lease_ms = lease_ms;
     g->wait_ms = wait_ms;
-    g->what = what;
+    g->cleanup = cleanup;
     cr__object_background(l, give_back_run, give_back_done, g);
 }
 
@@ -238,7 +238,7 @@ acquisition_end(cr__op *op, cr__acquisition *a, cr_status rc)
     cr_lock *l = a->lock;
     cr__op look = *op;
     int64_t server = 0;
-    unsigned later;
+    unsigned cleanup;
     int ignored;
 
     cr__acquisition_end_begin(a, rc);
@@ -273,10 +273,10 @@ acquisition_end(cr__op *op, cr__acquisition *a, cr_status rc)
                 a, cr__lock_kind_give_up(op, l, a->owner, a->wait_ms));
             break;
         case CR__ACQUISITION_END_DONE:
-            rc = cr__acquisition_done(a, &later);
-            if (later != 0)
-                cr__script_lock_later(l, a->owner, a->attempt_lease,
-                                      a->wait_ms, later);
+            rc = cr__acquisition_done(a, &cleanup);
+            if (cleanup != 0)
+                cr__lock_clean_up_later(l, a->owner, a->attempt_lease,
+                                        a->wait_ms, cleanup);
             return rc;
         }
     }
@@ -444,18 +444,18 @@ cr__unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
 }
 
 cr_status
-cr__unlock_reply(cr_lock *l, cr__reply *r, int *result, int64_t *heard)
+cr__unlock_reply(cr_lock *l, cr__reply *r, int *result, int64_t *reached)
 {
     int64_t v = 0;
     cr_status rc;
 
-    *heard = 0;
+    *reached = 0;
     if (r->type == CR__REPLY_NIL) {
         rc = cr__fail(CR_ENOTOWNER, "%s %s is not held by this owner",
                       l->kind->name, l->name);
     } else if (cr__reply_int(r, &v) && v <= 1 && v > -1000000000) {
         *result = v != 0;
-        *heard = v < 0 ? -v : 0;
+        *reached = v < 0 ? -v : 0;
         rc = CR_OK;
     } else if (cr__reply_int(r, &v) && v == 2) {
         rc = cr__fail(CR_ENOTOWNER, "%s %s was not held by anyone (the head "
@@ -471,14 +471,14 @@ cr_status
 cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc, cr__reply *r,
                const cr__sub_seen *seen, int *result)
 {
-    int64_t heard = 0;
+    int64_t reached = 0;
 
     if (rc == CR_OK)
-        rc = cr__unlock_reply(l, r, result, &heard);
+        rc = cr__unlock_reply(l, r, result, &reached);
     free(u->unlock_latch);
     u->unlock_latch = NULL;
     if (rc == CR_OK)
-        cr__handoff_after_unlock(&l->handoff, seen, heard, u->started_us,
+        cr__handoff_after_unlock(&l->handoff, seen, reached, u->started_us,
                                  cr__now_us(), l->kind->in_line);
     return rc;
 }
@@ -720,9 +720,9 @@ looked_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     if (q->ended) {
         /* Its bound passed after a lost reply: resolved in the
          * background. */
-        cr__script_lock_later(a->lock, a->owner, a->attempt_lease,
-                              a->wait_ms,
-                              CR__LATER_RESOLVE | CR__LATER_GIVE_UP);
+        cr__lock_clean_up_later(a->lock, a->owner, a->attempt_lease,
+                                a->wait_ms,
+                                CR__CLEANUP_RESOLVE | CR__CLEANUP_LEAVE_QUEUE);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -752,11 +752,14 @@ attempt_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
         /* The request ended meanwhile (its bound passed, or the handle is
          * being freed): what this attempt may have taken is given back,
          * and a fair waiter's place in the queue left. */
-        cr__script_lock_later(l, a->owner, a->attempt_lease, a->wait_ms,
-                              rc == CR_OK ? CR__LATER_UNDO
-                              : cr__may_have_run(rc, cmd)
-                                  ? CR__LATER_RESOLVE | CR__LATER_GIVE_UP
-                                  : CR__LATER_GIVE_UP);
+        unsigned cleanup = CR__CLEANUP_LEAVE_QUEUE;
+
+        if (rc == CR_OK)
+            cleanup = CR__CLEANUP_GIVE_BACK;
+        else if (cr__may_have_run(rc, cmd))
+            cleanup |= CR__CLEANUP_RESOLVE;
+        cr__lock_clean_up_later(l, a->owner, a->attempt_lease, a->wait_ms,
+                                cleanup);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -819,12 +822,12 @@ cr__lock_request_attempt(cr_request *req)
  * waits for (its bound passed, or the handle is being freed): what that
  * step was for goes to the background. */
 static void
-end_step_late(cr__lock_request *q, unsigned what)
+end_step_late(cr__lock_request *q, unsigned cleanup)
 {
     cr__acquisition *a = &q->acq;
 
-    cr__script_lock_later(a->lock, a->owner, a->attempt_lease, a->wait_ms,
-                          what);
+    cr__lock_clean_up_later(a->lock, a->owner, a->attempt_lease, a->wait_ms,
+                            cleanup);
 }
 
 static void
@@ -846,7 +849,7 @@ undone_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     rc = cr__unlock_end(l, &q->undo, rc, r, &seen, &ignored);
     if (q->ended) {
         if (rc != CR_OK)
-            end_step_late(q, CR__LATER_UNDO);
+            end_step_late(q, CR__CLEANUP_GIVE_BACK);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -868,7 +871,7 @@ end_looked_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
                       a->owner);
     cr__reply_free(r);
     if (q->ended) {
-        end_step_late(q, CR__LATER_RESOLVE | CR__LATER_GIVE_UP);
+        end_step_late(q, CR__CLEANUP_RESOLVE | CR__CLEANUP_LEAVE_QUEUE);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -888,7 +891,7 @@ given_up_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     rc = cr__lock_give_up_reply(q->acq.lock, q->acq.owner, rc, r);
     if (q->ended) {
         if (rc != CR_OK)
-            end_step_late(q, CR__LATER_GIVE_UP);
+            end_step_late(q, CR__CLEANUP_LEAVE_QUEUE);
         cr__request_late((cr_request *)q);
         return;
     }
@@ -949,7 +952,7 @@ lock_end_step(cr__lock_request *q)
     cr__acquisition *a = &q->acq;
     cr_lock *l = a->lock;
     cr__op op;
-    unsigned later;
+    unsigned cleanup;
     cr_status rc;
 
     for (;;) {
@@ -980,8 +983,8 @@ lock_end_step(cr__lock_request *q)
         case CR__ACQUISITION_END_VERIFY:
             /* No check of the new master that does not block: at once,
              * in the background. */
-            cr__script_lock_later(l, a->owner, a->attempt_lease, a->wait_ms,
-                                  CR__LATER_VERIFY);
+            cr__lock_clean_up_later(l, a->owner, a->attempt_lease, a->wait_ms,
+                                    CR__CLEANUP_VERIFY);
             break;
         case CR__ACQUISITION_END_GIVE_UP:
             if (q->overdue || send_give_up(q) != CR_OK)
@@ -990,10 +993,10 @@ lock_end_step(cr__lock_request *q)
                 return;
             break;
         case CR__ACQUISITION_END_DONE:
-            rc = cr__acquisition_done(a, &later);
-            if (later != 0)
-                cr__script_lock_later(l, a->owner, a->attempt_lease,
-                                      a->wait_ms, later);
+            rc = cr__acquisition_done(a, &cleanup);
+            if (cleanup != 0)
+                cr__lock_clean_up_later(l, a->owner, a->attempt_lease,
+                                        a->wait_ms, cleanup);
             cr__request_op((cr_request *)q, &op);
             cr__lock_acquisition_report(&op, a, rc, &q->w, true);
             q->value = rc == CR_OK ? a->token : 0;
@@ -1066,9 +1069,9 @@ lock_abandon(cr_request *req)
     cr__lock_request *q = (cr__lock_request *)req;
 
     if (!q->busy)
-        cr__script_lock_later(q->acq.lock, q->acq.owner,
-                              q->acq.attempt_lease, q->acq.wait_ms,
-                              CR__LATER_GIVE_UP);
+        cr__lock_clean_up_later(q->acq.lock, q->acq.owner,
+                                q->acq.attempt_lease, q->acq.wait_ms,
+                                CR__CLEANUP_LEAVE_QUEUE);
 }
 
 static const cr__request_type lock_type = {

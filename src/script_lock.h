@@ -124,16 +124,16 @@ cr_status cr__release_end(const cr__op *op, const cr__release *rel,
 int64_t cr__script_lock_holds(const cr_lock *l, const char *owner, bool *lost);
 
 /* cr__unlock_reply: the reply of an unlock script (freed): CR_OK with
- * *result 0 (holds remain) or 1 (released) and *heard the subscribers its
+ * *result 0 (holds remain) or 1 (released) and *reached the subscribers its
  * message reached; CR_ENOTOWNER (nil, or the fair lock's 2: nobody held
  * it); CR_ESCRIPT. */
 cr_status cr__unlock_reply(cr_lock *l, cr__reply *r, int *result,
-                           int64_t *heard);
+                           int64_t *reached);
 
-/* cr__script_lock_later: what an acquisition leaves to the client's
- * background thread for an owner (CR__LATER_*, acquisition.h). */
-void cr__script_lock_later(cr_lock *l, const char *owner, int64_t lease_ms,
-                           int64_t wait_ms, unsigned what);
+/* cr__lock_clean_up_later: what an acquisition leaves to the client's
+ * background thread for an owner (CR__CLEANUP_*, acquisition.h). */
+void cr__lock_clean_up_later(cr_lock *l, const char *owner, int64_t lease_ms,
+                             int64_t wait_ms, unsigned cleanup);
 
 /* ------------------------------------------------ the asynchronous half */
 

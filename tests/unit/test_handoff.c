@@ -50,12 +50,12 @@ fresh(int64_t acquired_us)
     return h;
 }
 
-/* h's lock is unlocked as most tests do it, `heard` by that many
+/* h's lock is unlocked as most tests do it, `reached` by that many
  * subscribers, with `s` what the client's subscription has seen. */
 static void
-unlocked(cr__handoff *h, cr__sub_seen s, int64_t heard, bool in_line)
+unlocked(cr__handoff *h, cr__sub_seen s, int64_t reached, bool in_line)
 {
-    cr__handoff_after_unlock(h, &s, heard, SENT_US, NOW_US, in_line);
+    cr__handoff_after_unlock(h, &s, reached, SENT_US, NOW_US, in_line);
 }
 
 /* Returns the turn h has pending for an acquisition at NOW_US that may
@@ -70,7 +70,7 @@ pending(const cr__handoff *h)
 }
 
 /* Returns the round trips a turn of h's lock lasts now: the sleep of the
- * turn an unlock heard by one other process plans when it took 300 us. */
+ * turn an unlock reached by one other process plans when it took 300 us. */
 static int64_t
 rtts_of(cr__handoff *h)
 {
@@ -116,10 +116,10 @@ test_unlock_heard_by_no_other_process_keeps_no_turn(void **state)
     cr__turn t;
 
     (void)state;
-    /* Only this client's own subscription heard it. */
+    /* Only this client's own subscription reached it. */
     unlocked(&h, seen(0, 3, 0), 1, false);
     assert_false(cr__handoff_turn(&h, NOW_US, FOREVER, &t));
-    /* Not subscribed, and nobody else heard it. */
+    /* Not subscribed, and nobody else reached it. */
     unlocked(&h, seen(-1, 0, 0), 0, false);
     assert_false(cr__handoff_turn(&h, NOW_US, FOREVER, &t));
 }
@@ -167,7 +167,7 @@ test_unlock_heard_by_other_processes_counts_their_releases(void **state)
 
     (void)state;
     /* Subscribed, lingering, five releases read, the last before the
-     * unlock was sent; heard by three subscribers: this client's and two
+     * unlock was sent; reached by three subscribers: this client's and two
      * others. */
     unlocked(&h, seen(0, 5, 9500), 3, false);
     assert_true(cr__handoff_turn(&h, NOW_US + 100, FOREVER, &t));
@@ -260,9 +260,9 @@ test_lock_turn_doubles_up_to_64_round_trips_and_shrinks_by_one_down_to_4(
 
 /* h's semaphore is released as most tests do it (see unlocked). */
 static void
-released(cr__handoff *h, cr__sub_seen s, int64_t heard)
+released(cr__handoff *h, cr__sub_seen s, int64_t reached)
 {
-    cr__handoff_after_release(h, &s, heard, SENT_US, NOW_US);
+    cr__handoff_after_release(h, &s, reached, SENT_US, NOW_US);
 }
 
 static void
