@@ -361,6 +361,26 @@ cr__transport_send_noreply(cr__transport *t, int argc, const char **argv,
 }
 
 void
+cr__transport_upkeep(cr__transport *t, int64_t stale_before, bool open)
+{
+    int i;
+
+    if (t->map == NULL) {
+        cr__pool_upkeep(t->single, stale_before, open);
+        return;
+    }
+    for (i = 0; i < CR__CLUSTER_MAX_NODES; i++) {
+        cr__pool *p;
+
+        pthread_mutex_lock(&t->nodes_mu);
+        p = t->nodes[i];
+        pthread_mutex_unlock(&t->nodes_mu);
+        if (p != NULL)
+            cr__pool_upkeep(p, stale_before, open);
+    }
+}
+
+void
 cr__transport_master_moved(cr__transport *t)
 {
     if (t->single != NULL)

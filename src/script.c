@@ -144,6 +144,12 @@ cr__del_noreply(cr_client *c, const char *key)
     cr__transport_send_noreply(run(c)->transport, 2, argv, NULL);
 }
 
+void
+cr__reserved_upkeep(cr_client *c, int64_t stale_before, bool open)
+{
+    cr__transport_upkeep(run(c)->transport, stale_before, open);
+}
+
 bool
 cr__reply_int(const cr__reply *r, int64_t *out)
 {
