@@ -546,8 +546,8 @@ stall_at() {
 test_two_stalls_shorter_than_the_lease_keep_the_command() {
     # Issue 31: --command-timeout 1s and a 6 s watchdog lease, renewed
     # every 2 s, with the command stopped 2 s (a third of the lease) before
-    # its local deadline. Two 2 s stalls, 0.2 s apart, start 0.7 s and
-    # 0.5 s before a renewal falls due: each of those renewals waits in the
+    # its local deadline. Two 2 s stalls, 0.1 s apart, start 0.7 s and
+    # 0.6 s before a renewal falls due: each of those renewals waits in the
     # server's queue past its command timeout and runs as its stall ends,
     # 4 s of stall against a 6 s lease. Their answers prove the lease from
     # the moment each was sent: the command is never stopped, and its own
@@ -568,7 +568,7 @@ test_two_stalls_shorter_than_the_lease_keep_the_command() {
     # Renewals fall due at renewed + 2 s and + 4 s.
     stall_at "$port" $((renewed + 1300 * k)) $((2 * k)) &
     s1=$!
-    stall_at "$port" $((renewed + 3500 * k)) $((2 * k)) &
+    stall_at "$port" $((renewed + 3400 * k)) $((2 * k)) &
     s2=$!
     wait "$s1"
     wait "$s2"

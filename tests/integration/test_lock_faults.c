@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "credisson/rwlock.h"
 #include "lock_common.h"
 
 typedef struct waiter {
@@ -364,37 +365,43 @@ await_renewal_of(const char *key, int64_t within_ms)
 }
 
 /* The holder of issue 31: a 1 s command timeout and a 6 s watchdog lease,
- * renewed every 2 s. Two 2 s stalls, 0.2 s apart, start 0.7 s and 0.5 s
+ * renewed every 2 s. Two 2 s stalls, 0.1 s apart, start 0.7 s and 0.6 s
  * before a renewal falls due: each of those renewals waits in the
  * server's queue past its command timeout and runs as its stall ends; 4 s
  * of stall against a 6 s lease. Without their answers the hold would
  * stand until 6 s after the last renewal before the stalls, and the one
  * after them is due later. With them it stands from the moment each was
- * sent: it is never reported lost, and its unlock finds it. Under
- * valgrind every time is doubled. */
+ * sent: it is never reported lost, and its unlock finds it. `read` takes
+ * the read lock of a read/write lock, whose renewals have a script of
+ * their own. Under valgrind every time is doubled. */
 static void
-test_lock_watchdog_hold_outlives_two_stalls_shorter_than_its_lease(void **state)
+hold_outlives_two_stalls(bool read)
 {
     const int64_t k = slow(1) > 1 ? 2 : 1;
     const int64_t lease_ms = 6000 * k, period_ms = lease_ms / 3;
     cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
+    cr_rwlock *rw = NULL;
     cr_lock *l;
     stall s1, s2;
     int64_t renewed, left = -1;
     bool lost = true;
 
-    (void)state;
     o.url = test_redis.url;
     o.command_timeout_ms = 1000 * k;
     o.lock_watchdog_timeout_ms = lease_ms;
     assert_int_equal(cr_client_new(&o, &c), CR_OK);
-    assert_int_equal(cr_lock_new(c, "stalled", &l), CR_OK);
+    if (read) {
+        assert_int_equal(cr_rwlock_new(c, "stalled", &rw), CR_OK);
+        l = cr_rwlock_read_lock(rw);
+    } else {
+        assert_int_equal(cr_lock_new(c, "stalled", &l), CR_OK);
+    }
     assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
     renewed = await_renewal_of("stalled", 2 * period_ms);
     /* Renewals fall due at renewed + 2 s and + 4 s. */
     stall_start(&s1, renewed + period_ms - 700 * k, 2.0 * (double)k);
-    stall_start(&s2, renewed + 2 * period_ms - 500 * k, 2.0 * (double)k);
+    stall_start(&s2, renewed + 2 * period_ms - 600 * k, 2.0 * (double)k);
     pthread_join(s1.thread, NULL);
     pthread_join(s2.thread, NULL);
     assert_true(s1.ok && s2.ok);
@@ -409,8 +416,25 @@ test_lock_watchdog_hold_outlives_two_stalls_shorter_than_its_lease(void **state)
     assert_true(left > 0);
     assert_int_equal(cr_lock_unlock(l), CR_OK);
     assert_int_equal(redis_int("EXISTS stalled"), 0);
-    cr_lock_free(l);
+    if (read)
+        cr_rwlock_free(rw);
+    else
+        cr_lock_free(l);
     cr_client_free(c);
+}
+
+static void
+test_lock_watchdog_hold_outlives_two_stalls_shorter_than_its_lease(void **state)
+{
+    (void)state;
+    hold_outlives_two_stalls(false);
+}
+
+static void
+test_lock_watchdog_read_hold_outlives_two_stalls_shorter_than_its_lease(void **state)
+{
+    (void)state;
+    hold_outlives_two_stalls(true);
 }
 
 int
@@ -425,6 +449,7 @@ main(void)
         T(test_lock_waiting_survives_a_redis_restart),
         T(test_lock_killed_holder_frees_the_lock_after_its_lease),
         T(test_lock_watchdog_hold_outlives_two_stalls_shorter_than_its_lease),
+        T(test_lock_watchdog_read_hold_outlives_two_stalls_shorter_than_its_lease),
 #undef T
     };
 
