@@ -119,7 +119,7 @@ typedef struct hold {
     int64_t count;
     int64_t due_ms;  /* when its timer is (was last) due */
     uint32_t idlen;  /* the hash key's bytes: kind, key, NUL, owner */
-    /* Its acquisitions and releases so far (see proved), counted round. */
+    /* Its acquisitions and releases so far, wrapping (see proved). */
     uint32_t sets;
     uint32_t order;  /* cr__due_order of its kind and key */
     unsigned aux : 1;       /* a read lock's key prefix follows the id */
