@@ -40,6 +40,22 @@
  * again a second later. Each batch is independent; one failing batch does
  * not stop the others (unlike Redisson, section 4.1 of the protocol).
  *
+ * A call whose answer does not come by the command timeout (a stalled
+ * server runs it when the stall ends) is retried the same way, but its
+ * answer is kept for: the transport keeps the connection (see cr__cmd's
+ * `late`), and the thread takes the answer at its next tick, or before
+ * its next call, and applies it as if it had come in time. The server ran
+ * the renewal after it was sent, so it proves the lease from then. It is
+ * applied only to the entries the call named, and only to those neither
+ * acquired nor released since (their `sets` count), since the order of
+ * those on the server is not known; and it only ever moves a deadline
+ * on. A call sent a lease ago or more could prove nothing any more and is
+ * forgotten, and an answer that never comes proves nothing: the lease
+ * clock ends the hold at its deadline as before. When the watchdog
+ * thread has holds to renew again after it had none, it opens the
+ * reserved connection at once, so that the first renewal does not have to
+ * set one up in the middle of a stall.
+ *
  * The lease clock. Every hold, leased or renewed, has a local deadline
  * (valid_until): the moment its last successful acquire or renewal was
  * sent plus its lease, less CR__LEASE_MARGIN for clocks that run at
@@ -50,7 +66,9 @@
  * renewal. The same thread runs every lost callback, whoever found the
  * loss (the watchdog, the lease clock, the check after a failover).
  *
- * Lock order: r->mu only. Lost callbacks run with it released.
+ * Lock order: r->mu only, taken inside the transport's reserved
+ * connection mutex when a late answer comes (never the other way round:
+ * no call is made with r->mu held). Lost callbacks run with it released.
  */
 #include "config.h"
 
@@ -101,8 +119,10 @@ typedef struct hold {
     int64_t count;
     int64_t due_ms;  /* when its timer is (was last) due */
     uint32_t idlen;  /* the hash key's bytes: kind, key, NUL, owner */
-    uint32_t auxoff; /* where the read lock's key prefix starts; 0: none */
+    /* Its acquisitions and releases so far, wrapping (see proved). */
+    uint32_t sets;
     uint32_t order;  /* cr__due_order of its kind and key */
+    unsigned aux : 1;       /* a read lock's key prefix follows the id */
     unsigned watchdog : 1;
     unsigned lost : 1;
     unsigned releasing : 1; /* an unlock is under way: answers are stale */
@@ -114,6 +134,28 @@ typedef struct hold {
     unsigned wd_from : 26;
     char id[];              /* id bytes, NUL, then aux and NUL if any */
 } hold;
+
+/* A hold named by a late call: its entry then, and where its id is in
+ * the call's bytes. */
+typedef struct late_hold {
+    uint64_t seq;
+    uint32_t sets;
+    uint32_t idlen;
+    size_t off;
+} late_hold;
+
+/* A renewal call whose answer did not come by its command timeout and is
+ * kept for (the transport keeps its connection): when it was sent, and
+ * the holds it named, one per answer. One allocation: the record, its
+ * holds, their ids. */
+typedef struct late_call {
+    struct late_call *next;
+    uint64_t id;      /* cr__cmd's `late` */
+    int64_t sent;
+    size_t n;
+    late_hold *holds;
+    char *ids;
+} late_call;
 
 typedef struct lost_call {
     cr_lock_lost_fn fn;
@@ -145,6 +187,12 @@ struct cr__renewal {
     size_t capargs;
     char *text;        /* full owners and reader counts of one call */
     size_t captext;
+    uint32_t *sets;    /* one call's holds' sets when it was sent */
+    size_t capsets;
+    /* Renewal calls whose answers are kept for, newest first, and the
+     * ids given so far. */
+    late_call *late;
+    uint64_t late_ids;
     /* The lease clock: its wheel and thread, and the lost callbacks
      * queued for it (nlost) and running now (ncalling). */
     cr__wheel *clock;
@@ -367,7 +415,7 @@ new_hold(cr__renewal *r, cr__hold_kind kind, const char *key,
     }
     h->idlen = (uint32_t)write_id(r, h->id, kind, key, owner);
     if (aux != NULL) {
-        h->auxoff = (uint32_t)size;
+        h->aux = 1;
         memcpy(h->id + size, aux, alen);
     }
     h->order = cr__due_order(kind, key, r->cluster);
@@ -403,6 +451,7 @@ cr__hold_add(cr__renewal *r, cr__hold_kind kind, const char *key,
         HASH_ADD_KEYPTR(hh, r->holds, h->id, h->idlen, h);
     }
     h->count++;
+    h->sets++;
     set_deadline(r, h, valid_until);
     if (fn != NULL) {
         h->fn = fn;
@@ -468,6 +517,7 @@ cr__hold_release(cr__renewal *r, cr__hold_kind kind, const char *key,
         if (h != NULL)
             remove_hold(r, h);
     } else if (h != NULL) {
+        h->sets++;
         if (h->count < h->wd_from)
             stop_renewal(r, h); /* the levels left were all taken with a
                                  * lease: they expire by it, as in Redisson */
@@ -743,7 +793,7 @@ read_args(cr__renewal *r, size_t from, size_t n, size_t *nkeys,
         const hold *h = due_hold(d);
 
         args[2 * k] = d->key;
-        args[2 * k + 1] = h->auxoff ? h->id + h->auxoff : d->key;
+        args[2 * k + 1] = h->aux ? h->id + h->idlen + 1 : d->key;
         for (start = i; i < n && strcmp(r->due[from + i].key, d->key) == 0;
              i++)
             ;
@@ -772,7 +822,7 @@ mark_lost(cr__renewal *r, hold *h, const char *why)
     cr__wheel_cancel(r->clock, &h->expiry);
     CR__STAT_ADD(r->cfg.stats, leases_lost, 1);
     cr__event(r->cfg.stats, CR_EVENT_LEASE_LOST, CR_ELOST,
-              h->auxoff != 0 ? "read lock" : "lock", hold_key(h), -1, -1,
+              h->aux ? "read lock" : "lock", hold_key(h), -1, -1,
               false);
     cr__log(r->cfg.log, CR_LOG_WARN, "lock %s lost by %s: %s", hold_key(h),
             hold_owner(r, h, owner), why);
@@ -802,15 +852,190 @@ next_due(const cr__renewal *r, int64_t due, int64_t now)
     return at > now ? at : next_renewal(r, now);
 }
 
+/* A renewal of `h` sent at `sent` (when its count of acquisitions and
+ * releases was `then`) found it and set the watchdog's lease again; r->mu
+ * held. The server ran it after `sent`, and after every acquisition and
+ * release counted before (their answers had come): its deadline moves on
+ * to what the renewal proves when that is later. One counted since may
+ * have run before or after it on the server: a timely answer then leaves
+ * the earlier of the two deadlines, which holds whichever ran last, and a
+ * late one (`late`) changes nothing. Returns whether it moved on. */
+static bool
+proved(cr__renewal *r, hold *h, int64_t sent, uint32_t then, bool late)
+{
+    int64_t until = cr__lease_valid_until(sent, r->cfg.lease_ms);
+
+    if (h->sets != then) {
+        if (!late && until < h->valid_until)
+            set_deadline(r, h, until);
+        return false;
+    }
+    if (until <= h->valid_until)
+        return false;
+    set_deadline(r, h, until);
+    return true;
+}
+
+/* Before the call renewing due[from..from+n) goes out at `sent`: notes
+ * each hold's count of acquisitions and releases in r->sets, and brings a
+ * deadline later than the renewal's back to it (a level taken with a
+ * lease longer than the watchdog's): once sent, the renewal may run at
+ * any time and set the shorter lease. False when out of memory; r->mu
+ * held. */
+static bool
+note_sets(cr__renewal *r, size_t from, size_t n, int64_t sent)
+{
+    uint32_t *sets = grow(r->sets, &r->capsets, n, sizeof(*sets));
+    int64_t until = cr__lease_valid_until(sent, r->cfg.lease_ms);
+    size_t i;
+
+    if (sets == NULL)
+        return false;
+    r->sets = sets;
+    for (i = 0; i < n; i++) {
+        hold *h = due_hold(&r->due[from + i]);
+
+        sets[i] = h->sets;
+        if (!h->dead && !h->lost && h->valid_until > until)
+            set_deadline(r, h, until);
+    }
+    return true;
+}
+
+/* Keeps a record of the call `id` renewing due[from..from+n), sent at
+ * `sent`, whose answer the transport keeps for (see on_late); r->mu held.
+ * Out of memory, its answer will be dropped. */
+static void
+keep_call(cr__renewal *r, size_t from, size_t n, int64_t sent, uint64_t id)
+{
+    size_t bytes = 0, i;
+    late_call *call;
+
+    for (i = 0; i < n; i++)
+        bytes += due_hold(&r->due[from + i])->idlen;
+    call = malloc(sizeof(*call) + n * sizeof(*call->holds) + bytes);
+    if (call == NULL)
+        return;
+    call->id = id;
+    call->sent = sent;
+    call->n = n;
+    call->holds = (late_hold *)(void *)(call + 1);
+    call->ids = (char *)(call->holds + n);
+    for (i = 0, bytes = 0; i < n; i++) {
+        const hold *h = due_hold(&r->due[from + i]);
+
+        call->holds[i].seq = h->dead ? 0 : h->seq; /* 0: matches none */
+        call->holds[i].sets = r->sets[i];
+        call->holds[i].idlen = h->idlen;
+        call->holds[i].off = bytes;
+        memcpy(call->ids + bytes, h->id, h->idlen);
+        bytes += h->idlen;
+    }
+    call->next = r->late;
+    r->late = call;
+}
+
+/* Applies the answer of a late call, one per hold, as renew_batch applies
+ * a timely one, to the holds that are still the entries it named, were
+ * neither acquired nor released since, and are renewed and not being
+ * released: a hold found gone is lost; one it renewed stands until what
+ * the renewal proves, when that is later, and is renewed again a period
+ * after the call was sent (at once when that has passed: the server
+ * answers again); r->mu held. */
+static void
+apply_late(cr__renewal *r, const late_call *call, const cr__reply *reply)
+{
+    int64_t now = cr__now_ms(), at = next_renewal(r, call->sent), ok;
+    size_t i, moved = 0;
+
+    if (at < now)
+        at = now;
+    for (i = 0; i < call->n; i++) {
+        const late_hold *lh = &call->holds[i];
+        hold *h = NULL;
+
+        HASH_FIND(hh, r->holds, call->ids + lh->off, lh->idlen, h);
+        if (h == NULL || h->seq != lh->seq || h->sets != lh->sets ||
+            !h->watchdog || h->lost || h->releasing ||
+            !cr__reply_int(reply->element[i], &ok))
+            continue;
+        if (ok != 1) {
+            mark_lost(r, h, "a renewal found it gone");
+        } else if (proved(r, h, call->sent, lh->sets, true)) {
+            moved++;
+            if (cr__timer_is_scheduled(&h->timer) && h->due_ms > at)
+                schedule(r, h, at);
+        }
+    }
+    cr__log(r->cfg.log, CR_LOG_INFO, "a watchdog renewal of %zu leases was "
+            "answered %lld ms after it was sent, past its timeout; %zu "
+            "leases stand on it", call->n, (long long)(now - call->sent),
+            moved);
+}
+
+/* The transport's late_fn for renewal calls (see cr__cmd): the answer of
+ * call `id`, on the watchdog thread (r->mu not held). */
+static void
+on_late(void *arg, uint64_t id, cr__reply *reply)
+{
+    cr__renewal *r = arg;
+    late_call **at, *call;
+
+    pthread_mutex_lock(&r->mu);
+    for (at = &r->late; *at != NULL && (*at)->id != id; at = &(*at)->next)
+        ;
+    if ((call = *at) != NULL) {
+        *at = call->next;
+        if (reply->type == CR__REPLY_ARRAY && reply->elements == call->n)
+            apply_late(r, call, reply);
+        free(call);
+    }
+    pthread_mutex_unlock(&r->mu);
+    cr__reply_free(reply);
+}
+
+/* The watchdog's care of its reserved connections between renewals:
+ * takes the answers of late calls that have come (see on_late), after
+ * forgetting the calls sent a lease ago or more, whose answers could prove
+ * nothing any more (all of them when `all`); the transport then closes
+ * the connections that owe only such answers. With `open`, opens the
+ * reserved connections that are closed. r->mu held on entry and exit,
+ * released meanwhile. */
+static void
+upkeep(cr__renewal *r, bool all, bool open)
+{
+    int64_t stale = cr__now_ms() - r->cfg.lease_ms;
+    late_call **at = &r->late, *call;
+
+    if (r->late == NULL && !open)
+        return;
+    while ((call = *at) != NULL) {
+        if (all || call->sent < stale) {
+            *at = call->next;
+            free(call);
+        } else {
+            at = &call->next;
+        }
+    }
+    if (r->late == NULL)
+        stale = INT64_MAX;
+    pthread_mutex_unlock(&r->mu);
+    cr__reserved_upkeep(r->client, stale, open);
+    pthread_mutex_lock(&r->mu);
+}
+
 /* Renews due[from..from+n) (all of one order) in one script call and
  * applies the answers, one per entry; entered and left with r->mu held,
- * released during the call. */
+ * released during the call. An answer that does not come by the command
+ * timeout is kept for (keep_call, on_late), and meanwhile the holds are
+ * retried as after a failure. */
 static void
 renew_batch(cr__renewal *r, size_t from, size_t n)
 {
     cr_client *c = r->client;
     bool read = (r->due[from].order >> 16) == CR__HOLD_READ;
-    cr__cmd cmd = {.flags = CR__CMD_RESERVED | CR__CMD_RETRY | CR__CMD_SYNC};
+    cr__cmd cmd = {.flags = CR__CMD_RESERVED | CR__CMD_RETRY | CR__CMD_SYNC,
+                   .late = ++r->late_ids, .late_fn = on_late, .late_arg = r};
     cr__reply *reply = NULL;
     cr__op op;
     cr_status rc;
@@ -818,7 +1043,8 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
     int64_t now, sent = cr__now_ms(), lease = r->cfg.lease_ms;
 
     if (!(read ? read_args(r, from, n, &nkeys, &nargs)
-               : plain_args(r, from, n, &nkeys, &nargs))) {
+               : plain_args(r, from, n, &nkeys, &nargs)) ||
+        !note_sets(r, from, n, sent)) {
         rc = CR_ENOMEM; /* retried like a failed call */
     } else {
         pthread_mutex_unlock(&r->mu);
@@ -848,10 +1074,13 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
             cr__event(r->cfg.stats, CR_EVENT_RENEWAL_FAILED, rc, NULL, NULL,
                       -1, -1, false);
             cr__log(r->cfg.log, CR_LOG_WARN,
-                    "watchdog renewal of %zu leases failed (%s: %s); retrying",
-                    n, cr_strerror(rc), cr_last_error());
+                    "watchdog renewal of %zu leases failed (%s: %s); "
+                    "retrying%s", n, cr_strerror(rc), cr_last_error(),
+                    cmd.kept ? ", and its answer is still awaited" : "");
         }
         pthread_mutex_lock(&r->mu);
+        if (rc != CR_OK && cmd.kept)
+            keep_call(r, from, n, sent, cmd.late);
     }
     now = cr__now_ms();
     for (i = 0; i < n; i++) {
@@ -865,8 +1094,7 @@ renew_batch(cr__renewal *r, size_t from, size_t n)
             schedule(r, h, now + retry_after(r));
         } else if (cr__reply_int(reply->element[i], &ok) && ok == 1) {
             schedule(r, h, next_due(r, h->due_ms, now));
-            set_deadline(r, h, cr__lease_valid_until(sent,
-                                                     r->cfg.lease_ms));
+            proved(r, h, sent, r->sets[i], false);
         } else {
             mark_lost(r, h, "a renewal found it gone");
         }
@@ -904,10 +1132,12 @@ drop_buffers(cr__renewal *r)
     free(r->due);
     free(r->args);
     free(r->text);
+    free(r->sets);
     r->due = NULL;
     r->args = NULL;
     r->text = NULL;
-    r->capdue = r->capargs = r->captext = 0;
+    r->sets = NULL;
+    r->capdue = r->capargs = r->captext = r->capsets = 0;
 }
 
 /* Waits on cv until the monotonic time `deadline`. */
@@ -927,6 +1157,7 @@ watchdog(void *arg)
 {
     cr__renewal *r = arg;
     int64_t tick = cr__wheel_tick_ms(r->wheel), busy_until = 0;
+    bool woke = false;
 
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
@@ -934,16 +1165,25 @@ watchdog(void *arg)
          * the tick after a wake-up: a thread taking and releasing a lock in
          * a loop then costs a wake-up per tick, not one per acquisition. */
         if (cr__wheel_count(r->wheel) == 0 && cr__now_ms() >= busy_until) {
+            if (r->late != NULL) {
+                upkeep(r, true, false); /* nothing is renewed any more */
+                continue;
+            }
             drop_buffers(r);
             r->idle = true;
             pthread_cond_wait(&r->cv, &r->mu);
             r->idle = false;
             busy_until = cr__now_ms() + tick;
+            woke = true;
         } else {
             sleep_until(r, cr__now_ms() + tick);
         }
         if (r->stop)
             break;
+        /* Holds to renew again: their first renewal finds its connection
+         * set up, even when the server stalls meanwhile. */
+        upkeep(r, false, woke);
+        woke = false;
         cr__wheel_advance(r->wheel, cr__now_ms(), on_timer, r);
         if (r->ndue > 0)
             renew_due(r);
@@ -1109,6 +1349,12 @@ cr__renewal_free(cr__renewal *r)
     for (i = 0; i < r->nlost; i++)
         free(r->lost[i].key);
     free(r->lost);
+    while (r->late != NULL) {
+        late_call *call = r->late;
+
+        r->late = call->next;
+        free(call);
+    }
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->clock_cv);

@@ -11,7 +11,10 @@
  * not stretch the period) and rounded to a slot so that renewals falling due
  * together go out together, up to the batch size per script call. In a Redis
  * Cluster a call names the keys of one hash slot only. A renewal that finds
- * the hold gone marks it lost and calls the holder's callback.
+ * the hold gone marks it lost and calls the holder's callback. A renewal
+ * answered only after its command timeout (a stalled server) still counts,
+ * from the moment it was sent, when its answer comes before the hold's
+ * local deadline.
  *
  * Thread safety: all functions may be called from any thread.
  */

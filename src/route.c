@@ -362,6 +362,26 @@ cr__transport_send_noreply(cr__transport *t, const cr__op *op, int argc,
 }
 
 void
+cr__transport_upkeep(cr__transport *t, int64_t stale_before, bool open)
+{
+    cr__pool *pools[CR__CLUSTER_MAX_NODES];
+    int i, n = 0;
+
+    if (t->map == NULL) {
+        cr__pool_upkeep(t->single, stale_before, open);
+        return;
+    }
+    /* A pool, once made, lives as long as the transport. */
+    pthread_mutex_lock(&t->nodes_mu);
+    for (i = 0; i < CR__CLUSTER_MAX_NODES; i++)
+        if (t->nodes[i] != NULL)
+            pools[n++] = t->nodes[i];
+    pthread_mutex_unlock(&t->nodes_mu);
+    for (i = 0; i < n; i++)
+        cr__pool_upkeep(pools[i], stale_before, open);
+}
+
+void
 cr__transport_master_moved(cr__transport *t)
 {
     if (t->single != NULL)

@@ -58,6 +58,10 @@ void cr__transport_send_noreply(cr__transport *t, const cr__op *op,
                                 int argc, const char **argv,
                                 const size_t *argvlen);
 
+/* cr__transport_upkeep: cr__pool_upkeep on every pool made so far. */
+void cr__transport_upkeep(cr__transport *t, int64_t stale_before,
+                          bool open);
+
 /* cr__transport_node_addr: in a cluster, the address of the master that
  * serves `slot` by the current map (no I/O), or of any master when slot
  * is -1. Returns its node number, or -1 when none is known or

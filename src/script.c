@@ -154,6 +154,13 @@ cr__del_noreply(const cr__op *op, const char *key)
     cr__transport_send_noreply(run(op)->transport, op, 2, argv, NULL);
 }
 
+void
+cr__reserved_upkeep(cr_client *c, int64_t stale_before, bool open)
+{
+    cr__transport_upkeep(((cr__runner *)(void *)c)->transport, stale_before,
+                         open);
+}
+
 bool
 cr__reply_int(const cr__reply *r, int64_t *out)
 {

@@ -95,6 +95,10 @@ cr_status cr__command_get_int(const cr__op *op, const char *key,
  * acquire latch. */
 void cr__del_noreply(const cr__op *op, const char *key);
 
+/* cr__reserved_upkeep: the watchdog's care of its reserved connections
+ * between renewals, as cr__pool_upkeep says. */
+void cr__reserved_upkeep(cr_client *c, int64_t stale_before, bool open);
+
 /* cr__reply_int: the integer of an INTEGER reply, or of a STRING holding a
  * decimal; false otherwise. */
 bool cr__reply_int(const cr__reply *r, int64_t *out);

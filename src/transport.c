@@ -15,8 +15,19 @@
  * Every wait ends by the command's deadline: min(now + command timeout,
  * the caller's call deadline); a resend happens only before it.
  *
+ * The reserved connection keeps a reply that did not come by the deadline
+ * when its command asks (cr__cmd's `late`): the connection is not closed
+ * then (a stalled server times out without breaking anything), nor for
+ * the failure of another connection. Before its next command it is read
+ * for that reply; when that has not come, it is parked (read for it, never
+ * written again, closed when a newer one is parked or when what it owes
+ * can no longer help) and the command goes on a fresh connection. A
+ * parked connection whose reply came serves as the reserved one again if
+ * there is none.
+ *
  * Lock order: the pool mutex is never held while talking to Redis; the
- * reserved connection's mutex is held for a whole command on it.
+ * reserved connection's mutex is held for a whole command on it (and the
+ * parked one's upkeep), and while a kept reply's late_fn runs.
  */
 #include "config.h"
 
@@ -33,6 +44,15 @@
 /* How often a connection with the replica-sync check counts replicas. */
 #define REPLICAS_RECOUNT_MS 1000
 
+/* A reply kept for (cr__cmd's `late`), which its connection owes. */
+typedef struct owed {
+    uint64_t id;   /* cr__cmd's `late`; 0: none owed */
+    unsigned skip; /* replies to drop before it (ASKING's) */
+    int64_t sent;  /* when its command was written */
+    cr__late_fn *fn;
+    void *arg;
+} owed;
+
 typedef struct conn {
     cr__conn *ctx;
     unsigned discard; /* sent replies nobody waits for, to drop first */
@@ -42,6 +62,7 @@ typedef struct conn {
     int64_t replicas_at; /* when they were last counted */
     bool opened;      /* has been open before: the next open is a reconnect */
     struct conn *next_free;
+    owed owed;        /* the reserved and parked connections' */
 } conn;
 
 /* The connections to one server: the URL's, or one cluster master. */
@@ -55,7 +76,9 @@ struct cr__pool {
     int nconns;
     conn *free_list;
     conn reserved;
-    pthread_mutex_t reserved_mu;
+    conn parked;      /* a reserved connection given up on while it owed
+                       * a reply: still read for it, never written */
+    pthread_mutex_t reserved_mu; /* the reserved and parked connections */
     atomic_uint_fast64_t epoch;
 };
 
@@ -112,6 +135,7 @@ cr__pool_free(cr__pool *p)
     for (i = 0; i < p->nconns; i++)
         cr__conn_free(p->conns[i].ctx);
     cr__conn_free(p->reserved.ctx);
+    cr__conn_free(p->parked.ctx);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->reserved_mu);
@@ -164,15 +188,104 @@ give_conn(cr__pool *p, conn *c)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Closes the connection of `c`; a reply it owed is forgotten. */
+static void
+close_conn(conn *c)
+{
+    cr__conn_free(c->ctx);
+    c->ctx = NULL;
+    c->discard = 0;
+    c->owed.id = 0;
+}
+
 /* Closes a connection that failed and tells the pool that the others may be
  * broken too. */
 static void
 drop_conn(cr__pool *p, conn *c)
 {
-    cr__conn_free(c->ctx);
-    c->ctx = NULL;
-    c->discard = 0;
+    close_conn(c);
     atomic_fetch_add(&p->epoch, 1);
+}
+
+/* Reads the reply `c` owes (cr__cmd's `late`) if it has come, without
+ * waiting, and passes it on to its late_fn. CR_OK when it was passed on
+ * or has not come; the failure of the link otherwise. A reply read on a
+ * connection opened before the master moved is not passed on: the
+ * connection is closed, what it owed forgotten (CR_EIO). */
+static cr_status
+settle(cr__pool *p, conn *c)
+{
+    while (c->owed.id != 0) {
+        cr__reply *r = NULL;
+        cr_status rc = cr__conn_poll_reply(c->ctx, &r);
+        uint64_t id = c->owed.id;
+
+        if (rc != CR_OK)
+            return rc;
+        if (r == NULL)
+            return CR_OK;
+        if (c->gen != cr__topology_generation(p->cfg->topology)) {
+            cr__reply_free(r);
+            close_conn(c);
+            return cr__fail(CR_EIO, "a reply owed by a connection to the old "
+                            "master is not used");
+        }
+        if (c->owed.skip > 0) {
+            c->owed.skip--;
+            cr__reply_free(r);
+            continue;
+        }
+        c->owed.id = 0;
+        c->owed.fn(c->owed.arg, id, r);
+    }
+    return CR_OK;
+}
+
+/* After `cmd` timed out on the reserved connection `c` (written at `sent`
+ * behind `skip` replies still to drop), the link unbroken: keeps for its
+ * reply when cmd->late asks. Returns whether it does. */
+static bool
+owe(conn *c, cr__cmd *cmd, unsigned skip, int64_t sent)
+{
+    if (cmd->late == 0 || cmd->late_fn == NULL || c->owed.id != 0)
+        return false;
+    c->owed.id = cmd->late;
+    c->owed.skip = skip;
+    c->owed.sent = sent;
+    c->owed.fn = cmd->late_fn;
+    c->owed.arg = cmd->late_arg;
+    cmd->kept = true;
+    return true;
+}
+
+/* Before a command on the reserved connection: takes the reply it owes if
+ * that has come. If not, the connection is parked (the one parked before
+ * is closed: its reply is older), still read for its reply but never
+ * written again, and the command goes on a fresh connection: the server
+ * or the link behind the old one may be gone where a new one gets
+ * through, and a command written behind a reply that never comes would
+ * never be answered either. */
+static void
+reserved_ready(cr__pool *p)
+{
+    conn *c = &p->reserved;
+
+    if (c->owed.id == 0)
+        return;
+    if (settle(p, c) != CR_OK) {
+        if (c->ctx != NULL)
+            drop_conn(p, c);
+        return;
+    }
+    if (c->owed.id == 0)
+        return;
+    close_conn(&p->parked);
+    p->parked.ctx = c->ctx;
+    p->parked.epoch = c->epoch;
+    p->parked.gen = c->gen;
+    p->parked.owed = c->owed;
+    c->ctx = NULL;
+    c->owed.id = 0;
 }
 
 /* Makes sure `c` has a live, current connection, opening one before
@@ -191,12 +304,15 @@ ready_conn(cr__pool *p, conn *c, int64_t deadline, int64_t slot_deadline)
     cr__peer peer = CR__PEER_DATA;
     cr_status rc;
 
+    /* The reserved connection is not closed for another's failure: a
+     * stall times every connection out, and a new one could not be set
+     * up before it ends, where a renewal written on the old one is run as
+     * it ends (a broken one fails at once, and the renewal is sent again
+     * on a fresh one). */
     if (c->ctx != NULL &&
-        (c->epoch != epoch || c->gen != cr__topology_generation(topo))) {
-        cr__conn_free(c->ctx);
-        c->ctx = NULL;
-        c->discard = 0;
-    }
+        ((c->epoch != epoch && c != &p->reserved) ||
+         c->gen != cr__topology_generation(topo)))
+        close_conn(c);
     if (c->ctx != NULL)
         return CR_OK;
     if (p->host[0] != '\0') {
@@ -235,29 +351,35 @@ cr__pool_close_stale(cr__pool *p)
 
     pthread_mutex_lock(&p->mu);
     for (c = p->free_list; c != NULL; c = c->next_free)
-        if (c->ctx != NULL && c->gen != gen) {
-            cr__conn_free(c->ctx);
-            c->ctx = NULL;
-            c->discard = 0;
-        }
+        if (c->ctx != NULL && c->gen != gen)
+            close_conn(c);
     pthread_mutex_unlock(&p->mu);
+    /* The reserved and parked connections too, unless a renewal is under
+     * way on the reserved one: its answer from the old master is not used
+     * and its connection goes with it, or it is kept for and the next
+     * upkeep closes it. */
+    if (pthread_mutex_trylock(&p->reserved_mu) == 0) {
+        if (p->reserved.ctx != NULL && p->reserved.gen != gen)
+            close_conn(&p->reserved);
+        if (p->parked.ctx != NULL && p->parked.gen != gen)
+            close_conn(&p->parked);
+        pthread_mutex_unlock(&p->reserved_mu);
+    }
 }
 
-/* Reads and drops `n` replies nobody waits for: DELs of unlock (and
- * acquire) latches, whose replies come before that of anything sent after
- * them (so a new command is written first and these are read while it
- * travels), and ASKING's. */
+/* Reads and drops *n replies nobody waits for (counting *n down): DELs
+ * of unlock (and acquire) latches, whose replies come before that of
+ * anything sent after them (so a new command is written first and these
+ * are read while it travels), and ASKING's. */
 static cr_status
-drop_replies(cr__pool *p, conn *c, unsigned n, int64_t deadline)
+drop_replies(conn *c, unsigned *n, int64_t deadline)
 {
-    while (n-- > 0) {
+    for (; *n > 0; (*n)--) {
         cr__reply *r = NULL;
         cr_status rc = cr__conn_recv(c->ctx, deadline, &r);
 
-        if (rc != CR_OK) {
-            drop_conn(p, c);
+        if (rc != CR_OK)
             return rc;
-        }
         cr__reply_free(r);
     }
     return CR_OK;
@@ -283,7 +405,7 @@ count_replicas(cr__pool *p, conn *c, int64_t deadline)
         return CR_ENOMEM;
     c->discard = 0;
     if ((rc = cr__conn_flush(c->ctx, deadline)) != CR_OK ||
-        (rc = drop_replies(p, c, deferred, deadline)) != CR_OK ||
+        (rc = drop_replies(c, &deferred, deadline)) != CR_OK ||
         (rc = cr__conn_recv(c->ctx, deadline, &r)) != CR_OK) {
         if (c->ctx != NULL)
             drop_conn(p, c);
@@ -336,7 +458,8 @@ is_readonly(const cr__reply *r)
 /* Sends one command on `c` (after ASKING when `asking`) and reads its
  * reply before `deadline`. *not_run is set when the command certainly did
  * not run (the server refused it as a replica, or is loading), *readonly
- * for the former. */
+ * for the former. A reply that the reserved connection does not get by
+ * the deadline, the link unbroken, is kept for when cmd->late asks. */
 static cr_status
 run_on(cr__pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
        const size_t *argvlen, cr__reply **out, bool *not_run, bool *readonly,
@@ -345,6 +468,7 @@ run_on(cr__pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
     static const char *asking_argv[1] = {"ASKING"};
     cr__topology *topo = p->cfg->topology;
     unsigned deferred;
+    int64_t sent;
     cr_status rc = ready_conn(p, c, deadline,
                               cmd->op != NULL ? cmd->op->slot_deadline
                                               : -1);
@@ -363,9 +487,21 @@ run_on(cr__pool *p, conn *c, cr__cmd *cmd, int argc, const char **argv,
     deferred = c->discard + (asking ? 1 : 0);
     c->discard = 0;
     cmd->sent = true; /* from here on it may run, whatever becomes of the reply */
-    if ((rc = cr__conn_flush(c->ctx, deadline)) != CR_OK ||
-        (rc = drop_replies(p, c, deferred, deadline)) != CR_OK ||
+    sent = cr__now_ms();
+    if ((rc = cr__conn_flush(c->ctx, deadline)) != CR_OK) {
+        drop_conn(p, c);
+        return rc;
+    }
+    if ((rc = drop_replies(c, &deferred, deadline)) != CR_OK ||
         (rc = cr__conn_recv(c->ctx, deadline, out)) != CR_OK) {
+        /* Only timed out, the link unbroken: the server may still run it
+         * and answer. */
+        if (rc == CR_EIO && c == &p->reserved && c->ctx != NULL &&
+            cr__now_ms() >= deadline && owe(c, cmd, deferred, sent)) {
+            cr__log(p->cfg->log, CR_LOG_DEBUG, "%s: its reply is kept for",
+                    cr_last_error());
+            return rc;
+        }
         if (c->ctx != NULL)
             drop_conn(p, c);
         return rc;
@@ -450,6 +586,8 @@ cr__pool_command(cr__pool *p, cr__cmd *cmd, int argc, const char **argv,
     cmd->sent = false;
     if (c == NULL)
         return CR_EIO;
+    if (c == &p->reserved)
+        reserved_ready(p);
     cmd->sync = CR_OK;
     rc = run_on(p, c, cmd, argc, argv, argvlen, out, &not_run, &readonly,
                 sync, asking, deadline);
@@ -463,7 +601,7 @@ cr__pool_command(cr__pool *p, cr__cmd *cmd, int argc, const char **argv,
         not_run = role == CR_OK;
     }
     if (rc == CR_EIO && ((flags & CR__CMD_RETRY) || not_run) &&
-        cr__now_ms() < deadline) {
+        !cmd->kept && cr__now_ms() < deadline) {
         cr__log(p->cfg->log, CR_LOG_WARN, "%s failed (%s), retrying once",
                 argv[0], cr_last_error());
         rc = run_on(p, c, cmd, argc, argv, argvlen, out, &not_run, &readonly,
@@ -477,6 +615,46 @@ cr_status
 cr__pool_open(cr__pool *p, int64_t deadline)
 {
     return ready_conn(p, &p->conns[0], deadline, -1);
+}
+
+void
+cr__pool_upkeep(cr__pool *p, int64_t stale_before, bool open)
+{
+    conn *held[2] = {&p->reserved, &p->parked};
+    int i;
+
+    pthread_mutex_lock(&p->reserved_mu);
+    for (i = 0; i < 2; i++) {
+        conn *c = held[i];
+
+        /* Nothing read on a connection to a master that was replaced is
+         * used: it goes now rather than at its next use. */
+        if (c->ctx != NULL &&
+            c->gen != cr__topology_generation(p->cfg->topology))
+            close_conn(c);
+        if (c->ctx == NULL || c->owed.id == 0)
+            continue;
+        if (c->owed.sent < stale_before)
+            close_conn(c);
+        else if (settle(p, c) != CR_OK && c->ctx != NULL)
+            drop_conn(p, c);
+    }
+    if (p->parked.ctx != NULL && p->parked.owed.id == 0) {
+        /* It owes nothing now: it serves again, or goes. */
+        if (p->reserved.ctx == NULL) {
+            p->reserved.ctx = p->parked.ctx;
+            p->reserved.epoch = p->parked.epoch;
+            p->reserved.gen = p->parked.gen;
+            p->reserved.replicas_at = 0;
+            p->parked.ctx = NULL;
+        } else {
+            close_conn(&p->parked);
+        }
+    }
+    if (open && p->reserved.ctx == NULL)
+        ready_conn(p, &p->reserved,
+                   cr__now_ms() + p->cfg->command_timeout_ms, -1);
+    pthread_mutex_unlock(&p->reserved_mu);
 }
 
 void

@@ -5,7 +5,10 @@
  * connections (conn.h) plus one reserved for the watchdog thread,
  * reconnection, one resend, READONLY and LOADING handling, and the
  * replica-sync check. Which server a command goes to is route.h's; the
- * command flags and outcome (cr__cmd) are shared by both.
+ * command flags and outcome (cr__cmd) are shared by both. On the reserved
+ * connection a reply that comes after its command's timeout can still be
+ * passed on (cr__cmd's `late`): a renewal run late by a stalled server
+ * proves its lease all the same.
  *
  * Bounds: a command's every wait (a free connection, a reconnection, the
  * reply, its one resend) ends by min(now + command timeout, the deadline
@@ -31,6 +34,10 @@
 #define CR__CMD_RESERVED 2u /* use the watchdog's reserved connection */
 #define CR__CMD_SYNC 4u     /* follow with WAIT for the replicas (if on) */
 
+/* Receives a reply kept for (cr__cmd's `late`): its id, and the reply
+ * (ownership passes; cr__reply_free it). */
+typedef void cr__late_fn(void *arg, uint64_t id, cr__reply *reply);
+
 /* One command's flags, and what became of it beside its reply. */
 typedef struct cr__cmd {
     unsigned flags; /* CR__CMD_* */
@@ -51,6 +58,22 @@ typedef struct cr__cmd {
      * CR_OK. A refused ROLE (counting the replicas) fails the command
      * itself, before it runs. */
     cr_status sync;
+    /* With CR__CMD_RESERVED and a nonzero `late`: a reply that does not
+     * come by the command's deadline (it was written out whole, the link
+     * did not break: the server is slow, or the link stalled) is kept for
+     * instead of being dropped with its connection, and `kept` is set
+     * (never cleared: a command sent again elsewhere, in a cluster, may
+     * have been kept for on its first node; the call still fails with
+     * CR_EIO). When it comes, late_fn gets it
+     * with this id, on the thread that reads it: a later command on the
+     * reserved connection, or cr__pool_upkeep. A reply still owed when
+     * its connection breaks, closes or is given up is never passed on.
+     * Replies are told apart by their order on the connection, as every
+     * reply of RESP is. */
+    uint64_t late;
+    cr__late_fn *late_fn;
+    void *late_arg;
+    bool kept;
 } cr__cmd;
 
 /* The connections to one server. */
@@ -94,6 +117,16 @@ cr_status cr__pool_command(cr__pool *p, cr__cmd *cmd, int argc,
                            const char **argv, const size_t *argvlen,
                            cr__reply **out, bool asking);
 
+/* cr__pool_upkeep: the watchdog's care of the reserved connection
+ * between its commands. Passes on, without waiting, the kept replies (see
+ * cr__cmd) that have come, each to its late_fn; closes instead a
+ * connection whose every kept reply was sent before `stale_before`
+ * (monotonic ms), its replies forgotten. With `open`, opens the reserved
+ * connection when it is closed (within a command timeout; a failure is
+ * left to the next command), so that a renewal finds it set up even when
+ * the server stalls just before. */
+void cr__pool_upkeep(cr__pool *p, int64_t stale_before, bool open);
+
 /* cr__pool_send_noreply: send a command whose reply nobody waits for, as
  * part of operation `op` (may be NULL); its reply is read and dropped
  * after the connection's next command has been written. Failures are
@@ -102,7 +135,8 @@ void cr__pool_send_noreply(cr__pool *p, const cr__op *op, int argc,
                            const char **argv, const size_t *argvlen);
 
 /* cr__pool_close_stale: close the idle connections opened under an older
- * topology generation (the master moved). */
+ * topology generation (the master moved), the reserved and parked ones
+ * included when no command is under way on them. */
 void cr__pool_close_stale(cr__pool *p);
 
 #endif

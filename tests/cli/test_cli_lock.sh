@@ -5,7 +5,8 @@
 # lock stopping the command, signals forwarded with the lock released, an
 # interrupted wait leaving nothing behind, and the other lock kinds; a
 # release that fails (74), a signal ending a wait at once whatever the
-# server does, and the command stopped before its lease can end.
+# server does, the command stopped before its lease can end, and kept
+# through stalls shorter than it.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -517,6 +518,71 @@ test_blocked_renewals_kill_command_before_the_key_expires() {
     expect_contains "$(cat err)" "could not be renewed" "stderr"
 }
 
+# Prints the wall-clock time (epoch ms) at which the watchdog renews the
+# key $1 on the server on port $2 (its PEXPIRETIME moves on), polling every
+# 10 ms; prints nothing when no renewal comes within $3 ms.
+next_renewal() {
+    local before now limit
+    before=$(redis-cli -p "$2" pexpiretime "$1")
+    limit=$(($(epoch_ms) + $3))
+    while [ "$(epoch_ms)" -lt "$limit" ]; do
+        now=$(redis-cli -p "$2" pexpiretime "$1")
+        if [ "$now" != "$before" ]; then
+            epoch_ms
+            return 0
+        fi
+        msleep 10
+    done
+}
+
+# Stalls the server on port $1 for $3 seconds (DEBUG SLEEP) at the
+# wall-clock time $2 (epoch ms).
+stall_at() {
+    local wait=$(($2 - $(epoch_ms)))
+    [ "$wait" -gt 0 ] && msleep "$wait"
+    redis-cli -p "$1" debug sleep "$3" >/dev/null
+}
+
+test_two_stalls_shorter_than_the_lease_keep_the_command() {
+    # Issue 31: --command-timeout 1s and a 6 s watchdog lease, renewed
+    # every 2 s, with the command stopped 2 s (a third of the lease) before
+    # its local deadline. Two 2 s stalls, 0.1 s apart, start 0.7 s and
+    # 0.6 s before a renewal falls due: each of those renewals waits in the
+    # server's queue past its command timeout and runs as its stall ends,
+    # 4 s of stall against a 6 s lease. Their answers prove the lease from
+    # the moment each was sent: the command is never stopped, and its own
+    # exit status is kept. Every time is doubled under valgrind.
+    local k=1 port pid renewed run s1 s2
+    [ "${CR_TEST_SLOW:-0}" = 1 ] && k=2
+    start_redis --enable-debug-command yes
+    port=$SRV_PORT
+    pid=$SRV_PID
+    export CREDISSON_URL="redis://127.0.0.1:$port"
+    cli_exec lock stalls --command-timeout "${k}s" --watchdog "$((6 * k))s" \
+        -- sh -c 'touch ready; while [ ! -e done ]; do sleep 0.05; done
+                  exit 7' 2>err &
+    run=$!
+    wait_until 5000 file_exists ready || fail "the command never started"
+    renewed=$(next_renewal stalls "$port" $((5000 * k)))
+    [ -n "$renewed" ] || fail "no renewal"
+    # Renewals fall due at renewed + 2 s and + 4 s.
+    stall_at "$port" $((renewed + 1300 * k)) $((2 * k)) &
+    s1=$!
+    stall_at "$port" $((renewed + 3400 * k)) $((2 * k)) &
+    s2=$!
+    wait "$s1"
+    wait "$s2"
+    # Past the end of the lease the last renewal before the stalls proved
+    # (renewed + 6 s), and of the one sent in the first stall (+ 8 s).
+    msleep $((renewed + 8500 * k - $(epoch_ms)))
+    kill -0 "$run" 2>/dev/null || fail "the command was stopped: $(cat err)"
+    touch done
+    wait "$run"
+    expect_eq "$?" 7 "exit status"
+    expect_eq "$(cat err)" "" "stderr"
+    stop_redis "$pid"
+}
+
 redis_up
 run_test test_concurrent_runs_serialize
 run_test test_exit_status_of_command_is_passed_through
@@ -546,4 +612,5 @@ run_test test_sigterm_ends_wait_on_a_stalled_server_at_once
 run_test test_sigterm_ends_connecting_to_a_silent_server_at_once
 run_test test_lease_ending_kills_command_before_the_key_expires
 run_test test_blocked_renewals_kill_command_before_the_key_expires
+run_test test_two_stalls_shorter_than_the_lease_keep_the_command
 finish

@@ -34,17 +34,32 @@ slow(int64_t ms)
     return cr_test_slow(ms);
 }
 
-/* Group setup: one server for every test of the file; skips the whole
- * program (exit 77) when redis-server is missing. */
+/* Starts the group's server with `extra_args` (NULL: none); skips the
+ * whole program (exit 77) when redis-server is missing. */
 static inline int
-redis_up(void **state)
+redis_start_or_skip(const char *extra_args)
 {
-    int rc = cr_test_redis_start(&test_redis, NULL);
+    int rc = cr_test_redis_start(&test_redis, extra_args);
 
-    (void)state;
     if (rc == CR_TEST_SKIP)
         exit(CR_TEST_SKIP);
     return rc;
+}
+
+/* Group setup: one server for every test of the file. */
+static inline int
+redis_up(void **state)
+{
+    (void)state;
+    return redis_start_or_skip(NULL);
+}
+
+/* Group setup of the files that stall the server: DEBUG (SLEEP) allowed. */
+static inline int
+redis_up_debug(void **state)
+{
+    (void)state;
+    return redis_start_or_skip("--enable-debug-command yes");
 }
 
 static inline int

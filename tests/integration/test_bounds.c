@@ -107,18 +107,6 @@ bounds_down(void **state)
     return 0;
 }
 
-/* Group setup: one server that allows DEBUG SLEEP. */
-static int
-debug_redis_up(void **state)
-{
-    int rc = cr_test_redis_start(&test_redis, "--enable-debug-command yes");
-
-    (void)state;
-    if (rc == CR_TEST_SKIP)
-        exit(CR_TEST_SKIP);
-    return rc;
-}
-
 /* ------------------------------------------------------ the timed calls */
 
 /* The objects the calls use, all on the client under test: a lock held by
@@ -979,5 +967,5 @@ main(void)
     /* CR_TEST_FILTER=pattern runs only the matching tests. */
     if (getenv("CR_TEST_FILTER") != NULL)
         cmocka_set_test_filter(getenv("CR_TEST_FILTER"));
-    return cmocka_run_group_tests(tests, debug_redis_up, redis_down);
+    return cmocka_run_group_tests(tests, redis_up_debug, redis_down);
 }

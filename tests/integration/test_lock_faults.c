@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * RLock when things break: scripts flushed, connections killed, the server
- * restarted or silent, a holder process killed. Each test shows that waiters proceed
- * promptly and that holders learn what happened.
+ * restarted, silent or stalled, a holder process killed. Each test shows
+ * that waiters proceed promptly, that holders learn what happened, and
+ * that a holder does not believe it lost what it still holds.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "credisson/rwlock.h"
 #include "lock_common.h"
 
 typedef struct waiter {
@@ -304,6 +306,137 @@ test_lock_killed_holder_frees_the_lock_after_its_lease(void **state)
     cr_lock_free(mine);
 }
 
+/* A DEBUG SLEEP of `seconds` on a connection of its own, sent at the
+ * monotonic time at_ms: the whole server stalls, and what clients send
+ * meanwhile waits in its queue and runs when the sleep ends. */
+typedef struct stall {
+    int64_t at_ms;
+    double seconds;
+    bool ok;
+    pthread_t thread;
+} stall;
+
+static void *
+stall_run(void *arg)
+{
+    stall *s = arg;
+    redisContext *c = cr_test_redis_connect(&test_redis);
+    redisReply *r = NULL;
+    int64_t left = s->at_ms - cr_test_now_ms();
+
+    if (c == NULL)
+        return NULL;
+    if (left > 0)
+        usleep((useconds_t)left * 1000);
+    r = redisCommand(c, "DEBUG SLEEP %.3f", s->seconds);
+    s->ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
+    return NULL;
+}
+
+static void
+stall_start(stall *s, int64_t at_ms, double seconds)
+{
+    memset(s, 0, sizeof(*s));
+    s->at_ms = at_ms;
+    s->seconds = seconds;
+    assert_int_equal(pthread_create(&s->thread, NULL, stall_run, s), 0);
+}
+
+/* Waits until the watchdog renews `key` (its PEXPIRETIME moves on) and
+ * returns when that was seen (monotonic ms); fails the test when no
+ * renewal comes within `within_ms`. */
+static int64_t
+await_renewal_of(const char *key, int64_t within_ms)
+{
+    long long before = redis_int("PEXPIRETIME %s", key);
+    int64_t deadline = cr_test_now_ms() + within_ms;
+
+    assert_true(before > 0);
+    while (cr_test_now_ms() < deadline) {
+        if (redis_int("PEXPIRETIME %s", key) != before)
+            return cr_test_now_ms();
+        usleep(5000);
+    }
+    fail_msg("no renewal of %s within %lld ms", key, (long long)within_ms);
+    return -1;
+}
+
+/* The holder of issue 31: a 1 s command timeout and a 6 s watchdog lease,
+ * renewed every 2 s. Two 2 s stalls, 0.1 s apart, start 0.7 s and 0.6 s
+ * before a renewal falls due: each of those renewals waits in the
+ * server's queue past its command timeout and runs as its stall ends; 4 s
+ * of stall against a 6 s lease. Without their answers the hold would
+ * stand until 6 s after the last renewal before the stalls, and the one
+ * after them is due later. With them it stands from the moment each was
+ * sent: it is never reported lost, and its unlock finds it. `read` takes
+ * the read lock of a read/write lock, whose renewals have a script of
+ * their own. Under valgrind every time is doubled. */
+static void
+hold_outlives_two_stalls(bool read)
+{
+    const int64_t k = slow(1) > 1 ? 2 : 1;
+    const int64_t lease_ms = 6000 * k, period_ms = lease_ms / 3;
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client *c = NULL;
+    cr_rwlock *rw = NULL;
+    cr_lock *l;
+    stall s1, s2;
+    int64_t renewed, left = -1;
+    bool lost = true;
+
+    o.url = test_redis.url;
+    o.command_timeout_ms = 1000 * k;
+    o.lock_watchdog_timeout_ms = lease_ms;
+    assert_int_equal(cr_client_new(&o, &c), CR_OK);
+    if (read) {
+        assert_int_equal(cr_rwlock_new(c, "stalled", &rw), CR_OK);
+        l = cr_rwlock_read_lock(rw);
+    } else {
+        assert_int_equal(cr_lock_new(c, "stalled", &l), CR_OK);
+    }
+    assert_int_equal(cr_lock_lock(l, CR_LEASE_WATCHDOG), CR_OK);
+    renewed = await_renewal_of("stalled", 2 * period_ms);
+    /* Renewals fall due at renewed + 2 s and + 4 s. */
+    stall_start(&s1, renewed + period_ms - 700 * k, 2.0 * (double)k);
+    stall_start(&s2, renewed + 2 * period_ms - 600 * k, 2.0 * (double)k);
+    pthread_join(s1.thread, NULL);
+    pthread_join(s2.thread, NULL);
+    assert_true(s1.ok && s2.ok);
+    /* Past the end of the lease the last renewal before the stalls proved
+     * (renewed + 6 s), and of the one sent in the first stall (+ 8 s). */
+    while (cr_test_now_ms() < renewed + lease_ms + period_ms + 500 * k) {
+        assert_int_equal(cr_lock_is_lost(l, &lost), CR_OK);
+        assert_false(lost);
+        usleep(50000);
+    }
+    assert_int_equal(cr_lock_lease_left(l, &left), CR_OK);
+    assert_true(left > 0);
+    assert_int_equal(cr_lock_unlock(l), CR_OK);
+    assert_int_equal(redis_int("EXISTS stalled"), 0);
+    if (read)
+        cr_rwlock_free(rw);
+    else
+        cr_lock_free(l);
+    cr_client_free(c);
+}
+
+static void
+test_lock_watchdog_hold_outlives_two_stalls_shorter_than_its_lease(void **state)
+{
+    (void)state;
+    hold_outlives_two_stalls(false);
+}
+
+static void
+test_lock_watchdog_read_hold_outlives_two_stalls_shorter_than_its_lease(void **state)
+{
+    (void)state;
+    hold_outlives_two_stalls(true);
+}
+
 int
 main(void)
 {
@@ -315,8 +448,10 @@ main(void)
         T(test_lock_calls_survive_client_kill_of_command_connections),
         T(test_lock_waiting_survives_a_redis_restart),
         T(test_lock_killed_holder_frees_the_lock_after_its_lease),
+        T(test_lock_watchdog_hold_outlives_two_stalls_shorter_than_its_lease),
+        T(test_lock_watchdog_read_hold_outlives_two_stalls_shorter_than_its_lease),
 #undef T
     };
 
-    return cmocka_run_group_tests(tests, redis_up, redis_down);
+    return cmocka_run_group_tests(tests, redis_up_debug, redis_down);
 }

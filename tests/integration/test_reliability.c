@@ -1042,18 +1042,6 @@ test_reliability_client_freed_while_threads_wait_returns_eclosed(void **state)
     cr_client_free(other);
 }
 
-/* The group server may be paused and slept: allow DEBUG. */
-static int
-redis_up_debug(void **state)
-{
-    int rc = cr_test_redis_start(&test_redis, "--enable-debug-command yes");
-
-    (void)state;
-    if (rc == CR_TEST_SKIP)
-        exit(CR_TEST_SKIP);
-    return rc;
-}
-
 int
 main(void)
 {
