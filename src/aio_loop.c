@@ -43,7 +43,7 @@
 
 #include <uthash.h>
 
-#include "aio.h"
+#include "aio_internal.h"
 #include "cluster.h"
 #include "conn.h"
 #include "slot.h"
@@ -64,132 +64,11 @@
 #define LATE_WARN_MS 1000
 #define LATE_LOG_EVERY_MS 10000
 
-enum { L_DOWN, L_RESOLVING, L_CONNECTING, L_UP };
-
-/* What a link waits for a reply to. */
-enum { E_CMD, E_SCRIPT, E_WAIT, E_ROLE, E_SUB, E_UNSUB, E_PING, E_DROP };
-
-typedef struct asub asub;
-
-typedef struct apend {
-    int kind;
-    cr__areply_fn fn;
-    void *ctx;
-    int64_t deadline;
-    unsigned flags;
-    char *bytes;              /* CMD, SCRIPT: the command as sent */
-    size_t len;
-    size_t tail;              /* SCRIPT: where its arguments begin */
-    const cr__script *script;
-    int argc;
-    bool eval;                /* SCRIPT: sent as EVAL already */
-    cr__reply *held;          /* SCRIPT followed by WAIT: its reply */
-    cr_status held_rc;
-    int redirects;
-    bool asked;               /* CMD, SCRIPT: sent behind an ASKING */
-    int64_t backoff;          /* the last pause after TRYAGAIN/CLUSTERDOWN */
-    asub *sub;                /* SUB, UNSUB */
-} apend;
-
-struct aretry;
-
-typedef struct alink {
-    struct alink *next;
-    cr__aio *io;
-    bool sub;                 /* the subscriber link */
-    int node;                 /* cluster node; -1 otherwise */
-    char host[256];           /* "": the URL's unix socket */
-    int port;
-    unsigned gen;             /* the topology's generation it was opened for */
-    int state;
-    cr__conn *conn;
-    int fd, watched;
-    cr__buf queued;           /* commands for a link not up yet */
-    apend *q;                 /* ring of commands awaiting replies */
-    size_t head, len, cap;
-    size_t unsent;            /* the last ones of the ring are in `queued` */
-    struct aretry *retrying;  /* commands waiting to be sent again */
-    int64_t replicas, replicas_at;
-    cr__atimer timer;
-    cr__atimer more;          /* replies left over from the last turn */
-    cr__atimer opener;        /* link_open_soon */
-    struct alink *dirty_next; /* on io->dirty: has bytes to write */
-    bool dirty;
-    int64_t backoff, retry_at;
-    int64_t last_rx, ping_sent;
-    struct addrinfo *ai;      /* resolved */
-    cr_status resolved;       /* the resolver's answer */
-} alink;
-
-/* A command that was answered TRYAGAIN or CLUSTERDOWN (nothing ran),
- * waiting out its pause before it goes to its link again. */
-typedef struct aretry {
-    struct aretry *next;
-    alink *link;
-    cr__atimer timer;
-    apend e;
-    char why[160];            /* the server's answer */
-} aretry;
-
-struct asub {
-    UT_hash_handle hh;
-    char *channel;
-    cr__decode_fn decode;
-    int refs;
-    cr__tally tally;          /* what its messages left: tokens, counts */
-    bool confirmed;
-    bool sent;                /* SUBSCRIBE is the last command sent for it */
-    int inflight;
-    alink *link;
-    cr__asleeper *sleepers;   /* by ticket */
-    cr__asleeper *confirming; /* waiting for the confirmation */
-    uint64_t confirms;
-    uint64_t open_pongs;      /* the link's PONGs when an opening message came */
-    int64_t idle_since;
-    unsigned resets;
-};
-
-/* A name to resolve on the resolver thread. */
-typedef struct resolve_job {
-    struct resolve_job *next;
-    alink *link;              /* NULL once the link went */
-    char host[256];
-    int port;
-    struct addrinfo *ai;
-    int err;
-} resolve_job;
-
-struct cr__aio {
-    cr_client *client;
-    cr_loop loop;
-    bool cluster, sharded, closing;
-    alink *links;
-    asub *subs;
-    cr__atimer **heap;
-    size_t nheap, capheap;
-    int64_t armed;            /* the due time the loop's timer is set for */
-    int64_t late_logged;      /* when a late loop was last logged */
-    int dispatching;          /* inside cr__aio_ready or cr__aio_timeout */
-    int budget;               /* of this dispatch, DISPATCH_BUDGET */
-    alink *dirty;             /* links to write to when the dispatch ends */
-    uint64_t tickets;
-    uint64_t pongs, pings;
-    cr__atimer linger;
-    /* The resolver thread and its queue; what other threads post. */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t resolver;
-    bool resolver_started, resolver_stop;
-    resolve_job *todo, *done;
-    cr__apost *posted;
-    int wake_fd;              /* eventfd: jobs done, posts (-1: none yet) */
-};
-
-static void link_fail(alink *l, cr_status rc, const char *why);
+static void link_fail(cr__alink *l, cr_status rc, const char *why);
 static void dispatch_begin(cr__aio *io);
 static void dispatch_end(cr__aio *io);
-static void wake_token_holders(cr__aio *io, asub *s);
-static void link_drive(alink *l, int events);
+static void wake_token_holders(cr__aio *io, cr__asub *s);
+static void link_drive(cr__alink *l, int events);
 
 /* --------------------------------------------------------------- timers */
 
@@ -325,7 +204,7 @@ cr__aio_timeout(cr__aio *io)
 
 /* Tells the loop what the link's descriptor is watched for now. */
 static void
-set_watch(alink *l, int fd, int events)
+set_watch(cr__alink *l, int fd, int events)
 {
     if (l->fd == fd && l->watched == events)
         return;
@@ -341,7 +220,7 @@ int
 cr__aio_fds(cr__aio *io, cr_async_fd *fds, int max, int64_t *timeout_ms)
 {
     int n = 0;
-    alink *l;
+    cr__alink *l;
 
     if (io->wake_fd >= 0) {
         if (n < max)
@@ -374,7 +253,7 @@ resolver_main(void *arg)
 
     pthread_mutex_lock(&io->mu);
     while (!io->resolver_stop) {
-        resolve_job *j = io->todo;
+        cr__aresolve *j = io->todo;
         struct addrinfo hints;
         char service[16];
 
@@ -427,7 +306,7 @@ static void
 woken(cr__aio *io)
 {
     uint64_t n;
-    resolve_job *j, *next;
+    cr__aresolve *j, *next;
 
     if (read(io->wake_fd, &n, sizeof(n)) < 0) {
         /* nothing to read: another turn took it */
@@ -438,10 +317,10 @@ woken(cr__aio *io)
     io->done = NULL;
     pthread_mutex_unlock(&io->mu);
     for (; j != NULL; j = next) {
-        alink *l = j->link;
+        cr__alink *l = j->link;
 
         next = j->next;
-        if (l != NULL && l->state == L_RESOLVING) {
+        if (l != NULL && l->state == CR__LINK_RESOLVING) {
             l->ai = j->ai;
             j->ai = NULL;
             l->resolved = j->err == 0 ? CR_OK
@@ -494,14 +373,14 @@ cr__aio_post(cr__aio *io, cr__apost *p)
 }
 
 /* Resolves the link's host: at once when numeric, else on the resolver
- * thread (the link waits in L_RESOLVING). */
+ * thread (the link waits in CR__LINK_RESOLVING). */
 static cr_status
-resolve(alink *l)
+resolve(cr__alink *l)
 {
     cr__aio *io = l->io;
     struct addrinfo hints;
     char service[16];
-    resolve_job *j;
+    cr__aresolve *j;
     int e;
 
     memset(&hints, 0, sizeof(hints));
@@ -532,15 +411,15 @@ resolve(alink *l)
     io->todo = j;
     pthread_cond_signal(&io->cv);
     pthread_mutex_unlock(&io->mu);
-    l->state = L_RESOLVING;
+    l->state = CR__LINK_RESOLVING;
     return CR_BUSY;
 }
 
 /* The link is going: the resolver's answer for it is dropped. */
 static void
-forget_jobs(cr__aio *io, alink *l)
+forget_jobs(cr__aio *io, cr__alink *l)
 {
-    resolve_job *j;
+    cr__aresolve *j;
 
     pthread_mutex_lock(&io->mu);
     for (j = io->todo; j != NULL; j = j->next)
@@ -555,14 +434,14 @@ forget_jobs(cr__aio *io, alink *l)
 /* ---------------------------------------------------------------- links */
 
 /* The newest entry of the ring (to fill), growing it; NULL: no memory. */
-static apend *
-push(alink *l)
+static cr__apend *
+push(cr__alink *l)
 {
-    apend *e;
+    cr__apend *e;
 
     if (l->len == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16, i;
-        apend *q = malloc(cap * sizeof(*q));
+        cr__apend *q = malloc(cap * sizeof(*q));
 
         if (q == NULL)
             return NULL;
@@ -579,10 +458,10 @@ push(alink *l)
 }
 
 /* The oldest entry, taken out (by value). */
-static apend
-pop(alink *l)
+static cr__apend
+pop(cr__alink *l)
 {
-    apend e = l->q[l->head];
+    cr__apend e = l->q[l->head];
 
     l->head = (l->head + 1) % l->cap;
     l->len--;
@@ -596,16 +475,16 @@ pop(alink *l)
 static void link_tick(void *arg);
 
 static void
-link_schedule(alink *l)
+link_schedule(cr__alink *l)
 {
     cr__aio *io = l->io;
     int64_t at = -1, now = cr__now_ms();
 
     if (l->len > 0)
         at = l->q[l->head].deadline;
-    if (l->state == L_DOWN && l->sub && l->retry_at > 0)
+    if (l->state == CR__LINK_DOWN && l->sub && l->retry_at > 0)
         at = at < 0 || l->retry_at < at ? l->retry_at : at;
-    if (l->state == L_UP && l->sub && l->ping_sent == 0) {
+    if (l->state == CR__LINK_UP && l->sub && l->ping_sent == 0) {
         int64_t ping = l->last_rx + PING_AFTER_MS;
 
         at = at < 0 || ping < at ? ping : at;
@@ -619,10 +498,10 @@ link_schedule(alink *l)
 /* Queues RESP bytes on the link: on the connection when up, else to go
  * first when it is. */
 static cr_status
-link_put(alink *l, const char *data, size_t len, bool *unsent)
+link_put(cr__alink *l, const char *data, size_t len, bool *unsent)
 {
-    *unsent = l->state != L_UP;
-    if (l->state == L_UP)
+    *unsent = l->state != CR__LINK_UP;
+    if (l->state == CR__LINK_UP)
         return cr__conn_append_raw(l->conn, data, len);
     if (!cr__buf_reserve(&l->queued, len))
         return cr__fail(CR_ENOMEM, "out of memory");
@@ -633,13 +512,13 @@ link_put(alink *l, const char *data, size_t len, bool *unsent)
 
 /* Writes what the connection holds and watches for what it needs. */
 static void
-link_flush(alink *l)
+link_flush(cr__alink *l)
 {
     bool pending = false;
     int events = 0;
     cr_status rc;
 
-    if (l->state != L_UP)
+    if (l->state != CR__LINK_UP)
         return;
     if ((rc = cr__conn_send(l->conn, &pending, &events)) != CR_OK) {
         link_fail(l, rc, NULL);
@@ -653,11 +532,11 @@ link_flush(alink *l)
  * so that the commands of one turn of the loop go in one write, or, outside
  * a dispatch, when the loop next finds the descriptor writable. */
 static void
-link_kick(alink *l)
+link_kick(cr__alink *l)
 {
     cr__aio *io = l->io;
 
-    if (l->state != L_UP)
+    if (l->state != CR__LINK_UP)
         return;
     if (io->dispatching == 0) {
         set_watch(l, l->fd, CR_WATCH_READ | CR_WATCH_WRITE);
@@ -701,7 +580,7 @@ dispatch_end(cr__aio *io)
     if (--io->dispatching > 0)
         return;
     while (io->dirty != NULL) {
-        alink *l = io->dirty;
+        cr__alink *l = io->dirty;
 
         io->dirty = l->dirty_next;
         l->dirty = false;
@@ -709,7 +588,7 @@ dispatch_end(cr__aio *io)
     }
 }
 
-static void link_open(alink *l);
+static void link_open(cr__alink *l);
 
 static void
 link_open_now(void *arg)
@@ -722,15 +601,15 @@ link_open_now(void *arg)
  * inside the call that gave it one, whose request would be answered
  * before it was even started. */
 static void
-link_open_soon(alink *l)
+link_open_soon(cr__alink *l)
 {
-    if (l->state == L_DOWN && l->opener.index == 0)
+    if (l->state == CR__LINK_DOWN && l->opener.index == 0)
         cr__aio_after(l->io, &l->opener, 0, link_open_now, l);
 }
 
 /* Opens the link: resolve, breaker, connect. */
 static void
-link_open(alink *l)
+link_open(cr__alink *l)
 {
     cr__aio *io = l->io;
     const cr__conn_config *cfg = &io->client->conn_cfg;
@@ -738,7 +617,7 @@ link_open(alink *l)
     int64_t retry = 0;
     cr_status rc;
 
-    if (l->state != L_DOWN)
+    if (l->state != CR__LINK_DOWN)
         return;
     if (io->client->topology != NULL)
         cr__topology_master(io->client->topology, l->host, sizeof(l->host),
@@ -788,22 +667,22 @@ link_open(alink *l)
         link_fail(l, rc, NULL);
         return;
     }
-    l->state = L_CONNECTING;
+    l->state = CR__LINK_CONNECTING;
     link_drive(l, CR_WATCH_WRITE);
 }
 
 /* Sends the SUBSCRIBE or UNSUBSCRIBE each subscription of this link now
  * needs. */
-static cr_status sub_send(alink *l, asub *s, bool subscribe);
+static cr_status sub_send(cr__alink *l, cr__asub *s, bool subscribe);
 
 static void
-link_up(alink *l)
+link_up(cr__alink *l)
 {
     cr__aio *io = l->io;
-    asub *s, *tmp;
+    cr__asub *s, *tmp;
     cr_status rc = CR_OK;
 
-    l->state = L_UP;
+    l->state = CR__LINK_UP;
     l->backoff = 0;
     l->retry_at = 0;
     l->last_rx = cr__now_ms();
@@ -827,7 +706,7 @@ link_up(alink *l)
 
 /* Ends the held reply of a script whose WAIT answered. */
 static void
-deliver(apend *e, cr_status rc, cr__reply *r, cr__cmd *cmd)
+deliver(cr__apend *e, cr_status rc, cr__reply *r, cr__cmd *cmd)
 {
     if (e->fn != NULL)
         e->fn(e->ctx, rc, r, cmd);
@@ -840,11 +719,11 @@ deliver(apend *e, cr_status rc, cr__reply *r, cr__cmd *cmd)
  * command it holds ends with CR_EIO, and a subscriber link comes back
  * after a backoff when anyone is subscribed. */
 static void
-link_fail(alink *l, cr_status rc, const char *why)
+link_fail(cr__alink *l, cr_status rc, const char *why)
 {
     cr__aio *io = l->io;
     size_t n = l->len, unsent = l->unsent, i;
-    aretry *retrying;
+    cr__aretry *retrying;
     char keep[400];
 
     if (why != NULL)
@@ -858,12 +737,12 @@ link_fail(alink *l, cr_status rc, const char *why)
     if (l->ai != NULL)
         freeaddrinfo(l->ai);
     l->ai = NULL;
-    l->state = L_DOWN;
+    l->state = CR__LINK_DOWN;
     l->queued.len = l->queued.off = 0;
     l->unsent = 0;
     l->ping_sent = 0;
     for (i = 0; i < n; i++) {
-        apend e = pop(l);
+        cr__apend e = pop(l);
         cr__cmd cmd = {.flags = e.flags, .sent = i < n - unsent, .sync = CR_OK};
 
         if (e.held != NULL)
@@ -877,8 +756,8 @@ link_fail(alink *l, cr_status rc, const char *why)
     retrying = l->retrying;
     l->retrying = NULL;
     while (retrying != NULL) {
-        aretry *t = retrying;
-        apend e = t->e;
+        cr__aretry *t = retrying;
+        cr__apend e = t->e;
         cr__cmd cmd = {.flags = e.flags, .sent = false, .sync = CR_OK};
 
         retrying = t->next;
@@ -889,7 +768,7 @@ link_fail(alink *l, cr_status rc, const char *why)
                 &cmd);
     }
     if (l->sub) {
-        asub *x, *tmp;
+        cr__asub *x, *tmp;
         bool wanted = false;
 
         HASH_ITER(hh, io->subs, x, tmp) {
@@ -920,27 +799,27 @@ link_fail(alink *l, cr_status rc, const char *why)
 static void
 link_tick(void *arg)
 {
-    alink *l = arg;
+    cr__alink *l = arg;
     int64_t now = cr__now_ms();
 
     if (l->len > 0 && l->q[l->head].deadline <= now) {
         link_fail(l, CR_EIO, "no reply in time");
         return;
     }
-    if (l->state == L_DOWN && l->sub && l->retry_at > 0 &&
+    if (l->state == CR__LINK_DOWN && l->sub && l->retry_at > 0 &&
         l->retry_at <= now) {
         l->retry_at = 0;
         link_open(l);
         return;
     }
-    if (l->state == L_UP && l->sub && l->ping_sent == 0 &&
+    if (l->state == CR__LINK_UP && l->sub && l->ping_sent == 0 &&
         now >= l->last_rx + PING_AFTER_MS) {
         static const char ping[] = "*1\r\n$4\r\nPING\r\n";
-        apend *e = push(l);
+        cr__apend *e = push(l);
         bool unsent;
 
         if (e != NULL) {
-            e->kind = E_PING;
+            e->kind = CR__PEND_PING;
             e->deadline = now + l->io->client->command_timeout_ms;
             if (link_put(l, ping, sizeof(ping) - 1, &unsent) == CR_OK) {
                 l->ping_sent = now;
@@ -953,18 +832,18 @@ link_tick(void *arg)
 }
 
 /* The link's reply to `e`, or its error. */
-static void handle_sub_reply(alink *l, const cr__reply *r);
+static void handle_sub_reply(cr__alink *l, const cr__reply *r);
 
 /* Sends the script of `e` again as EVAL (after NOSCRIPT), with its WAIT. */
 static cr_status
-resend_eval(alink *l, apend *e)
+resend_eval(cr__alink *l, cr__apend *e)
 {
     cr__buf b = {0};
     char head[64], nk[24];
     size_t nklen;
     int n;
     bool unsent;
-    apend *f;
+    cr__apend *f;
     cr_status rc = CR_ENOMEM;
 
     /* The key count is the element before the arguments: re-read it from
@@ -1014,20 +893,20 @@ resend_eval(alink *l, apend *e)
 
 /* The WAIT that follows a SYNC script: queued after it. */
 static cr_status
-queue_wait(alink *l, int64_t deadline)
+queue_wait(cr__alink *l, int64_t deadline)
 {
     cr__aio *io = l->io;
     char replicas[24], timeout[24];
     const char *argv[3] = {"WAIT", replicas, timeout};
     cr__buf b = {0};
-    apend *e;
+    cr__apend *e;
     bool unsent;
     cr_status rc = CR_ENOMEM;
 
     cr__fmt_i64(replicas, l->replicas);
     cr__fmt_i64(timeout, io->client->conn_cfg.sync_timeout_ms);
     if (cr__resp_append(&b, 3, argv, NULL) && (e = push(l)) != NULL) {
-        e->kind = E_WAIT;
+        e->kind = CR__PEND_WAIT;
         e->deadline = deadline + io->client->conn_cfg.sync_timeout_ms;
         rc = link_put(l, b.data, b.len, &unsent);
         if (unsent)
@@ -1038,25 +917,25 @@ queue_wait(alink *l, int64_t deadline)
 }
 
 /* The WAIT behind the oldest command, when there is one. */
-static apend *
-wait_behind(alink *l)
+static cr__apend *
+wait_behind(cr__alink *l)
 {
-    return l->len > 0 && l->q[l->head].kind == E_WAIT ? &l->q[l->head] : NULL;
+    return l->len > 0 && l->q[l->head].kind == CR__PEND_WAIT ? &l->q[l->head] : NULL;
 }
 
 /* Queues `e` (its bytes) on `to` again, behind an ASKING when `ask`. True
  * when queued: the ring owns its bytes then. */
 static bool
-requeue(alink *to, const apend *e, bool ask)
+requeue(cr__alink *to, const cr__apend *e, bool ask)
 {
     static const char asking[] = "*1\r\n$6\r\nASKING\r\n";
-    apend *f;
+    cr__apend *f;
     bool unsent;
 
     if (ask) {
         if ((f = push(to)) == NULL)
             return false;
-        f->kind = E_DROP;
+        f->kind = CR__PEND_DROP;
         f->deadline = e->deadline;
         if (link_put(to, asking, sizeof(asking) - 1, &unsent) != CR_OK) {
             to->len--;
@@ -1075,7 +954,7 @@ requeue(alink *to, const apend *e, bool ask)
     }
     if (unsent)
         to->unsent++;
-    if (to->state == L_DOWN)
+    if (to->state == CR__LINK_DOWN)
         link_open_soon(to);
     else
         link_kick(to);
@@ -1086,11 +965,11 @@ requeue(alink *to, const apend *e, bool ask)
 /* Sends `e` to the node another one redirected it to (ASK: behind an
  * ASKING). True when sent. */
 static bool
-redirect(alink *l, apend *e, bool ask, const char *host, int port)
+redirect(cr__alink *l, cr__apend *e, bool ask, const char *host, int port)
 {
     cr__aio *io = l->io;
-    apend moved = *e;
-    alink *to;
+    cr__apend moved = *e;
+    cr__alink *to;
 
     for (to = io->links; to != NULL; to = to->next)
         if (!to->sub && strcmp(to->host, host) == 0 && to->port == port)
@@ -1116,10 +995,10 @@ redirect(alink *l, apend *e, bool ask, const char *host, int port)
 static void
 retry_now(void *arg)
 {
-    aretry *t = arg, **p;
-    alink *l = t->link;
+    cr__aretry *t = arg, **p;
+    cr__alink *l = t->link;
     cr__aio *io = l->io;
-    apend e = t->e;
+    cr__apend e = t->e;
     cr__cmd cmd = {.flags = e.flags, .sent = false, .sync = CR_OK};
     cr_status rc;
 
@@ -1133,7 +1012,7 @@ retry_now(void *arg)
         rc = cr__fail(CR_EIO, "%s: %s", l->host[0] ? l->host : "redis",
                       t->why);
     } else if (requeue(l, &e, e.asked)) {
-        if (e.kind == E_SCRIPT && (e.flags & CR__CMD_SYNC) &&
+        if (e.kind == CR__PEND_SCRIPT && (e.flags & CR__CMD_SYNC) &&
             l->replicas > 0 && io->client->conn_cfg.sync_timeout_ms > 0)
             queue_wait(l, e.deadline);
         free(t);
@@ -1151,13 +1030,13 @@ retry_now(void *arg)
  * to `l` again. False when the pause would end past its deadline (or no
  * memory): it ends now. */
 static bool
-retry_later(alink *l, const apend *e, const char *why)
+retry_later(cr__alink *l, const cr__apend *e, const char *why)
 {
     int64_t pause = e->backoff == 0 ? CR__CLUSTER_RETRY_MIN_MS
                     : e->backoff * 2 > CR__CLUSTER_RETRY_MAX_MS
                         ? CR__CLUSTER_RETRY_MAX_MS
                         : e->backoff * 2;
-    aretry *t;
+    cr__aretry *t;
 
     if (cr__now_ms() + pause > e->deadline ||
         (t = calloc(1, sizeof(*t))) == NULL)
@@ -1178,10 +1057,10 @@ retry_later(alink *l, const apend *e, const char *why)
 
 /* Handles the reply to the oldest command of a command link. */
 static void
-handle_reply(alink *l, cr__reply *r)
+handle_reply(cr__alink *l, cr__reply *r)
 {
     cr__aio *io = l->io;
-    apend e = pop(l), *w;
+    cr__apend e = pop(l), *w;
     cr__cmd cmd = {.flags = e.flags, .sent = true, .sync = CR_OK};
     cr_status rc = CR_OK;
     bool ask = false, down;
@@ -1190,7 +1069,7 @@ handle_reply(alink *l, cr__reply *r)
     int port;
 
     switch (e.kind) {
-    case E_ROLE:
+    case CR__PEND_ROLE:
         /* A ROLE that cannot count (refused: logged) leaves no replicas to
          * wait for; the next need asks again. */
         if (cr__replicas_of(r, l->host, &io->client->log, &l->replicas) !=
@@ -1199,11 +1078,11 @@ handle_reply(alink *l, cr__reply *r)
         l->replicas_at = cr__now_ms();
         cr__reply_free(r);
         return;
-    case E_DROP:
-    case E_PING:
+    case CR__PEND_DROP:
+    case CR__PEND_PING:
         cr__reply_free(r);
         return;
-    case E_WAIT:
+    case CR__PEND_WAIT:
         /* It holds the reply of the script before it (else nobody waits
          * for it). */
         if (e.held != NULL) {
@@ -1217,7 +1096,7 @@ handle_reply(alink *l, cr__reply *r)
     }
     w = wait_behind(l);
     if (r->type != CR__REPLY_ERROR) {
-        if (w != NULL && e.kind == E_SCRIPT) {
+        if (w != NULL && e.kind == CR__PEND_SCRIPT) {
             /* Held until the WAIT behind it answers. */
             w->fn = e.fn;
             w->ctx = e.ctx;
@@ -1230,8 +1109,8 @@ handle_reply(alink *l, cr__reply *r)
         return;
     }
     if (w != NULL)
-        w->kind = E_DROP;
-    if (e.kind == E_SCRIPT && !e.eval && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+        w->kind = CR__PEND_DROP;
+    if (e.kind == CR__PEND_SCRIPT && !e.eval && strncmp(r->str, "NOSCRIPT", 8) == 0) {
         CR__STAT_ADD(&io->client->run.stats, noscript_fallbacks, 1);
         cr__reply_free(r);
         if (resend_eval(l, &e) != CR_OK) {
@@ -1302,7 +1181,7 @@ link_more(void *arg)
 /* Reads the replies that have come, as many as the dispatch's budget
  * allows. */
 static void
-link_read(alink *l)
+link_read(cr__alink *l)
 {
     for (;;) {
         cr__reply *r = NULL;
@@ -1329,23 +1208,23 @@ link_read(alink *l)
         } else {
             cr__reply_free(r);
         }
-        if (l->state != L_UP)
+        if (l->state != CR__LINK_UP)
             return;
     }
 }
 
 static void
-link_drive(alink *l, int events)
+link_drive(cr__alink *l, int events)
 {
     int want = 0;
     cr_status rc;
 
     switch (l->state) {
-    case L_RESOLVING:
-        l->state = L_DOWN;
+    case CR__LINK_RESOLVING:
+        l->state = CR__LINK_DOWN;
         link_open(l);
         return;
-    case L_CONNECTING:
+    case CR__LINK_CONNECTING:
         rc = cr__conn_step(l->conn, &want);
         if (rc == CR_BUSY) {
             set_watch(l, cr__conn_fd(l->conn),
@@ -1358,12 +1237,12 @@ link_drive(alink *l, int events)
         }
         link_up(l);
         return;
-    case L_UP:
+    case CR__LINK_UP:
         if (events & CR_WATCH_READ)
             link_read(l);
-        if (l->state == L_UP)
+        if (l->state == CR__LINK_UP)
             link_flush(l);
-        if (l->state == L_UP)
+        if (l->state == CR__LINK_UP)
             link_schedule(l);
         return;
     default:
@@ -1374,7 +1253,7 @@ link_drive(alink *l, int events)
 void
 cr__aio_ready(cr__aio *io, int fd, int events)
 {
-    alink *l;
+    cr__alink *l;
 
     dispatch_begin(io);
     if (io->wake_fd >= 0 && fd == io->wake_fd) {
@@ -1390,12 +1269,12 @@ cr__aio_ready(cr__aio *io, int fd, int events)
 }
 
 /* The command link for `slot` (-1: any), made when new. */
-static alink *
+static cr__alink *
 cmd_link(cr__aio *io, int64_t slot)
 {
     char host[256] = "";
     int port = 0, node = -1;
-    alink *l;
+    cr__alink *l;
 
     if (io->cluster) {
         node = cr__transport_node_addr(io->client->run.transport, slot, host,
@@ -1426,7 +1305,7 @@ cmd_link(cr__aio *io, int64_t slot)
         io->links = l;
     }
     /* Sentinel: a link to a master that has since moved goes. */
-    if (io->client->topology != NULL && l->state != L_DOWN &&
+    if (io->client->topology != NULL && l->state != CR__LINK_DOWN &&
         cr__topology_generation(io->client->topology) != l->gen)
         link_fail(l, CR_EIO, "the master moved");
     return l;
@@ -1434,14 +1313,14 @@ cmd_link(cr__aio *io, int64_t slot)
 
 /* Queues one command (RESP in b) of `kind` on `l`. */
 static cr_status
-enqueue(alink *l, int kind, cr__buf *b, size_t tail, const cr__script *script,
+enqueue(cr__alink *l, int kind, cr__buf *b, size_t tail, const cr__script *script,
         int argc, unsigned flags, cr__areply_fn fn, void *ctx)
 {
     cr__aio *io = l->io;
     int64_t deadline = cr__now_ms() + io->client->command_timeout_ms;
     bool sync = (flags & CR__CMD_SYNC) && io->client->conn_cfg.sync_timeout_ms > 0;
     bool unsent;
-    apend *e;
+    cr__apend *e;
     cr_status rc;
 
     if (sync && (l->replicas_at == 0 ||
@@ -1450,7 +1329,7 @@ enqueue(alink *l, int kind, cr__buf *b, size_t tail, const cr__script *script,
 
         if ((e = push(l)) == NULL)
             return CR_ENOMEM;
-        e->kind = E_ROLE;
+        e->kind = CR__PEND_ROLE;
         e->deadline = deadline;
         if ((rc = link_put(l, role, sizeof(role) - 1, &unsent)) != CR_OK) {
             l->len--;
@@ -1482,11 +1361,11 @@ enqueue(alink *l, int kind, cr__buf *b, size_t tail, const cr__script *script,
         l->unsent++;
     if (sync && l->replicas > 0 && queue_wait(l, deadline) != CR_OK)
         return CR_ENOMEM;
-    if (l->state == L_DOWN)
+    if (l->state == CR__LINK_DOWN)
         link_open_soon(l);
     else
         link_kick(l);
-    if (l->state != L_DOWN || l->len > 0)
+    if (l->state != CR__LINK_DOWN || l->len > 0)
         link_schedule(l);
     return CR_OK;
 }
@@ -1514,7 +1393,7 @@ cr__aio_script(cr__aio *io, const cr__script_call *call, unsigned flags,
     size_t lens_small[24];
     char nk[24];
     cr__buf b = {0};
-    alink *l;
+    cr__alink *l;
     cr_status rc;
 
     if (io->closing)
@@ -1543,7 +1422,7 @@ cr__aio_script(cr__aio *io, const cr__script_call *call, unsigned flags,
                              : -1);
         rc = l == NULL ? cr__fail(CR_EIO, "no cluster node is known for the "
                                   "slot")
-                       : enqueue(l, E_SCRIPT, &b, resp_skip(b.data, 3),
+                       : enqueue(l, CR__PEND_SCRIPT, &b, resp_skip(b.data, 3),
                                  c.script, (int)c.argc, flags, fn, ctx);
     }
     if (c.argv != argv_small) {
@@ -1559,7 +1438,7 @@ cr__aio_command(cr__aio *io, int argc, const char **argv, const size_t *lens,
                 cr__areply_fn fn, void *ctx)
 {
     cr__buf b = {0};
-    alink *l;
+    cr__alink *l;
     cr_status rc;
 
     if (io->closing)
@@ -1571,7 +1450,7 @@ cr__aio_command(cr__aio *io, int argc, const char **argv, const size_t *lens,
                                                                    : strlen(argv[1]))
                               : -1);
     rc = l == NULL ? cr__fail(CR_EIO, "no cluster node is known for the slot")
-                   : enqueue(l, E_CMD, &b, 0, NULL, argc, 0, fn, ctx);
+                   : enqueue(l, CR__PEND_CMD, &b, 0, NULL, argc, 0, fn, ctx);
     cr__buf_free(&b);
     return rc;
 }
@@ -1580,12 +1459,12 @@ cr__aio_command(cr__aio *io, int argc, const char **argv, const size_t *lens,
 
 /* The subscriber link of a channel, made when new: one per server (per
  * slot master with sharded pub/sub). */
-static alink *
+static cr__alink *
 sub_link(cr__aio *io, const char *channel)
 {
     char host[256] = "";
     int port = 0, node = -1;
-    alink *l;
+    cr__alink *l;
 
     if (io->cluster) {
         node = cr__transport_node_addr(io->client->run.transport,
@@ -1612,14 +1491,14 @@ sub_link(cr__aio *io, const char *channel)
         l->next = io->links;
         io->links = l;
     }
-    if (l != NULL && io->client->topology != NULL && l->state != L_DOWN &&
+    if (l != NULL && io->client->topology != NULL && l->state != CR__LINK_DOWN &&
         cr__topology_generation(io->client->topology) != l->gen)
         link_fail(l, CR_EIO, "the master moved");
     return l;
 }
 
 static cr_status
-sub_send(alink *l, asub *s, bool subscribe)
+sub_send(cr__alink *l, cr__asub *s, bool subscribe)
 {
     cr__aio *io = l->io;
     const char *argv[2] = {
@@ -1627,12 +1506,12 @@ sub_send(alink *l, asub *s, bool subscribe)
                     : (subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE"),
         s->channel};
     cr__buf b = {0};
-    apend *e;
+    cr__apend *e;
     bool unsent;
     cr_status rc = CR_ENOMEM;
 
     if (cr__resp_append(&b, 2, argv, NULL) && (e = push(l)) != NULL) {
-        e->kind = subscribe ? E_SUB : E_UNSUB;
+        e->kind = subscribe ? CR__PEND_SUB : CR__PEND_UNSUB;
         e->sub = s;
         e->deadline = cr__now_ms() + io->client->command_timeout_ms;
         if ((rc = link_put(l, b.data, b.len, &unsent)) == CR_OK) {
@@ -1662,7 +1541,7 @@ sleeper_fire(void *arg)
 static void
 unlink_sleeper(cr__aio *io, cr__asleeper *w)
 {
-    asub *s = w->sub;
+    cr__asub *s = w->sub;
     cr__asleeper **p;
 
     if (s == NULL)
@@ -1683,7 +1562,7 @@ unlink_sleeper(cr__aio *io, cr__asleeper *w)
 
 /* Gives the sleepers their wake tokens: the first in line, one each. */
 static void
-wake_token_holders(cr__aio *io, asub *s)
+wake_token_holders(cr__aio *io, cr__asub *s)
 {
     while (s->tally.tokens > 0 && s->sleepers != NULL) {
         cr__asleeper *w = s->sleepers;
@@ -1698,7 +1577,7 @@ wake_token_holders(cr__aio *io, asub *s)
 
 /* A subscription's confirmation (or refusal) reaches those waiting. */
 static void
-sub_confirmed(cr__aio *io, asub *s, cr_status rc)
+sub_confirmed(cr__aio *io, cr__asub *s, cr_status rc)
 {
     while (s->confirming != NULL) {
         cr__asleeper *w = s->confirming;
@@ -1715,19 +1594,19 @@ sub_confirmed(cr__aio *io, asub *s, cr_status rc)
 }
 
 static void
-handle_sub_reply(alink *l, const cr__reply *r)
+handle_sub_reply(cr__alink *l, const cr__reply *r)
 {
     cr__aio *io = l->io;
     const cr__reply *ch;
     const char *k;
-    asub *s;
+    cr__asub *s;
 
     if (r->type == CR__REPLY_ERROR) {
         /* The oldest question asked is the one refused. */
         if (l->len > 0) {
-            apend e = pop(l);
+            cr__apend e = pop(l);
 
-            if (e.kind == E_SUB && e.sub != NULL) {
+            if (e.kind == CR__PEND_SUB && e.sub != NULL) {
                 e.sub->inflight--;
                 e.sub->sent = false;
                 sub_confirmed(io, e.sub, cr__fail(
@@ -1743,7 +1622,7 @@ handle_sub_reply(alink *l, const cr__reply *r)
         return;
     k = r->element[0]->str;
     if (strcasecmp(k, "pong") == 0) {
-        if (l->len > 0 && l->q[l->head].kind == E_PING)
+        if (l->len > 0 && l->q[l->head].kind == CR__PEND_PING)
             pop(l);
         l->ping_sent = 0;
         io->pongs++;
@@ -1775,8 +1654,8 @@ handle_sub_reply(alink *l, const cr__reply *r)
         wake_token_holders(io, s);
     } else if (strcasecmp(k, "subscribe") == 0 ||
                strcasecmp(k, "unsubscribe") == 0) {
-        if (l->len > 0 && (l->q[l->head].kind == E_SUB ||
-                           l->q[l->head].kind == E_UNSUB))
+        if (l->len > 0 && (l->q[l->head].kind == CR__PEND_SUB ||
+                           l->q[l->head].kind == CR__PEND_UNSUB))
             pop(l);
         if (s->inflight > 0)
             s->inflight--;
@@ -1798,14 +1677,14 @@ static void
 linger(void *arg)
 {
     cr__aio *io = arg;
-    asub *s, *tmp;
+    cr__asub *s, *tmp;
     int64_t now = cr__now_ms(), next = -1;
 
     HASH_ITER(hh, io->subs, s, tmp) {
         if (s->refs > 0 || s->idle_since == 0)
             continue;
         if (cr__linger_over(s->idle_since, now, &next)) {
-            if (s->sent && s->link != NULL && s->link->state == L_UP)
+            if (s->sent && s->link != NULL && s->link->state == CR__LINK_UP)
                 sub_send(s->link, s, false);
             if (s->link != NULL)
                 link_kick(s->link);
@@ -1822,7 +1701,7 @@ static void
 confirm_timeout(void *arg)
 {
     cr__asleeper *w = arg;
-    asub *s = w->sub;
+    cr__asub *s = w->sub;
     cr__asleeper **p;
 
     for (p = &s->confirming; *p != NULL; p = &(*p)->next)
@@ -1839,7 +1718,7 @@ static void
 confirm_now(void *arg)
 {
     cr__asleeper *w = arg;
-    asub *s = w->sub;
+    cr__asub *s = w->sub;
     cr__asleeper **p;
 
     for (p = &s->confirming; *p != NULL; p = &(*p)->next)
@@ -1863,8 +1742,8 @@ void
 cr__aio_subscribe(cr__aio *io, const char *channel, cr__decode_fn decode,
                   int64_t timeout_ms, cr__asleeper *w)
 {
-    asub *s;
-    alink *l;
+    cr__asub *s;
+    cr__alink *l;
 
     HASH_FIND_STR(io->subs, channel, s);
     if (s == NULL) {
@@ -1894,10 +1773,10 @@ cr__aio_subscribe(cr__aio *io, const char *channel, cr__decode_fn decode,
             return; /* the timeout answers */
         }
         s->link = l;
-        if (l->state == L_UP) {
+        if (l->state == CR__LINK_UP) {
             if (sub_send(l, s, true) == CR_OK)
                 link_kick(l);
-        } else if (l->state == L_DOWN) {
+        } else if (l->state == CR__LINK_DOWN) {
             link_open_soon(l); /* link_up sends it */
         }
         link_schedule(l);
@@ -1910,7 +1789,7 @@ sleep_timeout(void *arg)
 {
     cr__asleeper *w = arg;
     cr__aio *io = NULL;
-    asub *s = w->sub;
+    cr__asub *s = w->sub;
     cr__asleeper **p;
 
     (void)io;
@@ -1927,7 +1806,7 @@ void
 cr__aio_sleep(cr__aio *io, void *sub, int64_t ms, const cr__fence *fence,
               cr__asleeper *w)
 {
-    asub *s = sub;
+    cr__asub *s = sub;
     cr__asleeper **p;
 
     (void)fence;
@@ -1962,7 +1841,7 @@ aio_waiters(void *ctx, const char *channel, cr__sub_seen *seen,
             cr__sub_mark *mark)
 {
     cr__aio *io = ctx;
-    asub *s;
+    cr__asub *s;
 
     HASH_FIND_STR(io->subs, channel, s);
     *seen = (cr__sub_seen){.waiters = -1};
@@ -1984,13 +1863,13 @@ static bool
 aio_confirmed(void *ctx, void *sub)
 {
     (void)ctx;
-    return sub != NULL && ((asub *)sub)->confirmed;
+    return sub != NULL && ((cr__asub *)sub)->confirmed;
 }
 
 static bool
 aio_quiet_since(void *ctx, void *sub, const cr__sub_mark *m)
 {
-    asub *s = sub;
+    cr__asub *s = sub;
 
     (void)ctx;
     return s != NULL && m->id == (uint64_t)(uintptr_t)s && s->confirmed &&
@@ -2000,7 +1879,7 @@ aio_quiet_since(void *ctx, void *sub, const cr__sub_mark *m)
 static bool
 aio_heard(void *ctx, void *sub, const char *payload, size_t len)
 {
-    asub *s = sub;
+    cr__asub *s = sub;
 
     (void)ctx;
     return s != NULL && cr__kept_is(&s->tally.kept, payload, len);
@@ -2018,7 +1897,7 @@ static void
 aio_unsubscribe(void *ctx, void *sub)
 {
     cr__aio *io = ctx;
-    asub *s = sub;
+    cr__asub *s = sub;
 
     if (s == NULL || --s->refs > 0)
         return;
@@ -2057,9 +1936,9 @@ cr__aio_new(cr_client *c, const cr_loop *loop, cr__aio **out)
 void
 cr__aio_free(cr__aio *io)
 {
-    alink *l, *next;
-    asub *s, *tmp;
-    resolve_job *j, *jn;
+    cr__alink *l, *next;
+    cr__asub *s, *tmp;
+    cr__aresolve *j, *jn;
 
     if (io == NULL)
         return;
