@@ -5,6 +5,7 @@
  * of the library; the handle (struct cr__aio), its links, their rings of
  * commands and the subscriptions are laid out here.
  *
+ *   aio_timer.c    the timer heap (cr__aio_after) and the dispatch's budget
  *   aio_loop.c     the handle's life cycle and what the loop reports (and,
  *                  until they have files of their own, the other parts)
  *
@@ -147,5 +148,9 @@ struct cr__aio {
     cr__apost *posted;
     int wake_fd;              /* eventfd: jobs done, posts (-1: none yet) */
 };
+
+/* aio_timer.c: sets the loop's timer for the earliest due timer, when it
+ * changed. */
+void cr__aio_arm(cr__aio *io);
 
 #endif
