@@ -6,6 +6,7 @@
  * commands and the subscriptions are laid out here.
  *
  *   aio_timer.c    the timer heap (cr__aio_after) and the dispatch's budget
+ *   aio_resolve.c  the resolver thread, work posted from other threads
  *   aio_loop.c     the handle's life cycle and what the loop reports (and,
  *                  until they have files of their own, the other parts)
  *
@@ -152,5 +153,15 @@ struct cr__aio {
 /* aio_timer.c: sets the loop's timer for the earliest due timer, when it
  * changed. */
 void cr__aio_arm(cr__aio *io);
+
+/* aio_resolve.c: runs what other threads posted, oldest first. */
+void cr__aio_run_posted(cr__aio *io);
+/* aio_resolve.c: resolves the link's host: at once when numeric (CR_OK),
+ * else on the resolver thread (CR_BUSY: the link waits in
+ * CR__LINK_RESOLVING); or the failure. */
+cr_status cr__aio_resolve(cr__alink *l);
+/* aio_resolve.c: the link is going: the resolver's answer for it is
+ * dropped. */
+void cr__aio_forget_jobs(cr__aio *io, cr__alink *l);
 
 #endif

@@ -145,61 +145,6 @@ cr__aio_fds(cr__aio *io, cr_async_fd *fds, int max, int64_t *timeout_ms)
 
 /* -------------------------------------------------------- the resolver */
 
-static void *
-resolver_main(void *arg)
-{
-    cr__aio *io = arg;
-    uint64_t one = 1;
-
-    pthread_mutex_lock(&io->mu);
-    while (!io->resolver_stop) {
-        cr__aresolve *j = io->todo;
-        struct addrinfo hints;
-        char service[16];
-
-        if (j == NULL) {
-            pthread_cond_wait(&io->cv, &io->mu);
-            continue;
-        }
-        io->todo = j->next;
-        pthread_mutex_unlock(&io->mu);
-        memset(&hints, 0, sizeof(hints));
-        hints.ai_family = AF_UNSPEC;
-        hints.ai_socktype = SOCK_STREAM;
-        snprintf(service, sizeof(service), "%d", j->port);
-        j->err = getaddrinfo(j->host, service, &hints, &j->ai);
-        pthread_mutex_lock(&io->mu);
-        j->next = io->done;
-        io->done = j;
-        if (write(io->wake_fd, &one, sizeof(one)) < 0) {
-            /* the counter is full: it is readable anyway */
-        }
-    }
-    pthread_mutex_unlock(&io->mu);
-    return NULL;
-}
-
-/* Runs what other threads posted, oldest first (on the loop). */
-static void
-run_posted(cr__aio *io)
-{
-    cr__apost *p, *next, *fifo = NULL;
-
-    pthread_mutex_lock(&io->mu);
-    p = io->posted;
-    io->posted = NULL;
-    pthread_mutex_unlock(&io->mu);
-    for (; p != NULL; p = next) {
-        next = p->next;
-        p->next = fifo;
-        fifo = p;
-    }
-    for (p = fifo; p != NULL; p = next) {
-        next = p->next;
-        p->fn(p->ctx);
-    }
-}
-
 /* The wake-up descriptor is readable: the resolver's answers and the
  * posts (on the loop). */
 static void
@@ -211,7 +156,7 @@ woken(cr__aio *io)
     if (read(io->wake_fd, &n, sizeof(n)) < 0) {
         /* nothing to read: another turn took it */
     }
-    run_posted(io);
+    cr__aio_run_posted(io);
     pthread_mutex_lock(&io->mu);
     j = io->done;
     io->done = NULL;
@@ -232,103 +177,6 @@ woken(cr__aio *io)
             freeaddrinfo(j->ai);
         free(j);
     }
-}
-
-/* Opens the wake-up descriptor once, watched from then on (io->mu
- * held). */
-static cr_status
-wake_open(cr__aio *io)
-{
-    if (io->wake_fd >= 0)
-        return CR_OK;
-    if ((io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
-        return cr__fail(CR_ENOMEM, "cannot make an eventfd");
-    io->loop.watch(io->loop.data, io->wake_fd, CR_WATCH_READ);
-    return CR_OK;
-}
-
-cr_status
-cr__aio_post_ready(cr__aio *io)
-{
-    cr_status rc;
-
-    pthread_mutex_lock(&io->mu);
-    rc = wake_open(io);
-    pthread_mutex_unlock(&io->mu);
-    return rc;
-}
-
-void
-cr__aio_post(cr__aio *io, cr__apost *p)
-{
-    uint64_t one = 1;
-
-    pthread_mutex_lock(&io->mu);
-    p->next = io->posted;
-    io->posted = p;
-    if (write(io->wake_fd, &one, sizeof(one)) < 0) {
-        /* the counter is full: it is readable anyway */
-    }
-    pthread_mutex_unlock(&io->mu);
-}
-
-/* Resolves the link's host: at once when numeric, else on the resolver
- * thread (the link waits in CR__LINK_RESOLVING). */
-static cr_status
-resolve(cr__alink *l)
-{
-    cr__aio *io = l->io;
-    struct addrinfo hints;
-    char service[16];
-    cr__aresolve *j;
-    int e;
-
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST;
-    snprintf(service, sizeof(service), "%d", l->port);
-    e = getaddrinfo(l->host, service, &hints, &l->ai);
-    if (e == 0) {
-        l->resolved = CR_OK;
-        return CR_OK;
-    }
-    if ((j = calloc(1, sizeof(*j))) == NULL)
-        return CR_ENOMEM;
-    j->link = l;
-    snprintf(j->host, sizeof(j->host), "%s", l->host);
-    j->port = l->port;
-    pthread_mutex_lock(&io->mu);
-    if (!io->resolver_started &&
-        (wake_open(io) != CR_OK ||
-         pthread_create(&io->resolver, NULL, resolver_main, io) != 0)) {
-        pthread_mutex_unlock(&io->mu);
-        free(j);
-        return cr__fail(CR_ENOMEM, "cannot start the resolver thread");
-    }
-    io->resolver_started = true;
-    j->next = io->todo;
-    io->todo = j;
-    pthread_cond_signal(&io->cv);
-    pthread_mutex_unlock(&io->mu);
-    l->state = CR__LINK_RESOLVING;
-    return CR_BUSY;
-}
-
-/* The link is going: the resolver's answer for it is dropped. */
-static void
-forget_jobs(cr__aio *io, cr__alink *l)
-{
-    cr__aresolve *j;
-
-    pthread_mutex_lock(&io->mu);
-    for (j = io->todo; j != NULL; j = j->next)
-        if (j->link == l)
-            j->link = NULL;
-    for (j = io->done; j != NULL; j = j->next)
-        if (j->link == l)
-            j->link = NULL;
-    pthread_mutex_unlock(&io->mu);
 }
 
 /* ---------------------------------------------------------------- links */
@@ -515,7 +363,7 @@ link_open(cr__alink *l)
         snprintf(addr, sizeof(addr), strchr(l->host, ':') != NULL ? "[%s]:%d"
                                                                   : "%s:%d",
                  l->host, l->port);
-        if (l->ai == NULL && (rc = resolve(l)) != CR_OK) {
+        if (l->ai == NULL && (rc = cr__aio_resolve(l)) != CR_OK) {
             if (rc != CR_BUSY)
                 link_fail(l, rc, NULL);
             return;
@@ -618,7 +466,7 @@ link_fail(cr__alink *l, cr_status rc, const char *why)
     if (why != NULL)
         rc = cr__fail(rc, "%s: %s", l->host[0] ? l->host : "redis", why);
     snprintf(keep, sizeof(keep), "%s", cr_last_error());
-    forget_jobs(io, l);
+    cr__aio_forget_jobs(io, l);
     set_watch(l, -1, 0);
     cr__aio_cancel_timer(io, &l->more);
     cr__conn_free(l->conn);
@@ -1866,7 +1714,7 @@ cr__aio_free(cr__aio *io)
         pthread_mutex_unlock(&io->mu);
         pthread_join(io->resolver, NULL);
     }
-    run_posted(io); /* their senders are done: the caller joined them */
+    cr__aio_run_posted(io); /* their senders are done: the caller joined them */
     if (io->wake_fd >= 0) {
         io->loop.watch(io->loop.data, io->wake_fd, 0);
         close(io->wake_fd);
