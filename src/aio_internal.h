@@ -7,6 +7,8 @@
  *
  *   aio_timer.c    the timer heap (cr__aio_after) and the dispatch's budget
  *   aio_resolve.c  the resolver thread, work posted from other threads
+ *   aio_link.c     links: commands, replies, NOSCRIPT, redirects, retries,
+ *                  replica WAIT
  *   aio_loop.c     the handle's life cycle and what the loop reports (and,
  *                  until they have files of their own, the other parts)
  *
@@ -77,7 +79,7 @@ typedef struct cr__alink {
     int64_t replicas, replicas_at;
     cr__atimer timer;
     cr__atimer more;          /* replies left over from the last turn */
-    cr__atimer opener;        /* link_open_soon */
+    cr__atimer opener;        /* cr__aio_link_open_soon */
     struct cr__alink *dirty_next; /* on io->dirty: has bytes to write */
     bool dirty;
     int64_t backoff, retry_at;
@@ -124,12 +126,28 @@ typedef struct cr__aresolve {
     int err;
 } cr__aresolve;
 
+/* What the links need of the subscriptions, which sit above them: the
+ * links reach them only through this table (aio_sub.c's
+ * cr__aio_sub_ops, the handle's from cr__aio_new). */
+typedef struct cr__asub_ops {
+    /* Sends the SUBSCRIBE (or the UNSUBSCRIBE) of `s` on `l`, as a link
+     * that came up does for each subscription it now needs; CR_OK or the
+     * failure. */
+    cr_status (*send)(cr__alink *l, cr__asub *s, bool subscribe);
+    /* Gives the sleepers on `s` their wake tokens, the first in line
+     * first, as a failed link does once it made every waiter a token. */
+    void (*wake)(cr__aio *io, cr__asub *s);
+    /* A reply read on subscriber link `l` (the caller frees it). */
+    void (*reply)(cr__alink *l, const cr__reply *r);
+} cr__asub_ops;
+
 struct cr__aio {
     cr_client *client;
     cr_loop loop;
     bool cluster, sharded, closing;
     cr__alink *links;
     cr__asub *subs;
+    const cr__asub_ops *subops;
     cr__atimer **heap;
     size_t nheap, capheap;
     int64_t armed;            /* the due time the loop's timer is set for */
@@ -163,5 +181,34 @@ cr_status cr__aio_resolve(cr__alink *l);
 /* aio_resolve.c: the link is going: the resolver's answer for it is
  * dropped. */
 void cr__aio_forget_jobs(cr__aio *io, cr__alink *l);
+
+/* aio_link.c: the newest entry of the link's ring (to fill), growing it;
+ * NULL: no memory. */
+cr__apend *cr__aio_push(cr__alink *l);
+/* aio_link.c: the oldest entry of the ring, taken out (by value). */
+cr__apend cr__aio_pop(cr__alink *l);
+/* aio_link.c: queues RESP bytes on the link: on the connection when up,
+ * else to go first when it is (*unsent). */
+cr_status cr__aio_link_put(cr__alink *l, const char *data, size_t len,
+                           bool *unsent);
+/* aio_link.c: has what was queued on the link written, at the end of the
+ * dispatch (or when the loop next finds it writable). */
+void cr__aio_link_kick(cr__alink *l);
+/* aio_link.c: writes what the link's connection holds. */
+void cr__aio_link_flush(cr__alink *l);
+/* aio_link.c: re-arms the link's timer. */
+void cr__aio_link_schedule(cr__alink *l);
+/* aio_link.c: opens the link from the loop's next turn. */
+void cr__aio_link_open_soon(cr__alink *l);
+/* aio_link.c: the link goes on as its descriptor is ready for `events`
+ * (0: the resolver answered). */
+void cr__aio_link_drive(cr__alink *l, int events);
+/* aio_link.c: the link broke (or the master moved, or a deadline
+ * passed): every command it holds ends (CR_EIO or rc), `why` (may be
+ * NULL) said. */
+void cr__aio_link_fail(cr__alink *l, cr_status rc, const char *why);
+
+/* The subscriptions' table for the links (aio_sub.c). */
+extern const cr__asub_ops cr__aio_sub_ops;
 
 #endif
