@@ -9,10 +9,14 @@
  *   aio_resolve.c  the resolver thread, work posted from other threads
  *   aio_link.c     links: commands, replies, NOSCRIPT, redirects, retries,
  *                  replica WAIT
- *   aio_loop.c     the handle's life cycle and what the loop reports (and,
- *                  until they have files of their own, the other parts)
+ *   aio_sub.c      subscriptions, sleepers and their wake tokens,
+ *                  cr__aio_subs
+ *   aio_loop.c     the handle's life cycle and its dispatch: what the loop
+ *                  reports
  *
- * Everything here runs on the loop's thread unless it says otherwise.
+ * Each file calls only those listed above it; the links reach the
+ * subscriptions only through the handle's cr__asub_ops. Everything here
+ * runs on the loop's thread unless it says otherwise.
  */
 #ifndef CR_AIO_INTERNAL_H
 #define CR_AIO_INTERNAL_H
@@ -135,7 +139,8 @@ typedef struct cr__asub_ops {
      * failure. */
     cr_status (*send)(cr__alink *l, cr__asub *s, bool subscribe);
     /* Gives the sleepers on `s` their wake tokens, the first in line
-     * first, as a failed link does once it made every waiter a token. */
+     * first, as a failed link does once it made a token for each
+     * reference. */
     void (*wake)(cr__aio *io, cr__asub *s);
     /* A reply read on subscriber link `l` (the caller frees it). */
     void (*reply)(cr__alink *l, const cr__reply *r);
@@ -188,7 +193,7 @@ cr__apend *cr__aio_push(cr__alink *l);
 /* aio_link.c: the oldest entry of the ring, taken out (by value). */
 cr__apend cr__aio_pop(cr__alink *l);
 /* aio_link.c: queues RESP bytes on the link: on the connection when up,
- * else to go first when it is (*unsent). */
+ * else to go first when it is (*unsent true). */
 cr_status cr__aio_link_put(cr__alink *l, const char *data, size_t len,
                            bool *unsent);
 /* aio_link.c: has what was queued on the link written, at the end of the
@@ -208,7 +213,10 @@ void cr__aio_link_drive(cr__alink *l, int events);
  * NULL) said. */
 void cr__aio_link_fail(cr__alink *l, cr_status rc, const char *why);
 
-/* The subscriptions' table for the links (aio_sub.c). */
+/* aio_sub.c: the subscriptions' table for the links. */
 extern const cr__asub_ops cr__aio_sub_ops;
+/* aio_sub.c: a subscription's confirmation (or refusal: rc) reaches those
+ * waiting for it. */
+void cr__aio_sub_confirmed(cr__aio *io, cr__asub *s, cr_status rc);
 
 #endif
