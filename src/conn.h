@@ -126,7 +126,7 @@ int cr__wait_fd(int fd, short events, int abort_fd, int64_t deadline);
 cr_status cr__reply_status(const char *err);
 
 /* The replica-sync check's replies, read the same by the blocking pools
- * (transport.c) and the loop's links (aio.c), a refusal logged at error
+ * (transport.c) and the loop's links (aio_link.c), a refusal logged at error
  * to `log` (the check cannot work there):
  * cr__replicas_of: a ROLE reply before a command to be followed by WAIT:
  * CR_OK with the master's replica count in *n (a replica's ROLE: 0, as

@@ -64,7 +64,7 @@ cr__kept_is(const cr__kept *k, const char *payload, size_t len)
 }
 
 /* What a subscription's messages left on it, kept the same way by the
- * client's subscriptions (pubsub.c) and the event loop's (aio.c), and
+ * client's subscriptions (pubsub.c) and the event loop's (aio_sub.c), and
  * changed by cr__tally_message alone (and, for the tokens, the waiters
  * that take them). */
 typedef struct cr__tally {

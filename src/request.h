@@ -13,8 +13,8 @@
  * never inside the call that started it), the one-command request (a
  * script call and a reply reader), and the waiting request, which runs the
  * wait state machine (wait.h) as a blocking call does, each step it asks
- * for carried out through aio.c, after the releaser's turn (handoff.h),
- * within a bound of its wait and one command timeout.
+ * for carried out through the event loop (aio.h), after the releaser's
+ * turn (handoff.h), within a bound of its wait and one command timeout.
  *
  * Everything here runs on the loop's thread.
  */
