@@ -122,9 +122,9 @@ ended_after(cr__acquisition *a, cr_status rc, cr_status sync, unsigned stop,
 }
 
 /* Returns the acquisition's status once over, checking that the end has
- * nothing more to ask for and that `later` is left to the background. */
+ * nothing more to ask for and that `cleanup` is left to the background. */
 static cr_status
-done(cr__acquisition *a, unsigned later)
+done(cr__acquisition *a, unsigned cleanup)
 {
     unsigned left = 12345;
     cr_status rc;
@@ -132,7 +132,7 @@ done(cr__acquisition *a, unsigned later)
     assert_int_equal(cr__acquisition_end_next(a, 0, GEN),
                      CR__ACQUISITION_END_DONE);
     rc = cr__acquisition_done(a, &left);
-    assert_int_equal(left, later);
+    assert_int_equal(left, cleanup);
     return rc;
 }
 
@@ -442,7 +442,7 @@ test_replica_sync_undo_that_fails_is_left_to_the_background(void **state)
     assert_int_equal(ended_after(&f->a, CR_OK, CR_EIO, 0, GEN),
                      CR__ACQUISITION_END_UNDO);
     cr__acquisition_end_undone(&f->a, CR_EIO);
-    assert_int_equal(done(&f->a, CR__LATER_UNDO), CR_EIO);
+    assert_int_equal(done(&f->a, CR__CLEANUP_GIVE_BACK), CR_EIO);
 }
 
 static void
@@ -492,7 +492,7 @@ test_end_look_that_fails_leaves_the_lost_reply_to_the_background(
     assert_int_equal(cr__acquisition_end_next(&f->a, 0, GEN),
                      CR__ACQUISITION_END_GIVE_UP);
     cr__acquisition_end_given_up(&f->a, CR_OK);
-    assert_int_equal(done(&f->a, CR__LATER_RESOLVE), CR_EIO);
+    assert_int_equal(done(&f->a, CR__CLEANUP_RESOLVE), CR_EIO);
 }
 
 static void
@@ -573,7 +573,7 @@ test_cancelled_grants_undo_that_fails_is_left_to_the_background(
     assert_int_equal(ended_after(&f->a, CR_OK, CR_OK, CR__STOP_CANCELLED, GEN),
                      CR__ACQUISITION_END_UNDO);
     cr__acquisition_end_undone(&f->a, CR_EIO);
-    assert_int_equal(done(&f->a, CR__LATER_UNDO), CR_ECANCELED);
+    assert_int_equal(done(&f->a, CR__CLEANUP_GIVE_BACK), CR_ECANCELED);
 }
 
 static void
@@ -629,7 +629,7 @@ test_give_back_of_an_unrecorded_grant_that_fails_is_left_to_the_background(
     assert_int_equal(cr__acquisition_end_next(&f->a, 0, GEN),
                      CR__ACQUISITION_END_UNDO);
     cr__acquisition_end_undone(&f->a, CR_EIO);
-    assert_int_equal(done(&f->a, CR__LATER_UNDO), CR_ENOMEM);
+    assert_int_equal(done(&f->a, CR__CLEANUP_GIVE_BACK), CR_ENOMEM);
 }
 
 static void
@@ -723,14 +723,14 @@ test_leaving_the_queue_that_fails_is_left_to_the_background(void **state)
     assert_int_equal(ended_after(&f->a, CR_BUSY, CR_OK, 0, GEN),
                      CR__ACQUISITION_END_GIVE_UP);
     cr__acquisition_end_given_up(&f->a, CR_EIO);
-    assert_int_equal(done(&f->a, CR__LATER_GIVE_UP), CR_BUSY);
+    assert_int_equal(done(&f->a, CR__CLEANUP_LEAVE_QUEUE), CR_BUSY);
 }
 
 static void
 test_end_that_is_over_stays_over(void **state)
 {
     struct fx *f = *state;
-    unsigned later = 1;
+    unsigned cleanup = 1;
 
     assert_int_equal(ended_after(&f->a, CR_OK, CR_OK, 0, GEN),
                      CR__ACQUISITION_END_RECORD);
@@ -740,8 +740,8 @@ test_end_that_is_over_stays_over(void **state)
     assert_int_equal(cr__acquisition_end_next(&f->a, CR__STOP_CANCELLED,
                                               GEN + 1),
                      CR__ACQUISITION_END_DONE);
-    assert_int_equal(cr__acquisition_done(&f->a, &later), CR_OK);
-    assert_int_equal(later, 0);
+    assert_int_equal(cr__acquisition_done(&f->a, &cleanup), CR_OK);
+    assert_int_equal(cleanup, 0);
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_up, fx_down)
