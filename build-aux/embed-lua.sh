@@ -14,12 +14,14 @@
 # lines are not sent to Redis (nor counted in the SHA1), so that what the
 # server runs is the rest of the file byte for byte. The build fails when a
 # script lacks them, names something twice, or uses KEYS[n] or ARGV[n] past
-# what it declares.
+# what it declares. A third line may name shared parts that go before the
+# script's own text, from lua/lib/<part>.lua (which use no KEYS or ARGV):
+#   --! uses: line
 set -eu
 out_c=$1 out_h=$2
 shift 2
 tmp_c=$out_c.tmp tmp_h=$out_h.tmp
-trap 'rm -f "$tmp_c" "$tmp_h"' EXIT
+trap 'rm -f "$tmp_c" "$tmp_h" "$tmp_c.body"' EXIT
 
 # Prints "name|upper|nkeys|nargs|fields" for one script, fields being
 # "k:name:type" and "a:name:type" items separated by spaces (type str, int,
@@ -48,6 +50,7 @@ describe() {
     }
     /^--! keys:/ { if (have_keys++) fail("two keys lines"); sub(/^--! keys:/, ""); take("keys", $0); next }
     /^--! argv:/ { if (have_argv++) fail("two argv lines"); sub(/^--! argv:/, ""); take("argv", $0); next }
+    /^--! uses:/ { if (have_uses++) fail("two uses lines"); next }
     /^--!/ { fail("unknown header line: " $0) }
     {
         line = $0
@@ -100,19 +103,38 @@ describe() {
     echo "const cr__script cr__scripts[CR__SCRIPT_COUNT] = {"
 } > "$tmp_c"
 
+# What the server runs for script $1: its shared parts, then its own text
+# without the header lines.
+body() {
+    for part in $(sed -n 's/^--! uses://p' "$1"); do
+        lib=$(dirname "$1")/lib/$part.lua
+        if [ ! -f "$lib" ]; then
+            echo "$1: no shared part $lib" >&2
+            return 1
+        fi
+        if grep -q 'KEYS\[\|ARGV\[' "$lib"; then
+            echo "$lib: a shared part may not use KEYS or ARGV" >&2
+            return 1
+        fi
+        cat "$lib"
+    done
+    grep -v '^--!' "$1"
+}
+
 for f in "$@"; do
     name=$(basename "$f" .lua)
     upper=$(echo "$name" | tr 'a-z' 'A-Z')
     desc=$(describe "$f")
+    body "$f" > "$tmp_c.body"
     nkeys=${desc%%|*}; rest=${desc#*|}
     nargs=${rest%%|*}; fields=${rest#*|}
-    sha=$(grep -v '^--!' "$f" | sha1sum | cut -d' ' -f1)
-    len=$(grep -v '^--!' "$f" | wc -c | tr -d ' ')
+    sha=$(sha1sum < "$tmp_c.body" | cut -d' ' -f1)
+    len=$(wc -c < "$tmp_c.body" | tr -d ' ')
     {
         echo "    [CR__SCRIPT_$upper] = {\"$name\", \"$sha\","
         # Each line becomes a C string literal: escape backslashes and quotes.
-        grep -v '^--!' "$f" |
-            sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/        "/' -e 's/$/\\n"/'
+        sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/        "/' -e 's/$/\\n"/' \
+            < "$tmp_c.body"
         echo "        , $len},"
     } >> "$tmp_c"
 

@@ -1,14 +1,32 @@
---! keys: lock
---! argv: lease_ms:int owner
--- RLock acquire (protocol section 3.2).
--- KEYS[1] = lock hash N (field = owner name, value = hold count)
--- ARGV[1] = lease in ms, ARGV[2] = owner name "<uuid>:<tid>"
--- Returns nil when the hold was taken (first or reentrant), otherwise the
--- lock's PTTL in ms (-1 when it has no expiry) as a hint for waiting.
-if redis.call('exists', KEYS[1]) == 0
-        or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+--! keys: lock line line_state
+--! argv: lease_ms:int owner wait:int line_lease_ms:int turn_ms:int line_channel publish
+--! uses: line
+-- RLock acquire (protocol section 3.2), behind credisson's waiting line
+-- (lua/lib/line.lua, doc/waiting-line.md). The spin lock uses it too.
+-- KEYS[1] = lock hash N (field = owner name, value = hold count), KEYS[2]
+-- and KEYS[3] = the line credisson_line:{N} and credisson_line_state:{N}
+-- ARGV[1] = lease in ms, ARGV[2] = owner name "<uuid>:<tid>" (its entry
+-- in the line too), ARGV[3] = 1 when the caller waits (it goes in line), 0
+-- for a try that does not (the line is still respected), 2 for the spin
+-- lock (no line: Redisson's rule),
+-- ARGV[4] = the line's waiting lease in ms, ARGV[5] = a turn's in ms,
+-- ARGV[6] = the line's channel prefix credisson_line__channel:{N}:,
+-- ARGV[7] = publish command
+-- Returns nil when the hold was taken (first or reentrant), otherwise
+-- {PTTL N (-1: no expiry), 1 when the caller is the first the lock cannot
+-- serve (it listens on the lock's channel) else 0, ms until the earliest
+-- turn before it ends (-1: none)}.
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
 end
-return redis.call('pttl', KEYS[1])
+local L = line_open(KEYS[2], KEYS[3], ARGV[6], ARGV[7], ARGV[4], ARGV[5],
+                    'lock', KEYS[1])
+local take, listen, turn = line_attempt(L, ARGV[2], 1, false, ARGV[3])
+if take then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return nil
+end
+return {redis.call('pttl', KEYS[1]), listen and 1 or 0, turn}

@@ -458,6 +458,15 @@ aio_heard(void *ctx, void *sub, const char *payload, size_t len)
 }
 
 static void
+aio_kept(void *ctx, void *sub, cr__kept *out)
+{
+    cr__asub *s = sub;
+
+    (void)ctx;
+    *out = s != NULL ? s->tally.kept : (cr__kept){.len = 0};
+}
+
+static void
 aio_fence(void *ctx, void *sub, cr__fence *f)
 {
     (void)ctx;
@@ -480,6 +489,6 @@ aio_unsubscribe(void *ctx, void *sub)
 }
 
 const cr__wait_subs cr__aio_subs = {
-    aio_waiters, aio_confirmed, aio_quiet_since, aio_heard, aio_fence,
-    aio_unsubscribe,
+    aio_waiters, aio_confirmed, aio_quiet_since, aio_heard, aio_kept,
+    aio_fence, aio_unsubscribe,
 };

@@ -15,6 +15,7 @@
 #include "client.h"
 #include "credisson/lock.h"
 #include "credisson/version.h"
+#include "line.h"
 #include "renewal.h"
 #include "slot.h"
 #include "topology.h"
@@ -253,6 +254,10 @@ check_options(const cr_client_options *o)
         return cr__fail(CR_EINVAL, "sharded_pubsub is not a cr_sharded_pubsub");
     if (o->lock_watchdog_timeout_ms > 0 && o->lock_watchdog_timeout_ms < 30)
         return cr__fail(CR_EINVAL, "lock_watchdog_timeout_ms must be >= 30");
+    if (o->line_turn_ms != 0 &&
+        (o->line_turn_ms < 10 || o->line_turn_ms > 60000))
+        return cr__fail(CR_EINVAL, "line_turn_ms must be 0 or within 10 "
+                        "to 60000");
     return CR_OK;
 }
 
@@ -469,6 +474,7 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     c->fair_wait_timeout_ms = or_default(opts->fair_lock_wait_timeout_ms,
                                          c->wire.fair_wait_ms);
     c->subscription_timeout_ms = or_default(opts->subscription_timeout_ms, 7500);
+    c->line_turn_ms = or_default(opts->line_turn_ms, CR__LINE_TURN_MS);
     c->reconnect_window_ms = or_default(opts->reconnect_window_ms, 30000);
     /* An unlock latch outlives every send of its script (transport.c's
      * resend, route.c's redirections): two on a connection, each with a

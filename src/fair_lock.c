@@ -75,11 +75,11 @@ fair_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
 
 static cr_status
 fair_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
-                   cr_status rc, cr__reply *r, int64_t *hint)
+                   cr_status rc, cr__reply *r, int64_t *hint, bool *listen)
 {
     int64_t v = -1;
 
-    rc = cr__lock_acquire_reply(l, owner, wait_ms, rc, r, &v);
+    rc = cr__lock_acquire_reply(l, owner, wait_ms, rc, r, &v, listen);
     if (rc == CR_BUSY)
         *hint = wait_ms == 0 || v == -1 ? -1 : v > 0 ? v : FREE_POLL_MS;
     return rc;

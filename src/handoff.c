@@ -66,7 +66,7 @@ cr__handoff_after_release(cr__handoff *h, const cr__sub_seen *seen,
     int local = seen->waiters;
     int64_t turn;
 
-    if (reached - (local >= 0 ? 1 : 0) <= 0 && local <= 0)
+    if (reached - (local >= 0 ? 1 : 0) <= 0)
         return;
     turn = cr__handoff_turn_us(RTTS_MIN, now_us - sent_us);
     atomic_store(&h->turn_us, turn);

@@ -26,8 +26,9 @@
  * only (woken one at a time): one turn of 4.
  *
  * Semaphores (after a release): a turn of four release round trips when
- * the release reached a subscriber other than this client, or this client
- * has waiting threads.
+ * the release reached a subscriber other than this client (its own
+ * waiters wait in the semaphore's line, line.h, which the releaser's next
+ * acquisition joins at its end).
  *
  * A turn is 1 to 20 ms (cr__handoff_turn_us).
  */

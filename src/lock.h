@@ -15,6 +15,7 @@
 #include "credisson/async.h"
 #include "credisson/lock.h"
 #include "handoff.h"
+#include "line.h"
 #include "object.h"
 
 #define CR__LOCK_MAGIC 0x43524c4bu /* "CRLK" */
@@ -56,6 +57,7 @@ struct cr_lock {
     const cr__lock_kind *kind;
     char *channel;       /* where its releases are published */
     char *key2, *key3;   /* the kind's other keys, or NULL */
+    cr__line line;       /* its waiting line (line.h) */
     atomic_int_fast64_t lease_ms; /* Redisson's per-object current lease */
     cr__handoff handoff;
 };

@@ -21,7 +21,10 @@ struct cr__lock_kind {
     bool own_channel;          /* each waiter has its own channel (the fair
                                 * lock: the lock's channel + ":" + owner) */
     bool spin;                 /* wait by backoff, without pub/sub */
-    bool in_line;              /* new waits go behind this client's (wait.h) */
+    const char *line;          /* its waits go through the lock's waiting
+                                * line (line.h), which reads it as this
+                                * ("lock", or "rw": writers preferred);
+                                * NULL: no line */
     bool non_reentrant;        /* the owner taking it again is refused */
     int64_t min_sleep_ms;      /* floor for ttl hints while waiting */
     int64_t max_sleep_ms;      /* re-try at least this often; -1: no bound */
@@ -30,14 +33,17 @@ struct cr__lock_kind {
      * is freed once it was sent), and the reading of its reply (rc: how
      * the call went; r, freed here: its reply when CR_OK): CR_OK when
      * taken (a kind may leave the fencing token in *hint_ms), CR_BUSY
-     * with the longest sensible sleep in *hint_ms (-1: none), or a
-     * failure. `wait_ms` is the caller's whole wait (the fair lock
-     * enqueues with it), 0 for a single try. */
+     * with the longest sensible sleep in *hint_ms (-1: none) and, for a
+     * kind in line, whether the waiter listens on the lock's channel
+     * (*listen, wait.h), or a failure. `wait_ms` is the caller's whole
+     * wait (the fair lock enqueues with it, a waiter goes in line), 0 for
+     * a single try. */
     cr_status (*acquire_call)(cr_lock *l, const char *owner, int64_t lease_ms,
                               int64_t wait_ms, cr__script_call *call,
                               char **tmp);
     cr_status (*acquire_reply)(cr_lock *l, const char *owner, int64_t wait_ms,
-                               cr_status rc, cr__reply *r, int64_t *hint_ms);
+                               cr_status rc, cr__reply *r, int64_t *hint_ms,
+                               bool *listen);
     /* The script call releasing one hold, with the unlock latch of `u`;
      * its reply is read by cr__unlock_end. */
     cr_status (*unlock_call)(cr_lock *l, const char *owner, int64_t lease_ms,

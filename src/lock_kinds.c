@@ -11,25 +11,31 @@
 
 /* --------------------------------------------------------- fenced lock */
 
-/* Fenced acquire: {-1, token} when taken, {pttl, -1} otherwise. Only a
- * positive token means acquired (a pttl of -1 is a lock without expiry,
- * which Redisson misreads as acquired). On CR_OK *hint is the token. The
- * token counter's key is l->key2. */
+/* Fenced acquire: {-1, token} when taken, {pttl, -1, listen, turn}
+ * otherwise. Only a positive token means acquired (a pttl of -1 is a lock
+ * without expiry, which Redisson misreads as acquired). On CR_OK *hint is
+ * the token. The token counter's key is l->key2. */
 static cr_status
 fenced_call(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
             cr__script_call *call, char **tmp)
 {
-    (void)wait_ms;
+    cr__lock_line_args ln = cr__lock_line_args_of(l);
+
     (void)tmp;
     return cr__build_fenced_lock_acquire(&(cr__fenced_lock_acquire_args){
-        .lock = l->raw, .token = l->key2, .lease_ms = lease_ms,
-        .owner = owner}, call);
+        .lock = l->raw, .token = l->key2, .line = ln.line,
+        .line_state = ln.line_state, .lease_ms = lease_ms, .owner = owner,
+        .wait = cr__line_wait_arg(wait_ms, false),
+        .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+        .line_channel = ln.line_channel,
+        .publish = l->client->publish_cmd}, call);
 }
 
 static cr_status
 fenced_reply(cr_lock *l, const char *owner, int64_t wait_ms, cr_status rc,
-             cr__reply *r, int64_t *hint)
+             cr__reply *r, int64_t *hint, bool *listen)
 {
+    cr__line_place place = {.listen = false, .turn_ms = -1};
     int64_t first, token;
 
     (void)l;
@@ -37,14 +43,18 @@ fenced_reply(cr_lock *l, const char *owner, int64_t wait_ms, cr_status rc,
     (void)wait_ms;
     if (rc != CR_OK)
         return rc;
-    if (r->type != CR__REPLY_ARRAY || r->elements != 2 ||
+    *listen = false;
+    if (r->type != CR__REPLY_ARRAY || r->elements < 2 ||
         !cr__reply_int(r->element[0], &first) ||
-        !cr__reply_int(r->element[1], &token))
-        rc = cr__fail(CR_ESCRIPT, "fenced acquire replied no pair");
+        !cr__reply_int(r->element[1], &token) ||
+        (token < 1 && !cr__line_place_of(r, 2, &place)))
+        rc = cr__fail(CR_ESCRIPT, "fenced acquire replied neither a token "
+                      "nor a place in line");
     else if (token >= 1)
         *hint = token;
     else {
-        *hint = first;
+        *hint = cr__line_hint(first, &place);
+        *listen = place.listen;
         rc = CR_BUSY;
     }
     cr__reply_free(r);
@@ -56,6 +66,7 @@ fenced_reply(cr_lock *l, const char *owner, int64_t wait_ms, cr_status rc,
 static const cr__lock_kind fenced_kind = {
     .name = "fenced lock",
     .hold_kind = CR__HOLD_PLAIN,
+    .line = "lock",
     .min_sleep_ms = 1,
     .max_sleep_ms = -1,
     .acquire_call = fenced_call,
@@ -64,6 +75,7 @@ static const cr__lock_kind fenced_kind = {
     .force_unlock = cr__rlock_force_unlock,
     .delete_ = cr__lock_del,
     .is_locked = cr__rlock_is_locked,
+    .give_up_call = cr__lock_line_leave_call,
 };
 
 cr_status
@@ -191,18 +203,23 @@ static cr_status
 non_reentrant_call(cr_lock *l, const char *owner, int64_t lease_ms,
                    int64_t wait_ms, cr__script_call *call, char **tmp)
 {
-    (void)wait_ms;
+    cr__lock_line_args ln = cr__lock_line_args_of(l);
+
     (void)tmp;
     return cr__build_non_reentrant_lock_acquire(
-        &(cr__non_reentrant_lock_acquire_args){.lock = l->raw,
-                                               .lease_ms = lease_ms,
-                                               .owner = owner},
+        &(cr__non_reentrant_lock_acquire_args){
+            .lock = l->raw, .line = ln.line, .line_state = ln.line_state,
+            .lease_ms = lease_ms, .owner = owner,
+            .wait = cr__line_wait_arg(wait_ms, false),
+            .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+            .line_channel = ln.line_channel,
+            .publish = l->client->publish_cmd},
         call);
 }
 
 static const cr__lock_kind non_reentrant_kind =
     CR__RLOCK_KIND("non-reentrant lock", non_reentrant_call,
-                   cr__rlock_force_unlock, false);
+                   cr__rlock_force_unlock);
 
 cr_status
 cr_non_reentrant_lock_new(cr_client *c, const char *name, cr_lock **out)

@@ -51,6 +51,9 @@ static const struct {
     [CR__NAME_CONDITION_CHANNEL] = {PREFIX, "credisson_condition__channel",
                                     false},
     [CR__NAME_CONDITIONS] = {PREFIX, "credisson_conditions", false},
+    [CR__NAME_LINE] = {PREFIX, "credisson_line", false},
+    [CR__NAME_LINE_STATE] = {PREFIX, "credisson_line_state", false},
+    [CR__NAME_LINE_CHANNEL] = {PREFIX, "credisson_line__channel", false},
 };
 
 /* Shapes name `word` around `raw`. */

@@ -48,8 +48,14 @@ typedef enum cr__name_id {
     CR__NAME_CONDITION_LEASES,  /* credisson_condition_leases:{N}, their
                                  * leases */
     CR__NAME_CONDITION_CHANNEL, /* credisson_condition__channel:{N} */
-    CR__NAME_CONDITIONS         /* credisson_conditions:{N} (no ":C"): the
+    CR__NAME_CONDITIONS,        /* credisson_conditions:{N} (no ":C"): the
                                  * names of N's conditions with waiters */
+    /* The waiting line of a lock, a read/write lock or a semaphore N
+     * (credisson's; line.h). */
+    CR__NAME_LINE,              /* credisson_line:{N}, its entries */
+    CR__NAME_LINE_STATE,        /* credisson_line_state:{N}, their leases */
+    CR__NAME_LINE_CHANNEL       /* credisson_line__channel:{N}, followed by
+                                 * ":<entry>": each waiter's own channel */
 } cr__name_id;
 
 /* Redisson's two shapes, malloc'd (NULL: out of memory):

@@ -51,16 +51,19 @@ static void id_hex(const cr__permit_id *id, char *hex);
 /* The calls in halves (ids as users see them in `hex`), so that the
  * blocking and the asynchronous API send the same: an acquire attempt of
  * `permits` under the n ids `ids` (one per permit, or one for all of them
- * on lines before 3.23.4; CR_OK granted, CR_BUSY with the time to the
- * earliest expiry in *hint), a release of the `permits` id `hex` stands
+ * on lines before 3.23.4) by `waiter` (CR_OK granted, CR_BUSY with the
+ * time to the earliest expiry bounded by the line in *hint, and *listen),
+ * a release of the `permits` id `hex` stands
  * for (CR_ENOTOWNER: not out; CR_ELOST: its lease had run out; *result 0,
  * 1 or 2 as the script's), an update of its lease (reply: 1 when updated,
  * cr__reply_bool). `id` receives the stored form of `hex`, which the call
  * refers to. */
-static cr_status acquire_call(const void *s, int64_t permits,
-                              int64_t lease_ms, const cr__permit_id *ids,
-                              size_t n, cr__script_call *call);
-static cr_status acquire_reply(cr_status rc, cr__reply *r, int64_t *hint);
+static cr_status acquire_call(const void *s, const cr__sem_waiter *waiter,
+                              int64_t permits, int64_t lease_ms,
+                              const cr__permit_id *ids, size_t n,
+                              cr__script_call *call);
+static cr_status acquire_reply(cr_status rc, cr__reply *r, int64_t *hint,
+                               bool *listen);
 static cr_status release_call(const void *s, const char *hex,
                               int64_t permits, cr__permit_id *id,
                               cr__script_call *call);
@@ -232,17 +235,25 @@ expiry_of(int64_t lease_ms)
 /* The rules of one acquisition (sem.h). */
 
 /* The steps of the end, in order. */
-enum { E_LOOK, E_STOP, E_DONE };
+enum { E_LOOK, E_STOP, E_LEAVE, E_DONE };
 
 cr_status
 cr__permit_acquisition_begin(cr__permit_acquisition *a, void *sem,
-                             int64_t permits, int64_t lease_ms)
+                             int64_t permits, int64_t lease_ms,
+                             int64_t owner_id, int64_t wait_ms)
 {
+    cr_status rc;
+
     *a = (cr__permit_acquisition){.sem = sem, .permits = permits,
                                   .lease_ms = lease_ms, .rc = CR_BUSY};
     a->n = id_per_permit(sem) ? (size_t)permits : 1;
-    if ((a->ids = calloc(a->n, sizeof(*a->ids))) == NULL)
+    if ((rc = cr__sem_waiter_begin(&a->waiter, sem, owner_id, wait_ms)) !=
+        CR_OK)
+        return rc;
+    if ((a->ids = calloc(a->n, sizeof(*a->ids))) == NULL) {
+        cr__sem_waiter_free(&a->waiter);
         return cr__fail(CR_ENOMEM, "out of memory");
+    }
     return CR_OK;
 }
 
@@ -251,6 +262,7 @@ cr__permit_acquisition_free(cr__permit_acquisition *a)
 {
     free(a->ids);
     a->ids = NULL;
+    cr__sem_waiter_free(&a->waiter);
 }
 
 void
@@ -288,7 +300,7 @@ cr__permit_acquisition_call(cr__permit_acquisition *a, cr__script_call *call)
     for (size_t i = 0; i < a->n && rc == CR_OK; i++)
         rc = id_new(a->sem, &a->ids[i]);
     if (rc == CR_OK)
-        rc = acquire_call(a->sem, a->permits, a->lease_ms, a->ids,
+        rc = acquire_call(a->sem, &a->waiter, a->permits, a->lease_ms, a->ids,
                                      a->n, call);
     return rc;
 }
@@ -296,12 +308,13 @@ cr__permit_acquisition_call(cr__permit_acquisition *a, cr__script_call *call)
 cr_status
 cr__permit_acquisition_replied(cr__permit_acquisition *a, cr_status rc,
                                cr__reply *r, const cr__cmd *cmd,
-                               int64_t *hint)
+                               int64_t *hint, bool *listen)
 {
     *hint = -1;
+    *listen = false;
     if (cmd->sent && (rc == CR_EIO || rc == CR_ECLOSED))
         a->uncertain = true; /* it may have run: its reply was lost */
-    return acquire_reply(rc, r, hint);
+    return acquire_reply(rc, r, hint, listen);
 }
 
 void
@@ -332,6 +345,11 @@ cr__permit_acquisition_end_next(cr__permit_acquisition *a, unsigned stop)
                 return CR__PERMIT_END_GIVE_BACK;
             }
             break;
+        case E_LEAVE:
+            /* A try without a wait never went in line. */
+            if (a->rc != CR_OK && a->waiter.wait_ms != 0)
+                return CR__PERMIT_END_LEAVE;
+            break;
         default:
             a->end_step = E_DONE;
             return CR__PERMIT_END_DONE;
@@ -359,11 +377,13 @@ cr__permit_acquisition_done(const cr__permit_acquisition *a)
 }
 
 static cr_status
-acquire_call(const void *obj, int64_t permits, int64_t lease_ms,
+acquire_call(const void *obj, const cr__sem_waiter *waiter, int64_t permits,
+             int64_t lease_ms,
                         const cr__permit_id *ids, size_t n,
                         cr__script_call *call)
 {
     const cr__sem *s = obj;
+    cr__sem_line_args ln = cr__sem_line_args_of(s);
     const char *one[1];
     size_t one_len[1];
     const char **v = n == 1 ? one : calloc(n, sizeof(*v));
@@ -378,9 +398,14 @@ acquire_call(const void *obj, int64_t permits, int64_t lease_ms,
         rc = cr__build_permit_semaphore_try_acquire(
             &(cr__permit_semaphore_try_acquire_args){
                 .permits = s->raw, .issued = s->issued,
-                .channel = s->channel, .k = permits,
+                .channel = s->channel, .line = ln.line,
+                .line_state = ln.line_state, .k = permits,
                 .expiry_ms = expiry_of(lease_ms), .now_ms = cr__wall_ms(),
-                .never = NEVER, .publish = s->client->publish_cmd, .ids = v,
+                .never = NEVER, .publish = s->client->publish_cmd,
+                .entry = waiter->entry,
+                .wait = cr__line_wait_arg(waiter->wait_ms, false),
+                .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+                .line_channel = ln.line_channel, .ids = v,
                 .ids_lens = lens, .n_ids = n},
             call);
     }
@@ -392,28 +417,29 @@ acquire_call(const void *obj, int64_t permits, int64_t lease_ms,
 }
 
 static cr_status
-acquire_reply(cr_status rc, cr__reply *r, int64_t *hint)
+acquire_reply(cr_status rc, cr__reply *r, int64_t *hint, bool *listen)
 {
+    int64_t expiry = -1, left = -1;
+
     if (rc != CR_OK)
         return rc;
-    rc = cr__fail(CR_ESCRIPT, "permit semaphore acquire replied neither OK, "
-                  "an expiry nor nil");
-    if (r->type == CR__REPLY_NIL) {
-        rc = CR_BUSY;
-    } else if (r->type == CR__REPLY_STRING && r->len == 2 &&
-               memcmp(r->str, "OK", 2) == 0) {
+    rc = cr__fail(CR_ESCRIPT, "permit semaphore acquire replied neither OK "
+                  "nor a place in line");
+    if (r->type == CR__REPLY_STRING && r->len == 2 &&
+        memcmp(r->str, "OK", 2) == 0) {
         rc = CR_OK;
-    } else if (r->type == CR__REPLY_STRING && r->len > 1 && r->str[0] == ':') {
-        char *end = NULL;
-        double t = strtod(r->str + 1, &end);
+    } else if (r->type == CR__REPLY_ARRAY && r->elements == 3 &&
+               cr__reply_int(r->element[0], &expiry)) {
+        /* The earliest expiry, in the wall clock of whoever took it. */
+        if (expiry >= 0) {
+            int64_t now = cr__wall_ms();
 
-        if (end != r->str + 1 && *end == '\0') {
-            double left = t - (double)cr__wall_ms();
-
-            *hint = left < 0 ? 0 : left > (double)CR_DURATION_MAX
-                                       ? CR_DURATION_MAX : (int64_t)left;
-            rc = CR_BUSY;
+            left = expiry <= now ? 0
+                   : expiry - now > CR_DURATION_MAX ? CR_DURATION_MAX
+                                                   : expiry - now;
         }
+        if (cr__sem_place(r, 1, left, hint, listen))
+            rc = CR_BUSY;
     }
     cr__reply_free(r);
     return rc;
@@ -486,12 +512,14 @@ give_back_later(const cr__permit_acquisition *a)
     p->acq = *a;
     memcpy(p->ids, a->ids, a->n * sizeof(p->ids[0]));
     p->acq.ids = p->ids;
+    p->acq.waiter.channel = NULL; /* a's */
     cr__object_background(a->sem, late_permit_run, late_permit_done, p);
 }
 
 /* One attempt of a blocking acquisition. */
 static cr_status
-try_once(const cr__op *op, cr__permit_acquisition *a, int64_t *hint)
+try_once(const cr__op *op, cr__permit_acquisition *a, int64_t *hint,
+         bool *listen)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {0};
@@ -509,7 +537,7 @@ try_once(const cr__op *op, cr__permit_acquisition *a, int64_t *hint)
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__permit_acquisition_replied(a, rc, r, &cmd, hint);
+    return cr__permit_acquisition_replied(a, rc, r, &cmd, hint, listen);
 }
 
 /* The end of a blocking acquisition: its steps inline. */
@@ -538,6 +566,9 @@ acquisition_end(cr__op *op, cr__permit_acquisition *a, cr_status rc)
             give_back(op, (cr_permit_semaphore *)a->sem, a->ids, a->n,
                       a->permits);
             break;
+        case CR__PERMIT_END_LEAVE:
+            cr__sem_leave(op, a->sem, &a->waiter);
+            break;
         case CR__PERMIT_END_DONE:
             return cr__permit_acquisition_done(a);
         }
@@ -552,6 +583,7 @@ blocking_acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
         int64_t lease_ms, char *out, size_t *n_out)
 {
     cr__permit_acquisition a = {0};
+    cr__wait_spec spec;
     cr__wait w;
     cr__op op;
     int64_t hint = -1;
@@ -563,15 +595,16 @@ blocking_acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
         (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK ||
         (rc = check_acquire_n(s, permits, lease_ms)) != CR_OK ||
         (rc = cr__check_out(out, "id")) != CR_OK ||
-        (rc = cr__permit_acquisition_begin(&a, s, permits, lease_ms)) !=
-            CR_OK)
+        (rc = cr__permit_acquisition_begin(&a, s, permits, lease_ms,
+                                           cr_thread_id(), wait_ms)) != CR_OK)
         goto out;
     cr__op_wait(&op, wait_ms);
     cr__wait_turn(s->client->pubsub, s->channel, &s->handoff, wait_ms);
-    cr__object_wait_begin(&w, &op, s, "permit semaphore", s->channel,
-                          cr__sem_decode, false, wait_ms);
+    cr__sem_wait_spec(s, &cr__permit_semaphore_kind, &a.waiter, false,
+                      &spec);
+    cr__wait_begin(&w, &op, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = try_once(&op, &a, &hint);
+        rc = try_once(&op, &a, &hint, &w.listen);
     rc = acquisition_end(&op, &a, rc);
     if (rc == CR_OK) {
         for (size_t i = 0; i < a.n; i++)
@@ -620,6 +653,7 @@ release_call(const void *obj, const char *hex, int64_t permits,
                         cr__permit_id *id, cr__script_call *call)
 {
     const cr__sem *s = obj;
+    cr__sem_line_args ln = cr__sem_line_args_of(s);
     cr_status rc = decode_id(s, hex, id);
 
     if (rc != CR_OK)
@@ -627,8 +661,11 @@ release_call(const void *obj, const char *hex, int64_t permits,
     return cr__build_permit_semaphore_release(
         &(cr__permit_semaphore_release_args){
             .permits = s->raw, .channel = s->channel, .issued = s->issued,
+            .line = ln.line, .line_state = ln.line_state,
             .id = {id->b, id->len}, .count = permits,
-            .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd},
+            .now_ms = cr__wall_ms(), .publish = s->client->publish_cmd,
+            .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+            .line_channel = ln.line_channel},
         call);
 }
 
@@ -887,6 +924,7 @@ cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
 cr_status
 cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
 {
+    cr__sem_line_args ln = cr__sem_line_args_of(s);
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr__op op;
@@ -899,7 +937,10 @@ cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
     rc = cr__run_permit_semaphore_set_permits(&op, &cmd,
         &(cr__permit_semaphore_set_permits_args){
             .permits = s->raw, .channel = s->channel, .issued = s->issued,
-            .count_value = permits, .publish = s->client->publish_cmd},
+            .line = ln.line, .line_state = ln.line_state,
+            .count_value = permits, .publish = s->client->publish_cmd,
+            .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+            .line_channel = ln.line_channel},
         &r);
     if (rc == CR_OK)
         cr__reply_free(r);
@@ -941,20 +982,24 @@ acquire_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
 {
     acquire_request *q = ctx;
     int64_t hint = -1;
+    bool listen = false;
 
     q->busy = false;
-    rc = cr__permit_acquisition_replied(&q->acq, rc, r, cmd, &hint);
+    rc = cr__permit_acquisition_replied(&q->acq, rc, r, cmd, &hint, &listen);
     if (q->ended) {
         /* The request ended meanwhile (its bound passed, or the handle is
          * being freed): what this attempt may have taken is looked for and
-         * given back in the background. */
+         * given back in the background; its place in line is left. */
         if (rc == CR_OK || q->acq.uncertain)
             give_back_later(&q->acq);
+        else
+            cr__sem_leave_later(q->acq.sem, &q->acq.waiter);
         cr__request_late((cr_request *)q);
         return;
     }
     q->w.rc = rc;
     q->w.hint = hint;
+    q->w.listen = listen;
     cr__request_drive((cr_request *)q);
 }
 
@@ -1057,6 +1102,9 @@ acquire_end_step(acquire_request *q)
         case CR__PERMIT_END_GIVE_BACK:
             give_back_later(a);
             break;
+        case CR__PERMIT_END_LEAVE:
+            cr__sem_leave_later(a->sem, &a->waiter);
+            break;
         case CR__PERMIT_END_DONE:
             rc = cr__permit_acquisition_done(a);
             if (rc == CR_OK)
@@ -1116,11 +1164,7 @@ cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *s,
                         cr_async_permit_fn fn, void *userdata,
                         cr_request **req)
 {
-    cr__wait_spec spec = {
-        .ev_object = "permit semaphore", .ev_async = true,
-        .ev_busy = CR_BUSY, .decode = cr__sem_decode, .wait_ms = wait_ms,
-        .min_sleep_ms = 1, .max_sleep_ms = CR__OBJECT_RECHECK_MS,
-    };
+    cr__wait_spec spec;
     acquire_request *q;
     cr_status rc = cr__async_enter(a, s, PES_MAGIC, "permit semaphore",
                                    false);
@@ -1139,11 +1183,12 @@ cr_async_permit_acquire(cr_async *a, cr_permit_semaphore *s,
         return CR_ENOMEM;
     }
     q->fn = fn;
-    if ((rc = cr__permit_acquisition_begin(&q->acq, s, 1, lease_ms)) !=
+    if ((rc = cr__permit_acquisition_begin(&q->acq, s, 1, lease_ms,
+                                           cr_async_owner_id(), wait_ms)) !=
         CR_OK)
         return cr__request_discard((cr_request *)q, rc);
-    spec.ev_name = s->name;
-    spec.channel = s->channel;
+    cr__sem_wait_spec(s, &cr__permit_semaphore_kind, &q->acq.waiter, true,
+                      &spec);
     cr__request_wait((cr_request *)q, &spec, &s->handoff, s->channel, true);
     return cr__request_started(a, (cr_request *)q, req);
 }

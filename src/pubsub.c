@@ -364,6 +364,14 @@ cr__sub_heard(cr__pubsub *ps, cr__sub *s, const char *payload, size_t len)
     return heard;
 }
 
+void
+cr__sub_kept(cr__pubsub *ps, cr__sub *s, cr__kept *out)
+{
+    pthread_mutex_lock(&ps->lk.mu);
+    *out = s->tally.kept;
+    pthread_mutex_unlock(&ps->lk.mu);
+}
+
 bool
 cr__sub_confirmed(cr__pubsub *ps, cr__sub *s)
 {

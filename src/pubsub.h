@@ -159,6 +159,9 @@ cr_status cr__sub_wait(cr__pubsub *ps, cr__sub *sub, int64_t timeout_ms,
 bool cr__sub_heard(cr__pubsub *ps, cr__sub *sub, const char *payload,
                    size_t len);
 
+/* cr__sub_kept: the last kept message read on `sub`, into *out. */
+void cr__sub_kept(cr__pubsub *ps, cr__sub *sub, cr__kept *out);
+
 /* cr__sub_confirmed: true while the server confirms the subscription. */
 bool cr__sub_confirmed(cr__pubsub *ps, cr__sub *sub);
 

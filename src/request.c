@@ -264,12 +264,12 @@ woke(void *ctx, cr_status woke, bool opened)
 {
     cr_request *q = ctx;
 
+    if (q->subscribing)
+        q->w.got = q->sleeper.sub;
     q->sleeping = false;
     q->subscribing = false;
     q->w.woke = woke;
     q->w.opened = opened;
-    if (q->w.sub == NULL)
-        q->w.sub = q->sleeper.sub;
     cr__request_drive(q);
 }
 
@@ -309,9 +309,9 @@ cr__request_drive(cr_request *q)
     case CR__WAIT_SUBSCRIBE:
         q->sleeper.fn = woke;
         q->sleeper.ctx = q;
-        q->w.sub = NULL;
+        q->w.got = NULL;
         q->subscribing = true;
-        cr__aio_subscribe(a->io, q->w.spec.channel, q->w.spec.decode,
+        cr__aio_subscribe(a->io, q->w.sub_channel, q->w.sub_decode,
                           q->w.sleep_ms, &q->sleeper);
         return;
     case CR__WAIT_SLEEP:
@@ -320,11 +320,11 @@ cr__request_drive(cr_request *q)
             cr__request_drive(q);
             return;
         }
-        if (q->w.sub != NULL) {
+        if (q->w.sleep_on != NULL) {
             q->sleeper.fn = woke;
             q->sleeper.ctx = q;
             q->sleeping = true;
-            cr__aio_sleep(a->io, q->w.sub, q->w.sleep_ms,
+            cr__aio_sleep(a->io, q->w.sleep_on, q->w.sleep_ms,
                           q->w.spec.trust_open ? &q->w.fence : NULL,
                           &q->sleeper);
         } else {
@@ -381,12 +381,15 @@ static void
 detach(cr_request *q)
 {
     cr__aio *io = q->async->io;
-    void *sub = q->subscribing ? q->sleeper.sub : q->w.sub;
+    void *subs[3] = {q->subscribing ? q->sleeper.sub : NULL, q->w.sub,
+                     q->w.shared_sub};
+    int i;
 
     cr__aio_wake_stop(io, &q->sleeper);
-    if (sub != NULL)
-        cr__aio_subs.unsubscribe(io, sub);
-    q->w.sub = q->sleeper.sub = NULL;
+    for (i = 0; i < 3; i++)
+        if (subs[i] != NULL)
+            cr__aio_subs.unsubscribe(io, subs[i]);
+    q->w.sub = q->w.shared_sub = q->sleeper.sub = NULL;
     q->sleeping = q->subscribing = false;
 }
 

@@ -59,20 +59,24 @@ reader_names(cr_lock *l, const char *owner, char **tmp, char **writer)
     return CR_OK;
 }
 
-/* Read acquire: nil when taken, else the PTTL hint. */
+/* Read acquire: nil when taken, else {PTTL, listen, turn}. */
 static cr_status
 read_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
                   int64_t wait_ms, cr__script_call *call, char **tmp)
 {
+    cr__lock_line_args ln = cr__lock_line_args_of(l);
     char *writer;
     cr_status rc = reader_names(l, owner, tmp, &writer);
 
-    (void)wait_ms;
     if (rc != CR_OK)
         return rc;
     return cr__build_rwlock_read_acquire(&(cr__rwlock_read_acquire_args){
-        .lock = l->raw, .reader_timeouts = *tmp, .lease_ms = lease_ms,
-        .reader = owner, .writer = writer}, call);
+        .lock = l->raw, .reader_timeouts = *tmp, .line = ln.line,
+        .line_state = ln.line_state, .lease_ms = lease_ms, .reader = owner,
+        .writer = writer, .wait = cr__line_wait_arg(wait_ms, false),
+        .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+        .line_channel = ln.line_channel,
+        .publish = l->client->publish_cmd}, call);
 }
 
 /* Read unlock: nil, 0 or 1 as RLock's; the lease is not used (the hash's
@@ -81,6 +85,7 @@ static cr_status
 read_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
                  const cr__unlock *u, cr__script_call *call, char **tmp)
 {
+    cr__lock_line_args ln = cr__lock_line_args_of(l);
     char *writer;
     cr_status rc = reader_names(l, owner, tmp, &writer);
 
@@ -89,9 +94,11 @@ read_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
         return rc;
     return cr__build_rwlock_read_unlock(&(cr__rwlock_read_unlock_args){
         .lock = l->raw, .channel = l->channel, .reader_timeouts = *tmp,
-        .key_prefix = l->key2, .latch = u->unlock_latch, .message = 0,
-        .reader = owner, .publish = l->client->publish_cmd,
-        .latch_ms = u->unlock_latch_ms}, call);
+        .key_prefix = l->key2, .latch = u->unlock_latch, .line = ln.line,
+        .line_state = ln.line_state, .message = 0, .reader = owner,
+        .publish = l->client->publish_cmd, .latch_ms = u->unlock_latch_ms,
+        .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+        .line_channel = ln.line_channel}, call);
 }
 
 /* forceUnlock (and delete) of one side: runs only in that side's mode. */
@@ -99,14 +106,20 @@ static cr_status
 side_force_unlock(const cr__op *op, cr_lock *l, const char *mode,
                   int64_t message, bool *done)
 {
+    cr__lock_line_args ln = cr__lock_line_args_of(l);
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr_status rc = cr__run_rwlock_force_unlock(op, &cmd,
         &(cr__rwlock_force_unlock_args){.lock = l->raw,
                                         .channel = l->channel,
+                                        .line = ln.line,
+                                        .line_state = ln.line_state,
                                         .message = message,
                                         .publish = l->client->publish_cmd,
-                                        .mode = mode},
+                                        .mode = mode,
+                                        .line_lease_ms = ln.line_lease_ms,
+                                        .turn_ms = ln.turn_ms,
+                                        .line_channel = ln.line_channel},
         &r);
 
     return rc != CR_OK ? rc : cr__reply_bool(r, "force unlock", done);
@@ -141,6 +154,7 @@ read_is_locked(const cr__op *op, cr_lock *l, bool *locked)
 static const cr__lock_kind read_kind = {
     .name = "read lock",
     .hold_kind = CR__HOLD_READ,
+    .line = "rw",
     .min_sleep_ms = 1,
     .max_sleep_ms = -1,
     .acquire_call = read_acquire_call,
@@ -149,6 +163,7 @@ static const cr__lock_kind read_kind = {
     .force_unlock = read_force_unlock,
     .delete_ = read_force_unlock,
     .is_locked = read_is_locked,
+    .give_up_call = cr__lock_line_leave_call,
 };
 
 /* ----------------------------------------------------------- write side */
@@ -169,23 +184,29 @@ is_upgrade(const cr_lock *l, const char *writer)
     return cr__hold_count(r, CR__HOLD_PLAIN, l->raw, writer, NULL) == 0;
 }
 
-/* Write acquire: nil when taken, else the PTTL hint; CR_EDEADLK instead of
- * the hint when the owner would wait for its own read holds. */
+/* Write acquire: nil when taken, else {PTTL, listen, turn}; CR_EDEADLK
+ * instead when the owner would wait for its own read holds. */
 static cr_status
 write_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
                    int64_t wait_ms, cr__script_call *call, char **tmp)
 {
-    (void)wait_ms;
+    cr__lock_line_args ln = cr__lock_line_args_of(l);
+
     (void)tmp;
     return cr__build_rwlock_write_acquire(&(cr__rwlock_write_acquire_args){
-        .lock = l->raw, .lease_ms = lease_ms, .writer = owner}, call);
+        .lock = l->raw, .line = ln.line, .line_state = ln.line_state,
+        .lease_ms = lease_ms, .writer = owner,
+        .wait = cr__line_wait_arg(wait_ms, false),
+        .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+        .line_channel = ln.line_channel,
+        .publish = l->client->publish_cmd}, call);
 }
 
 static cr_status
 write_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
-                    cr_status rc, cr__reply *r, int64_t *hint)
+                    cr_status rc, cr__reply *r, int64_t *hint, bool *listen)
 {
-    rc = cr__lock_acquire_reply(l, owner, wait_ms, rc, r, hint);
+    rc = cr__lock_acquire_reply(l, owner, wait_ms, rc, r, hint, listen);
     if (rc == CR_BUSY && is_upgrade(l, owner))
         rc = cr__fail(CR_EDEADLK, "write lock %s: this owner holds read holds "
                       "of it and no write hold; a read to write upgrade would "
@@ -199,12 +220,16 @@ static cr_status
 write_unlock_call(cr_lock *l, const char *owner, int64_t lease_ms,
                   const cr__unlock *u, cr__script_call *call, char **tmp)
 {
+    cr__lock_line_args ln = cr__lock_line_args_of(l);
+
     (void)tmp;
     return cr__build_rwlock_write_unlock(&(cr__rwlock_write_unlock_args){
         .lock = l->raw, .channel = l->channel, .latch = u->unlock_latch,
-        .message = 1, .lease_ms = lease_ms, .writer = owner,
-        .publish = l->client->publish_cmd,
-        .latch_ms = u->unlock_latch_ms}, call);
+        .line = ln.line, .line_state = ln.line_state, .message = 1,
+        .lease_ms = lease_ms, .writer = owner,
+        .publish = l->client->publish_cmd, .latch_ms = u->unlock_latch_ms,
+        .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+        .line_channel = ln.line_channel}, call);
 }
 
 static cr_status
@@ -224,6 +249,7 @@ static const cr__lock_kind write_kind = {
     .name = "write lock",
     .hold_kind = CR__HOLD_PLAIN,
     .writer = true,
+    .line = "rw",
     .min_sleep_ms = 1,
     .max_sleep_ms = -1,
     .acquire_call = write_acquire_call,
@@ -232,6 +258,7 @@ static const cr__lock_kind write_kind = {
     .force_unlock = write_force_unlock,
     .delete_ = write_force_unlock,
     .is_locked = write_is_locked,
+    .give_up_call = cr__lock_line_leave_call,
 };
 
 /* ------------------------------------------------------------ the handle */

@@ -175,29 +175,39 @@ cr_status
 cr__lock_wait_spec(cr_lock *l, const char *owner, int64_t wait_ms,
                    cr__wait_spec *spec, char **channel)
 {
+    char entry[CR__OWNER_MAX];
+    bool line = l->kind->line != NULL;
+
     *channel = NULL;
-    if (l->kind->own_channel && !l->kind->spin &&
-        (*channel = cr__name_waiter_channel(l->channel, owner)) == NULL)
+    if (line)
+        cr__line_entry(owner, entry);
+    if (!l->kind->spin && (line || l->kind->own_channel) &&
+        (*channel = line ? cr__line_channel(&l->line, entry)
+                         : cr__name_waiter_channel(l->channel, owner)) ==
+            NULL)
         return cr__fail(CR_ENOMEM, "out of memory");
     *spec = (cr__wait_spec){
         .channel = l->kind->spin ? NULL
                    : *channel != NULL ? *channel : l->channel,
-        .decode = cr__lock_decode,
+        .decode = line ? cr__line_decode : cr__lock_decode,
+        .shared = line ? l->channel : NULL,
+        .shared_decode = cr__lock_decode,
         .wait_ms = wait_ms,
         .min_sleep_ms = l->kind->min_sleep_ms,
         .max_sleep_ms = l->kind->max_sleep_ms,
-        /* Not when it holds the lock already: a reentrant lock() must not
-         * wait behind the threads that wait for this very hold. */
-        .in_line = l->kind->in_line &&
-                   cr__script_lock_holds(l, owner, NULL) == 0,
     };
+    if (line) {
+        spec->max_sleep_ms = cr__line_max_sleep(l->client,
+                                                spec->max_sleep_ms);
+        spec->listen_after_ms = cr__line_times_of(l->client).turn_ms;
+    }
     return CR_OK;
 }
 
 /* One attempt of a blocking acquisition, as the wait state machine takes
- * it: its status, and *hint. */
+ * it: its status, *hint and *listen. */
 static cr_status
-try_once(const cr__op *op, cr__acquisition *a, int64_t *hint)
+try_once(const cr__op *op, cr__acquisition *a, int64_t *hint, bool *listen)
 {
     cr_lock *l = a->lock;
     cr__cmd cmd = {.flags = CR__CMD_SYNC};
@@ -225,7 +235,7 @@ try_once(const cr__op *op, cr__acquisition *a, int64_t *hint)
     cr__acquisition_sent(a, cr__now_ms(),
                          cr__topology_generation(l->client->topology));
     rc = cr__lock_kind_acquire(op, l, &cmd, a->owner, a->attempt_lease,
-                               a->wait_ms, hint);
+                               a->wait_ms, hint, listen);
     return cr__acquisition_replied(a, rc, *hint, &cmd,
                                    cr__script_lock_holds(l, a->owner, NULL));
 }
@@ -308,7 +318,7 @@ script_acquire(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
         return rc;
     cr__wait_begin(&w, op, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = try_once(op, &a, &hint);
+        rc = try_once(op, &a, &hint, &w.listen);
     free(channel);
     if (tune && a.attempts > 0)
         cr__handoff_tune(&l->handoff, rc == CR_OK && a.attempts == 1);
@@ -321,17 +331,27 @@ script_acquire(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
 
 cr_status
 cr__lock_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
-                       cr_status rc, cr__reply *r, int64_t *hint)
+                       cr_status rc, cr__reply *r, int64_t *hint,
+                       bool *listen)
 {
+    cr__line_place place;
+
     (void)wait_ms;
     if (rc == CR_ESERVER && strstr(cr_last_error(), "NON_REENTRANT_REACQUIRE"))
         return cr__fail(CR_EREENTRANT, "%s is already held by %s", l->name,
                         owner);
     if (rc != CR_OK)
         return rc;
-    if (r->type == CR__REPLY_NIL)
+    *listen = false;
+    if (r->type == CR__REPLY_NIL) {
         rc = CR_OK;
-    else if (cr__reply_int(r, hint))
+    } else if (r->type == CR__REPLY_ARRAY && r->elements == 3 &&
+               cr__reply_int(r->element[0], hint) &&
+               cr__line_place_of(r, 1, &place)) {
+        *hint = cr__line_hint(*hint, &place);
+        *listen = place.listen;
+        rc = CR_BUSY;
+    } else if (cr__reply_int(r, hint))
         rc = CR_BUSY;
     else
         rc = cr__fail(CR_ESCRIPT, "%s acquire replied neither nil nor a ttl",
@@ -342,10 +362,31 @@ cr__lock_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
 
 /* ------------------------------------------------------------ releasing */
 
+cr__lock_line_args
+cr__lock_line_args_of(const cr_lock *l)
+{
+    cr__line_times t = cr__line_times_of(l->client);
+
+    return (cr__lock_line_args){.line = l->line.key,
+                                .line_state = l->line.state,
+                                .line_channel = l->line.prefix,
+                                .line_lease_ms = t.lease_ms,
+                                .turn_ms = t.turn_ms};
+}
+
+cr_status
+cr__lock_line_leave_call(cr_lock *l, const char *owner, int64_t wait_ms,
+                         cr__script_call *call)
+{
+    (void)wait_ms;
+    return cr__line_leave_call(&l->line, l->client, l->raw, l->kind->line,
+                               owner, call);
+}
+
 cr_status
 cr__lock_kind_acquire(const cr__op *op, cr_lock *l, cr__cmd *cmd,
                       const char *owner, int64_t lease_ms, int64_t wait_ms,
-                      int64_t *hint)
+                      int64_t *hint, bool *listen)
 {
     cr__script_call call = {0};
     cr__reply *r = NULL;
@@ -357,7 +398,7 @@ cr__lock_kind_acquire(const cr__op *op, cr_lock *l, cr__cmd *cmd,
         rc = cr__script_call_run(op, cmd, &call, &r);
     cr__script_call_free(&call);
     free(tmp);
-    return l->kind->acquire_reply(l, owner, wait_ms, rc, r, hint);
+    return l->kind->acquire_reply(l, owner, wait_ms, rc, r, hint, listen);
 }
 
 cr_status
@@ -479,7 +520,7 @@ cr__unlock_end(cr_lock *l, cr__unlock *u, cr_status rc, cr__reply *r,
     u->unlock_latch = NULL;
     if (rc == CR_OK)
         cr__handoff_after_unlock(&l->handoff, seen, reached, u->started_us,
-                                 cr__now_us(), l->kind->in_line);
+                                 cr__now_us(), l->kind->line != NULL);
     return rc;
 }
 
@@ -658,6 +699,7 @@ script_free_own(cr_lock *l)
     free(l->channel);
     free(l->key2);
     free(l->key3);
+    cr__line_free(&l->line);
 }
 
 static const cr__lock_class script_class = {
@@ -686,7 +728,7 @@ cr__script_lock_new(cr_client *c, const char *name, const cr__lock_kind *kind,
     l->kind = kind;
     l->channel = channel != NULL ? strdup(channel)
                                  : cr__name(CR__NAME_LOCK_CHANNEL, l->raw);
-    if (l->channel == NULL) {
+    if (l->channel == NULL || cr__line_init(&l->line, l->raw) != CR_OK) {
         cr__lock_destroy(l);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
@@ -747,7 +789,8 @@ attempt_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     int64_t hint = -1;
 
     q->busy = false;
-    rc = l->kind->acquire_reply(l, a->owner, a->wait_ms, rc, r, &hint);
+    rc = l->kind->acquire_reply(l, a->owner, a->wait_ms, rc, r, &hint,
+                                &q->w.listen);
     if (q->ended) {
         /* The request ended meanwhile (its bound passed, or the handle is
          * being freed): what this attempt may have taken is given back,

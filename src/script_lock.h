@@ -27,12 +27,20 @@ cr_status cr__script_lock_new(cr_client *c, const char *name,
                               cr_lock **out);
 
 /* cr__lock_acquire_reply: the reply of an acquire script of RLock's shape
- * (nil when taken, else the PTTL) run with status rc: CR_OK, or CR_BUSY
- * with the PTTL in *hint; CR_EREENTRANT for a non-reentrant kind's
- * refusal. Frees r. */
+ * (nil when taken, else the PTTL, or in line {PTTL, listen, turn}) run
+ * with status rc: CR_OK, or CR_BUSY with the hint in *hint (cr__line_hint)
+ * and *listen; CR_EREENTRANT for a non-reentrant kind's refusal. Frees
+ * r. */
 cr_status cr__lock_acquire_reply(cr_lock *l, const char *owner,
                                  int64_t wait_ms, cr_status rc, cr__reply *r,
-                                 int64_t *hint);
+                                 int64_t *hint, bool *listen);
+
+/* cr__lock_line_args: the line arguments of a script lock's scripts. */
+typedef struct cr__lock_line_args {
+    const char *line, *line_state, *line_channel;
+    int64_t line_lease_ms, turn_ms;
+} cr__lock_line_args;
+cr__lock_line_args cr__lock_line_args_of(const cr_lock *l);
 
 /* cr__lock_kind_acquire / cr__lock_kind_unlock: one attempt, one release
  * of one hold (*result 0: holds remain, 1: released; CR_ENOTOWNER when
@@ -41,7 +49,7 @@ cr_status cr__lock_acquire_reply(cr_lock *l, const char *owner,
  * queue (nothing to do for a kind without one, or a wait of 0). */
 cr_status cr__lock_kind_acquire(const cr__op *op, cr_lock *l, cr__cmd *cmd,
                                 const char *owner, int64_t lease_ms,
-                                int64_t wait_ms, int64_t *hint);
+                                int64_t wait_ms, int64_t *hint, bool *listen);
 cr_status cr__lock_kind_unlock(const cr__op *op, cr_lock *l,
                                const char *owner, int64_t lease_ms,
                                int *result);
@@ -198,16 +206,22 @@ cr_status cr__rlock_unlock_call(cr_lock *l, const char *owner,
 cr_status cr__rlock_force_unlock(const cr__op *op, cr_lock *l, bool *done);
 cr_status cr__rlock_is_locked(const cr__op *op, cr_lock *l, bool *locked);
 
-/* A kind that is RLock but for its name, acquire call, delete and whether
- * its waits go in line. */
-#define CR__RLOCK_KIND(label, acquire_fn, delete_fn, line)                    \
+/* The give-up of a kind in line: the waiter leaves the line (kind "lock"
+ * or "rw" as the line reads the lock). */
+cr_status cr__lock_line_leave_call(cr_lock *l, const char *owner,
+                                   int64_t wait_ms, cr__script_call *call);
+
+/* A kind that is RLock but for its name, acquire call and delete, whose
+ * waits go through the waiting line. */
+#define CR__RLOCK_KIND(label, acquire_fn, delete_fn)                          \
     {                                                                         \
-        .name = label, .hold_kind = CR__HOLD_PLAIN, .in_line = line,          \
+        .name = label, .hold_kind = CR__HOLD_PLAIN, .line = "lock",           \
         .min_sleep_ms = 1, .max_sleep_ms = -1, .acquire_call = acquire_fn,    \
         .acquire_reply = cr__lock_acquire_reply,                              \
         .unlock_call = cr__rlock_unlock_call,                                 \
         .force_unlock = cr__rlock_force_unlock,                               \
         .delete_ = delete_fn, .is_locked = cr__rlock_is_locked,               \
+        .give_up_call = cr__lock_line_leave_call,                             \
     }
 
 #endif

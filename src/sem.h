@@ -10,12 +10,15 @@
 #define CR_SEM_H
 
 #include "handoff.h"
+#include "line.h"
 #include "object.h"
+#include "wait.h"
 
 #define CR__SEM_FIELDS                                                        \
     CR__OBJECT_FIELDS                                                         \
     char *channel;       /* redisson_sc:{N} */                                \
     char *issued;        /* {N}:timeout (expirable kind), or NULL */          \
+    cr__line line;       /* its waiting line (line.h) */                      \
     cr__handoff handoff; /* the releaser's turn */
 
 typedef struct cr__sem {
@@ -50,6 +53,48 @@ cr_status cr__sem_try_set_permits(void *s, const cr__sem_kind *k,
 cr_status cr__sem_add_permits(void *s, const cr__sem_kind *k, int64_t delta);
 cr_status cr__sem_delete(void *s, const cr__sem_kind *k, bool *deleted);
 
+/* An acquisition's place in the semaphore's waiting line (line.h): its
+ * entry (the waiting thread's or request's name), its own channel, and
+ * its wait (a try without one never goes in line). */
+typedef struct cr__sem_waiter {
+    char entry[CR__OWNER_MAX];
+    char *channel;
+    int64_t wait_ms;
+} cr__sem_waiter;
+
+/* cr__sem_waiter_begin: the place of owner `owner_id` (a thread's or an
+ * asynchronous request's id) waiting wait_ms on `s` (CR_ENOMEM);
+ * cr__sem_waiter_free: what begin allocated. */
+cr_status cr__sem_waiter_begin(cr__sem_waiter *sw, const void *s,
+                               int64_t owner_id, int64_t wait_ms);
+void cr__sem_waiter_free(cr__sem_waiter *sw);
+
+/* cr__sem_wait_spec: the wait of `sw` on `s` (of kind `k`; `async`: a
+ * request's), the same for both kinds and both drivers. */
+void cr__sem_wait_spec(const void *s, const cr__sem_kind *k,
+                       const cr__sem_waiter *sw, bool async,
+                       cr__wait_spec *spec);
+
+/* cr__sem_line_args: the line arguments of a semaphore's scripts. */
+typedef struct cr__sem_line_args {
+    const char *line, *line_state, *line_channel;
+    int64_t line_lease_ms, turn_ms;
+} cr__sem_line_args;
+cr__sem_line_args cr__sem_line_args_of(const void *s);
+
+/* cr__sem_place: the place a failed attempt's reply {.., listen, turn}
+ * (at `at`) gives `sw`'s wait: its hint (from the semaphore's own,
+ * `object_hint`) and *listen. False for a reply without one. */
+bool cr__sem_place(const cr__reply *r, size_t at, int64_t object_hint,
+                   int64_t *hint, bool *listen);
+
+/* cr__sem_leave: `sw` leaves the line (its wait ended without the
+ * permits), within `op`; cr__sem_leave_later: in the background (the
+ * loop's requests). A failure is logged: the entry's lease then ends its
+ * place. */
+void cr__sem_leave(const cr__op *op, void *s, const cr__sem_waiter *sw);
+void cr__sem_leave_later(void *s, const cr__sem_waiter *sw);
+
 /* The rules of one RSemaphore acquisition, written once for the blocking
  * call and the loop's request. Permits are not owned, so an attempt
  * whose reply was lost cannot be resolved by asking who holds what, as
@@ -67,6 +112,7 @@ cr_status cr__sem_delete(void *s, const cr__sem_kind *k, bool *deleted);
  * grant drops its latch (DROP: DEL without a reply). */
 typedef struct cr__sem_acquisition {
     cr__sem *sem;
+    cr__sem_waiter waiter;
     int64_t permits;
     char *acquire_latch;
     int64_t acquire_latch_ms; /* its lifetime: every retry of the call */
@@ -78,22 +124,26 @@ typedef struct cr__sem_acquisition {
 typedef enum cr__sem_end_do {
     CR__SEM_END_LOOK,      /* EXISTS the latch, then ..._end_looked */
     CR__SEM_END_GIVE_BACK, /* give them back in the background */
+    CR__SEM_END_LEAVE,     /* leave the line (cr__sem_leave) */
     CR__SEM_END_DROP,      /* DEL the latch, no reply awaited */
     CR__SEM_END_DONE       /* cr__sem_acquisition_done */
 } cr__sem_end_do;
 
-/* cr__sem_acquisition_begin: an acquisition of `permits` of `sem` (its
- * acquire latch named and timed); CR_ENOMEM. cr__sem_acquisition_call:
- * its attempt; cr__sem_acquisition_replied: that attempt's outcome from
- * its reply (rc: how the call went; r freed) and the command's fate:
- * CR_OK taken (by it or an earlier attempt), CR_BUSY too few, or a
- * failure. */
+/* cr__sem_acquisition_begin: an acquisition of `permits` of `sem` by
+ * owner `owner_id` waiting wait_ms (its acquire latch named and timed, its
+ * place in line); CR_ENOMEM. cr__sem_acquisition_call: its attempt;
+ * cr__sem_acquisition_replied: that attempt's outcome from its reply (rc:
+ * how the call went; r freed) and the command's fate: CR_OK taken (by it
+ * or an earlier attempt), CR_BUSY too few (with *hint and *listen for the
+ * wait), or a failure. */
 cr_status cr__sem_acquisition_begin(cr__sem_acquisition *a, void *sem,
-                                    int64_t permits);
+                                    int64_t permits, int64_t owner_id,
+                                    int64_t wait_ms);
 cr_status cr__sem_acquisition_call(const cr__sem_acquisition *a,
                                    cr__script_call *call);
 cr_status cr__sem_acquisition_replied(cr__sem_acquisition *a, cr_status rc,
-                                      cr__reply *r, const cr__cmd *cmd);
+                                      cr__reply *r, const cr__cmd *cmd,
+                                      int64_t *hint, bool *listen);
 
 /* The end, once the wait ended with `rc`: its steps (`stop`: CR__STOP_*
  * as they stand now); the look's outcome (false: not known, the driver
@@ -126,6 +176,7 @@ typedef struct cr__permit_id {
  * free's grace; in the background by the loop's request). */
 typedef struct cr__permit_acquisition {
     cr__sem *sem;
+    cr__sem_waiter waiter;
     int64_t permits;
     int64_t lease_ms;
     cr__permit_id *ids; /* the last attempt's, n of them */
@@ -138,18 +189,22 @@ typedef struct cr__permit_acquisition {
 typedef enum cr__permit_end_do {
     CR__PERMIT_END_LOOK,      /* the look, then ..._end_looked */
     CR__PERMIT_END_GIVE_BACK, /* give the ids back */
+    CR__PERMIT_END_LEAVE,     /* leave the line (cr__sem_leave) */
     CR__PERMIT_END_DONE       /* cr__permit_acquisition_done */
 } cr__permit_end_do;
 
 /* cr__permit_acquisition_begin: an acquisition of `permits` of `sem` with
- * `lease_ms` (both checked); CR_ENOMEM. _free: what begin allocated.
+ * `lease_ms` (both checked) by owner `owner_id` waiting wait_ms, as
+ * cr__sem_acquisition_begin's; CR_ENOMEM. _free: what begin allocated.
  * _look: the look's command. _looked: its outcome (rc: how the command
  * went; r freed): CR_OK granted, CR_BUSY not (the attempt goes now), or
  * the failure. _call: an attempt with fresh ids. _replied: its outcome
  * from its reply and the command's fate, with the time until the
- * earliest expiry in *hint. */
+ * earliest expiry in *hint (the line's bound on it, cr__sem_place) and
+ * *listen. */
 cr_status cr__permit_acquisition_begin(cr__permit_acquisition *a, void *sem,
-                                       int64_t permits, int64_t lease_ms);
+                                       int64_t permits, int64_t lease_ms,
+                                       int64_t owner_id, int64_t wait_ms);
 void cr__permit_acquisition_free(cr__permit_acquisition *a);
 void cr__permit_acquisition_look(const cr__permit_acquisition *a,
                                  const char *argv[3], size_t lens[3]);
@@ -159,7 +214,8 @@ cr_status cr__permit_acquisition_call(cr__permit_acquisition *a,
                                       cr__script_call *call);
 cr_status cr__permit_acquisition_replied(cr__permit_acquisition *a,
                                          cr_status rc, cr__reply *r,
-                                         const cr__cmd *cmd, int64_t *hint);
+                                         const cr__cmd *cmd, int64_t *hint,
+                                         bool *listen);
 
 /* The end, once the wait ended with `rc` (`stop`: CR__STOP_* as they
  * stand now); the end's look's outcome (false: not known, the driver

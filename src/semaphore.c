@@ -25,6 +25,7 @@
  */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,64 +91,83 @@ cr_semaphore_name(const cr_semaphore *s)
 
 /* ------------------------------------------------------------ acquiring */
 
-/* The reply of an acquire attempt (freed): CR_OK taken, CR_BUSY too
- * few. */
+/* The reply of an acquire attempt (freed): CR_OK taken, CR_BUSY too few
+ * (with the wait's *hint and *listen). */
 static cr_status
-acquire_reply(cr_status rc, cr__reply *r)
+acquire_reply(cr_status rc, cr__reply *r, int64_t *hint, bool *listen)
 {
     int64_t v = 0;
 
     if (rc != CR_OK)
         return rc;
-    if (!cr__reply_int(r, &v) || (v != 0 && v != 1))
-        rc = cr__fail(CR_ESCRIPT, "semaphore acquire replied neither 0 nor 1");
+    if (cr__reply_int(r, &v) && v == 1)
+        rc = CR_OK;
+    else if (!cr__sem_place(r, 1, -1, hint, listen))
+        rc = cr__fail(CR_ESCRIPT, "semaphore acquire replied neither 1 nor "
+                      "a place in line");
     else
-        rc = v == 1 ? CR_OK : CR_BUSY;
+        rc = CR_BUSY;
     cr__reply_free(r);
     return rc;
 }
 
-/* The rules of one acquisition (semaphores.h). */
+/* The rules of one acquisition (sem.h). */
 
 /* The steps of the end, in order. */
-enum { E_LOOK, E_STOP, E_DROP, E_DONE };
+enum { E_LOOK, E_STOP, E_LEAVE, E_DROP, E_DONE };
 
 cr_status
-cr__sem_acquisition_begin(cr__sem_acquisition *a, void *sem, int64_t permits)
+cr__sem_acquisition_begin(cr__sem_acquisition *a, void *sem, int64_t permits,
+                          int64_t owner_id, int64_t wait_ms)
 {
     cr__sem *s = sem;
     cr_client *c = s->client;
+    cr_status rc;
 
     *a = (cr__sem_acquisition){.sem = s, .permits = permits, .rc = CR_BUSY};
+    if ((rc = cr__sem_waiter_begin(&a->waiter, s, owner_id, wait_ms)) !=
+        CR_OK)
+        return rc;
     /* The acquire latch must outlive every retry of the call: the waiting
      * loop's retries for the reconnect window, and the transport's resends
      * of the last one (the unlock latch's lifetime). */
     a->acquire_latch_ms = c->reconnect_window_ms + c->unlock_latch_timeout_ms;
     a->acquire_latch = cr__name(CR__NAME_ACQUIRE_LATCH, s->raw);
-    return a->acquire_latch != NULL
-               ? CR_OK
-               : cr__fail(CR_ENOMEM, "cannot make a request id");
+    if (a->acquire_latch == NULL) {
+        cr__sem_waiter_free(&a->waiter);
+        return cr__fail(CR_ENOMEM, "cannot make a request id");
+    }
+    return CR_OK;
 }
 
 cr_status
 cr__sem_acquisition_call(const cr__sem_acquisition *a, cr__script_call *call)
 {
     const cr__sem *s = a->sem;
+    cr__sem_line_args ln = cr__sem_line_args_of(s);
 
     return cr__build_semaphore_try_acquire(&(cr__semaphore_try_acquire_args){
-        .permits = s->raw, .latch = a->acquire_latch,
-        .count_value = a->permits, .latch_ms = a->acquire_latch_ms}, call);
+        .permits = s->raw, .latch = a->acquire_latch, .line = ln.line,
+        .line_state = ln.line_state, .count_value = a->permits,
+        .latch_ms = a->acquire_latch_ms, .entry = a->waiter.entry,
+        .wait = cr__line_wait_arg(a->waiter.wait_ms, false),
+        .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+        .line_channel = ln.line_channel,
+        .publish = s->client->publish_cmd}, call);
 }
 
 cr_status
 cr__sem_acquisition_replied(cr__sem_acquisition *a, cr_status rc,
-                            cr__reply *r, const cr__cmd *cmd)
+                            cr__reply *r, const cr__cmd *cmd, int64_t *hint,
+                            bool *listen)
 {
     /* Sent, its reply lost: it may have taken them. Every later attempt
      * of the call carries the same acquire latch, which says so. */
     if (cmd->sent && (rc == CR_EIO || rc == CR_ECLOSED))
         a->uncertain = true;
-    return acquire_reply(rc, r);
+    *hint = -1;
+    *listen = false;
+    return acquire_reply(rc, r, hint, listen);
 }
 
 void
@@ -178,6 +198,11 @@ cr__sem_acquisition_end_next(cr__sem_acquisition *a, unsigned stop)
                 return CR__SEM_END_GIVE_BACK;
             }
             break;
+        case E_LEAVE:
+            /* A try without a wait never went in line. */
+            if (a->rc != CR_OK && a->waiter.wait_ms != 0)
+                return CR__SEM_END_LEAVE;
+            break;
         case E_DROP:
             if (a->rc == CR_OK)
                 return CR__SEM_END_DROP;
@@ -205,6 +230,7 @@ cr__sem_acquisition_done(cr__sem_acquisition *a)
 {
     free(a->acquire_latch);
     a->acquire_latch = NULL;
+    cr__sem_waiter_free(&a->waiter);
     if (a->rc == CR_BUSY)
         return cr__fail(CR_BUSY, "semaphore %s: fewer than %lld permits "
                         "until the wait ran out", a->sem->name,
@@ -286,20 +312,20 @@ give_back_later(cr__sem_acquisition *a)
 
 /* One attempt of a blocking acquisition: CR_OK when the permits were
  * taken, by this attempt or by an earlier one of the same call; CR_BUSY
- * (no hint) when there are too few. */
+ * when there are too few (*hint, *listen: its place in line). */
 static cr_status
-try_once(const cr__op *op, cr__sem_acquisition *a, int64_t *hint)
+try_once(const cr__op *op, cr__sem_acquisition *a, int64_t *hint,
+         bool *listen)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     cr_status rc = cr__sem_acquisition_call(a, &call);
 
-    *hint = -1;
     if (rc == CR_OK)
         rc = cr__script_call_run(op, &cmd, &call, &r);
     cr__script_call_free(&call);
-    return cr__sem_acquisition_replied(a, rc, r, &cmd);
+    return cr__sem_acquisition_replied(a, rc, r, &cmd, hint, listen);
 }
 
 /* The end of a blocking acquisition: its steps inline. */
@@ -325,6 +351,9 @@ acquisition_end(cr__op *op, cr__sem_acquisition *a, cr_status rc)
         case CR__SEM_END_GIVE_BACK:
             give_back_later(a);
             break;
+        case CR__SEM_END_LEAVE:
+            cr__sem_leave(op, a->sem, &a->waiter);
+            break;
         case CR__SEM_END_DROP:
             cr__del_noreply(op, a->acquire_latch);
             break;
@@ -339,6 +368,7 @@ static cr_status
 blocking_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
 {
     cr__sem_acquisition a;
+    cr__wait_spec spec;
     cr__wait w;
     cr__op op;
     int64_t hint = -1;
@@ -350,13 +380,14 @@ blocking_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
         (rc = cr__check_wait(wait_ms)) != CR_OK || permits == 0)
         goto out;
     cr__op_wait(&op, wait_ms);
-    if ((rc = cr__sem_acquisition_begin(&a, s, permits)) != CR_OK)
+    if ((rc = cr__sem_acquisition_begin(&a, s, permits, cr_thread_id(),
+                                        wait_ms)) != CR_OK)
         goto out;
     cr__wait_turn(s->client->pubsub, s->channel, &s->handoff, wait_ms);
-    cr__object_wait_begin(&w, &op, s, "semaphore", s->channel,
-                          cr__sem_decode, false, wait_ms);
+    cr__sem_wait_spec(s, &cr__semaphore_kind, &a.waiter, false, &spec);
+    cr__wait_begin(&w, &op, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)
-        rc = try_once(&op, &a, &hint);
+        rc = try_once(&op, &a, &hint, &w.listen);
     rc = acquisition_end(&op, &a, rc);
 out:
     cr__object_leave(s);
@@ -382,10 +413,14 @@ release_call(const void *obj, int64_t permits, bool only_if_exists,
                      cr__script_call *call)
 {
     const cr__sem *s = obj;
+    cr__sem_line_args ln = cr__sem_line_args_of(s);
 
     return cr__build_semaphore_release(&(cr__semaphore_release_args){
-        .permits = s->raw, .channel = s->channel, .count_value = permits,
-        .publish = s->client->publish_cmd, .if_exists = only_if_exists}, call);
+        .permits = s->raw, .channel = s->channel, .line = ln.line,
+        .line_state = ln.line_state, .count_value = permits,
+        .publish = s->client->publish_cmd, .if_exists = only_if_exists,
+        .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+        .line_channel = ln.line_channel}, call);
 }
 
 static cr_status
@@ -490,6 +525,7 @@ cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
 cr_status
 cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
 {
+    cr__sem_line_args ln = cr__sem_line_args_of(s);
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr__op op;
@@ -502,8 +538,13 @@ cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
     rc = cr__run_semaphore_set_permits(&op, &cmd,
         &(cr__semaphore_set_permits_args){.permits = s->raw,
                                           .channel = s->channel,
+                                          .line = ln.line,
+                                          .line_state = ln.line_state,
                                           .count_value = permits,
-                                          .publish = s->client->publish_cmd},
+                                          .publish = s->client->publish_cmd,
+                                          .line_lease_ms = ln.line_lease_ms,
+                                          .turn_ms = ln.turn_ms,
+                                          .line_channel = ln.line_channel},
         &r);
     if (rc == CR_OK)
         cr__reply_free(r);
@@ -557,6 +598,135 @@ cr_semaphore_delete(cr_semaphore *s, bool *deleted)
 
 /* ------------------------------------- shared with the permit semaphore */
 
+cr_status
+cr__sem_waiter_begin(cr__sem_waiter *sw, const void *obj, int64_t owner_id,
+                     int64_t wait_ms)
+{
+    const cr__sem *s = obj;
+
+    cr__name_owner(s->client->id, owner_id, false, sw->entry);
+    sw->wait_ms = wait_ms;
+    sw->channel = cr__line_channel(&s->line, sw->entry);
+    return sw->channel != NULL ? CR_OK : cr__fail(CR_ENOMEM, "out of memory");
+}
+
+void
+cr__sem_waiter_free(cr__sem_waiter *sw)
+{
+    free(sw->channel);
+    sw->channel = NULL;
+}
+
+void
+cr__sem_wait_spec(const void *obj, const cr__sem_kind *k,
+                  const cr__sem_waiter *sw, bool async, cr__wait_spec *spec)
+{
+    const cr__sem *s = obj;
+
+    *spec = (cr__wait_spec){
+        .ev_object = k->label, .ev_name = s->name, .ev_async = async,
+        .ev_busy = CR_BUSY, .channel = sw->channel,
+        .decode = cr__line_decode, .shared = s->channel,
+        .shared_decode = cr__sem_decode, .wait_ms = sw->wait_ms,
+        .min_sleep_ms = 1,
+        /* The first in line re-checks as before the line (an expired
+         * permit of the expirable kind comes back unannounced). */
+        .max_sleep_ms = cr__line_max_sleep(s->client, CR__OBJECT_RECHECK_MS),
+        .listen_after_ms = cr__line_times_of(s->client).turn_ms,
+    };
+}
+
+cr__sem_line_args
+cr__sem_line_args_of(const void *obj)
+{
+    const cr__sem *s = obj;
+    cr__line_times t = cr__line_times_of(s->client);
+
+    return (cr__sem_line_args){.line = s->line.key,
+                               .line_state = s->line.state,
+                               .line_channel = s->line.prefix,
+                               .line_lease_ms = t.lease_ms,
+                               .turn_ms = t.turn_ms};
+}
+
+bool
+cr__sem_place(const cr__reply *r, size_t at, int64_t object_hint,
+              int64_t *hint, bool *listen)
+{
+    cr__line_place place;
+
+    if (!cr__line_place_of(r, at, &place))
+        return false;
+    *hint = cr__line_hint(object_hint, &place);
+    *listen = place.listen;
+    return true;
+}
+
+/* The leave's call. */
+static cr_status
+leave_call(const cr__sem *s, const cr__sem_waiter *sw, cr__script_call *call)
+{
+    return cr__line_leave_call(&s->line, s->client, s->raw, "sem", sw->entry,
+                               call);
+}
+
+/* Logs a leave that failed. */
+static void
+leave_failed(const cr__sem *s, const cr__sem_waiter *sw, cr_status rc)
+{
+    if (rc != CR_OK)
+        cr__log(&s->client->log, CR_LOG_WARN, "semaphore %s: %s could not "
+                "leave the waiting line (%s: %s); its lease ends its place",
+                s->name, sw->entry, cr_strerror(rc), cr_last_error());
+}
+
+void
+cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw)
+{
+    cr__sem *s = obj;
+    cr__script_call call = {0};
+    cr__cmd cmd = {.flags = CR__CMD_RETRY};
+    cr__reply *r = NULL;
+    char keep[512];
+    cr_status rc;
+
+    snprintf(keep, sizeof(keep), "%s", cr_last_error());
+    rc = leave_call(s, sw, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(op, &cmd, &call, &r);
+    cr__script_call_free(&call);
+    cr__reply_free(r);
+    leave_failed(s, sw, rc);
+    cr__fail(CR_OK, "%s", keep); /* the caller's detail stays */
+}
+
+/* A leave in the background. */
+typedef struct late_leave {
+    cr__sem *sem;
+    cr__sem_waiter waiter;
+} late_leave;
+
+static void
+late_leave_run(const cr__op *op, void *arg)
+{
+    late_leave *p = arg;
+
+    cr__sem_leave(op, p->sem, &p->waiter);
+}
+
+void
+cr__sem_leave_later(void *obj, const cr__sem_waiter *sw)
+{
+    late_leave *p = calloc(1, sizeof(*p));
+
+    if (p == NULL)
+        return;
+    p->sem = obj;
+    p->waiter = *sw;
+    p->waiter.channel = NULL; /* not needed, and its caller's */
+    cr__object_background(obj, late_leave_run, free, p);
+}
+
 cr__wake
 cr__sem_decode(const char *payload, size_t len)
 {
@@ -579,6 +749,7 @@ cr__sem_new(cr_client *c, const char *name, const cr__sem_kind *k,
         return rc;
     cr__handoff_init(&s->handoff);
     if ((s->channel = cr__name(CR__NAME_SEMAPHORE_CHANNEL, s->raw)) == NULL ||
+        cr__line_init(&s->line, s->raw) != CR_OK ||
         (k->expirable &&
          (s->issued = cr__name(CR__NAME_PERMIT_TIMEOUTS, s->raw)) == NULL)) {
         cr__sem_free(s, k);
@@ -596,6 +767,7 @@ sem_own(void *obj)
 
     free(s->channel);
     free(s->issued);
+    cr__line_free(&s->line);
 }
 
 void
@@ -617,6 +789,7 @@ cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
                         int64_t ttl_ms, bool *set)
 {
     cr__sem *s = obj;
+    cr__sem_line_args ln = cr__sem_line_args_of(s);
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     bool done = false;
@@ -629,9 +802,11 @@ cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
         (rc = cr__check_ttl(ttl_ms)) == CR_OK)
         rc = cr__run_semaphore_try_set_permits(&op, &cmd,
             &(cr__semaphore_try_set_permits_args){
-                .permits = s->raw, .channel = s->channel,
-                .count_value = permits, .publish = s->client->publish_cmd,
-                .ttl_ms = ttl_ms},
+                .permits = s->raw, .channel = s->channel, .line = ln.line,
+                .line_state = ln.line_state, .count_value = permits,
+                .publish = s->client->publish_cmd, .ttl_ms = ttl_ms,
+                .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+                .line_channel = ln.line_channel},
             &r);
     if (rc == CR_OK)
         rc = cr__reply_bool(r, "try_set_permits", &done);
@@ -646,6 +821,7 @@ add_call(const void *obj, bool expirable, int64_t delta,
                  cr__script_call *call)
 {
     const cr__sem *s = obj;
+    cr__sem_line_args ln = cr__sem_line_args_of(s);
     cr_status rc = cr__check_delta(delta);
 
     /* RSemaphore publishes the new count, the permit-expirable semaphore
@@ -653,9 +829,12 @@ add_call(const void *obj, bool expirable, int64_t delta,
     if (rc != CR_OK)
         return rc;
     return cr__build_semaphore_add_permits(&(cr__semaphore_add_permits_args){
-        .permits = s->raw, .channel = s->channel, .delta = delta,
+        .permits = s->raw, .channel = s->channel, .line = ln.line,
+        .line_state = ln.line_state, .delta = delta,
         .publish = s->client->publish_cmd,
-        .what = expirable ? "delta" : "total"}, call);
+        .what = expirable ? "delta" : "total",
+        .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
+        .line_channel = ln.line_channel}, call);
 }
 
 cr_status
@@ -721,18 +900,20 @@ acquire_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
     acquire_request *q = ctx;
 
     q->busy = false;
-    rc = cr__sem_acquisition_replied(&q->acq, rc, r, cmd);
+    rc = cr__sem_acquisition_replied(&q->acq, rc, r, cmd, &q->w.hint,
+                                     &q->w.listen);
     if (q->ended) {
         /* The request ended meanwhile (its bound passed, or the handle is
          * being freed): what this attempt may have taken is looked for
          * and given back in the background. */
         if (rc == CR_OK || q->acq.uncertain)
             give_back_later(&q->acq);
+        else
+            cr__sem_leave_later(q->acq.sem, &q->acq.waiter);
         cr__request_late((cr_request *)q);
         return;
     }
     q->w.rc = rc;
-    q->w.hint = -1;
     cr__request_drive((cr_request *)q);
 }
 
@@ -800,6 +981,9 @@ acquire_end_step(acquire_request *q)
         case CR__SEM_END_GIVE_BACK:
             give_back_later(a);
             break;
+        case CR__SEM_END_LEAVE:
+            cr__sem_leave_later(a->sem, &a->waiter);
+            break;
         case CR__SEM_END_DROP: {
             const char *argv[2] = {"DEL", a->acquire_latch};
 
@@ -845,7 +1029,10 @@ acquire_abandon(cr_request *req)
 static void
 acquire_release(cr_request *req)
 {
-    free(((acquire_request *)req)->acq.acquire_latch);
+    acquire_request *q = (acquire_request *)req;
+
+    free(q->acq.acquire_latch);
+    cr__sem_waiter_free(&q->acq.waiter);
 }
 
 static const cr__request_type acquire_type = {
@@ -861,11 +1048,7 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *s, int64_t permits,
                            int64_t wait_ms, cr_async_fn fn, void *userdata,
                            cr_request **req)
 {
-    cr__wait_spec spec = {
-        .ev_object = "semaphore", .ev_async = true, .ev_busy = CR_BUSY,
-        .decode = cr__sem_decode, .wait_ms = wait_ms, .min_sleep_ms = 1,
-        .max_sleep_ms = CR__OBJECT_RECHECK_MS,
-    };
+    cr__wait_spec spec;
     acquire_request *q;
     cr_status rc = cr__async_enter(a, s, SEM_MAGIC, "semaphore", false);
 
@@ -883,13 +1066,15 @@ cr_async_semaphore_acquire(cr_async *a, cr_semaphore *s, int64_t permits,
         return CR_ENOMEM;
     }
     q->fn = fn;
-    if ((rc = cr__sem_acquisition_begin(&q->acq, s, permits)) != CR_OK)
+    if ((rc = cr__sem_acquisition_begin(&q->acq, s, permits,
+                                        cr_async_owner_id(), wait_ms)) !=
+        CR_OK)
         return cr__request_discard((cr_request *)q, rc);
     if (permits == 0) {
         cr__request_end((cr_request *)q, CR_OK); /* nothing to take */
     } else {
-        spec.ev_name = s->name;
-        spec.channel = s->channel;
+        cr__sem_wait_spec(s, &cr__semaphore_kind, &q->acq.waiter, true,
+                          &spec);
         cr__request_wait((cr_request *)q, &spec, &s->handoff, s->channel,
                          true);
     }

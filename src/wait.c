@@ -7,13 +7,11 @@
 
 #include <time.h>
 
+#include "line.h"
 #include "wait.h"
 
 /* While the subscription is not confirmed, messages may be missed: poll. */
 #define UNCONFIRMED_POLL_MS 250
-/* A wait that went in line without trying (spec->in_line) tries at the
- * latest after this long, in case those before it all leave. */
-#define LINE_RECHECK_MS 100
 #define IO_BACKOFF_MIN_MS 20
 #define IO_BACKOFF_MAX_MS 1000
 #define SPIN_INITIAL_MS 1
@@ -25,7 +23,11 @@ enum {
     P_FIRST,     /* the first attempt */
     P_SUBSCRIBE, /* the subscription */
     P_SECOND,    /* the attempt right after subscribing */
+    P_LISTEN,    /* the subscription to the object's own channel of a
+                  * waiter in line */
     P_SLEEP,     /* a sleep on the subscription */
+    P_HOLD,      /* in line: a yield, or a watch until the turns before
+                  * it end, then an attempt either way */
     P_RETRY,     /* an attempt after a sleep */
     P_SPIN,      /* a sleep without pub/sub */
     P_SPUN,      /* an attempt after it */
@@ -84,6 +86,12 @@ client_heard(void *ps, void *sub, const char *payload, size_t len)
 }
 
 static void
+client_kept(void *ps, void *sub, cr__kept *out)
+{
+    cr__sub_kept(ps, sub, out);
+}
+
+static void
 client_fence(void *ps, void *sub, cr__fence *f)
 {
     cr__sub_fence(ps, sub, f);
@@ -97,7 +105,7 @@ client_unsubscribe(void *ps, void *sub)
 
 static const cr__wait_subs client_subs = {
     client_waiters, client_confirmed, client_quiet_since, client_heard,
-    client_fence, client_unsubscribe,
+    client_kept, client_fence, client_unsubscribe,
 };
 
 void
@@ -118,8 +126,7 @@ cr__wait_begin_on(cr__wait *w, cr_client *c, const cr__wait_spec *spec,
     if (spec->wait_ms != 0 && spec->channel != NULL) {
         cr__sub_seen seen;
 
-        w->in_line = subs->waiters(ctx, spec->channel, &seen, &w->mark) > 0 &&
-                     spec->in_line;
+        subs->waiters(ctx, spec->channel, &seen, &w->mark);
     }
 }
 
@@ -138,6 +145,10 @@ over(cr__wait *w, bool contended)
     if (w->sub != NULL) {
         w->subs->unsubscribe(w->subs_ctx, w->sub);
         w->sub = NULL;
+    }
+    if (w->shared_sub != NULL) {
+        w->subs->unsubscribe(w->subs_ctx, w->shared_sub);
+        w->shared_sub = NULL;
     }
     w->contended = contended;
     if (contended && w->rc == CR_ECLOSED)
@@ -208,7 +219,7 @@ plan_sleep(cr__wait *w, int64_t now, int64_t *sleep)
         *sleep = w->hint >= 0 ? (w->hint > w->spec.min_sleep_ms
                                      ? w->hint : w->spec.min_sleep_ms)
                               : -1;
-    if (!w->subs->confirmed(w->subs_ctx, w->sub))
+    if (!w->subs->confirmed(w->subs_ctx, w->sleep_on))
         *sleep = bound(*sleep, UNCONFIRMED_POLL_MS);
     *sleep = bound(*sleep, w->spec.max_sleep_ms);
     if (w->deadline >= 0) {
@@ -256,6 +267,17 @@ fence_then_sleep(cr__wait *w, int64_t now)
     return sleep_or_stop(w, now);
 }
 
+/* Where a waiter sleeps: on the object's own channel while it listens
+ * there (in line), else on its subscription. */
+static void
+choose_sleep(cr__wait *w)
+{
+    bool shared = w->listen && w->shared_sub != NULL;
+
+    w->sleep_on = shared ? w->shared_sub : w->sub;
+    w->ticket_of = shared ? &w->shared_ticket : &w->ticket;
+}
+
 /* After an attempt with the subscription in place: sleep, or stop. */
 static cr__wait_do
 sleep_or_stop(cr__wait *w, int64_t now)
@@ -264,6 +286,7 @@ sleep_or_stop(cr__wait *w, int64_t now)
 
     if (!again(w->rc))
         return over(w, true);
+    choose_sleep(w);
     if (!plan_sleep(w, now, &sleep)) {
         w->rc = w->rc == CR_EIO ? CR_EIO : CR_BUSY;
         return over(w, true);
@@ -293,6 +316,58 @@ attempt(cr__wait *w)
     return CR__WAIT_ATTEMPT;
 }
 
+/* After an attempt of a waiter in line that goes on waiting: it listens on
+ * the object's own channel from when an attempt says it is the first the
+ * object cannot serve (subscribing, then one more attempt: a release in
+ * between would be missed), until one says it no longer is. */
+static cr__wait_do
+listen_or(cr__wait *w, int64_t now, cr__wait_do (*next)(cr__wait *, int64_t))
+{
+    if (w->spec.shared == NULL || !again(w->rc))
+        return next(w, now);
+    if (!w->listen || w->rc != CR_BUSY)
+        w->first_since = 0;
+    else if (w->first_since == 0)
+        w->first_since = now;
+    if (w->listen && w->shared_sub == NULL &&
+        now - w->first_since < w->spec.listen_after_ms) {
+        /* First only for a moment so far: a release by a waiter in line
+         * would give it its turn; it looks again when the moment ends. */
+        w->hint = bound(w->hint, w->first_since + w->spec.listen_after_ms -
+                                     now);
+        return next(w, now);
+    }
+    if (w->listen && w->shared_sub == NULL) {
+        w->sub_channel = w->spec.shared;
+        w->sub_decode = w->spec.shared_decode;
+        w->sleep_ms = w->client->subscription_timeout_ms;
+        if (w->deadline >= 0)
+            w->sleep_ms = bound(w->sleep_ms, w->deadline > now
+                                                 ? w->deadline - now : 0);
+        w->phase = P_LISTEN;
+        return CR__WAIT_SUBSCRIBE;
+    }
+    if (!w->listen && w->shared_sub != NULL) {
+        w->subs->unsubscribe(w->subs_ctx, w->shared_sub);
+        w->shared_sub = NULL;
+    }
+    return next(w, now);
+}
+
+/* A waiter in line woken on its own channel: how long it holds off its
+ * attempt (its turn with others that heard the release: a yield; a
+ * watch: until the turns before it end). */
+static int64_t
+line_delay(cr__wait *w)
+{
+    cr__kept k;
+
+    if (w->spec.shared == NULL || w->sleep_on != w->sub || w->sub == NULL)
+        return 0;
+    w->subs->kept(w->subs_ctx, w->sub, &k);
+    return cr__line_delay(k.payload, k.len);
+}
+
 /* cr__wait_step's body: the step after the phase the machine is in. */
 static cr__wait_do
 step(cr__wait *w, int64_t now)
@@ -302,9 +377,9 @@ step(cr__wait *w, int64_t now)
     switch (w->phase) {
     case P_BEGIN:
         w->phase = P_FIRST;
-        if (!w->in_line && !w->spec.subscribe_first)
+        if (!w->spec.subscribe_first)
             return attempt(w);
-        w->rc = CR_BUSY; /* it joins the line, or subscribes, first */
+        w->rc = CR_BUSY; /* it subscribes first */
         /* fall through */
     case P_FIRST:
         if (!again(w->rc) || w->spec.wait_ms == 0)
@@ -316,20 +391,17 @@ step(cr__wait *w, int64_t now)
             return spin(w, now);
         }
         w->sleep_ms = bound(w->spec.wait_ms, c->subscription_timeout_ms);
+        w->sub_channel = w->spec.channel;
+        w->sub_decode = w->spec.decode;
         w->phase = P_SUBSCRIBE;
         return CR__WAIT_SUBSCRIBE;
     case P_SUBSCRIBE:
         if (w->woke != CR_OK && w->woke != CR_TIMEOUT) {
             /* closing, out of memory, or refused (an ACL) */
             w->rc = w->woke;
-            w->sub = NULL;
             return over(w, false);
         }
-        if (w->in_line) {
-            w->hint = LINE_RECHECK_MS;
-            w->rc = CR_BUSY;
-            return fence_then_sleep(w, now);
-        }
+        w->sub = w->got;
         if (w->first == CR_BUSY && !w->spec.subscribe_first &&
             w->subs->quiet_since(w->subs_ctx, w->sub, &w->mark)) {
             /* Subscribed since before the try and nothing read since: a
@@ -341,7 +413,21 @@ step(cr__wait *w, int64_t now)
         w->phase = P_SECOND;
         return attempt(w);
     case P_SECOND:
-        return fence_then_sleep(w, now);
+        return listen_or(w, now, fence_then_sleep);
+    case P_LISTEN:
+        if (w->woke == CR_OK || w->woke == CR_TIMEOUT) {
+            w->shared_sub = w->got;
+            w->phase = P_SECOND;
+            return attempt(w);
+        }
+        if (w->woke == CR_ECLOSED) {
+            w->rc = w->woke;
+            return over(w, true);
+        }
+        /* Refused (an ACL without that channel): it waits for its turns
+         * and its hints alone. */
+        w->listen = false;
+        return sleep_or_stop(w, now);
     case P_SLEEP:
         if (w->woke != CR_OK && w->woke != CR_TIMEOUT) {
             w->rc = w->woke; /* closing, or the subscription was refused */
@@ -351,10 +437,29 @@ step(cr__wait *w, int64_t now)
             w->rc = CR_OK; /* counted down to zero during this wait */
             return over(w, true);
         }
+        if (w->woke == CR_OK) {
+            int64_t delay = line_delay(w);
+
+            if (delay > 0) {
+                w->sleep_ms = delay;
+                if (w->deadline >= 0)
+                    w->sleep_ms = bound(delay, w->deadline > now
+                                                   ? w->deadline - now : 0);
+                w->phase = P_HOLD;
+                return CR__WAIT_SLEEP;
+            }
+        }
+        w->phase = P_RETRY;
+        return attempt(w);
+    case P_HOLD:
+        if (w->woke != CR_OK && w->woke != CR_TIMEOUT) {
+            w->rc = w->woke;
+            return sleep_or_stop(w, now);
+        }
         w->phase = P_RETRY;
         return attempt(w);
     case P_RETRY:
-        return sleep_or_stop(w, now);
+        return listen_or(w, now, sleep_or_stop);
     case P_SPIN:
         if (w->woke == CR_ECLOSED) {
             w->rc = CR_ECLOSED;
@@ -403,15 +508,16 @@ cr__wait_next(cr__wait *w, cr_status *rc, int64_t hint)
         case CR__WAIT_ATTEMPT:
             return true;
         case CR__WAIT_SUBSCRIBE:
-            w->woke = cr__pubsub_subscribe(c->pubsub, w->spec.channel,
-                                           w->spec.decode, w->sleep_ms,
-                                           (cr__sub **)&w->sub);
+            w->got = NULL;
+            w->woke = cr__pubsub_subscribe(c->pubsub, w->sub_channel,
+                                           w->sub_decode, w->sleep_ms,
+                                           (cr__sub **)&w->got);
             break;
         case CR__WAIT_SLEEP:
             w->opened = false;
-            if (w->sub != NULL) {
-                w->woke = cr__sub_wait(c->pubsub, w->sub, w->sleep_ms,
-                                       &w->ticket,
+            if (w->sleep_on != NULL) {
+                w->woke = cr__sub_wait(c->pubsub, w->sleep_on, w->sleep_ms,
+                                       w->ticket_of,
                                        w->spec.trust_open ? &w->fence : NULL,
                                        &w->opened);
             } else {

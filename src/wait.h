@@ -38,9 +38,22 @@ typedef struct cr__wait_spec {
     /* Where the object's releases are published; NULL: no pub/sub, wait
      * between attempts by exponential backoff with jitter (the spin lock:
      * 1 ms, then next = min(128, current * 2 + random [0, k)) at the k-th
-     * wait, as Redisson's LockOptions). */
+     * wait, as Redisson's LockOptions). For a waiter in an object's
+     * waiting line (line.h): its own channel. */
     const char *channel;
     cr__decode_fn decode; /* what its messages mean */
+    /* A waiter in line: the object's own channel, which it listens on
+     * too once attempts have said for `listen_after_ms` that it is the
+     * first the object cannot serve (`listen`): releases of clients
+     * outside the line come only there (a release by a waiter in line
+     * gives the next its turn, usually well before). Its own channel's
+     * messages are the line's (cr__line_decode): its turn, after which it
+     * yields CR__LINE_YIELD_MS when others heard the release, or a watch,
+     * after which it attempts when the turns before it end. NULL: not in
+     * a line. */
+    const char *shared;
+    cr__decode_fn shared_decode;
+    int64_t listen_after_ms;
     int64_t wait_ms;      /* CR_WAIT_FOREVER (-1) or >= 0 */
     int64_t min_sleep_ms; /* floor for hinted sleeps (a 0 hint must not spin) */
     int64_t max_sleep_ms; /* re-check at least this often; -1: no bound */
@@ -49,11 +62,6 @@ typedef struct cr__wait_spec {
      * with CR_OK without another attempt: the count reached zero during
      * the wait, and a re-armed latch must not hide that. */
     bool trust_open;
-    /* Lock mode: while threads of this client wait on the channel, a new
-     * wait joins their line without trying first, so that a thread coming
-     * back for the lock cannot take it between two of them (its first try
-     * comes with its first wake-up, or after LINE_RECHECK_MS). */
-    bool in_line;
     /* The first attempt comes only once subscribed, and is always made
      * then: an attempt that changes the object and cannot be repeated
      * before the subscription exists (the latch's count down of
@@ -80,6 +88,7 @@ typedef struct cr__wait_subs {
     bool (*confirmed)(void *ctx, void *sub);
     bool (*quiet_since)(void *ctx, void *sub, const cr__sub_mark *mark);
     bool (*heard)(void *ctx, void *sub, const char *payload, size_t len);
+    void (*kept)(void *ctx, void *sub, cr__kept *out);
     void (*fence)(void *ctx, void *sub, cr__fence *f);
     void (*unsubscribe)(void *ctx, void *sub);
 } cr__wait_subs;
@@ -89,11 +98,13 @@ typedef enum cr__wait_do {
     CR__WAIT_ATTEMPT,   /* make one attempt; its status and hint (the
                          * longest sensible sleep, -1: none) go into
                          * rc and hint */
-    CR__WAIT_SUBSCRIBE, /* subscribe to spec->channel for up to sleep_ms;
-                         * the outcome goes into woke and sub */
+    CR__WAIT_SUBSCRIBE, /* subscribe to sub_channel (its messages read by
+                         * sub_decode) for up to sleep_ms; the outcome
+                         * goes into woke and got */
     CR__WAIT_SLEEP,     /* wait up to sleep_ms (-1: no limit) for a
-                         * message on sub (or just sleep without one);
-                         * the outcome goes into woke and opened */
+                         * message on sleep_on (or just sleep without one:
+                         * NULL), with the ticket at `ticket_of`; the
+                         * outcome goes into woke and opened */
     CR__WAIT_DONE       /* over: rc is the call's status */
 } cr__wait_do;
 
@@ -110,10 +121,16 @@ typedef struct cr__wait {
     /* Inputs, set by whoever carried out the last request. */
     cr_status rc;        /* the last attempt's status (then the result) */
     int64_t hint;        /* its hint */
+    bool listen;         /* in line: it is the first the object cannot
+                          * serve (see spec.shared) */
     cr_status woke;      /* a subscribe's or a sleep's status */
     bool opened;         /* a sleep read an opening message */
-    void *sub;           /* the subscription, once subscribed */
+    void *got;           /* a subscribe's subscription */
     /* Outputs. */
+    const char *sub_channel;
+    cr__decode_fn sub_decode;
+    void *sleep_on;
+    uint64_t *ticket_of;
     int64_t sleep_ms;
     bool contended;      /* once done: it went past its first attempt */
     /* The machine's own. */
@@ -123,10 +140,12 @@ typedef struct cr__wait {
     bool asked;          /* the last request was an attempt */
     int answered;        /* attempts whose outcome came in */
     uint32_t jitter;     /* the spin's random state (xorshift32) */
-    bool in_line;
     cr__sub_mark mark;
     cr__fence fence;
-    uint64_t ticket;
+    void *sub;           /* the subscription to spec.channel */
+    void *shared_sub;    /* to spec.shared, while it listens */
+    int64_t first_since; /* attempts say it is first since (0: not) */
+    uint64_t ticket, shared_ticket;
     /* The blocking driver's: the operation's slot deadline it replaced. */
     int64_t slot_deadline;
     bool patient;

@@ -210,6 +210,11 @@ typedef struct cr_client_options {
      * no rate limiter before 3.21 and no keep-alive before 3.38
      * (doc/porting.md has the table). */
     const char *redisson_version;
+    /* credisson's waiting line (doc/waiting-line.md): how long a waiter
+     * that got its turn has to take what the turn gave before it loses
+     * its place to the next, which bounds how long a dead or stopped
+     * waiter holds up those behind it. Between 10 and 60000 ms; 0: 250. */
+    int64_t line_turn_ms;
 } cr_client_options;
 
 /* An initialiser for cr_client_options: every option at its default. As a

@@ -176,6 +176,36 @@ numsub(const char *channel)
     return cr_test_redis_numsub(&test_redis, channel);
 }
 
+/* Number of waiters in the waiting line of object `name` (credisson's
+ * credisson_line:{name}); -1 on error. */
+static inline long long
+line_length(const char *name)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "ZCARD credisson_line:{%s}",
+                                      name);
+    long long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer
+                                                              : -1;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* cr_test_wait_until condition: the waiting line of `name` has `n` (or
+ * more) waiters. */
+typedef struct line_of {
+    const char *name;
+    long long n;
+} line_of;
+
+static inline bool
+line_reaches(void *arg)
+{
+    const line_of *l = arg;
+
+    return line_length(l->name) >= l->n;
+}
+
 /* cr_test_wait_until condition: `channel` (arg) has a subscriber. */
 static inline bool
 has_subscriber(void *arg)

@@ -577,11 +577,6 @@ is_holding(void *arg)
     return atomic_load(&((waiter *)arg)->holding);
 }
 
-static bool
-three_subscribers(void *arg)
-{
-    return numsub(arg) >= 3;
-}
 
 typedef struct tries {
     cr_client *client[2];
@@ -616,16 +611,12 @@ take_after_a_wait(cr_lock *l, cr_lock *other)
     assert_int_equal(first.rc, CR_OK);
 }
 
-/* A process that takes the lock again right after its unlock woke the
- * waiters of two other processes lets both have their turn first, as in a
- * queue: it counts their releases on the channel it still listens to.
- * (With a fixed pause instead, it would race the second waiter.) Needs
- * real speed: the releaser's subscription lingers 250 ms, and each other
- * process is given two of its own cycles. */
+/* A process that takes the lock again right after its unlock goes behind
+ * the waiters of two other processes in the lock's waiting line: both
+ * have their turn first, as in a queue, however quick it is. */
 static void
 test_lock_releaser_lets_every_woken_process_go_first(void **state)
 {
-    const char *channel = "redisson_lock__channel:{queue}";
     cr_client *b = new_client(30000), *c = new_client(30000);
     cr_lock *la, *lb, *lc;
     int round;
@@ -645,17 +636,15 @@ test_lock_releaser_lets_every_woken_process_go_first(void **state)
         int64_t again_at;
 
         take_after_a_wait(la, lc);
-        /* Two other processes wait; then it releases and locks again. From
-         * the second round on, their subscriptions linger from the last:
-         * their attempts, not the subscriber count, tell they wait. */
+        /* Two other processes wait in line; then it releases and locks
+         * again. */
         t.before[0] = commands_of(b);
         t.before[1] = commands_of(c);
         waiter_start_holding(&hb, lb, CR_WAIT_FOREVER, 30);
         waiter_start_holding(&hc, lc, CR_WAIT_FOREVER, 30);
-        assert_true(cr_test_wait_until(three_subscribers, (void *)channel, 3000));
+        assert_true(cr_test_wait_until(line_reaches,
+                                       &(line_of){"queue", 2}, 3000));
         assert_true(cr_test_wait_until(both_tried, &t, 3000));
-        /* It holds as long as they will (each is given two such cycles). */
-        usleep(40000);
         assert_int_equal(cr_lock_unlock(la), CR_OK);
         assert_int_equal(cr_lock_lock(la, CR_LEASE_WATCHDOG), CR_OK);
         again_at = cr_test_now_ms();
@@ -684,12 +673,11 @@ own_switches(void)
 }
 
 /* Starts n waiters on locks[0..n-1] (one client each), the i-th of them
- * to get the lock holding it hold_ms[i], and returns once each is
- * subscribed and has made its first attempt, so that a release now wakes
- * them all. */
+ * to get the lock holding it hold_ms[i], and returns once each has made
+ * its first attempt and is in the lock's waiting line. */
 static void
 start_waiting_clients(waiter *w, cr_lock **locks, cr_client **clients,
-                      const int64_t *hold_ms, int n, const char *channel)
+                      const int64_t *hold_ms, int n, const char *name)
 {
     uint64_t before[TURNS];
     int i;
@@ -701,27 +689,26 @@ start_waiting_clients(waiter *w, cr_lock **locks, cr_client **clients,
         before[i] = commands_of(clients[i]);
         waiter_start_holding(&w[i], locks[i], CR_WAIT_FOREVER, -1);
     }
-    await_subscribers(channel, n + 1);
     for (i = 0; i < n; i++) {
         tries t = {{clients[i], clients[i]}, {before[i], before[i]}};
 
         assert_true(cr_test_wait_until(both_tried, &t, 3000));
     }
+    assert_true(cr_test_wait_until(line_reaches, &(line_of){name, n}, 3000));
 }
 
 #define HERD 10
 
-/* A releaser that lets the waiters of ten other processes go first does
- * not wake for each of their releases: it reads the first two one at a
- * time (the others are taking turns) and is woken once the last has
- * come (its poll waits for their bytes). Measured as the voluntary
- * context switches of the thread inside lock(): eleven releases (its own
- * and ten) and a few round trips without that, well under ten with it.
- * Needs real speed (as the test above). */
+/* A releaser that takes the lock again behind ten waiters of other
+ * processes in the lock's line is not woken by their releases: each
+ * release wakes the next in line alone, and it is woken when its turn (or
+ * the watch before it) comes. Measured as the voluntary context switches
+ * of the thread inside lock(): eleven releases (its own and ten) and a
+ * few round trips if it heard every release, a few with the line. Needs
+ * real speed. */
 static void
 test_lock_releaser_is_woken_a_few_times_for_many_releases(void **state)
 {
-    const char *channel = "redisson_lock__channel:{herd}";
     cr_client *c[HERD];
     cr_lock *mine, *l[HERD];
     int64_t hold[HERD], again_at;
@@ -739,10 +726,7 @@ test_lock_releaser_is_woken_a_few_times_for_many_releases(void **state)
         hold[i] = 5; /* the releases come 5 ms apart */
     }
     take_after_a_wait(mine, l[0]);
-    start_waiting_clients(w, l, c, hold, HERD, channel);
-    /* Its cycle sets how long it waits for each (two cycles): the
-     * releases must fit. */
-    usleep(20000);
+    start_waiting_clients(w, l, c, hold, HERD, "herd");
     assert_int_equal(cr_lock_unlock(mine), CR_OK);
     switches = own_switches();
     assert_int_equal(cr_lock_lock(mine, CR_LEASE_WATCHDOG), CR_OK);
@@ -759,208 +743,6 @@ test_lock_releaser_is_woken_a_few_times_for_many_releases(void **state)
     cr_lock_free(mine);
     assert_true(switches >= 0);
     assert_true(switches < HERD);
-}
-
-/* The start of the two tests below: `mine` (of test_client) is taken after
- * a wait, n other clients wait for it (start_waiting_clients), and once it
- * is released, waiter y takes it again and so yields to them: 200 ms at
- * most, each of them given 60 ms (two of the releaser's 30 ms cycles). */
-static void
-begin_yield(cr_lock *mine, cr_lock **l, cr_client **c, const int64_t *hold,
-            int n, const char *channel, waiter *w, waiter *y)
-{
-    take_after_a_wait(mine, l[0]);
-    start_waiting_clients(w, l, c, hold, n, channel);
-    usleep(30000); /* the releaser's hold, the work it does */
-    assert_int_equal(cr_lock_unlock(mine), CR_OK);
-    waiter_start(y, mine, CR_WAIT_FOREVER);
-}
-
-/* cr_test_wait_until condition: a turn is over (the second began). */
-static bool
-first_turn_over(void *arg)
-{
-    (void)arg;
-    return atomic_load(&turns) >= 2;
-}
-
-/* cr_test_wait_until condition: two turns are over (the third began). */
-static bool
-two_turns_over(void *arg)
-{
-    (void)arg;
-    return atomic_load(&turns) >= 3;
-}
-
-/* While a releaser's thread reads the link waiting for the bytes of two
- * more releases, another thread of the same client waits for another lock
- * (a new subscription on that link, then a sleeper on it): its
- * confirmation and its release message must wake it at once, not when the
- * releaser's bytes have come (the third of four waiters holds 300 ms,
- * longer than a yield may last). The lock's name is long, so that the bytes waited for
- * are more than those two replies. */
-static void
-test_lock_yield_does_not_delay_other_waits_of_its_client(void **state)
-{
-    const char *name = "deaf-a-lock-whose-name-is-long-enough-that-two-release-"
-                       "messages-make-more-bytes-than-other-replies";
-    char channel[256];
-    cr_client *c[5];
-    cr_lock *mine, *mine_y, *theirs_y, *l[4];
-    int64_t hold[4] = {20, 20, 300, 0}, released_y;
-    waiter w[4], wy, y;
-    uint64_t before;
-    int64_t started;
-    int i;
-
-    (void)state;
-    if (slow(1) > 1)
-        skip();
-    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
-    assert_int_equal(cr_lock_new(test_client, name, &mine), CR_OK);
-    assert_int_equal(cr_lock_new(test_client, "heard", &mine_y), CR_OK);
-    for (i = 0; i < 5; i++)
-        assert_non_null(c[i] = new_client(30000));
-    for (i = 0; i < 4; i++)
-        assert_int_equal(cr_lock_new(c[i], name, &l[i]), CR_OK);
-    assert_int_equal(cr_lock_new(c[4], "heard", &theirs_y), CR_OK);
-    assert_int_equal(cr_lock_lock(theirs_y, CR_LEASE_WATCHDOG), CR_OK);
-    begin_yield(mine, l, c, hold, 4, channel, w, &y);
-    /* Two waiters have released (the third holds it now): the yield
-     * waits for two more releases at once. */
-    assert_true(cr_test_wait_until(two_turns_over, NULL, 3000));
-    before = commands_of(test_client);
-    started = cr_test_now_ms();
-    waiter_start(&wy, mine_y, 5000);
-    /* Subscribed, and tried again after the confirmation. */
-    assert_true(cr_test_wait_until(has_subscriber,
-                                   (void *)"redisson_lock__channel:{heard}",
-                                   1000));
-    {
-        tries t = {{test_client, test_client}, {before + 1, before + 1}};
-
-        assert_true(cr_test_wait_until(both_tried, &t, 1000));
-    }
-    assert_true(cr_test_now_ms() - started < 120);
-    released_y = cr_test_now_ms();
-    assert_int_equal(cr_lock_unlock(theirs_y), CR_OK);
-    pthread_join(wy.thread, NULL);
-    assert_int_equal(wy.rc, CR_OK);
-    pthread_join(y.thread, NULL);
-    assert_int_equal(y.rc, CR_OK);
-    /* The releaser was still yielding when the other wait ended. */
-    assert_true(y.acquired_at > wy.acquired_at);
-    assert_true(wy.acquired_at - released_y < 100);
-    for (i = 0; i < 4; i++) {
-        pthread_join(w[i].thread, NULL);
-        assert_int_equal(w[i].rc, CR_OK);
-        cr_lock_free(l[i]);
-    }
-    for (i = 0; i < 5; i++)
-        cr_client_free(c[i]);
-    cr_lock_free(mine);
-    cr_lock_free(mine_y);
-    cr_lock_free(theirs_y);
-}
-
-/* Another thread of the releaser's client that starts waiting for the same
- * lock while the releaser polls for the bytes of several more releases
- * must be woken by each of them (a new sleeper on the link kicks the
- * reader), not when that poll ends (the yield's 200 ms at most). Watched
- * as the client's commands: while nothing of it holds a lock, only the
- * waiting thread's attempts and the releaser's make them, and the releaser
- * makes none while it yields. Each release that came while the thread
- * waited must be followed by an attempt within 80 ms; which release the
- * thread wins with depends on who is quicker, so the check follows it.
- * Returns how many releases were judged: none when the thread took the
- * lock at its first attempt (a loaded machine saw the second turn begin
- * late), and the caller runs the scenario again. */
-static int
-yield_and_wait_on_the_same_lock(void)
-{
-    const char *name = "deaf-too-a-lock-whose-name-is-long-enough-that-two-"
-                       "release-messages-make-more-bytes-than-one";
-    char channel[256];
-    cr_client *c[5];
-    cr_lock *mine, *mine_too, *l[5];
-    int64_t hold[5] = {20, 20, 30, 300, 0}, seen[64], end, third = 0;
-    int64_t started, sampled_until;
-    uint64_t last;
-    waiter w[5], y, too;
-    int i, k, n = 0, judged = 0;
-
-    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
-    assert_int_equal(cr_lock_new(test_client, name, &mine), CR_OK);
-    assert_int_equal(cr_lock_new(test_client, name, &mine_too), CR_OK);
-    for (i = 0; i < 5; i++) {
-        assert_non_null(c[i] = new_client(30000));
-        assert_int_equal(cr_lock_new(c[i], name, &l[i]), CR_OK);
-    }
-    begin_yield(mine, l, c, hold, 5, channel, w, &y);
-    /* One waiter has released (the second holds it now): the yield waits
-     * for the rest at once; the other thread starts waiting. */
-    assert_true(cr_test_wait_until(first_turn_over, NULL, 3000));
-    started = cr_test_now_ms();
-    waiter_start(&too, mine_too, CR_WAIT_FOREVER);
-    /* Note when its commands come, until 100 ms after the third turn (of
-     * 30 ms, ending about 75 ms into the yield) ended. */
-    last = commands_of(test_client);
-    end = cr_test_now_ms() + 3000;
-    while (cr_test_now_ms() < end) {
-        uint64_t now = commands_of(test_client);
-
-        if (now > last && n < 64)
-            seen[n++] = cr_test_now_ms();
-        last = now;
-        for (i = 0; i < 5 && third == 0; i++)
-            if (w[i].hold_ms == 30 && w[i].released_at != 0)
-                third = w[i].released_at;
-        if (third != 0 && cr_test_now_ms() > third + 100)
-            break;
-        usleep(200);
-    }
-    sampled_until = cr_test_now_ms();
-    assert_true(third != 0);
-    pthread_join(y.thread, NULL);
-    pthread_join(too.thread, NULL);
-    assert_int_equal(y.rc, CR_OK);
-    assert_int_equal(too.rc, CR_OK);
-    for (i = 0; i < 5; i++) {
-        pthread_join(w[i].thread, NULL);
-        assert_int_equal(w[i].rc, CR_OK);
-    }
-    for (i = 0; i < 5; i++) {
-        int64_t r = w[i].released_at;
-        bool woken = false;
-
-        if (r < started || r >= too.acquired_at || r + 80 > sampled_until)
-            continue; /* not while it waited, or not watched to the end */
-        for (k = 0; k < n; k++)
-            woken = woken || (seen[k] >= r && seen[k] < r + 80);
-        assert_true(woken);
-        judged++;
-    }
-    for (i = 0; i < 5; i++) {
-        cr_lock_free(l[i]);
-        cr_client_free(c[i]);
-    }
-    cr_lock_free(mine);
-    cr_lock_free(mine_too);
-    return judged;
-}
-
-static void
-test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock(
-    void **state)
-{
-    int runs = 0, judged = 0;
-
-    (void)state;
-    if (slow(1) > 1)
-        skip();
-    while (judged == 0 && runs++ < 5)
-        judged = yield_and_wait_on_the_same_lock();
-    assert_true(judged > 0);
 }
 
 /* The releaser that takes the lock again at once yields to the waiter its
@@ -1836,8 +1618,6 @@ main(void)
         T(test_lock_releaser_yields_to_the_waiter_it_woke),
         T(test_lock_releaser_lets_every_woken_process_go_first),
         T(test_lock_releaser_is_woken_a_few_times_for_many_releases),
-        T(test_lock_yield_does_not_delay_other_waits_of_its_client),
-        T(test_lock_yield_does_not_delay_a_waiter_of_its_client_on_the_same_lock),
         T(test_lock_force_unlock_wakes_a_waiter_promptly),
         T(test_lock_try_lock_returns_busy_within_its_wait_budget),
         T(test_lock_mutual_exclusion_across_threads_keeps_counter_exact),

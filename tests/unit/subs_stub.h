@@ -104,9 +104,19 @@ stub_unsubscribe(void *ctx, void *sub)
     s->unsubscribes++;
 }
 
+/* Gives the last kept message, as cr__sub_kept does. */
+static void
+stub_kept(void *ctx, void *sub, cr__kept *out)
+{
+    struct subs_stub *s = ctx;
+
+    assert_ptr_equal(sub, STUB_SUB);
+    *out = s->kept;
+}
+
 static const cr__wait_subs stub_subs = {
     stub_waiters, stub_confirmed, stub_quiet_since, stub_heard,
-    stub_fence,   stub_unsubscribe,
+    stub_kept,    stub_fence,     stub_unsubscribe,
 };
 
 #endif

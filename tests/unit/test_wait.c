@@ -14,7 +14,6 @@
 
 /* The numbers wait.c promises (its comments and wait.h). */
 #define UNCONFIRMED_POLL_MS 250
-#define LINE_RECHECK_MS 100
 #define IO_BACKOFF_MIN_MS 20
 #define IO_BACKOFF_MAX_MS 1000
 #define SPIN_INITIAL_MS 1
@@ -84,7 +83,7 @@ static cr__wait_do
 subscribed(cr__wait *w, cr_status woke, int64_t now)
 {
     w->woke = woke;
-    w->sub = woke == CR_OK || woke == CR_TIMEOUT ? STUB_SUB : NULL;
+    w->got = woke == CR_OK || woke == CR_TIMEOUT ? STUB_SUB : NULL;
     return cr__wait_step(w, now);
 }
 
@@ -132,12 +131,11 @@ threads_wait(struct fx *f, int n, bool quiet)
 /* ------------------------------------------------------ waits that end */
 
 static void
-test_wait_of_zero_tries_once_even_behind_a_line_and_ends_busy(void **state)
+test_wait_of_zero_tries_once_and_ends_busy(void **state)
 {
     struct fx *f = *state;
     cr__wait_spec spec = on_channel(0);
 
-    spec.in_line = true;
     threads_wait(f, 3, false);
     begin(f, &spec, T0);
     assert_int_equal(cr__wait_step(&f->w, T0), CR__WAIT_ATTEMPT);
@@ -412,57 +410,6 @@ test_quiet_shortcut_is_not_taken_after_a_first_attempt_that_failed_for_io(
     cr__wait_step(&f->w, T0);
     assert_int_equal(attempted(&f->w, CR_EIO, -1, T0), CR__WAIT_SUBSCRIBE);
     assert_int_equal(subscribed(&f->w, CR_OK, T0), CR__WAIT_ATTEMPT);
-}
-
-/* ----------------------------------------------------- waiting in line */
-
-static void
-test_in_line_wait_subscribes_without_trying_and_rechecks_after_100_ms(
-    void **state)
-{
-    struct fx *f = *state;
-    cr__wait_spec spec = on_channel(CR_WAIT_FOREVER);
-
-    spec.in_line = true;
-    threads_wait(f, 2, false);
-    begin(f, &spec, T0);
-    assert_int_equal(cr__wait_step(&f->w, T0), CR__WAIT_SUBSCRIBE);
-    assert_int_equal(f->w.sleep_ms, SUBSCRIPTION_TIMEOUT_MS);
-    assert_int_equal(subscribed(&f->w, CR_OK, T0), CR__WAIT_SLEEP);
-    assert_int_equal(f->w.sleep_ms, LINE_RECHECK_MS);
-    assert_int_equal(slept(&f->w, CR_TIMEOUT, false, T0 + 100),
-                     CR__WAIT_ATTEMPT);
-    assert_int_equal(attempted(&f->w, CR_BUSY, 3000, T0 + 100),
-                     CR__WAIT_SLEEP);
-    assert_int_equal(f->w.sleep_ms, 3000);
-    assert_int_equal(slept(&f->w, CR_OK, false, T0 + 200), CR__WAIT_ATTEMPT);
-    assert_int_equal(attempted(&f->w, CR_OK, -1, T0 + 200), CR__WAIT_DONE);
-    assert_int_equal(f->w.rc, CR_OK);
-    assert_true(f->w.contended);
-}
-
-static void
-test_in_line_wait_tries_first_when_no_thread_of_the_client_waits(
-    void **state)
-{
-    struct fx *f = *state;
-    cr__wait_spec spec = on_channel(CR_WAIT_FOREVER);
-
-    spec.in_line = true;
-    threads_wait(f, 0, false); /* subscribed, lingering */
-    begin(f, &spec, T0);
-    assert_int_equal(cr__wait_step(&f->w, T0), CR__WAIT_ATTEMPT);
-}
-
-static void
-test_wait_not_in_line_tries_first_even_when_threads_wait(void **state)
-{
-    struct fx *f = *state;
-    cr__wait_spec spec = on_channel(CR_WAIT_FOREVER);
-
-    threads_wait(f, 2, false);
-    begin(f, &spec, T0);
-    assert_int_equal(cr__wait_step(&f->w, T0), CR__WAIT_ATTEMPT);
 }
 
 /* ------------------------------------------------------ subscribe first */
@@ -928,7 +875,7 @@ test_wait_is_retrying_from_after_its_first_attempt_until_it_ends(
 }
 
 static void
-test_wait_in_line_is_not_retrying_before_its_first_attempt(void **state)
+test_wait_subscribing_first_is_not_retrying_before_its_first_attempt(void **state)
 {
     struct fx *f = *state;
     cr__wait_spec spec = on_channel(10000);
@@ -1160,7 +1107,7 @@ int
 main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(test_wait_of_zero_tries_once_even_behind_a_line_and_ends_busy),
+        T(test_wait_of_zero_tries_once_and_ends_busy),
         T(test_wait_of_zero_with_subscribe_first_makes_no_attempt),
         T(test_wait_ends_ok_without_subscribing_when_the_first_attempt_is_granted),
         T(test_wait_ends_with_the_status_of_an_attempt_that_failed),
@@ -1177,9 +1124,6 @@ main(void)
         T(test_quiet_subscription_skips_the_second_attempt),
         T(test_subscription_that_read_a_message_since_gets_a_second_attempt),
         T(test_quiet_shortcut_is_not_taken_after_a_first_attempt_that_failed_for_io),
-        T(test_in_line_wait_subscribes_without_trying_and_rechecks_after_100_ms),
-        T(test_in_line_wait_tries_first_when_no_thread_of_the_client_waits),
-        T(test_wait_not_in_line_tries_first_even_when_threads_wait),
         T(test_subscribe_first_makes_its_first_attempt_once_subscribed),
         T(test_subscribe_first_with_trust_open_asks_its_fence_after_the_attempt),
         T(test_refused_subscription_ends_the_wait_with_its_status),
@@ -1202,7 +1146,7 @@ main(void)
         T(test_spin_ends_with_eio_at_its_deadline_after_an_io_failure),
         T(test_closing_during_a_spin_sleep_ends_the_wait_closed),
         T(test_spin_ends_with_a_grant_or_an_attempts_error),
-        T(test_wait_in_line_is_not_retrying_before_its_first_attempt),
+        T(test_wait_subscribing_first_is_not_retrying_before_its_first_attempt),
         T(test_spin_backs_off_io_failures_as_every_wait_does),
         T(test_poll_without_a_hint_looks_again_within_the_wait),
         T(test_wait_is_retrying_from_after_its_first_attempt_until_it_ends),

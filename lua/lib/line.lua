@@ -1,0 +1,279 @@
+-- credisson's waiting line (doc/waiting-line.md), the shared part of the
+-- scripts of every object that has one: the lock kinds on a lock's
+-- channel, the read/write lock, RSemaphore and RPermitExpirableSemaphore.
+-- Only credisson reads or writes it; Java clients never see it.
+--
+-- The line of object N is two keys under N's hash tag:
+--   credisson_line:{N}, a sorted set: entry -> ticket (arrival order); an
+--     entry is a waiter's name "<client id>:<thread or handle id>";
+--   credisson_line_state:{N}, a hash: 'seq' -> the last ticket given, and
+--     'e:' .. entry -> "<deadline> <turn> <n> <writer> <since>": the end
+--     of the entry's lease in the server's epoch ms (a waiting lease,
+--     renewed by each attempt of its waiter; or, turn 1, its turn's), the
+--     permits it wants, whether it wants to write (1) and when it came.
+-- Each waiter listens on credisson_line__channel:{N}:<entry> for
+--   't<heard>': its turn: the object can serve it now (heard: how many
+--     clients heard the release on the object's own channel: Java waiters
+--     that may take it first);
+--   'w<ms>': it is the first entry without a turn, and the earliest turn
+--     ends in ms (0: none runs): it attempts then, unless its turn came.
+-- Every script that touches the line walks it from the front: lapsed
+-- entries go, each entry the object can serve now gets a turn (and its
+-- message), in order, until the first it cannot serve.
+
+-- The line's handle for one script run: its keys, the channel prefix
+-- (ending in ':'), the publish command, the waiting lease and the turn's in
+-- ms, the object (its kind, as line_fits reads it, and its key) and the
+-- server's time.
+local function line_open(key, state, prefix, publish, lease_ms, turn_ms,
+                         kind, object)
+    local t = redis.call('time')
+    return {key = key, state = state, prefix = prefix, publish = publish,
+            lease = tonumber(lease_ms), turn = tonumber(turn_ms),
+            kind = kind, object = object,
+            now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
+            heard = 0, self = nil, front_moved = false}
+end
+
+-- The entry of owner name `owner`: the thread's reader name (a writer's
+-- ':write' goes), so that a thread has one place whichever side it waits
+-- for.
+local function line_entry_of(owner)
+    return (string.gsub(owner, ':write$', ''))
+end
+
+-- Entry `id` as a table, or nil when it is not in line.
+local function line_entry(L, id)
+    local v = redis.call('hget', L.state, 'e:' .. id)
+    if not v then
+        return nil
+    end
+    local d, t, n, w, since = string.match(v, '^(%d+) (%d) (%d+) (%d) (%d+)$')
+    if not d then
+        return nil
+    end
+    return {id = id, deadline = tonumber(d), turn = t == '1',
+            n = tonumber(n), w = w == '1', since = tonumber(since)}
+end
+
+local function line_put(L, e)
+    redis.call('hset', L.state, 'e:' .. e.id,
+               string.format('%d %d %d %d %d', e.deadline, e.turn and 1 or 0,
+                             e.n, e.w and 1 or 0, e.since))
+end
+
+local function line_drop(L, id)
+    redis.call('zrem', L.key, id)
+    redis.call('hdel', L.state, 'e:' .. id)
+end
+
+-- Waiter `id` goes in line (at the end) or, in line already, renews its
+-- waiting lease (a turn keeps its own end) and what it wants.
+local function line_join(L, id, n, w)
+    local e = line_entry(L, id)
+    if not e then
+        local seq = redis.call('hincrby', L.state, 'seq', 1)
+        redis.call('zadd', L.key, seq, id)
+        e = {id = id, turn = false, since = L.now}
+    end
+    if not e.turn then
+        e.deadline = L.now + L.lease
+    end
+    e.n, e.w = n, w
+    line_put(L, e)
+    return e
+end
+
+-- What the object can serve now, as a function fits(e, first) asked for
+-- each entry in order (first: none before it was served), which keeps its
+-- own count, by kind: 'lock' (free), 'rw' (writers alone on a free lock,
+-- readers while nobody writes and no writer is served before them: a
+-- writer in line keeps the readers behind it out), 'sem' (the permits
+-- available: an expirable semaphore's lapsed permits count once its next
+-- acquisition took them back).
+local function line_fits(L)
+    local kind, key = L.kind, L.object
+    if kind == 'lock' then
+        local free = redis.call('exists', key) == 0
+        return function(e, first)
+            return first and free
+        end
+    elseif kind == 'rw' then
+        local mode = redis.call('hget', key, 'mode')
+        local writer = false
+        return function(e, first)
+            if e.w then
+                writer = true
+                return first and not mode
+            end
+            return mode ~= 'write' and not writer
+        end
+    end
+    local budget = tonumber(redis.call('get', key) or '0') or 0
+    return function(e, first)
+        if e.n > budget then
+            return false
+        end
+        budget = budget - e.n
+        return true
+    end
+end
+
+-- Walks the line from the front: lapsed entries go; returns the entries
+-- the object can serve now (line_fits) and the first it cannot (or nil).
+local function line_walk(L)
+    local fits = line_fits(L)
+    local served, at = {}, 0
+    while true do
+        local ids = redis.call('zrange', L.key, at, at + 15)
+        if #ids == 0 then
+            return served, nil
+        end
+        for _, id in ipairs(ids) do
+            local e = line_entry(L, id)
+            if not e or e.deadline <= L.now then
+                line_drop(L, id)
+                if #served == 0 then
+                    L.front_moved = true
+                end
+            elseif fits(e, #served == 0) then
+                served[#served + 1] = e
+                at = at + 1
+            else
+                return served, e
+            end
+        end
+    end
+end
+
+-- Gives each served entry without a turn one and its message; tells the
+-- entry after them when the earliest turn ends, when turns began or the
+-- front moved (it may be first now). The waiter running the script
+-- (L.self) is told nothing: it reads the reply.
+local function line_offer(L, served, after)
+    local began, earliest = false, nil
+    for _, e in ipairs(served) do
+        if not e.turn then
+            e.turn, e.deadline = true, L.now + L.turn
+            line_put(L, e)
+            if e.id ~= L.self then
+                redis.call(L.publish, L.prefix .. e.id, 't' .. L.heard)
+            end
+            began = true
+        end
+        if not earliest or e.deadline < earliest then
+            earliest = e.deadline
+        end
+    end
+    if after and (began or L.front_moved) and after.id ~= L.self then
+        redis.call(L.publish, L.prefix .. after.id,
+                   'w' .. (earliest and earliest - L.now or 0))
+    end
+end
+
+-- Keeps the keys while entries remain (a lease past every entry's), and
+-- drops them with the last.
+local function line_close(L)
+    if redis.call('zcard', L.key) == 0 then
+        redis.call('del', L.key, L.state)
+    else
+        redis.call('pexpire', L.key, L.lease + L.turn)
+        redis.call('pexpire', L.state, L.lease + L.turn)
+    end
+end
+
+-- After the object was given back (a release, more permits, a forced
+-- unlock): the turns it can serve now.
+local function line_release(L)
+    if redis.call('exists', L.key) == 0 then
+        return
+    end
+    local served, after = line_walk(L)
+    line_offer(L, served, after)
+    line_close(L)
+end
+
+-- One attempt of waiter `id`, wanting n permits (1 for a lock) and to
+-- write (w), where `wait` is 0 for a try that will not wait (it leaves
+-- nothing behind), 1 for one that waits (it goes in line), 2 for one that
+-- ignores the line (the spin lock, which cannot be woken). Returns true
+-- when the waiter may take the object now (the caller takes it), else
+-- false and whether it is the first the object cannot serve (it listens
+-- on the object's own channel too, for releases of Java clients) and the
+-- ms until the earliest turn before it ends (-1: none).
+local function line_attempt(L, id, n, w, wait)
+    L.self = id
+    local me = {id = id, n = n, w = w}
+    if wait == '2' then
+        return line_fits(L)(me, true), false, -1
+    end
+    if redis.call('exists', L.key) == 0 then
+        if line_fits(L)(me, true) then
+            return true
+        end
+        if wait == '0' then
+            return false, true, -1
+        end
+    end
+    local mine = line_entry(L, id)
+    if wait ~= '0' then
+        mine = line_join(L, id, n, w)
+    end
+    local served, after = line_walk(L)
+    local take = false
+    for i, e in ipairs(served) do
+        if e.id == id then
+            take = true
+            table.remove(served, i)
+            break
+        end
+    end
+    if not take and not mine and #served == 0 and not after then
+        take = line_fits(L)(me, true) -- the line was all lapsed entries
+    end
+    if take then
+        if mine then
+            line_drop(L, id)
+            if not mine.turn and after and after.id ~= id then
+                -- Taken without a turn (a hint ran out): the next learns
+                -- that it may be first, as from a turn's start.
+                L.front_moved = true
+            end
+        end
+        line_offer(L, served, after)
+        line_close(L)
+        return true
+    end
+    if mine and mine.turn then
+        -- Its turn, and no longer served: someone outside the line took
+        -- what it was given. It waits again, first in line.
+        mine.turn, mine.deadline = false, L.now + L.lease
+        line_put(L, mine)
+    end
+    line_offer(L, served, after)
+    line_close(L)
+    local earliest = -1
+    for _, e in ipairs(served) do
+        if e.turn and (earliest < 0 or e.deadline - L.now < earliest) then
+            earliest = e.deadline - L.now
+        end
+    end
+    return false, after ~= nil and after.id == id, earliest
+end
+
+-- Waiter `id` leaves the line (its wait ended without the object): those
+-- behind it may be served, or first, now.
+local function line_leave(L, id)
+    L.self = id
+    local mine = line_entry(L, id)
+    if not mine then
+        return false
+    end
+    -- Those behind it move up only when it was first or had a turn.
+    L.front_moved = mine.turn or redis.call('zrank', L.key, id) == 0
+    line_drop(L, id)
+    local served, after = line_walk(L)
+    line_offer(L, served, after)
+    line_close(L)
+    return true
+end
