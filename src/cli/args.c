@@ -1364,6 +1364,19 @@ bool cr__cli_url_password(const char *url, size_t *off, size_t *len)
     return true;
 }
 
+void cr__cli_url_redacted(const char *url, char *buf, size_t len)
+{
+    size_t off, n;
+
+    if (len == 0)
+        return;
+    if (!cr__cli_url_password(url, &off, &n)) {
+        snprintf(buf, len, "%s", url);
+        return;
+    }
+    snprintf(buf, len, "%.*s***%s", (int)off, url, url + off + n);
+}
+
 int cr__cli_tls_url(const char *url, char *buf, size_t len)
 {
     static const char *const tcp[] = {"redis", "redis-sentinel",

@@ -192,6 +192,12 @@ const char *cr__cli_command_name(cr__cli_command c);
  * returns whether there is one. Nothing is decoded or checked. */
 bool cr__cli_url_password(const char *url, size_t *off, size_t *len);
 
+/* cr__cli_url_redacted: write `url` into buf (len bytes, always
+ * NUL-terminated when len > 0) with its password, found as
+ * cr__cli_url_password finds it, replaced by "***": the form messages
+ * show. */
+void cr__cli_url_redacted(const char *url, char *buf, size_t len);
+
 /* cr__cli_tls_url: write into buf (len bytes) the TLS form of `url`:
  * redis://, redis-sentinel:// and redis-cluster:// (in any case) become
  * rediss://, rediss-sentinel:// and rediss-cluster://, and a URL already

@@ -14,69 +14,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "inspect.h"
+#include "util.h"
 
 /* Who held the lock at the last status line, and since when (this host's
  * monotonic clock): the status line shows how long it has been held. */
 static char seen_owner[256];
 static int64_t seen_since_ms;
 
-/* Milliseconds on the monotonic clock. */
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------------ JSON */
-
-void cr__cli_json_str(FILE *f, const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-
-    fputc('"', f);
-    while (i < len) {
-        unsigned char b = p[i];
-        size_t n = 0, k;
-
-        if (b < 0x80) {
-            if (b == '"' || b == '\\')
-                fprintf(f, "\\%c", b);
-            else if (b < 0x20)
-                fprintf(f, "\\u%04x", b);
-            else
-                fputc(b, f);
-            i++;
-            continue;
-        }
-        if (b >= 0xc2 && b <= 0xdf)
-            n = 2;
-        else if (b >= 0xe0 && b <= 0xef)
-            n = 3;
-        else if (b >= 0xf0 && b <= 0xf4)
-            n = 4;
-        for (k = 1; n != 0 && k < n; k++)
-            if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
-                n = 0;
-        /* Overlong forms, surrogates and code points past U+10FFFF. */
-        if (n != 0 && ((b == 0xe0 && p[i + 1] < 0xa0) ||
-                       (b == 0xed && p[i + 1] > 0x9f) ||
-                       (b == 0xf0 && p[i + 1] < 0x90) ||
-                       (b == 0xf4 && p[i + 1] > 0x8f)))
-            n = 0;
-        if (n == 0) {
-            fputs("\\ufffd", f);
-            i++;
-        } else {
-            fwrite(p + i, 1, n, f);
-            i += n;
-        }
-    }
-    fputc('"', f);
-}
 
 /* Writes `"key":` and the remaining time until an epoch deadline. */
 static void json_deadline(FILE *f, const char *key, int64_t at, int64_t now)
@@ -498,7 +444,7 @@ static size_t queue_place(const cr__cli *cli, cr_client *client,
 void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len)
 {
     char who[128], t[64], d[32], host[160];
-    int64_t now = mono_ms();
+    int64_t now = cr__cli_now_ms();
     cr_object_info *in = NULL;
 
     buf[0] = '\0';

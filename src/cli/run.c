@@ -48,7 +48,8 @@
 #include <sys/prctl.h>
 #endif
 
-#include "cli.h"
+#include "run.h"
+#include "util.h"
 
 extern char **environ;
 
@@ -74,14 +75,6 @@ static bool chld_ignored;
 static unsigned char inherited[FD_TRACKED / 8];
 
 /* -------------------------------------------------------------- helpers */
-
-int64_t cr__cli_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Calls fn(fd) for every open descriptor of this process from 3 up, as
  * listed by /proc/self/fd (nothing when /proc is not mounted). */
@@ -233,29 +226,6 @@ typedef struct status_job {
 /* The reader of the wait under way, or of the last one: joined once the
  * client is freed (cr__cli_status_end). */
 static status_job *status_reader;
-
-void cr__cli_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv)
-{
-    pthread_condattr_t attr;
-
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_mutex_init(mu, NULL);
-    pthread_cond_init(cv, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
-bool cr__cli_sleep_until(pthread_cond_t *cv, pthread_mutex_t *mu,
-                         const bool *stop, int64_t until)
-{
-    struct timespec ts;
-
-    ts.tv_sec = until / 1000;
-    ts.tv_nsec = (until % 1000) * 1000000;
-    while (!*stop && pthread_cond_timedwait(cv, mu, &ts) != ETIMEDOUT)
-        ;
-    return *stop;
-}
 
 /* The reading thread: a reading at once, then one every STATUS_EVERY_MS
  * after the last one ended, each handed to the main loop ('S'). */

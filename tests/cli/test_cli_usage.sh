@@ -76,10 +76,13 @@ test_url_from_environment_is_used() {
 
 test_invalid_url_exits_64_without_password() {
     run_cli --url "rediss-unix://:s3cr3t@/tmp/sock" inspect jobs
-    expect_usage_error 64 "invalid URL"
+    expect_usage_error 64 "bad URL: unknown scheme"
     expect_not_contains "$err" "s3cr3t" "stderr"
     run_cli --url "redis://:s3cr3t@127.0.0.1:99999" semaphore s available
-    expect_usage_error 64 "invalid URL"
+    expect_usage_error 64 "bad URL: port"
+    expect_not_contains "$err" "s3cr3t" "stderr"
+    CREDISSON_URL="redis://:s3cr3t@127.0.0.1:99999" run_cli latch l count
+    expect_usage_error 64 "(the URL is CREDISSON_URL's)"
     expect_not_contains "$err" "s3cr3t" "stderr"
 }
 

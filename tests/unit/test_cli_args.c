@@ -781,6 +781,24 @@ static void test_url_password_is_found_as_the_parser_reads_it(void **state)
     password_at("", NULL);
 }
 
+static void test_url_redacted_hides_only_the_password(void **state)
+{
+    char buf[64], small[12];
+
+    (void)state;
+    cr__cli_url_redacted("redis://app:s3cr3t@h:1/2", buf, sizeof(buf));
+    assert_string_equal(buf, "redis://app:***@h:1/2");
+    cr__cli_url_redacted("redis://user:p@ss@host", buf, sizeof(buf));
+    assert_string_equal(buf, "redis://user:***@host");
+    cr__cli_url_redacted("unix://:pw@/run/r.sock?db=1", buf, sizeof(buf));
+    assert_string_equal(buf, "unix://:***@/run/r.sock?db=1");
+    cr__cli_url_redacted("redis://host:6379", buf, sizeof(buf));
+    assert_string_equal(buf, "redis://host:6379");
+    /* Cut short, never with a piece of the password. */
+    cr__cli_url_redacted("redis://:secretpw@h", small, sizeof(small));
+    assert_string_equal(small, "redis://:**");
+}
+
 /* Checks the TLS form of url: `want`, or NULL when it has none. */
 static void tls_form(const char *url, const char *want)
 {
@@ -1275,6 +1293,7 @@ int main(void)
         cmocka_unit_test(
             test_args_client_name_must_be_printable_without_spaces),
         cmocka_unit_test(test_url_password_is_found_as_the_parser_reads_it),
+        cmocka_unit_test(test_url_redacted_hides_only_the_password),
         cmocka_unit_test(test_tls_url_forms),
     };
 
