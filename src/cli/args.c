@@ -267,12 +267,75 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
+/* The units of a duration, largest first, and their length in ms. */
+static const struct {
+    const char *name;
+    int64_t ms;
+} units[] = {{"h", 3600 * 1000}, {"m", 60 * 1000}, {"s", 1000}, {"ms", 1}};
+#define N_UNITS (sizeof(units) / sizeof(units[0]))
+
+/* Reads one part of a duration at *p, a number with an optional fraction
+ * and then its unit's letters, and moves *p past it. *rank is the unit's
+ * place in units[], or N_UNITS when no letters follow the number (a plain
+ * number). Adds the part, rounded down to whole ms, to *ms. Returns 0, or
+ * -1 with the reason in err. */
+static int duration_part(const char **p, int *rank, int64_t *ms, char *err,
+                         size_t errlen)
+{
+    int64_t whole = 0, frac = 0, scale = 1, unit;
+    const char *q = *p;
+    size_t letters;
+    int frac_digits = 0, k;
+
+    if (!is_digit(*q))
+        return fail(err, errlen, "a duration starts with a digit");
+    for (; is_digit(*q); q++) {
+        /* Anything past 100 years in seconds already is too long. */
+        if (whole > CR__CLI_DURATION_MAX)
+            return fail(err, errlen, "too long (at most 100 years)");
+        whole = whole * 10 + (*q - '0');
+    }
+    if (*q == '.') {
+        q++;
+        if (!is_digit(*q))
+            return fail(err, errlen, "a digit must follow the decimal point");
+        for (; is_digit(*q); q++) {
+            if (++frac_digits > 9)
+                return fail(err, errlen, "at most 9 decimals");
+            frac = frac * 10 + (*q - '0');
+            scale *= 10;
+        }
+    }
+    for (letters = 0; q[letters] >= 'a' && q[letters] <= 'z'; letters++)
+        ;
+    *rank = (int)N_UNITS;
+    unit = 1000;
+    for (k = 0; letters > 0 && k < (int)N_UNITS; k++) {
+        if (strlen(units[k].name) == letters &&
+            memcmp(q, units[k].name, letters) == 0) {
+            *rank = k;
+            unit = units[k].ms;
+        }
+    }
+    if (letters > 0 && *rank == (int)N_UNITS)
+        return fail(err, errlen, "unknown unit (use ms, s, m or h)");
+    if (whole > CR__CLI_DURATION_MAX / unit)
+        return fail(err, errlen, "too long (at most 100 years)");
+    /* frac < scale <= 1e9 and unit <= 3.6e6: the product fits, and so
+     * does the sum of two parts each at most 100 years. */
+    *ms += whole * unit + frac * unit / scale;
+    if (*ms > CR__CLI_DURATION_MAX)
+        return fail(err, errlen, "too long (at most 100 years)");
+    *p = q + letters;
+    return 0;
+}
+
 int cr__cli_parse_duration(const char *s, bool allow_forever, int64_t *out_ms,
                            char *err, size_t errlen)
 {
-    int64_t whole = 0, frac = 0, scale = 1, unit, ms;
     const char *p = s;
-    int frac_digits = 0;
+    int64_t ms = 0;
+    int rank = 0, last = -1;
 
     if (s == NULL || *s == '\0')
         return fail(err, errlen, "empty duration");
@@ -282,41 +345,24 @@ int cr__cli_parse_duration(const char *s, bool allow_forever, int64_t *out_ms,
         *out_ms = CR__CLI_FOREVER;
         return 0;
     }
-    if (!is_digit(*p))
-        return fail(err, errlen, "a duration starts with a digit");
-    for (; is_digit(*p); p++) {
-        /* Anything past 100 years in seconds already is too long. */
-        if (whole > CR__CLI_DURATION_MAX)
-            return fail(err, errlen, "too long (at most 100 years)");
-        whole = whole * 10 + (*p - '0');
+    /* Parts such as 1h15m or 1m30s, as Go and systemd take them: each
+     * with its unit, the units from the largest down; a plain number
+     * (seconds) only alone. */
+    while (*p != '\0') {
+        if (last >= 0 && !is_digit(*p))
+            return fail(err, errlen, "unknown unit (use ms, s, m or h)");
+        if (duration_part(&p, &rank, &ms, err, errlen) != 0)
+            return -1;
+        if (last >= 0 && rank == (int)N_UNITS)
+            return fail(err, errlen, "a number after a unit needs its own "
+                        "unit (1m30s)");
+        if (last >= 0 && rank <= last)
+            return fail(err, errlen, "units go from the largest down, each "
+                        "once (1h15m, 1m30s)");
+        if (rank == (int)N_UNITS && *p != '\0')
+            return fail(err, errlen, "unknown unit (use ms, s, m or h)");
+        last = rank;
     }
-    if (*p == '.') {
-        p++;
-        if (!is_digit(*p))
-            return fail(err, errlen, "a digit must follow the decimal point");
-        for (; is_digit(*p); p++) {
-            if (++frac_digits > 9)
-                return fail(err, errlen, "at most 9 decimals");
-            frac = frac * 10 + (*p - '0');
-            scale *= 10;
-        }
-    }
-    if (strcmp(p, "ms") == 0)
-        unit = 1;
-    else if (*p == '\0' || strcmp(p, "s") == 0)
-        unit = 1000;
-    else if (strcmp(p, "m") == 0)
-        unit = 60 * 1000;
-    else if (strcmp(p, "h") == 0)
-        unit = 3600 * 1000;
-    else
-        return fail(err, errlen, "unknown unit (use ms, s, m or h)");
-    if (whole > CR__CLI_DURATION_MAX / unit)
-        return fail(err, errlen, "too long (at most 100 years)");
-    /* frac < scale <= 1e9 and unit <= 3.6e6: the product fits. */
-    ms = whole * unit + frac * unit / scale;
-    if (ms > CR__CLI_DURATION_MAX)
-        return fail(err, errlen, "too long (at most 100 years)");
     *out_ms = ms;
     return 0;
 }
@@ -664,7 +710,7 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     }
     if (cr__cli_parse_duration(v, id == OPT_WAIT, &n, why, sizeof(why)) != 0)
         return fail(p->err, p->errlen, "invalid duration '%s' for --%s: %s "
-                    "(examples: 500ms, 10s, 1.5m)", quote(v, q), d->name, why);
+                    "(examples: 500ms, 10s, 1m30s)", quote(v, q), d->name, why);
     switch (id) {
     case OPT_TIMEOUT:
     case OPT_COMMAND_TIMEOUT:

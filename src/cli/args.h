@@ -146,10 +146,12 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
                        size_t errlen);
 
 /* cr__cli_parse_duration: parse a duration: a decimal number with an
- * optional fraction and an optional unit, "ms", "s", "m" or "h"; a plain
- * number is seconds. "forever" gives CR__CLI_FOREVER when allow_forever.
- * The result is rounded down to whole milliseconds and must not exceed
- * CR__CLI_DURATION_MAX. Returns 0, or -1 with the reason in err. */
+ * optional fraction and an optional unit, "ms", "s", "m" or "h" (a plain
+ * number is seconds), or several numbers each with its unit, the units
+ * from the largest down ("1h15m", "1m30s", "2m0.5s"). "forever" gives
+ * CR__CLI_FOREVER when allow_forever. Each part is rounded down to whole
+ * milliseconds, and the sum must not exceed CR__CLI_DURATION_MAX.
+ * Returns 0, or -1 with the reason in err. */
 int cr__cli_parse_duration(const char *s, bool allow_forever, int64_t *out_ms,
                            char *err, size_t errlen);
 

@@ -70,8 +70,9 @@ static const char usage_notes[] =
     "Options win over variables. A password in --url is hidden from ps\n"
     "once the command line is read.\n"
     "A duration D is a number with a unit, ms, s, m or h (250ms, 10s, "
-    "1.5m);\n"
-    "a plain number is seconds.\n";
+    "1.5m),\n"
+    "or several from the largest unit down (1m30s, 1h15m); a plain number\n"
+    "is seconds.\n";
 
 static const char usage_exit[] =
     "\n"

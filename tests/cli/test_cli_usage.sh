@@ -26,6 +26,8 @@ test_malformed_duration_exits_64() {
     expect_usage_error 64 "invalid duration '5parsecs' for --wait"
     run_cli lock jobs --lease -3 -- true
     expect_usage_error 64 "invalid duration"
+    run_cli lock jobs --wait 1m30 -- true
+    expect_usage_error 64 "a number after a unit needs its own unit (1m30s)"
 }
 
 test_missing_command_exits_64() {

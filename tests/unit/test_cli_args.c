@@ -137,6 +137,34 @@ static void test_duration_accepts_fractions_rounded_down(void **state)
     assert_int_equal(duration_ok("2.5ms", false), 2);
 }
 
+static void test_duration_accepts_compound_forms(void **state)
+{
+    (void)state;
+    assert_int_equal(duration_ok("1m30s", false), 90000);
+    assert_int_equal(duration_ok("1h15m", false), 4500000);
+    assert_int_equal(duration_ok("2h0m5s250ms", false), 7205250);
+    assert_int_equal(duration_ok("1m0.5s", false), 60500);
+    assert_int_equal(duration_ok("0.5h1.5m", false), 1890000);
+    assert_int_equal(duration_ok("876599h59m59s999ms", false),
+                     CR__CLI_DURATION_MAX - 1);
+    assert_int_equal(duration_ok("876600h", false), CR__CLI_DURATION_MAX);
+}
+
+static void test_duration_refuses_malformed_compound_forms(void **state)
+{
+    (void)state;
+    duration_bad("1m30", false, "its own unit");
+    duration_bad("30s1m", false, "largest down");
+    duration_bad("1s1s", false, "largest down");
+    duration_bad("1m 30s", false, "unit");
+    duration_bad("1m-30s", false, "unit");
+    duration_bad("1m30x", false, "unit");
+    duration_bad("1hm", false, "unit");
+    duration_bad("876576h1h", false, "largest down");
+    duration_bad("876600h1ms", false, "too long");
+    duration_bad("1m.5s", false, "unit");
+}
+
 static void test_duration_forever_only_where_allowed(void **state)
 {
     (void)state;
@@ -1230,6 +1258,8 @@ int main(void)
         cmocka_unit_test(test_duration_plain_number_is_seconds),
         cmocka_unit_test(test_duration_accepts_units),
         cmocka_unit_test(test_duration_accepts_fractions_rounded_down),
+        cmocka_unit_test(test_duration_accepts_compound_forms),
+        cmocka_unit_test(test_duration_refuses_malformed_compound_forms),
         cmocka_unit_test(test_duration_forever_only_where_allowed),
         cmocka_unit_test(test_duration_accepts_one_hundred_years),
         cmocka_unit_test(test_duration_refuses_overflowing_digits),
