@@ -66,7 +66,9 @@ typedef enum opt_id {
     OPT_RATE,
     OPT_PER_CLIENT,
     OPT_KEEP_ALIVE,
-    OPT_REDISSON_VERSION
+    OPT_REDISSON_VERSION,
+    OPT_FORCE,
+    OPT_YES
 } opt_id;
 
 #define BIT(id) ((uint64_t)1 << (id))
@@ -202,6 +204,10 @@ static const opt_def opt_defs[] = {
      "a budget per client (PER_CLIENT); needs --keep-alive"},
     {"keep-alive", 0, true, OPT_KEEP_ALIVE, "D",
      "how long the limiter's keys outlive their last use"},
+    {"force", 0, false, OPT_FORCE, NULL,
+     "unlock whoever holds it (Redisson's forceUnlock)"},
+    {"yes", 0, false, OPT_YES, NULL,
+     "go on although the holder's client is connected"},
 };
 #define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -410,7 +416,7 @@ int cr__cli_parse_rate(const char *s, int64_t *rate, int64_t *interval_ms,
         return fail(err, errlen, "not R/INTERVAL");
     memcpy(num, s, n);
     num[n] = '\0';
-    if (cr__cli_parse_count(num, 1, CR__CLI_COUNT_MAX, &r, why,
+    if (cr__cli_parse_count(num, 1, CR__CLI_RATE_MAX, &r, why,
                             sizeof(why)) != 0)
         return fail(err, errlen, "permits: %s", why);
     if (cr__cli_parse_duration(slash + 1, false, &ms, why, sizeof(why)) != 0)
@@ -434,6 +440,8 @@ const char *cr__cli_command_name(cr__cli_command c)
     case CR__CLI_VERSION: return "version";
     case CR__CLI_BARRIER: return "barrier";
     case CR__CLI_RATELIMIT: return "ratelimit";
+    case CR__CLI_UNLOCK: return "unlock";
+    case CR__CLI_DELETE: return "delete";
     case CR__CLI_NONE: break;
     }
     return "";
@@ -445,7 +453,8 @@ static cr__cli_command command_of(const char *w)
     static const cr__cli_command all[] = {CR__CLI_LOCK, CR__CLI_SEMAPHORE,
                                           CR__CLI_LATCH, CR__CLI_INSPECT,
                                           CR__CLI_VERSION, CR__CLI_BARRIER,
-                                          CR__CLI_RATELIMIT};
+                                          CR__CLI_RATELIMIT, CR__CLI_UNLOCK,
+                                          CR__CLI_DELETE};
     size_t i;
 
     for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -471,67 +480,189 @@ static uint64_t allowed_opts(const cr__cli_args *a)
 {
     uint64_t run = WAIT_OPTS | BIT(OPT_LEASE) | BIT(OPT_WATCHDOG) |
                    BIT(OPT_KILL_AFTER) | BIT(OPT_PASS_CREDENTIALS);
+    uint64_t rate = BIT(OPT_RATE) | BIT(OPT_PER_CLIENT) | BIT(OPT_KEEP_ALIVE);
 
-    if (a->command == CR__CLI_BARRIER && a->action == CR__CLI_BARRIER_RESET)
-        return 0;
-    if (a->command == CR__CLI_BARRIER)
-        return BIT(OPT_WAIT) | BIT(OPT_PARTIES) |
-               (a->action == CR__CLI_RUN ? BIT(OPT_PASS_CREDENTIALS) : 0);
-    if (a->command == CR__CLI_RATELIMIT && a->action == CR__CLI_RUN)
-        return BIT(OPT_WAIT) | BIT(OPT_RATE) | BIT(OPT_PER_CLIENT) |
-               BIT(OPT_KEEP_ALIVE) | BIT(OPT_PASS_CREDENTIALS);
     switch (a->action) {
+    case CR__CLI_BARRIER_AWAIT:
+        return BIT(OPT_WAIT) | BIT(OPT_PARTIES);
+    case CR__CLI_RL_SET_RATE:
+        return BIT(OPT_PER_CLIENT) | BIT(OPT_KEEP_ALIVE);
+    case CR__CLI_LOCK_HOLD:
+        return WAIT_OPTS | BIT(OPT_LEASE) | BIT(OPT_WATCHDOG) | KIND_OPTS;
+    case CR__CLI_FORCE_UNLOCK:
+        return BIT(OPT_FORCE) | BIT(OPT_YES);
+    case CR__CLI_DELETE_OBJECT:
+        return BIT(OPT_YES);
+    case CR__CLI_LATCH_AWAIT:
+        return WAIT_OPTS | BIT(OPT_MUST_EXIST);
     case CR__CLI_RUN:
         if (a->command == CR__CLI_LOCK)
             return run | KIND_OPTS;
-        return run | BIT(OPT_PERMITS);
-    case CR__CLI_LATCH_AWAIT:
-        return WAIT_OPTS | BIT(OPT_MUST_EXIST);
+        if (a->command == CR__CLI_SEMAPHORE)
+            return run | BIT(OPT_PERMITS);
+        if (a->command == CR__CLI_BARRIER)
+            return BIT(OPT_WAIT) | BIT(OPT_PARTIES) |
+                   BIT(OPT_PASS_CREDENTIALS);
+        if (a->command == CR__CLI_RATELIMIT)
+            return BIT(OPT_WAIT) | rate | BIT(OPT_PASS_CREDENTIALS);
+        return 0;
     default:
         return 0;
     }
 }
 
-/* The words "semaphore NAME ACTION" or "latch NAME ACTION" name for an
- * action, for messages. */
+/* An action word after NAME, and what it takes after it. */
+typedef struct action_def {
+    cr__cli_command command;
+    const char *word;
+    cr__cli_action action;
+    char value; /* 'n' a count (set/add K, set N), 'r' a rate, 0 none */
+} action_def;
+
+/* Every action word, in the order help lists them. */
+static const action_def action_defs[] = {
+    {CR__CLI_SEMAPHORE, "set", CR__CLI_SEM_SET, 'n'},
+    {CR__CLI_SEMAPHORE, "add", CR__CLI_SEM_ADD, 'n'},
+    {CR__CLI_SEMAPHORE, "available", CR__CLI_SEM_AVAILABLE, 0},
+    {CR__CLI_LATCH, "set", CR__CLI_LATCH_SET, 'n'},
+    {CR__CLI_LATCH, "count-down", CR__CLI_LATCH_COUNT_DOWN, 0},
+    {CR__CLI_LATCH, "await", CR__CLI_LATCH_AWAIT, 0},
+    {CR__CLI_LATCH, "count", CR__CLI_LATCH_COUNT, 0},
+    {CR__CLI_BARRIER, "reset", CR__CLI_BARRIER_RESET, 0},
+    {CR__CLI_RATELIMIT, "set-rate", CR__CLI_RL_SET_RATE, 'r'},
+    {CR__CLI_RATELIMIT, "available", CR__CLI_RL_AVAILABLE, 0},
+};
+#define N_ACTIONS (sizeof(action_defs) / sizeof(action_defs[0]))
+
+/* The word an action is named by in messages ("set", "await"). */
 static const char *action_word(cr__cli_action act)
 {
+    size_t k;
+
+    for (k = 0; k < N_ACTIONS; k++)
+        if (action_defs[k].action == act)
+            return action_defs[k].word;
     switch (act) {
-    case CR__CLI_SEM_SET: case CR__CLI_LATCH_SET: return "set";
-    case CR__CLI_SEM_ADD: return "add";
-    case CR__CLI_SEM_AVAILABLE: case CR__CLI_RL_AVAILABLE:
-        return "available";
     case CR__CLI_BARRIER_AWAIT: return "await";
-    case CR__CLI_BARRIER_RESET: return "reset";
-    case CR__CLI_LATCH_COUNT_DOWN: return "count-down";
-    case CR__CLI_LATCH_AWAIT: return "await";
-    case CR__CLI_LATCH_COUNT: return "count";
     case CR__CLI_RUN: return "run";
-    case CR__CLI_SHOW: break;
+    default: break;
     }
     return "";
 }
 
+/* Writes the action words of command c into buf as "a, b or c". */
+static const char *action_list(cr__cli_command c, char *buf, size_t len)
+{
+    size_t k, n = 0, seen = 0, total = 0;
+
+    for (k = 0; k < N_ACTIONS; k++)
+        total += action_defs[k].command == c;
+    buf[0] = '\0';
+    for (k = 0; k < N_ACTIONS; k++) {
+        if (action_defs[k].command != c)
+            continue;
+        seen++;
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s",
+                              seen == 1       ? ""
+                              : seen == total ? " or "
+                                              : ", ",
+                              action_defs[k].word);
+        if (n >= len)
+            break;
+    }
+    return buf;
+}
+
+int cr__cli_action_distance(const char *a, const char *b, int most)
+{
+    /* Three rows of the optimal string alignment table, for words of at
+     * most MAX_QUOTED characters (longer ones are far from any action). */
+    int rows[3][MAX_QUOTED + 2], *prev2 = rows[0], *prev = rows[1],
+        *cur = rows[2], *t;
+    size_t la = strlen(a), lb = strlen(b), i, j;
+
+    if (la > MAX_QUOTED || lb > MAX_QUOTED ||
+        (la > lb ? la - lb : lb - la) > (size_t)most)
+        return most + 1;
+    for (j = 0; j <= lb; j++)
+        prev[j] = (int)j;
+    for (i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (j = 1; j <= lb; j++) {
+            int cost = a[i - 1] != b[j - 1];
+            int best = prev[j] + 1;
+
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            if (prev[j - 1] + cost < best)
+                best = prev[j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+                a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
+        }
+        t = prev2;
+        prev2 = prev;
+        prev = cur;
+        cur = t;
+    }
+    return prev[lb];
+}
+
+/* The action of command c that word w is a likely slip of: within one
+ * edit of a word of up to four letters, two of a longer one. NULL when
+ * none is that close. */
+static const action_def *near_action(cr__cli_command c, const char *w)
+{
+    size_t k;
+
+    for (k = 0; k < N_ACTIONS; k++) {
+        const action_def *d = &action_defs[k];
+        int most = strlen(d->word) <= 4 ? 1 : 2;
+
+        if (d->command == c && cr__cli_action_distance(w, d->word, most) <=
+                                   most)
+            return d;
+    }
+    return NULL;
+}
+
 /* ------------------------------------------------------------- options */
+
+/* The actions that no word names: a command run, a wait, a hold. */
+static const struct {
+    cr__cli_command command;
+    cr__cli_action action;
+} wordless[] = {
+    {CR__CLI_LOCK, CR__CLI_RUN},          {CR__CLI_LOCK, CR__CLI_LOCK_HOLD},
+    {CR__CLI_SEMAPHORE, CR__CLI_RUN},
+    {CR__CLI_BARRIER, CR__CLI_BARRIER_AWAIT},
+    {CR__CLI_BARRIER, CR__CLI_RUN},       {CR__CLI_RATELIMIT, CR__CLI_RUN},
+    {CR__CLI_UNLOCK, CR__CLI_FORCE_UNLOCK},
+    {CR__CLI_DELETE, CR__CLI_DELETE_OBJECT}};
 
 /* The options of command c's own, those of all its actions. */
 static uint64_t own_opts(cr__cli_command c)
 {
     cr__cli_args a;
+    uint64_t mask = 0;
+    size_t k;
 
     memset(&a, 0, sizeof(a));
     a.command = c;
-    switch (c) {
-    case CR__CLI_LOCK:
-    case CR__CLI_SEMAPHORE:
-        a.action = CR__CLI_RUN;
-        return allowed_opts(&a);
-    case CR__CLI_LATCH:
-        a.action = CR__CLI_LATCH_AWAIT;
-        return allowed_opts(&a);
-    default:
-        return 0;
+    for (k = 0; k < N_ACTIONS; k++) {
+        if (action_defs[k].command == c) {
+            a.action = action_defs[k].action;
+            mask |= allowed_opts(&a);
+        }
     }
+    for (k = 0; k < sizeof(wordless) / sizeof(wordless[0]); k++) {
+        if (wordless[k].command == c) {
+            a.action = wordless[k].action;
+            mask |= allowed_opts(&a);
+        }
+    }
+    return mask;
 }
 
 size_t cr__cli_option_docs(cr__cli_command c, cr__cli_option_doc *out,
@@ -705,6 +836,12 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     case OPT_PER_CLIENT:
         a->per_client = true;
         return 0;
+    case OPT_FORCE:
+        a->force = true;
+        return 0;
+    case OPT_YES:
+        a->yes = true;
+        return 0;
     default:
         break;
     }
@@ -861,25 +998,23 @@ static int unknown_option(parser *p, stage st, const char *word, int letter,
  * Returns -1. */
 static int option_before_command(parser *p, const opt_def *d, bool is_long)
 {
-    const char *of;
+    const cr__cli_command_doc *docs;
+    char of[160] = "";
+    size_t n, k, len = 0, total = 0, seen = 0;
 
-    switch (d->id) {
-    case OPT_WAIT:
-        of = "lock, semaphore, latch await, barrier and ratelimit";
-        break;
-    case OPT_NONBLOCK: case OPT_CONFLICT_EXIT_CODE:
-        of = "lock, semaphore and latch await";
-        break;
-    case OPT_MUST_EXIST: of = "latch await"; break;
-    case OPT_PERMITS: of = "semaphore"; break;
-    case OPT_PARTIES: of = "barrier"; break;
-    case OPT_RATE: case OPT_PER_CLIENT: case OPT_KEEP_ALIVE:
-        of = "ratelimit";
-        break;
-    case OPT_FAIR: case OPT_FENCED: case OPT_READ: case OPT_WRITE:
-        of = "lock";
-        break;
-    default: of = "lock and semaphore"; break;
+    /* The commands that take it, from the parser's own table. */
+    docs = cr__cli_command_docs(&n);
+    for (k = 0; k < n; k++)
+        total += (own_opts(docs[k].command) & BIT(d->id)) != 0;
+    for (k = 0; k < n && len < sizeof(of); k++) {
+        if (!(own_opts(docs[k].command) & BIT(d->id)))
+            continue;
+        seen++;
+        len += (size_t)snprintf(of + len, sizeof(of) - len, "%s%s",
+                                seen == 1       ? ""
+                                : seen == total ? " and "
+                                                : ", ",
+                                docs[k].name);
     }
     if (is_long)
         return fail(p->err, p->errlen, "option --%s comes after the "
@@ -1017,26 +1152,85 @@ static int parse_options(parser *p, int *i, stage st, stop *how)
 
 /* ----------------------------------------------------------- positionals */
 
-/* The synopsis of a command, for messages. */
-static const char *synopsis(cr__cli_command c)
+/* The commands, their forms and what they do: help, the shell completion
+ * (through help) and the parser's messages are made from this table.
+ * Each form's action words are those of action_defs. */
+static const cr__cli_command_doc command_docs[] = {
+    {CR__CLI_LOCK, "lock", "NAME [OPTIONS] [--] CMD [ARG...]\nNAME [OPTIONS]",
+     "run CMD while holding the lock NAME; without CMD, hold it\n"
+     "until a signal or the end of standard input"},
+    {CR__CLI_SEMAPHORE, "semaphore",
+     "NAME [OPTIONS] [--] CMD [ARG...]\nNAME set K | add K | available",
+     "run CMD while holding one permit of NAME; set, add to\n"
+     "or print the permits"},
+    {CR__CLI_LATCH, "latch",
+     "NAME set N | count-down | count\nNAME await [OPTIONS]",
+     "set, count down, print or wait for the latch NAME"},
+    {CR__CLI_BARRIER, "barrier",
+     "NAME --parties N [OPTIONS] [-- CMD [ARG...]]\nNAME reset",
+     "wait until N parties arrived, then run CMD"},
+    {CR__CLI_RATELIMIT, "ratelimit",
+     "NAME [OPTIONS] [--] CMD [ARG...]\n"
+     "NAME set-rate R/INTERVAL [OPTIONS]\nNAME available",
+     "take one permit of the rate limiter, then run CMD;\n"
+     "set its rate, or print the permits left"},
+    {CR__CLI_INSPECT, "inspect", "NAME [--json]",
+     "show what NAME is and its state"},
+    {CR__CLI_UNLOCK, "unlock", "--force NAME [--yes]",
+     "release the lock NAME whoever holds it (forceUnlock)"},
+    {CR__CLI_DELETE, "delete", "NAME [--yes]",
+     "delete the object NAME, whatever it is (delete)"},
+    {CR__CLI_NONE, "help", "[COMMAND]", "show help; also COMMAND --help"},
+    {CR__CLI_VERSION, "version", "", "show the version"},
+};
+#define N_COMMANDS (sizeof(command_docs) / sizeof(command_docs[0]))
+
+const cr__cli_command_doc *cr__cli_command_docs(size_t *n)
 {
-    switch (c) {
-    case CR__CLI_LOCK: return "lock NAME [OPTIONS] [--] CMD [ARG...]";
-    case CR__CLI_SEMAPHORE:
-        return "semaphore NAME [OPTIONS] [--] CMD [ARG...] | set K | add K "
-               "| available";
-    case CR__CLI_LATCH:
-        return "latch NAME set N | count-down | await [--timeout D] | count";
-    case CR__CLI_INSPECT: return "inspect NAME [--json]";
-    case CR__CLI_BARRIER:
-        return "barrier NAME --parties N [--timeout D] [-- CMD [ARG...]] | "
-               "reset";
-    case CR__CLI_RATELIMIT:
-        return "ratelimit NAME [--rate R/INTERVAL] [--] CMD [ARG...] | "
-               "available";
-    default: break;
+    *n = N_COMMANDS;
+    return command_docs;
+}
+
+/* Writes command c's forms into buf as "c FORM, or c FORM", for
+ * messages. Returns buf. */
+static const char *synopsis(cr__cli_command c, char *buf, size_t len)
+{
+    const char *name = cr__cli_command_name(c), *f = "";
+    size_t k, n = 0;
+
+    for (k = 0; k < N_COMMANDS; k++)
+        if (command_docs[k].command == c)
+            f = command_docs[k].forms;
+    buf[0] = '\0';
+    while (*f != '\0' && n < len) {
+        size_t flen = strcspn(f, "\n");
+
+        n += (size_t)snprintf(buf + n, len - n, "%s%s %.*s",
+                              n > 0 ? ", or " : "", name, (int)flen, f);
+        f += flen + (f[flen] == '\n');
     }
-    return "";
+    return buf;
+}
+
+/* Writes the command words into buf as "a, b or c", for messages. */
+static const char *command_list(char *buf, size_t len)
+{
+    size_t k, n = 0, last = 0;
+
+    for (k = 0; k < N_COMMANDS; k++)
+        if (command_docs[k].command != CR__CLI_NONE &&
+            command_docs[k].command != CR__CLI_VERSION)
+            last = k;
+    buf[0] = '\0';
+    for (k = 0; k < N_COMMANDS && n < len; k++) {
+        if (command_docs[k].command == CR__CLI_NONE ||
+            command_docs[k].command == CR__CLI_VERSION)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "%s%s",
+                              n == 0 ? "" : k == last ? " or " : ", ",
+                              command_docs[k].name);
+    }
+    return buf;
 }
 
 /* Refuses a missing NAME; `dashdash` when a "--" stood where it should
@@ -1044,10 +1238,12 @@ static const char *synopsis(cr__cli_command c)
 static int missing_name(parser *p, bool dashdash)
 {
     cr__cli_command c = p->a->command;
+    char forms[CR__CLI_ERR_MAX];
 
     return fail(p->err, p->errlen, "missing NAME after '%s' (%s%s)",
                 cr__cli_command_name(c),
-                dashdash ? "unexpected '--': " : "", synopsis(c));
+                dashdash ? "unexpected '--': " : "",
+                synopsis(c, forms, sizeof(forms)));
 }
 
 /* Refuses a "--" where no command to run can follow. Returns -1. */
@@ -1056,6 +1252,26 @@ static int unexpected_dashdash(parser *p)
     return fail(p->err, p->errlen, "unexpected '--': only 'lock NAME', "
                 "'semaphore NAME', 'barrier NAME' and 'ratelimit NAME' run a "
                 "command");
+}
+
+/* The word for an action in "does not apply to ..." messages: "'latch
+ * count'", "'lock NAME' without a command", "unlock". */
+static const char *applies_to(const cr__cli_args *a, char *buf, size_t len)
+{
+    const char *c = cr__cli_command_name(a->command);
+
+    switch (a->action) {
+    case CR__CLI_SHOW: case CR__CLI_FORCE_UNLOCK: case CR__CLI_DELETE_OBJECT:
+        snprintf(buf, len, "%s", c);
+        break;
+    case CR__CLI_LOCK_HOLD:
+        snprintf(buf, len, "'%s NAME' without a command", c);
+        break;
+    default:
+        snprintf(buf, len, "'%s %s'", c, action_word(a->action));
+        break;
+    }
+    return buf;
 }
 
 /* Takes the rest of argv, from index i, as the command to run. */
@@ -1073,12 +1289,16 @@ static int take_command(parser *p, int i)
 
 /* Handles the word argv[*i] after NAME, which is not an option, and
  * advances *i past it. Returns 0, -1 on a usage error, or 1 when the word
- * is the first of the command to run (then *i is left on it). */
+ * is the first of the command to run (then *i is left on it). A word of
+ * semaphore, barrier or ratelimit that is no action but a slip of one is
+ * refused, not run: a command of that name goes after "--". */
 static int parse_positional(parser *p, int *i)
 {
     cr__cli_args *a = p->a;
     const char *w = p->argv[*i];
-    char why[CR__CLI_ERR_MAX], q[MAX_QUOTED + 4];
+    char why[CR__CLI_ERR_MAX], q[MAX_QUOTED + 4], list[96];
+    const action_def *near;
+    size_t k;
     int64_t n;
 
     if (p->value_pending) {
@@ -1086,71 +1306,51 @@ static int parse_positional(parser *p, int *i)
                       : a->action == CR__CLI_LATCH_SET ? 1
                                                        : 0;
 
-        if (cr__cli_parse_count(w, min, CR__CLI_COUNT_MAX, &n, why,
-                                sizeof(why)) != 0)
+        if (a->action == CR__CLI_RL_SET_RATE) {
+            if (cr__cli_parse_rate(w, &a->rate, &a->rate_interval_ms, why,
+                                   sizeof(why)) != 0)
+                return fail(p->err, p->errlen, "invalid rate '%s' for "
+                            "set-rate: %s (examples: 10/1s, 100/1m)",
+                            quote(w, q), why);
+        } else if (cr__cli_parse_count(w, min, CR__CLI_COUNT_MAX, &n, why,
+                                       sizeof(why)) != 0) {
             return fail(p->err, p->errlen, "invalid number '%s' for %s: %s",
                         quote(w, q), action_word(a->action), why);
-        a->value = n;
+        } else {
+            a->value = n;
+        }
         p->value_pending = false;
         (*i)++;
         return 0;
     }
-    switch (a->command) {
-    case CR__CLI_LOCK:
+    if (a->command == CR__CLI_LOCK)
         return 1; /* the command to run starts here */
-    case CR__CLI_RATELIMIT:
-    case CR__CLI_BARRIER:
-        if (!p->action_set) {
-            bool rl = a->command == CR__CLI_RATELIMIT;
+    if (p->action_set || a->command == CR__CLI_INSPECT ||
+        a->command == CR__CLI_UNLOCK || a->command == CR__CLI_DELETE)
+        return fail(p->err, p->errlen, "unexpected argument '%s'",
+                    quote(w, q));
+    for (k = 0; k < N_ACTIONS; k++) {
+        const action_def *d = &action_defs[k];
 
-            if (strcmp(w, rl ? "available" : "reset") != 0)
-                return 1; /* the command to run starts here */
+        if (d->command == a->command && strcmp(w, d->word) == 0) {
             p->action_set = true;
-            a->action = rl ? CR__CLI_RL_AVAILABLE : CR__CLI_BARRIER_RESET;
+            a->action = d->action;
+            p->value_pending = d->value != 0;
             (*i)++;
             return 0;
         }
-        break;
-    case CR__CLI_SEMAPHORE:
-        if (!p->action_set) {
-            p->action_set = true;
-            if (strcmp(w, "set") == 0 || strcmp(w, "add") == 0) {
-                a->action = w[0] == 's' ? CR__CLI_SEM_SET : CR__CLI_SEM_ADD;
-                p->value_pending = true;
-            } else if (strcmp(w, "available") == 0) {
-                a->action = CR__CLI_SEM_AVAILABLE;
-            } else {
-                return 1; /* the command to run starts here */
-            }
-            (*i)++;
-            return 0;
-        }
-        break;
-    case CR__CLI_LATCH:
-        if (!p->action_set) {
-            p->action_set = true;
-            if (strcmp(w, "set") == 0) {
-                a->action = CR__CLI_LATCH_SET;
-                p->value_pending = true;
-            } else if (strcmp(w, "count-down") == 0) {
-                a->action = CR__CLI_LATCH_COUNT_DOWN;
-            } else if (strcmp(w, "await") == 0) {
-                a->action = CR__CLI_LATCH_AWAIT;
-            } else if (strcmp(w, "count") == 0) {
-                a->action = CR__CLI_LATCH_COUNT;
-            } else {
-                return fail(p->err, p->errlen, "unknown latch action '%s' "
-                            "(use set, count-down, await or count)",
-                            quote(w, q));
-            }
-            (*i)++;
-            return 0;
-        }
-        break;
-    default:
-        break;
     }
-    return fail(p->err, p->errlen, "unexpected argument '%s'", quote(w, q));
+    action_list(a->command, list, sizeof(list));
+    if (a->command == CR__CLI_LATCH)
+        return fail(p->err, p->errlen, "unknown latch action '%s' (use %s)",
+                    quote(w, q), list);
+    near = near_action(a->command, w);
+    if (near != NULL)
+        return fail(p->err, p->errlen, "'%s' is not an action of %s (%s); "
+                    "did you mean '%s'? A command of that name goes after "
+                    "'--'", quote(w, q), cr__cli_command_name(a->command),
+                    list, near->word);
+    return 1; /* the command to run starts here */
 }
 
 /* --------------------------------------------------------------- checks */
@@ -1193,6 +1393,7 @@ static int settle_kill_after(parser *p)
 static int check(parser *p)
 {
     cr__cli_args *a = p->a;
+    char list[96], what[64];
     uint64_t extra, kinds;
     size_t k;
 
@@ -1203,46 +1404,47 @@ static int check(parser *p)
     if (a->help)
         return 0;
     if (a->command == CR__CLI_NONE)
-        return fail(p->err, p->errlen, "missing command (lock, semaphore, "
-                    "latch, barrier, ratelimit or inspect; try --help)");
+        return fail(p->err, p->errlen, "missing command (%s; try --help)",
+                    command_list(list, sizeof(list)));
     if (a->command == CR__CLI_VERSION)
         return 0;
     if (a->name == NULL)
         return missing_name(p, false);
+    action_list(a->command, list, sizeof(list));
     if (a->command == CR__CLI_LOCK && a->cmd == NULL)
-        return fail(p->err, p->errlen, "missing the command to run (put it "
-                    "after --)");
-    if (a->command == CR__CLI_SEMAPHORE && !p->action_set && a->cmd == NULL)
+        a->action = CR__CLI_LOCK_HOLD; /* hold until told, as etcdctl */
+    if ((a->command == CR__CLI_SEMAPHORE || a->command == CR__CLI_RATELIMIT) &&
+        !p->action_set && a->cmd == NULL)
         return fail(p->err, p->errlen, "missing the command to run (after "
-                    "--), or set, add or available");
-    if (a->command == CR__CLI_RATELIMIT && !p->action_set && a->cmd == NULL)
-        return fail(p->err, p->errlen, "missing the command to run (after "
-                    "--), or available");
+                    "--), or %s", list);
     if (a->command == CR__CLI_BARRIER && !p->action_set && a->cmd == NULL)
         a->action = CR__CLI_BARRIER_AWAIT;
     if (a->command == CR__CLI_LATCH && !p->action_set)
-        return fail(p->err, p->errlen, "missing the latch action: set, "
-                    "count-down, await or count");
+        return fail(p->err, p->errlen, "missing the latch action: %s", list);
+    if (a->command == CR__CLI_UNLOCK)
+        a->action = CR__CLI_FORCE_UNLOCK;
+    if (a->command == CR__CLI_DELETE)
+        a->action = CR__CLI_DELETE_OBJECT;
     if (p->value_pending)
-        return fail(p->err, p->errlen, "missing the number after '%s'",
+        return fail(p->err, p->errlen, "missing the %s after '%s'",
+                    a->action == CR__CLI_RL_SET_RATE ? "rate R/INTERVAL"
+                                                     : "number",
                     action_word(a->action));
     extra = p->given & ~(GLOBAL_OPTS | allowed_opts(a));
-    for (k = 0; k < sizeof(opt_defs) / sizeof(opt_defs[0]); k++) {
-        if (extra & BIT(opt_defs[k].id)) {
-            if (a->command == CR__CLI_INSPECT)
-                return fail(p->err, p->errlen, "option --%s does not apply "
-                            "to inspect", opt_defs[k].name);
-            return fail(p->err, p->errlen, "option --%s does not apply to "
-                        "'%s %s'", opt_defs[k].name,
-                        cr__cli_command_name(a->command),
-                        action_word(a->action));
-        }
-    }
+    for (k = 0; k < sizeof(opt_defs) / sizeof(opt_defs[0]); k++)
+        if (extra & BIT(opt_defs[k].id))
+            return fail(p->err, p->errlen, "option --%s does not apply to %s",
+                        opt_defs[k].name, applies_to(a, what, sizeof(what)));
+    if (a->command == CR__CLI_UNLOCK && !a->force)
+        return fail(p->err, p->errlen, "unlock takes --force: a lock is "
+                    "released by its holder, so 'unlock' only breaks one "
+                    "held by another (Redisson's forceUnlock)");
     if (p->late_timeout) {
         /* After the command word --timeout could mean the Redis timeout
          * (its old meaning there) or the wait: where something waits it
          * is refused, elsewhere it keeps its old meaning. */
-        if (a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT)
+        if (a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT ||
+            a->action == CR__CLI_LOCK_HOLD)
             return fail(p->err, p->errlen, "--timeout after the command "
                         "word is ambiguous here: use --wait D for how long "
                         "to wait, --command-timeout D for Redis's timeout");
@@ -1258,7 +1460,9 @@ static int check(parser *p)
         a->rate < 0)
         return fail(p->err, p->errlen, "--per-client and --keep-alive set "
                     "a rate: give it with --rate R/INTERVAL");
-    if (a->per_client && a->keep_alive_ms < 0)
+    /* A rate set for Java's long-lived clients may do without; one this
+     * run would use may not. */
+    if (a->per_client && a->keep_alive_ms < 0 && a->action == CR__CLI_RUN)
         return fail(p->err, p->errlen, "--per-client needs --keep-alive D: "
                     "each run is a new client, which would get a fresh "
                     "budget and leave its keys behind for good");
@@ -1316,7 +1520,7 @@ static int parse_after_name(parser *p, int i)
 int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
                        size_t errlen)
 {
-    char q[MAX_QUOTED + 4];
+    char q[MAX_QUOTED + 4], list[96];
     parser p;
     stop how;
     int i = 1;
@@ -1359,9 +1563,8 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     /* 2. The command word. */
     out->command = command_of(argv[i]);
     if (out->command == CR__CLI_NONE)
-        return fail(err, errlen, "unknown command '%s' (use lock, "
-                    "semaphore, latch, barrier, ratelimit or inspect)",
-                    quote(argv[i], q));
+        return fail(err, errlen, "unknown command '%s' (use %s)",
+                    quote(argv[i], q), command_list(list, sizeof(list)));
     if (out->command == CR__CLI_INSPECT)
         out->action = CR__CLI_SHOW;
     i++;

@@ -14,12 +14,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <credisson/ratelimiter.h>
+
 /* A wait that never runs out ("--wait forever" or no --wait at all). */
 #define CR__CLI_FOREVER ((int64_t)-1)
 /* The longest duration accepted: 100 years, as the library's. */
 #define CR__CLI_DURATION_MAX ((int64_t)3155760000000LL)
 /* The largest count accepted for permits and latch counts. */
 #define CR__CLI_COUNT_MAX ((int64_t)2147483647)
+/* The most permits of a rate, the library's. */
+#define CR__CLI_RATE_MAX CR_RATE_PERMITS_MAX
 /* The most parties of a barrier: the library's CR_BARRIER_PARTIES_MAX. */
 #define CR__CLI_PARTIES_MAX ((int64_t)100000)
 /* Room for a usage error message. */
@@ -39,7 +43,9 @@ typedef enum cr__cli_command {
     CR__CLI_INSPECT,
     CR__CLI_VERSION,
     CR__CLI_BARRIER,
-    CR__CLI_RATELIMIT
+    CR__CLI_RATELIMIT,
+    CR__CLI_UNLOCK,         /* unlock --force NAME */
+    CR__CLI_DELETE          /* delete NAME */
 } cr__cli_command;
 
 typedef enum cr__cli_lock_kind {
@@ -62,7 +68,11 @@ typedef enum cr__cli_action {
     CR__CLI_SHOW,           /* inspect NAME */
     CR__CLI_BARRIER_AWAIT,  /* barrier NAME --parties N, no command */
     CR__CLI_BARRIER_RESET,  /* barrier NAME reset */
-    CR__CLI_RL_AVAILABLE    /* ratelimit NAME available */
+    CR__CLI_RL_AVAILABLE,   /* ratelimit NAME available */
+    CR__CLI_RL_SET_RATE,    /* ratelimit NAME set-rate R/INTERVAL */
+    CR__CLI_LOCK_HOLD,      /* lock NAME, no command: hold until told */
+    CR__CLI_FORCE_UNLOCK,   /* unlock --force NAME */
+    CR__CLI_DELETE_OBJECT   /* delete NAME */
 } cr__cli_action;
 
 /* Everything the command line said. Durations are in ms; -1 in an optional
@@ -121,11 +131,13 @@ typedef struct cr__cli_args {
     int64_t permits;         /* --permits; -1: not given */
     int64_t value;           /* the number of set/add */
     int64_t parties;         /* barrier --parties; -1: not given */
-    int64_t rate;            /* ratelimit --rate R/INTERVAL: R; -1: not
-                              * given */
+    int64_t rate;            /* ratelimit --rate R/INTERVAL (or set-rate's
+                              * R/INTERVAL): R; -1: not given */
     int64_t rate_interval_ms;/* its INTERVAL */
     bool per_client;         /* --per-client: RateType.PER_CLIENT */
     int64_t keep_alive_ms;   /* --keep-alive; -1: not given */
+    bool force;              /* unlock --force */
+    bool yes;                /* --yes: even while its holder is connected */
 
     /* The command to run: argv-style, NULL-terminated, inside argv. */
     char **cmd;
@@ -156,7 +168,7 @@ int cr__cli_parse_duration(const char *s, bool allow_forever, int64_t *out_ms,
                            char *err, size_t errlen);
 
 /* cr__cli_parse_rate: parse a rate "R/INTERVAL": R a count of 1 to
- * CR__CLI_COUNT_MAX permits, INTERVAL a duration above 0 (as
+ * CR__CLI_RATE_MAX permits, INTERVAL a duration above 0 (as
  * cr__cli_parse_duration; "10/1s", "100/1m", "5/500ms"). Returns 0, or -1
  * with the reason in err. */
 int cr__cli_parse_rate(const char *s, int64_t *rate, int64_t *interval_ms,
@@ -186,6 +198,29 @@ size_t cr__cli_option_docs(cr__cli_command c, cr__cli_option_doc *out,
 
 /* cr__cli_command_name: the word for a command ("lock"...), "" for none. */
 const char *cr__cli_command_name(cr__cli_command c);
+
+/* One command as help shows it: its word, its forms after the word, one a
+ * line ("NAME set K | add K | available": the action words are the first
+ * word of each form after NAME and of each piece after " | "), and what
+ * it does. */
+typedef struct cr__cli_command_doc {
+    cr__cli_command command; /* CR__CLI_NONE for "help" */
+    const char *name;
+    const char *forms;       /* '\n' between forms */
+    const char *summary;
+} cr__cli_command_doc;
+
+/* cr__cli_command_docs: the commands the parser takes, in the order help
+ * lists them, "help" and "version" included. Sets *n to how many; the
+ * table is static. Help and the shell completion made from it list
+ * exactly the commands and actions the parser accepts. */
+const cr__cli_command_doc *cr__cli_command_docs(size_t *n);
+
+/* cr__cli_action_distance: the edit distance between a and b (optimal
+ * string alignment: insertions, deletions, substitutions and swaps of
+ * two neighbours, each 1), or any number above `most` once it is sure
+ * to be above it. */
+int cr__cli_action_distance(const char *a, const char *b, int most);
 
 /* cr__cli_url_password: where the password of the URL `url` is, by the
  * rule the URL parser reads it with: after "://", the user information

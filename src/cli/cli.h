@@ -49,9 +49,13 @@ typedef struct cr__cli {
      * options and the environment; the library's client is made from it,
      * and any other connection the tool opens should follow it too. */
     cr_client_options conn;
-    char *owned[4];         /* strings conn and url point into; freed last */
-    char *password;         /* read from --password-file; wiped when freed */
-    char *sentinel_password;/* read from --sentinel-password-file */
+    /* Strings conn and url point into, freed last: --url's copy, the
+     * --tls form, $CREDISSON_URL's copy. */
+    char *owned[4];
+    /* From --password-file, else taken out of $CREDISSON_PASSWORD; wiped
+     * when freed. */
+    char *password;
+    char *sentinel_password;/* likewise, --sentinel-password-file */
     /* Variables the command run must not inherit (NULL-terminated). */
     const char *env_drop[4];
     cr_client *client;      /* NULL until connected, and after an abort */

@@ -57,7 +57,8 @@ int cr__cli_cmd_latch(cr__cli *cli)
         rc = cr_latch_count_down(j.latch);
         break;
     case CR__CLI_LATCH_AWAIT:
-        sig = cr__cli_wait(cli, latch_await, NULL, &j, cr__cli_wait_status, &rc);
+        sig = cr__cli_wait(cli, latch_await, NULL, &j, cr__cli_wait_status,
+                           &rc);
         if (sig != 0) {
             code = 128 + sig;
             rc = CR_OK;
@@ -76,7 +77,7 @@ int cr__cli_cmd_latch(cr__cli *cli)
         cr__cli_error(cli, "latch '%s' has expired", cli->name_shown);
         code = CR__CLI_EXIT_BUSY;
     } else if (rc != CR_OK) {
-        code = cr__cli_fail(cli, rc, "latch '%s'", cli->name_shown);
+        code = cr__cli_fail_on(cli, rc, "latch");
     }
     cr_latch_free(j.latch);
     return code;
@@ -120,8 +121,7 @@ int cr__cli_cmd_barrier(cr__cli *cli)
         rc = cr_barrier_reset(j.barrier);
         cr_barrier_free(j.barrier);
         return rc == CR_OK ? 0
-                           : cr__cli_fail(cli, rc, "barrier '%s'",
-                                          cli->name_shown);
+                           : cr__cli_fail_on(cli, rc, "barrier");
     }
     /* A signal frees the client, which breaks the round for the others
      * (CR_ECLOSED); the exit code is then 128 + the signal's number. */
@@ -131,7 +131,7 @@ int cr__cli_cmd_barrier(cr__cli *cli)
     } else if (rc == CR_EBROKEN) {
         cr__cli_error(cli, "barrier '%s': the round was broken (a party "
                       "gave up, was stopped or died, or the barrier was "
-                      "reset)", cli->name_shown);
+                      "reset or deleted)", cli->name_shown);
         code = CR__CLI_EXIT_BUSY;
     } else if (rc != CR_OK) {
         code = cr__cli_not_obtained(cli, "barrier", rc);
@@ -173,38 +173,153 @@ static cr_status rate_acquire(void *ctx)
     return cr_rate_limiter_try_acquire(j->limiter, 1, j->cli->args->wait_ms);
 }
 
-/* Sets --rate when the limiter has none (trySetRate), and warns when the
- * stored configuration differs from it. Returns 0 or an exit code. */
+/* Writes a limiter's configuration into buf: "10 per 1.0s", then ", per
+ * client" and ", keep-alive 1m00s" when they apply; "no rate" without
+ * one. Returns buf. */
+static const char *config_text(const cr_rate_config *c, char *buf,
+                               size_t len)
+{
+    char every[32], keep[32];
+
+    if (c->rate == 0) {
+        snprintf(buf, len, "no rate");
+        return buf;
+    }
+    snprintf(buf, len, "%lld per %s%s%s%s", (long long)c->rate,
+             cr__cli_fmt_ms(c->interval_ms, every, sizeof(every)),
+             c->type == CR_RATE_PER_CLIENT ? ", per client" : "",
+             c->keep_alive_ms > 0 ? ", keep-alive " : "",
+             c->keep_alive_ms > 0
+                 ? cr__cli_fmt_ms(c->keep_alive_ms, keep, sizeof(keep))
+                 : "");
+    return buf;
+}
+
+/* Writes a configuration to stdout as JSON: null without a rate. */
+static void config_json(const cr_rate_config *c)
+{
+    if (c->rate == 0) {
+        fputs("null", stdout);
+        return;
+    }
+    printf("{\"rate\":%lld,\"interval_ms\":%lld,\"rate_type\":\"%s\","
+           "\"keep_alive_ms\":%lld}", (long long)c->rate,
+           (long long)c->interval_ms,
+           c->type == CR_RATE_PER_CLIENT ? "per-client" : "overall",
+           (long long)c->keep_alive_ms);
+}
+
+/* Says that the limiter has no rate, and how to give it one. Returns
+ * the exit code, 78. */
+static int no_rate(cr__cli *cli)
+{
+    cr__cli_error(cli, "rate limiter '%s' has no rate (never set, deleted, "
+                  "or its keep-alive time ran out): give one with --rate "
+                  "R/INTERVAL (--rate 10/1s: ten a second), or set it with "
+                  "'credisson ratelimit %s set-rate R/INTERVAL'",
+                  cli->name_shown, cli->name_shown);
+    return CR__CLI_EXIT_CONFIG;
+}
+
+/* Settles the limiter before a command run: sets --rate when it has none
+ * (trySetRate), then reads what it has. Refuses one without a rate, and
+ * a PER_CLIENT one without a keep-alive time (each run is a new client,
+ * whose two keys would stay for good), and warns on every run against a
+ * PER_CLIENT one (each run gets a budget of its own) and when the stored
+ * configuration differs from --rate (and --keep-alive when given).
+ * Returns 0 or an exit code. */
 static int rate_settle(cr__cli *cli, cr_rate_limiter *l)
 {
     const cr__cli_args *a = cli->args;
     cr_rate_type type = a->per_client ? CR_RATE_PER_CLIENT : CR_RATE_OVERALL;
     cr_rate_config cfg;
+    char stored[96];
     bool set = false;
-    cr_status rc;
+    cr_status rc = CR_OK;
 
-    rc = cr_rate_limiter_try_set_rate(l, type, a->rate, a->rate_interval_ms,
-                                      a->keep_alive_ms > 0 ? a->keep_alive_ms
-                                                           : 0,
-                                      &set);
-    if (rc == CR_OK && !set)
+    if (a->rate > 0)
+        rc = cr_rate_limiter_try_set_rate(l, type, a->rate,
+                                          a->rate_interval_ms,
+                                          a->keep_alive_ms > 0
+                                              ? a->keep_alive_ms
+                                              : 0,
+                                          &set);
+    if (rc == CR_OK)
         rc = cr_rate_limiter_get_config(l, &cfg);
     if (rc != CR_OK)
-        return cr__cli_fail(cli, rc, "cannot set the rate of '%s'",
-                            cli->name_shown);
-    if (!set && (cfg.rate != a->rate || cfg.interval_ms != a->rate_interval_ms ||
-                 cfg.type != type)) {
-        char asked[32], stored[32];
+        return cr__cli_fail_on(cli, rc, "rate limiter");
+    if (cfg.rate == 0)
+        return no_rate(cli);
+    config_text(&cfg, stored, sizeof(stored));
+    if (!set && a->rate > 0 &&
+        (cfg.rate != a->rate || cfg.interval_ms != a->rate_interval_ms ||
+         cfg.type != type ||
+         (a->keep_alive_ms > 0 && cfg.keep_alive_ms != a->keep_alive_ms))) {
+        char asked[32], keep[32];
 
         cr__cli_error(cli, "warning: rate limiter '%s' keeps its rate of "
-                      "%lld per %s%s, not --rate %lld/%s%s",
-                      cli->name_shown, (long long)cfg.rate,
-                      cr__cli_fmt_ms(cfg.interval_ms, stored, sizeof(stored)),
-                      cfg.type == CR_RATE_PER_CLIENT ? " per client" : "",
-                      (long long)a->rate,
+                      "%s, not --rate %lld/%s%s%s%s ('credisson ratelimit "
+                      "%s set-rate' changes it)",
+                      cli->name_shown, stored, (long long)a->rate,
                       cr__cli_fmt_ms(a->rate_interval_ms, asked,
                                      sizeof(asked)),
-                      a->per_client ? " --per-client" : "");
+                      a->per_client ? " --per-client" : "",
+                      a->keep_alive_ms > 0 ? " --keep-alive " : "",
+                      a->keep_alive_ms > 0
+                          ? cr__cli_fmt_ms(a->keep_alive_ms, keep,
+                                           sizeof(keep))
+                          : "",
+                      cli->name_shown);
+    }
+    if (cfg.type == CR_RATE_PER_CLIENT && cfg.keep_alive_ms == 0) {
+        cr__cli_error(cli, "rate limiter '%s' is PER_CLIENT without a "
+                      "keep-alive time: each run is a new client, whose "
+                      "budget would start afresh and whose two keys would "
+                      "stay for good; not used (give it one with "
+                      "'credisson ratelimit %s set-rate R/INTERVAL "
+                      "--per-client --keep-alive D')", cli->name_shown,
+                      cli->name_shown);
+        return CR__CLI_EXIT_CONFIG;
+    }
+    if (cfg.type == CR_RATE_PER_CLIENT)
+        cr__cli_error(cli, "warning: rate limiter '%s' is PER_CLIENT: each "
+                      "run is a new client with a budget of its own, so "
+                      "runs do not limit each other", cli->name_shown);
+    return 0;
+}
+
+/* ratelimit NAME set-rate R/INTERVAL: setRate, whatever the limiter had,
+ * printing its configuration before and after. Returns the exit code. */
+static int rate_set(cr__cli *cli, cr_rate_limiter *l)
+{
+    const cr__cli_args *a = cli->args;
+    cr_rate_config before, after;
+    char was[96], now[96];
+    cr_status rc;
+
+    rc = cr_rate_limiter_get_config(l, &before);
+    if (rc == CR_OK)
+        rc = cr_rate_limiter_set_rate(l, a->per_client ? CR_RATE_PER_CLIENT
+                                                      : CR_RATE_OVERALL,
+                                      a->rate, a->rate_interval_ms,
+                                      a->keep_alive_ms > 0 ? a->keep_alive_ms
+                                                           : 0);
+    if (rc == CR_OK)
+        rc = cr_rate_limiter_get_config(l, &after);
+    if (rc != CR_OK)
+        return cr__cli_fail_on(cli, rc, "rate limiter");
+    if (a->json) {
+        fputs("{\"name\":", stdout);
+        cr__cli_json_str(stdout, a->name, strlen(a->name));
+        fputs(",\"before\":", stdout);
+        config_json(&before);
+        fputs(",\"after\":", stdout);
+        config_json(&after);
+        fputs("}\n", stdout);
+    } else {
+        printf("before: %s\nafter:  %s\n",
+               config_text(&before, was, sizeof(was)),
+               config_text(&after, now, sizeof(now)));
     }
     return 0;
 }
@@ -222,17 +337,23 @@ int cr__cli_cmd_ratelimit(cr__cli *cli)
     if (rc != CR_OK)
         return cr__cli_fail(cli, rc, "cannot open rate limiter '%s'",
                             cli->name_shown);
-    if (a->action == CR__CLI_RL_AVAILABLE) {
+    if (a->action == CR__CLI_RL_SET_RATE) {
+        code = rate_set(cli, j.limiter);
+    } else if (a->action == CR__CLI_RL_AVAILABLE) {
         rc = cr_rate_limiter_available_permits(j.limiter, &n);
         if (rc == CR_OK)
             cr__cli_print_count(cli, "available", n);
+        else if (rc == CR_EINVAL)
+            code = no_rate(cli); /* its only EINVAL: "not initialized" */
         else
-            code = cr__cli_fail(cli, rc, "rate limiter '%s'",
-                                cli->name_shown);
-    } else if (a->rate <= 0 || (code = rate_settle(cli, j.limiter)) == 0) {
-        sig = cr__cli_wait(cli, rate_acquire, NULL, &j, cr__cli_wait_status, &rc);
+            code = cr__cli_fail_on(cli, rc, "rate limiter");
+    } else if ((code = rate_settle(cli, j.limiter)) == 0) {
+        sig = cr__cli_wait(cli, rate_acquire, NULL, &j, cr__cli_wait_status,
+                           &rc);
         if (sig != 0) {
             code = 128 + sig;
+        } else if (rc == CR_EINVAL) {
+            code = no_rate(cli); /* deleted, or expired, meanwhile */
         } else if (rc != CR_OK) {
             code = cr__cli_not_obtained(cli, "rate limiter", rc);
         } else {

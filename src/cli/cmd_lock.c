@@ -119,6 +119,29 @@ static int lock_open(cr__cli *cli, lock_job *j)
     return 0;
 }
 
+/* Says on stdout that the lock is held, for a hold without a command:
+ * "owner O" (and " token T" for a fenced lock), or with --json the same
+ * as an object; flushed at once, for a script that waits for it. */
+static void announce(cr__cli *cli, const char *owner, const lock_job *j)
+{
+    const cr__cli_args *a = cli->args;
+
+    if (a->json) {
+        fputs("{\"name\":", stdout);
+        cr__cli_json_str(stdout, a->name, strlen(a->name));
+        fputs(",\"owner\":", stdout);
+        cr__cli_json_str(stdout, owner, strlen(owner));
+        if (a->kind == CR__CLI_LOCK_FENCED)
+            printf(",\"fencing_token\":%lld", (long long)j->token);
+        fputs("}\n", stdout);
+    } else if (a->kind == CR__CLI_LOCK_FENCED) {
+        printf("owner %s token %lld\n", owner, (long long)j->token);
+    } else {
+        printf("owner %s\n", owner);
+    }
+    fflush(stdout);
+}
+
 int cr__cli_cmd_lock(cr__cli *cli)
 {
     const cr__cli_args *a = cli->args;
@@ -138,7 +161,8 @@ int cr__cli_cmd_lock(cr__cli *cli)
         goto out;
     /* Every hold, leased or renewed, is declared lost at its deadline. */
     cr_lock_set_lost_callback(j.lock, lock_lost, cli);
-    sig = cr__cli_wait(cli, lock_acquire, lock_undo, &j, cr__cli_wait_status, &rc);
+    sig = cr__cli_wait(cli, lock_acquire, lock_undo, &j, cr__cli_wait_status,
+                       &rc);
     if (sig != 0) {
         code = 128 + sig;
         goto out;
@@ -149,23 +173,31 @@ int cr__cli_cmd_lock(cr__cli *cli)
     }
     snprintf(owner, sizeof(owner), "%s:%lld%s", cr_client_id(cli->client),
              (long long)j.tid, a->kind == CR__CLI_LOCK_WRITE ? ":write" : "");
-    snprintf(token, sizeof(token), "%lld", (long long)j.token);
-    if (!cr__cli_env_add(env, CR__CLI_ENV_MAX, "CREDISSON_LOCK_NAME", a->name) ||
-        !cr__cli_env_add(env, CR__CLI_ENV_MAX, "CREDISSON_LOCK_OWNER", owner) ||
-        (a->kind == CR__CLI_LOCK_FENCED &&
-         !cr__cli_env_add(env, CR__CLI_ENV_MAX, "CREDISSON_FENCING_TOKEN", token)) ||
-        !cr__cli_env_add_credentials(cli, env, CR__CLI_ENV_MAX)) {
-        lock_release(&j);
-        cr__cli_error(cli, "out of memory");
-        code = CR__CLI_EXIT_OSERR;
-        goto out;
-    }
     hold.what = "lock";
     hold.leased = a->lease_ms > 0;
     hold.state = lock_state;
     hold.check_ms = CR__CLI_CHECK_MS;
     hold.release = lock_release;
     hold.ctx = &j;
+    if (a->action == CR__CLI_LOCK_HOLD) {
+        announce(cli, owner, &j);
+        code = cr__cli_keep(cli, &hold);
+        goto out;
+    }
+    snprintf(token, sizeof(token), "%lld", (long long)j.token);
+    if (!cr__cli_env_add(env, CR__CLI_ENV_MAX, "CREDISSON_LOCK_NAME",
+                         a->name) ||
+        !cr__cli_env_add(env, CR__CLI_ENV_MAX, "CREDISSON_LOCK_OWNER",
+                         owner) ||
+        (a->kind == CR__CLI_LOCK_FENCED &&
+         !cr__cli_env_add(env, CR__CLI_ENV_MAX, "CREDISSON_FENCING_TOKEN",
+                          token)) ||
+        !cr__cli_env_add_credentials(cli, env, CR__CLI_ENV_MAX)) {
+        lock_release(&j);
+        cr__cli_error(cli, "out of memory");
+        code = CR__CLI_EXIT_OSERR;
+        goto out;
+    }
     code = cr__cli_run(cli, env, &hold);
 out:
     cr__cli_env_free(env);

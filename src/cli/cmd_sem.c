@@ -185,6 +185,79 @@ static cr_status permit_release(void *ctx)
     return permit_give_back(j);
 }
 
+/* The counts of a semaphore: available, and out (issued, not expired). */
+typedef struct counts {
+    int64_t available, out;
+} counts;
+
+/* Reads the counts, each after expired permits are taken back. */
+static cr_status read_counts(cr_permit_semaphore *sem, counts *c)
+{
+    cr_status rc = cr_permit_semaphore_acquired_permits(sem, &c->out);
+
+    return rc == CR_OK ? cr_permit_semaphore_available_permits(sem,
+                                                               &c->available)
+                       : rc;
+}
+
+/* --permits K: sets K permits if the semaphore has none (trySetPermits),
+ * and warns when the total it has is another: permits out of a name that
+ * Java uses as an RSemaphore are not recorded, and setting the total on
+ * every run would give them back each time. Returns 0 or an exit code. */
+static int settle_permits(cr__cli *cli, cr_permit_semaphore *sem)
+{
+    const cr__cli_args *a = cli->args;
+    bool set = false;
+    cr_status rc;
+    counts c;
+
+    rc = cr_permit_semaphore_try_set_permits(sem, a->permits, &set);
+    if (rc == CR_OK && !set)
+        rc = read_counts(sem, &c);
+    if (rc != CR_OK)
+        return cr__cli_fail_on(cli, rc, "semaphore");
+    if (!set && c.available + c.out != a->permits)
+        cr__cli_error(cli, "warning: semaphore '%s' is set already (%lld "
+                      "available, %lld out as expirable permits), which is "
+                      "not --permits %lld; kept as it is ('credisson "
+                      "semaphore %s set %lld' sets it)", cli->name_shown,
+                      (long long)c.available, (long long)c.out,
+                      (long long)a->permits, cli->name_shown,
+                      (long long)a->permits);
+    return 0;
+}
+
+/* semaphore NAME set K: setPermits, printing the counts before and after.
+ * Returns the exit code. */
+static int set_permits(cr__cli *cli, cr_permit_semaphore *sem)
+{
+    const cr__cli_args *a = cli->args;
+    counts before, after;
+    cr_status rc;
+
+    rc = read_counts(sem, &before);
+    if (rc == CR_OK)
+        rc = cr_permit_semaphore_set_permits(sem, a->value);
+    if (rc == CR_OK)
+        rc = read_counts(sem, &after);
+    if (rc != CR_OK)
+        return cr__cli_fail_on(cli, rc, "semaphore");
+    if (a->json) {
+        fputs("{\"name\":", stdout);
+        cr__cli_json_str(stdout, a->name, strlen(a->name));
+        printf(",\"before\":{\"available\":%lld,\"out\":%lld},"
+               "\"after\":{\"available\":%lld,\"out\":%lld}}\n",
+               (long long)before.available, (long long)before.out,
+               (long long)after.available, (long long)after.out);
+    } else {
+        printf("before: %lld available, %lld out\n"
+               "after:  %lld available, %lld out\n",
+               (long long)before.available, (long long)before.out,
+               (long long)after.available, (long long)after.out);
+    }
+    return 0;
+}
+
 /* semaphore NAME ... -- CMD: take a permit, run, give it back. */
 static int sem_run(cr__cli *cli, cr_permit_semaphore *sem)
 {
@@ -203,14 +276,10 @@ static int sem_run(cr__cli *cli, cr_permit_semaphore *sem)
     j.lease_ms = a->lease_ms > 0 ? a->lease_ms
                  : a->watchdog_ms > 0 ? a->watchdog_ms
                                       : CR__CLI_DEFAULT_WATCHDOG_MS;
-    if (a->permits > 0) {
-        rc = cr_permit_semaphore_set_permits(sem, a->permits);
-        if (rc != CR_OK)
-            return cr__cli_fail(cli, rc, "cannot set the permits of '%s'",
-                                cli->name_shown);
-    }
-    sig = cr__cli_wait(cli, permit_acquire, permit_undo, &j, cr__cli_wait_status,
-                       &rc);
+    if (a->permits > 0 && (code = settle_permits(cli, sem)) != 0)
+        return code;
+    sig = cr__cli_wait(cli, permit_acquire, permit_undo, &j,
+                       cr__cli_wait_status, &rc);
     if (sig != 0)
         return 128 + sig;
     if (rc != CR_OK)
@@ -220,7 +289,8 @@ static int sem_run(cr__cli *cli, cr_permit_semaphore *sem)
         cr__cli_error(cli, "cannot start a thread");
         return CR__CLI_EXIT_OSERR;
     }
-    if (!cr__cli_env_add(env, CR__CLI_ENV_MAX, "CREDISSON_SEMAPHORE_NAME", a->name) ||
+    if (!cr__cli_env_add(env, CR__CLI_ENV_MAX, "CREDISSON_SEMAPHORE_NAME",
+                         a->name) ||
         !cr__cli_env_add(env, CR__CLI_ENV_MAX, "CREDISSON_PERMIT_ID", j.id) ||
         !cr__cli_env_add_credentials(cli, env, CR__CLI_ENV_MAX)) {
         permit_release(&j);
@@ -256,7 +326,7 @@ int cr__cli_cmd_semaphore(cr__cli *cli)
         code = sem_run(cli, sem);
         break;
     case CR__CLI_SEM_SET:
-        rc = cr_permit_semaphore_set_permits(sem, a->value);
+        code = set_permits(cli, sem);
         break;
     case CR__CLI_SEM_ADD:
         rc = cr_permit_semaphore_add_permits(sem, a->value);
@@ -267,8 +337,9 @@ int cr__cli_cmd_semaphore(cr__cli *cli)
             cr__cli_print_count(cli, "available", n);
         break;
     }
-    if (a->action != CR__CLI_RUN && rc != CR_OK)
-        code = cr__cli_fail(cli, rc, "semaphore '%s'", cli->name_shown);
+    if (a->action != CR__CLI_RUN && a->action != CR__CLI_SEM_SET &&
+        rc != CR_OK)
+        code = cr__cli_fail_on(cli, rc, "semaphore");
     cr_permit_semaphore_free(sem);
     return code;
 }

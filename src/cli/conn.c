@@ -102,6 +102,28 @@ static int read_password_file(cr__cli *cli, const char *opt,
     return 0;
 }
 
+/* Takes the secret in the variable `name` into *out, a new string wiped
+ * when freed (left NULL when the variable is unset or empty), and blots
+ * it out of this process's environment, which `ps e` and /proc/PID/environ
+ * show for the whole run: its value is overwritten in place (unsetenv
+ * alone would leave those bytes where they are), then the variable is
+ * unset. Returns 0 or an exit code. */
+static int take_secret(cr__cli *cli, const char *name, char **out)
+{
+    char *v = getenv(name);
+
+    if (v == NULL || *v == '\0')
+        return 0;
+    *out = strdup(v);
+    memset(v, '*', strlen(v));
+    unsetenv(name);
+    if (*out == NULL) {
+        cr__cli_error(cli, "out of memory");
+        return CR__CLI_EXIT_OSERR;
+    }
+    return 0;
+}
+
 /* Frees a password read from a file, wiping it first. */
 static void free_password(char *p)
 {
@@ -126,7 +148,7 @@ static int settle_url(cr__cli *cli, const char *url)
         return CR__CLI_EXIT_USAGE;
     }
     if (url == NULL)
-        url = env_value("CREDISSON_URL");
+        url = cli->owned[2]; /* $CREDISSON_URL's copy */
     cli->url_from_env = url != NULL && where[0] != '\0';
     if (cli->args->tls) {
         const char *plain = url != NULL ? url : "redis://127.0.0.1:6379";
@@ -213,25 +235,28 @@ static int settle_credentials(cr__cli *cli)
     o->sentinel_username = a->sentinel_user != NULL
                                ? a->sentinel_user
                                : env_value("CREDISSON_SENTINEL_USER");
-    if (a->password_file != NULL) {
+    /* The variables' secrets leave the environment whether used or not. */
+    code = take_secret(cli, "CREDISSON_PASSWORD", &cli->password);
+    if (code == 0)
+        code = take_secret(cli, "CREDISSON_SENTINEL_PASSWORD",
+                           &cli->sentinel_password);
+    if (code == 0 && a->password_file != NULL) {
+        free_password(cli->password);
+        cli->password = NULL;
         code = read_password_file(cli, "--password-file", a->password_file,
                                   &cli->password);
-        if (code != 0)
-            return code;
-        o->password = cli->password;
-    } else {
-        o->password = env_value("CREDISSON_PASSWORD");
     }
-    if (a->sentinel_password_file != NULL) {
+    if (code == 0 && a->sentinel_password_file != NULL) {
+        free_password(cli->sentinel_password);
+        cli->sentinel_password = NULL;
         code = read_password_file(cli, "--sentinel-password-file",
                                   a->sentinel_password_file,
                                   &cli->sentinel_password);
-        if (code != 0)
-            return code;
-        o->sentinel_password = cli->sentinel_password;
-    } else {
-        o->sentinel_password = env_value("CREDISSON_SENTINEL_PASSWORD");
     }
+    if (code != 0)
+        return code;
+    o->password = cli->password;
+    o->sentinel_password = cli->sentinel_password;
     o->client_name = a->client_name;
     return 0;
 }
@@ -239,10 +264,21 @@ static int settle_credentials(cr__cli *cli)
 int cr__cli_settle_connection(cr__cli *cli, const char *url)
 {
     const cr__cli_args *a = cli->args;
-    const char *env_url = getenv("CREDISSON_URL");
+    char *env_url = getenv("CREDISSON_URL");
     size_t off, len, n = 0;
     int code;
 
+    /* $CREDISSON_URL is copied, and its password blotted out of the
+     * environment as --url's is out of argv (it stays set, starred, so
+     * that the command run is still kept from it below). */
+    if (env_url != NULL && *env_url != '\0') {
+        cli->owned[2] = strdup(env_url);
+        if (cli->owned[2] == NULL) {
+            cr__cli_error(cli, "out of memory");
+            return CR__CLI_EXIT_OSERR;
+        }
+        cr__cli_hide_url_password(env_url);
+    }
     code = settle_url(cli, url);
     if (code == 0)
         code = settle_tls(cli);
@@ -293,19 +329,27 @@ static void connect_undo(void *ctx)
 }
 
 /* A hint for a failure to connect, from its status and detail: a plain
- * connection the server dropped at once may have met a TLS port; a
- * server wanting a password may have been given none. "" when none
- * fits. */
+ * connection the server dropped at once may have met a TLS port (unless
+ * the library's detail says so already: one hint is enough); a server
+ * wanting a password may have been given none, and one asking for a
+ * client certificate (TLS 1.3's "certificate required", or 1.2's
+ * handshake failure) none either. "" when none fits. */
 static const char *connect_hint(const cr__cli *cli, cr_status rc,
                                 const char *detail)
 {
     size_t off, len;
 
     if ((rc == CR_EIO || rc == CR_ECONFIG) && !url_is_tls(cli) &&
+        strstr(detail, "TLS") == NULL &&
         (strstr(detail, "reset") != NULL ||
          strstr(detail, "closed the connection") != NULL ||
          strstr(detail, "not the Redis") != NULL))
         return "; if that port speaks TLS, add --tls or use rediss://";
+    if (rc == CR_ETLS && cli->conn.tls_cert_file == NULL &&
+        (strstr(detail, "certificate required") != NULL ||
+         strstr(detail, "alert handshake failure") != NULL))
+        return "; the server may want a client certificate: give it with "
+               "--cert F and --key F (or CREDISSON_CERT and CREDISSON_KEY)";
     if (rc == CR_EAUTH && cli->conn.password == NULL &&
         (cli->url == NULL || !cr__cli_url_password(cli->url, &off, &len)))
         return "; give the password with --password-file or "

@@ -25,6 +25,7 @@
 
 #include "cmd_coord.h"
 #include "cmd_lock.h"
+#include "cmd_remove.h"
 #include "cmd_sem.h"
 #include "conn.h"
 #include "inspect.h"
@@ -41,34 +42,15 @@
 static const char usage_main[] =
     "Usage: credisson [OPTIONS] COMMAND NAME ...\n"
     "\n"
-    "Redisson's distributed locks, semaphores and latches from the shell;\n"
-    "the objects are shared with the credisson library and Java Redisson.\n"
-    "\n"
-    "Commands:\n"
-    "  lock NAME [-n | -w D] [-E N] [--lease D]\n"
-    "       [--fair|--fenced|--read|--write] [--] CMD [ARG...]\n"
-    "                    run CMD while holding the lock NAME\n"
-    "  semaphore NAME [--permits K] [-n | -w D] [-E N] [--lease D]\n"
-    "       [--] CMD [ARG...]\n"
-    "                    run CMD while holding one permit of NAME\n"
-    "  semaphore NAME set K | add K | available\n"
-    "  latch NAME set N | count-down | count\n"
-    "  latch NAME await [-n | -w D] [-E N] [--must-exist]\n"
-    "  barrier NAME --parties N [-w D] [-- CMD [ARG...]]\n"
-    "                    wait until N parties arrived, then run CMD\n"
-    "  barrier NAME reset\n"
-    "  ratelimit NAME [--rate R/INTERVAL] [-w D] [--] CMD [ARG...]\n"
-    "                    take one permit of the rate limiter, then run "
-    "CMD\n"
-    "  ratelimit NAME available\n"
-    "  inspect NAME      show what NAME is and its state\n"
-    "  help [COMMAND]    show help; also COMMAND --help\n"
-    "  version           show the version\n";
+    "Redisson's locks, semaphores, latches and rate limiters, and cyclic\n"
+    "barriers, from the shell; the objects are shared with the credisson\n"
+    "library and Java Redisson.\n";
 
 static const char usage_notes[] =
     "\n"
     "Options win over variables. A password in --url is hidden from ps\n"
-    "once the command line is read.\n"
+    "once the command line is read, and one in CREDISSON_PASSWORD,\n"
+    "CREDISSON_SENTINEL_PASSWORD or CREDISSON_URL once it is read.\n"
     "A duration D is a number with a unit, ms, s, m or h (250ms, 10s, "
     "1.5m),\n"
     "or several from the largest unit down (1m30s, 1h15m); a plain number\n"
@@ -82,27 +64,36 @@ static const char usage_exit[] =
     "  69     Redis unreachable\n"
     "  70     Redis or internal error\n"
     "  71     system error (fork, pipe, memory)\n"
-    "  74     CMD ran, but its lock or permit could not be released\n"
+    "  74     CMD ran (or the hold ended), but its lock or permit could "
+    "not be\n"
+    "         released\n"
     "  75     not obtained in time: lock or permit busy, --wait or await "
     "timed out\n"
     "         (with -E N: N instead); latch already set, or expired;\n"
-    "         barrier round broken\n"
+    "         barrier round broken; unlock --force or delete refused "
+    "while the\n"
+    "         holder is connected\n"
     "  76     the lock or permit was lost, or its lease ran out, while CMD "
     "ran\n"
-    "         (CMD was stopped)\n"
+    "         (CMD was stopped) or while it was held\n"
     "  77     credentials refused or missing, or an ACL refused a command\n"
-    "  78     configuration error (TLS, password file), or not supported\n"
-    "  79     inspect: nothing under NAME\n"
+    "  78     configuration error (TLS, password file, a rate limiter "
+    "without\n"
+    "         a rate or a per-client one without keep-alive), or not "
+    "supported\n"
+    "  79     inspect, unlock --force, delete: nothing under NAME\n"
     "  126    CMD cannot be run\n"
     "  127    CMD not found\n"
     "  128+N  CMD was killed by signal N, or the wait ended by it\n";
 
 static const char usage_lock[] =
-    "Usage: credisson lock NAME [OPTIONS] [--] CMD [ARG...]\n"
-    "\n"
     "Acquire the lock NAME (a Redisson RLock), run CMD while it is held, "
     "and\n"
-    "release it when CMD ends. The exit status is CMD's.\n";
+    "release it when CMD ends. The exit status is CMD's. Without CMD, "
+    "hold\n"
+    "the lock until INT, TERM or HUP comes or standard input (a pipe, a\n"
+    "socket or a terminal) ends; its owner (and fencing token) is printed\n"
+    "once it is held, and the exit status is 0 once it is released.\n";
 
 static const char tail_lock[] =
     "\n"
@@ -112,22 +103,19 @@ static const char tail_lock[] =
     "CMD starts, INT, TERM, HUP and QUIT end the wait at once.\n";
 
 static const char usage_semaphore[] =
-    "Usage: credisson semaphore NAME [OPTIONS] [--] CMD [ARG...]\n"
-    "       credisson semaphore NAME set K | add K | available\n"
-    "\n"
     "Run CMD while holding one permit of the semaphore NAME (a Redisson\n"
     "RPermitExpirableSemaphore): a permit expires unless renewed, so a\n"
-    "killed credisson never keeps one. Or set the total number of permits,\n"
-    "add to it (K may be negative), or print how many are available.\n";
+    "killed credisson never keeps one. --permits K sets K permits if the\n"
+    "semaphore has none (trySetPermits). Or set the total number of "
+    "permits\n"
+    "(setPermits: the counts before and after are printed), add to it (K\n"
+    "may be negative), or print how many are available.\n";
 
 static const char tail_semaphore[] =
     "\n"
     "CMD sees CREDISSON_SEMAPHORE_NAME and CREDISSON_PERMIT_ID.\n";
 
 static const char usage_latch[] =
-    "Usage: credisson latch NAME set N | count-down | count\n"
-    "       credisson latch NAME await [OPTIONS]\n"
-    "\n"
     "Work the count-down latch NAME (a Redisson RCountDownLatch): set its\n"
     "count when it has none, count it down by one, wait until it reaches "
     "zero,\n"
@@ -135,71 +123,81 @@ static const char usage_latch[] =
     "Redisson, unless await has --must-exist.\n";
 
 static const char usage_barrier[] =
-    "Usage: credisson barrier NAME --parties N [--timeout D] "
-    "[--] [CMD [ARG...]]\n"
-    "       credisson barrier NAME reset\n"
-    "\n"
     "Arrive at the cyclic barrier NAME of N parties (credisson's own, as\n"
     "Java's CyclicBarrier) and wait until all N have arrived; then run "
     "CMD,\n"
     "if given, and exit with its status. Without CMD, print the round's\n"
-    "generation and this party's arrival index. A party that gives up,\n"
-    "is interrupted or dies breaks the round: the others exit with 75,\n"
-    "and so does every later party until \"reset\" begins a new round.\n"
-    "\n"
-    "Barrier options:\n"
-    "  --parties N       the number of parties (every party gives the "
-    "same)\n"
-    "  --timeout D, -w, --wait D\n"
-    "                    give up after D (breaking the round); default: "
-    "wait\n"
-    "                    forever\n"
-    "  --pass-credentials\n"
-    "                    give CMD the connection's settings\n"
+    "generation and this party's arrival index. A party that gives up\n"
+    "(--wait), is interrupted or dies breaks the round: the others exit\n"
+    "with 75, and so does every later party until \"reset\" begins a new\n"
+    "round.\n";
+
+static const char tail_barrier[] =
     "\n"
     "CMD sees CREDISSON_BARRIER_NAME, CREDISSON_BARRIER_GENERATION and\n"
     "CREDISSON_BARRIER_INDEX (N-1 for the first to arrive, 0 for the "
     "last).\n";
 
 static const char usage_ratelimit[] =
-    "Usage: credisson ratelimit NAME [OPTIONS] [--] CMD [ARG...]\n"
-    "       credisson ratelimit NAME available\n"
-    "\n"
     "Take one permit of the rate limiter NAME (a Redisson RRateLimiter),\n"
     "waiting for it as long as the limiter says, then run CMD and exit "
     "with\n"
-    "its status. Or print how many permits could be taken now.\n"
-    "\n"
-    "Rate limiter options:\n"
-    "  --rate R/INTERVAL R permits per INTERVAL (10/1s, 100/1m), set when\n"
-    "                    the limiter has no rate yet (trySetRate); a "
-    "warning\n"
-    "                    when its stored rate differs\n"
-    "  --per-client      a budget per client (RateType.PER_CLIENT); needs\n"
-    "                    --keep-alive, since every run is a new client\n"
-    "  --keep-alive D    an unused limiter vanishes D after its last "
-    "permit\n"
-    "                    (at least INTERVAL)\n"
-    "  -w, --wait D      give up after D (0: one try); default: wait "
-    "forever\n"
-    "  --pass-credentials\n"
-    "                    give CMD the connection's settings\n"
+    "its status. --rate sets the rate if the limiter has none (trySetRate);\n"
+    "set-rate sets it whatever it was (setRate). Or print how many permits\n"
+    "could be taken now. A PER_CLIENT limiter gives each run a budget of\n"
+    "its own, since each run is a new client: a warning says so, and one\n"
+    "without a keep-alive time is refused.\n";
+
+static const char tail_ratelimit[] =
     "\n"
     "CMD sees CREDISSON_RATELIMIT_NAME.\n";
 
 static const char usage_inspect[] =
-    "Usage: credisson inspect NAME [--json]\n"
-    "\n"
     "Show what the object NAME is and its state, read in one step that\n"
     "changes nothing: lock holders with hold counts, lease and the host,\n"
     "pid and address of their process (or \"not connected\", \"unknown\"),\n"
     "the fair-lock queue with deadlines, read/write mode and readers,\n"
     "semaphore permits and issued expirable permits, a latch's count, a\n"
-    "fencing token. Works on objects made by Java Redisson too. Nothing\n"
-    "under NAME: exit status 79.\n";
+    "fencing token, a barrier's waiting parties, the connections\n"
+    "subscribed to a lock's or semaphore's channel. Works on objects made\n"
+    "by Java Redisson too. Nothing under NAME: exit status 79.\n";
+
+static const char usage_unlock[] =
+    "Release the lock NAME whoever holds it, as Redisson's forceUnlock:\n"
+    "its kind (lock, fair lock, read or write side) is read first, and its\n"
+    "waiters are woken, Java's too. Prints whom it removed (owner, host,\n"
+    "pid). While that holder's client is still connected, or when that\n"
+    "cannot be told, it refuses with 75 unless --yes is given.\n";
+
+static const char usage_delete[] =
+    "Delete the object NAME, whatever it is, as Redisson's delete of its\n"
+    "kind: a lock is force-unlocked, a barrier's waiters are told it broke,\n"
+    "a latch's waiters that it opened. Prints what it removed and whom\n"
+    "(owner, host, pid); refuses with 75 while a holder's client is still\n"
+    "connected, or when that cannot be told, unless --yes is given.\n";
 
 /* The column where the text of an option starts in help. */
 #define HELP_COLUMN 20
+
+/* Prints text (lines with '\n' between them) at HELP_COLUMN, after a
+ * line already w columns wide: its first line beside it when there is
+ * room, else below. */
+static void print_text_at_column(int w, const char *text)
+{
+    if (w > HELP_COLUMN - 2) {
+        putchar('\n');
+        w = 0;
+    }
+    for (;;) {
+        size_t len = strcspn(text, "\n");
+
+        printf("%*s%.*s\n", HELP_COLUMN - w, "", (int)len, text);
+        w = 0;
+        if (text[len] == '\0')
+            break;
+        text += len + 1;
+    }
+}
 
 /* Prints the options the parser takes for `c` (CR__CLI_NONE: those of
  * every command), one "  -w, --wait D" and its text each. */
@@ -210,7 +208,6 @@ static void print_options(cr__cli_command c)
 
     for (i = 0; i < n && i < 64; i++) {
         const cr__cli_option_doc *d = &docs[i];
-        const char *line = d->help;
         int w;
 
         if (d->short_name != 0)
@@ -219,50 +216,96 @@ static void print_options(cr__cli_command c)
             w = printf("  --%s", d->name);
         if (d->arg != NULL)
             w += printf(" %s", d->arg);
-        /* The text on the same line when there is room, else below. */
-        if (w > HELP_COLUMN - 2) {
-            putchar('\n');
-            w = 0;
-        }
-        for (;;) {
-            size_t len = strcspn(line, "\n");
-
-            printf("%*s%.*s\n", HELP_COLUMN - w, "", (int)len, line);
-            w = 0;
-            if (line[len] == '\0')
-                break;
-            line += len + 1;
-        }
+        print_text_at_column(w, d->help);
     }
 }
 
-/* Prints the help for `c` (all commands for CR__CLI_NONE) on stdout. */
+/* Prints the commands of the parser's table, each form on a line of its
+ * own and what the command does below (beside a short last form). */
+static void print_commands(void)
+{
+    const cr__cli_command_doc *d;
+    size_t n, i;
+
+    d = cr__cli_command_docs(&n);
+    fputs("\nCommands:\n", stdout);
+    for (i = 0; i < n; i++) {
+        const char *f = d[i].forms;
+        int w = 0;
+
+        do {
+            size_t len = strcspn(f, "\n");
+
+            w = printf("  %s%s%.*s", d[i].name, len > 0 ? " " : "",
+                       (int)len, f);
+            f += len;
+            if (*f == '\n') {
+                putchar('\n');
+                f++;
+            }
+        } while (*f != '\0');
+        print_text_at_column(w, d[i].summary);
+    }
+}
+
+/* Prints "Usage:" and command c's forms from the parser's table. */
+static void print_usage(cr__cli_command c)
+{
+    const cr__cli_command_doc *d;
+    const char *lead = "Usage:";
+    size_t n, i;
+
+    d = cr__cli_command_docs(&n);
+    for (i = 0; i < n; i++) {
+        const char *f = d[i].forms;
+
+        if (d[i].command != c)
+            continue;
+        while (*f != '\0') {
+            size_t len = strcspn(f, "\n");
+
+            printf("%-6s credisson %s %.*s\n", lead, d[i].name, (int)len, f);
+            lead = "";
+            f += len + (f[len] == '\n');
+        }
+    }
+    putchar('\n');
+}
+
+/* Prints the help for `c` (all commands for CR__CLI_NONE) on stdout:
+ * usage, what it does, its own options, then those of every command. */
 static void print_help(cr__cli_command c)
 {
-    const char *tail = "";
+    const char *text = NULL, *tail = "";
 
     switch (c) {
-    case CR__CLI_LOCK:
-        fputs(usage_lock, stdout);
-        fputs("\nLock options:\n", stdout);
-        tail = tail_lock;
-        break;
+    case CR__CLI_LOCK: text = usage_lock; tail = tail_lock; break;
     case CR__CLI_SEMAPHORE:
-        fputs(usage_semaphore, stdout);
-        fputs("\nSemaphore options (of a command run):\n", stdout);
+        text = usage_semaphore;
         tail = tail_semaphore;
         break;
-    case CR__CLI_LATCH:
-        fputs(usage_latch, stdout);
-        fputs("\nOptions of latch await:\n", stdout);
+    case CR__CLI_LATCH: text = usage_latch; break;
+    case CR__CLI_INSPECT: text = usage_inspect; break;
+    case CR__CLI_BARRIER: text = usage_barrier; tail = tail_barrier; break;
+    case CR__CLI_RATELIMIT:
+        text = usage_ratelimit;
+        tail = tail_ratelimit;
         break;
-    case CR__CLI_INSPECT: fputs(usage_inspect, stdout); break;
-    case CR__CLI_BARRIER: fputs(usage_barrier, stdout); break;
-    case CR__CLI_RATELIMIT: fputs(usage_ratelimit, stdout); break;
-    default: fputs(usage_main, stdout); break;
+    case CR__CLI_UNLOCK: text = usage_unlock; break;
+    case CR__CLI_DELETE: text = usage_delete; break;
+    default: break;
     }
-    if (c == CR__CLI_LOCK || c == CR__CLI_SEMAPHORE || c == CR__CLI_LATCH)
-        print_options(c);
+    if (text == NULL) {
+        fputs(usage_main, stdout);
+        print_commands();
+    } else {
+        print_usage(c);
+        fputs(text, stdout);
+        if (cr__cli_option_docs(c, NULL, 0) > 0) {
+            printf("\nOptions of %s:\n", cr__cli_command_name(c));
+            print_options(c);
+        }
+    }
     fputs(tail, stdout);
     fputs("\nOptions of every command (anywhere before CMD):\n", stdout);
     print_options(CR__CLI_NONE);
@@ -277,7 +320,8 @@ static void print_help(cr__cli_command c)
 static bool needs_loop(const cr__cli_args *a)
 {
     return a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT ||
-           a->action == CR__CLI_BARRIER_AWAIT;
+           a->action == CR__CLI_BARRIER_AWAIT ||
+           a->action == CR__CLI_LOCK_HOLD;
 }
 
 int main(int argc, char **argv)
@@ -322,7 +366,10 @@ int main(int argc, char **argv)
      * --no-status, --quiet over both). */
     cli.status_line = isatty(STDERR_FILENO) && !a.quiet &&
                       (a.verbose || !a.no_status);
-    code = cr__cli_settle_connection(&cli, cli.owned[0]);
+    /* The command to run is looked up before anything is taken. */
+    code = a.action == CR__CLI_RUN ? cr__cli_check_program(&cli) : 0;
+    if (code == 0)
+        code = cr__cli_settle_connection(&cli, cli.owned[0]);
     if (code == 0 && needs_loop(&a))
         code = cr__cli_signals_start(&cli);
     if (code == 0)
@@ -336,6 +383,8 @@ int main(int argc, char **argv)
         case CR__CLI_INSPECT: code = cr__cli_inspect(&cli); break;
         case CR__CLI_BARRIER: code = cr__cli_cmd_barrier(&cli); break;
         case CR__CLI_RATELIMIT: code = cr__cli_cmd_ratelimit(&cli); break;
+        case CR__CLI_UNLOCK:
+        case CR__CLI_DELETE: code = cr__cli_cmd_remove(&cli); break;
         default: code = CR__CLI_EXIT_USAGE; break;
         }
     }

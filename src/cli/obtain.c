@@ -40,20 +40,50 @@ int cr__cli_not_obtained(cr__cli *cli, const char *what, cr_status rc)
     const cr__cli_args *a = cli->args;
     int busy = a->conflict_exit_code >= 0 ? a->conflict_exit_code
                                           : CR__CLI_EXIT_BUSY;
-    char waited[32];
+    char waited[32], state[384] = "";
 
     if ((rc == CR_BUSY || rc == CR_TIMEOUT) && a->quiet)
         return busy;
-    if (rc == CR_BUSY && cli->args->wait_ms == 0)
-        cr__cli_error(cli, "%s '%s': busy", what, cli->name_shown);
-    else if (rc == CR_BUSY || rc == CR_TIMEOUT)
-        cr__cli_error(cli, "%s '%s': gave up after %s", what,
-                      cli->name_shown,
-                      cr__cli_fmt_ms(cli->args->wait_ms, waited,
-                                     sizeof(waited)));
+    if (rc != CR_BUSY && rc != CR_TIMEOUT)
+        return cr__cli_fail_on(cli, rc, what);
+    /* Who holds it, and since when as this process saw: the reading of
+     * the wait's start is over (joined), and one more is taken now. */
+    cr__cli_status_end(cli);
+    if (cli->client != NULL)
+        cr__cli_summary(cli, cli->client, state, sizeof(state));
+    if (state[0] == '(')
+        state[0] = '\0'; /* cannot read it: the message goes without */
+    if (rc == CR_BUSY && a->wait_ms == 0)
+        cr__cli_error(cli, "%s '%s': busy%s%s", what, cli->name_shown,
+                      state[0] != '\0' ? ", " : "", state);
     else
-        return cr__cli_fail(cli, rc, "%s '%s'", what, cli->name_shown);
+        cr__cli_error(cli, "%s '%s': gave up after %s%s%s", what,
+                      cli->name_shown,
+                      cr__cli_fmt_ms(a->wait_ms, waited, sizeof(waited)),
+                      state[0] != '\0' ? ": " : "", state);
     return busy;
+}
+
+int cr__cli_fail_on(cr__cli *cli, cr_status rc, const char *what)
+{
+    cr_object_info *in = NULL;
+    const char *wanted = "";
+    char kind[64], why[384];
+    bool fits = true;
+
+    /* A script or a command that failed on what NAME holds: say what it
+     * holds rather than the script's error. */
+    cr__cli_describe(cli, rc, why, sizeof(why));
+    if ((rc == CR_ESERVER || rc == CR_ESCRIPT) && cli->client != NULL &&
+        cr_object_inspect(cli->client, cli->args->name, &in) == CR_OK)
+        fits = cr__cli_fits(cli, in, &wanted);
+    if (!fits)
+        cr__cli_error(cli, "'%s' holds %s, not %s", cli->name_shown,
+                      cr__cli_kind_phrase(in, kind, sizeof(kind)), wanted);
+    else
+        cr__cli_error(cli, "%s '%s': %s", what, cli->name_shown, why);
+    cr_object_info_free(in);
+    return cr__cli_exit_code(rc);
 }
 
 void cr__cli_print_count(cr__cli *cli, const char *key, int64_t n)

@@ -25,9 +25,17 @@ void cr__cli_wait_status(cr__cli *cli, cr_client *client, void *ctx,
                          int64_t waited_ms, char *buf, size_t len);
 
 /* cr__cli_not_obtained: say why a wait for `what` ("lock") ended without
- * it, unless --quiet, and return the exit code: 75, or -E's, when it was
- * not obtained in time, else the failure's. */
+ * it, unless --quiet (and then who holds it, and since when as this
+ * process saw), and return the exit code: 75, or -E's, when it was not
+ * obtained in time, else the failure's (as cr__cli_fail_on). */
 int cr__cli_not_obtained(cr__cli *cli, const char *what, cr_status rc);
+
+/* cr__cli_fail_on: say that a call on `what` NAME ("semaphore 'x'")
+ * failed with rc; when a script or the server failed on what NAME holds,
+ * and that is not the command's kind of object, say what it holds
+ * instead ("'cronjob' holds a Redis string, not a lock"). Returns the
+ * exit code for rc. */
+int cr__cli_fail_on(cr__cli *cli, cr_status rc, const char *what);
 
 /* cr__cli_print_count: print a count as text, or with --json as
  * {"name":..., "<key>":n}. */

@@ -218,6 +218,8 @@ typedef struct status_job {
     pthread_mutex_t mu;
     pthread_cond_t cv;    /* on the monotonic clock */
     bool stop;            /* the wait is over: read no more */
+    bool once;            /* no line to draw: one reading, for the
+                           * message if the wait runs out */
     bool fresh;           /* line holds a reading not drawn yet */
     char line[512];
     pthread_t thread;
@@ -243,6 +245,8 @@ static void *status_main(void *arg)
         pthread_mutex_lock(&j->mu);
         if (j->stop)
             break;
+        if (j->once)
+            break;
         memcpy(j->line, line, sizeof(line));
         j->fresh = true;
         ignored = write(j->cli->events[1], "S", 1);
@@ -254,10 +258,12 @@ static void *status_main(void *arg)
     return NULL;
 }
 
-/* Starts the reading thread for a wait; NULL when it cannot (then the
- * wait shows no status line). */
+/* Starts the reading thread for a wait, for the status line or, with
+ * `once`, for one reading that tells how long the holder seen then has
+ * held what the wait is for; NULL when it cannot (then the wait shows no
+ * status line). */
 static status_job *status_start(cr__cli *cli, cr__cli_status_fn fn,
-                                void *ctx, int64_t start)
+                                void *ctx, int64_t start, bool once)
 {
     status_job *j;
 
@@ -271,6 +277,7 @@ static status_job *status_start(cr__cli *cli, cr__cli_status_fn fn,
     j->fn = fn;
     j->ctx = ctx;
     j->start = start;
+    j->once = once;
     cr__cli_sync_init(&j->mu, &j->cv);
     if (pthread_create(&j->thread, NULL, status_main, j) != 0) {
         pthread_mutex_destroy(&j->mu);
@@ -503,8 +510,12 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
         *rc = fn(ctx);
         return 0;
     }
-    if (cli->status_line && status != NULL && cli->client != NULL)
-        reader = status_start(cli, status, ctx, start);
+    /* Without a line to draw, one reading when the wait begins lets a
+     * message say for how long the holder has held it, if it runs out. */
+    if (status != NULL && cli->client != NULL &&
+        (cli->status_line ||
+         (cli->args->wait_ms != 0 && !cli->args->quiet)))
+        reader = status_start(cli, status, ctx, start, !cli->status_line);
     while (!returned && stop == 0) {
         struct pollfd p[2] = {{cli->sigfd, POLLIN, 0},
                               {cli->events[0], POLLIN, 0}};
@@ -925,4 +936,114 @@ int cr__cli_run(cr__cli *cli, char **extra_env, const cr__cli_hold *hold)
         return CR__CLI_EXIT_LOST;
     }
     return code;
+}
+
+/* ---------------------------------------------------------- checks, hold */
+
+int cr__cli_check_program(cr__cli *cli)
+{
+    char path[PATH_MAX], shown[64];
+    struct stat st;
+    int err = find_program(cli->args->cmd[0], path, sizeof(path));
+
+    /* A path with a '/' is taken as it is: look at it now too. */
+    if (err == 0 && stat(path, &st) != 0)
+        err = errno;
+    else if (err == 0 && (!S_ISREG(st.st_mode) || access(path, X_OK) != 0))
+        err = EACCES;
+    if (err == 0)
+        return 0;
+    cr__cli_error(cli, "cannot run '%s': %s",
+                  cr__cli_printable(cli->args->cmd[0], shown, sizeof(shown)),
+                  strerror(err));
+    return err == ENOENT ? CR__CLI_EXIT_NOT_FOUND : CR__CLI_EXIT_CANNOT_RUN;
+}
+
+/* Whether the end of standard input ends a hold: when it is a pipe, a
+ * socket or a terminal. A file or /dev/null (a command started in the
+ * background by a script) ends at once, and would end every hold. */
+static bool stdin_ends_hold(void)
+{
+    struct stat st;
+
+    if (fstat(STDIN_FILENO, &st) != 0)
+        return false;
+    return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
+           isatty(STDIN_FILENO);
+}
+
+/* Reads and drops what standard input has; returns whether it ended (end
+ * of file, an error, or the other side hung up). */
+static bool stdin_ended(short revents)
+{
+    char buf[256];
+    ssize_t n;
+
+    if (revents & POLLIN) {
+        n = read(STDIN_FILENO, buf, sizeof(buf));
+        if (n > 0)
+            return false;
+        return n == 0 || errno != EINTR;
+    }
+    return (revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+int cr__cli_keep(cr__cli *cli, const cr__cli_hold *hold)
+{
+    int64_t deadline = -1, next_check, now;
+    bool watch_in = stdin_ends_hold(), lost = false, ended = false;
+    char why[384];
+    int stop = 0;
+    cr_status rc;
+
+    next_check = cr__cli_now_ms();
+    while (!lost && !ended && stop == 0) {
+        struct pollfd p[3] = {{cli->sigfd, POLLIN, 0},
+                              {cli->events[0], POLLIN, 0},
+                              {watch_in ? STDIN_FILENO : -1, POLLIN, 0}};
+        int64_t until;
+
+        now = cr__cli_now_ms();
+        if (now >= next_check) {
+            next_check = now + hold->check_ms;
+            lost = hold->state(hold->ctx, &deadline) == CR_ELOST;
+        }
+        if (lost || (deadline >= 0 && now >= deadline))
+            break;
+        until = deadline >= 0 && deadline < next_check ? deadline
+                                                       : next_check;
+        if (poll(p, 3, until - now > INT_MAX ? INT_MAX : (int)(until - now)) <
+                0 &&
+            errno != EINTR)
+            break;
+        if (p[0].revents & POLLIN)
+            drain_signals(cli->sigfd, note_stop_signal, &stop);
+        if ((p[1].revents & POLLIN) && drain_events(cli->events[0], 'L'))
+            lost = true;
+        if (watch_in && p[2].revents != 0)
+            ended = stdin_ended(p[2].revents);
+    }
+    now = cr__cli_now_ms();
+    if (!lost && stop == 0 && !ended && deadline >= 0 && now >= deadline) {
+        cr__cli_error(cli, hold->leased
+                               ? "the lease of the %s on '%s' ran out"
+                               : "the %s on '%s' could not be renewed and "
+                                 "its lease ran out",
+                      hold->what, cli->name_shown);
+        hold->release(hold->ctx);
+        return CR__CLI_EXIT_LOST;
+    }
+    rc = hold->release(hold->ctx);
+    if (lost || rc == CR_ELOST) {
+        cr__cli_error(cli, "the %s on '%s' was lost while it was held",
+                      hold->what, cli->name_shown);
+        return CR__CLI_EXIT_LOST;
+    }
+    if (rc != CR_OK) {
+        cr__cli_error(cli, "cannot release the %s on '%s': %s; it stays "
+                      "until its lease ends", hold->what, cli->name_shown,
+                      cr__cli_describe(cli, rc, why, sizeof(why)));
+        return CR__CLI_EXIT_RELEASE;
+    }
+    return 0;
 }

@@ -36,8 +36,11 @@ typedef void (*cr__cli_status_fn)(cr__cli *cli, cr_client *client, void *ctx,
  * (NULL: none) is called on a third thread, at once and then half a
  * second after each reading, and the main thread draws each line it
  * writes; the line is cleared when the wait ends, and a reading under way
- * then is not waited for (cr__cli_status_end joins its thread). Returns 0 when fn has returned, its
- * result in *rc. When a signal that ends waits (INT, TERM, HUP, QUIT)
+ * then is not waited for (cr__cli_status_end joins its thread). Without
+ * a status line, a wait that is not one try (and not --quiet) still gets
+ * one reading at once, which the message of a wait that ran out uses to
+ * say how long the holder has held it. Returns 0 when fn has returned,
+ * its result in *rc. When a signal that ends waits (INT, TERM, HUP, QUIT)
  * arrives first, returns its number at once, within about a tenth of a
  * second whatever Redis does: a call that returns CR_OK within a short
  * grace is undone on its thread with undo(ctx) (may be NULL) before this
@@ -51,8 +54,10 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
                  cr_status *rc);
 
 /* cr__cli_status_end: join the thread that read the status line of the
- * last wait, once cli->client is freed (which cuts off a reading still
- * under way). Nothing when there was none. */
+ * last wait: once cli->client is freed (which cuts off a reading still
+ * under way), or before this thread reads the state itself (then it
+ * waits for a reading under way, one round trip). Nothing when there
+ * was none. */
 void cr__cli_status_end(cr__cli *cli);
 
 /* cr__cli_run: run the command args->cmd with `env` (NAME=VALUE strings,
@@ -64,6 +69,20 @@ void cr__cli_status_end(cr__cli *cli);
  * Returns the exit code of the tool: the command's status, 76 when the
  * hold was lost or the command stopped, 74 when the release failed. */
 int cr__cli_run(cr__cli *cli, char **env, const cr__cli_hold *hold);
+
+/* cr__cli_check_program: look the command to run (args->cmd[0]) up as
+ * its start will, on $PATH or as the path given, before anything is
+ * acquired. Returns 0, or 127 (not found) or 126 (not runnable) having
+ * said why; the start looks again. */
+int cr__cli_check_program(cr__cli *cli);
+
+/* cr__cli_keep: keep `hold` without a command, until INT, TERM, HUP or
+ * QUIT arrives or standard input ends (when it is a pipe, a socket or a
+ * terminal), then release it. A hold found lost, or whose local deadline
+ * passes (its lease ran out, or could not be renewed), ends at once.
+ * Returns 0 once released, 76 when it was lost or ran out, 74 when the
+ * release failed. */
+int cr__cli_keep(cr__cli *cli, const cr__cli_hold *hold);
 
 /* cr__cli_signals_stop: close what cr__cli_signals_start opened. */
 void cr__cli_signals_stop(cr__cli *cli);
