@@ -201,9 +201,11 @@ static const opt_def opt_defs[] = {
      "the limiter's rate, set if it has none: R permits per\n"
      "INTERVAL (a duration); a warning when it has another"},
     {"per-client", 0, false, OPT_PER_CLIENT, NULL,
-     "a budget per client (PER_CLIENT); needs --keep-alive"},
+     "with --rate or set-rate: a budget per client\n"
+     "(PER_CLIENT); a run with --rate needs --keep-alive"},
     {"keep-alive", 0, true, OPT_KEEP_ALIVE, "D",
-     "how long the limiter's keys outlive their last use"},
+     "with --rate or set-rate: how long the limiter's keys\n"
+     "outlive their last use (at least INTERVAL)"},
     {"force", 0, false, OPT_FORCE, NULL,
      "unlock whoever holds it (Redisson's forceUnlock)"},
     {"yes", 0, false, OPT_YES, NULL,

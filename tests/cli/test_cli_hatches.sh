@@ -95,6 +95,24 @@ test_lock_held_with_a_lease_ends_with_it() {
     [ $((t1 - t0)) -ge "$lease" ] || fail "ended after $((t1 - t0)) ms"
 }
 
+# The recipe of the README and credisson(1), as written there, with the
+# steps replaced: the lock is held from the owner's line until the pipe
+# closes.
+test_readme_recipe_holds_the_lock_across_steps() {
+    PATH="$CR_TEST_BUILDDIR:$PATH" bash -c '
+        coproc HOLD { credisson lock --wait 1m30s release-train; }
+        read -r _ owner <&"${HOLD[0]}" || exit 75   # held from here
+        redis-cli -p "$1" hkeys release-train >during
+        echo "$owner" >owner
+        exec {HOLD[1]}>&-                  # releases the lock
+        wait "$HOLD_PID"                    # 0, or 76 if it was lost meanwhile
+        ' _ "$PORT"
+    expect_eq "$?" 0 "the recipe's status"
+    expect_eq "$(cat during)" "$(cat owner)" "the lock during the steps"
+    key_exists release-train && fail "not released"
+    return 0
+}
+
 test_force_unlock_of_a_held_lock_refused_then_done_with_yes() {
     hold_lock fu --watchdog 3s
     run_cli unlock --force fu
@@ -238,6 +256,7 @@ run_test test_lock_without_a_command_holds_until_stdin_ends
 run_test test_lock_without_a_command_holds_until_sigterm
 run_test test_lock_held_without_a_command_exits_76_when_lost
 run_test test_lock_held_with_a_lease_ends_with_it
+run_test test_readme_recipe_holds_the_lock_across_steps
 run_test test_force_unlock_of_a_held_lock_refused_then_done_with_yes
 run_test test_force_unlock_wakes_a_waiter_at_once
 run_test test_force_unlock_of_each_kind
