@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Parsing of the credisson command line: durations, counts, the command
- * word, the object's name, options (global ones anywhere before the command
- * to run, a command's own ones after its word), read with getopt_long, and
- * the command to run.
+ * Parsing of the credisson command line: the command word, the object's
+ * name, options (global ones anywhere before the command to run, a
+ * command's own ones after its word), read with getopt_long, the action
+ * and the command to run; and the tables of commands, actions and options
+ * that help is made from. The values (durations, counts, rates, URL text)
+ * are read by values.c.
  * Nothing here does I/O or reads the environment (glibc's getopt reads
  * POSIXLY_CORRECT, which the '+' of the optstring makes moot); text quoted
  * back in an error is shortened and stripped of control characters, and
- * the value of --url is never quoted, since it may carry a password. Two
- * helpers work on URL text for the caller: where a password sits (to hide
- * it from ps) and the TLS form of a scheme (--tls).
+ * the value of --url is never quoted, since it may carry a password.
  */
 #include "config.h"
 
@@ -17,7 +17,6 @@
 
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -232,23 +231,6 @@ typedef struct parser {
 
 /* ------------------------------------------------------------- messages */
 
-/* Writes a formatted reason into the parser's error buffer and returns -1,
- * so failure paths read `return fail(p, ...)`. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err != NULL && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Copies at most MAX_QUOTED characters of s into buf (MAX_QUOTED + 4
  * bytes), replacing bytes that are not printable ASCII with '?' and marking
  * a cut with "...", so user input can be quoted in a one-line message
@@ -265,169 +247,6 @@ static const char *quote(const char *s, char *buf)
     }
     buf[i] = '\0';
     return buf;
-}
-
-/* ---------------------------------------------------- numbers, durations */
-
-/* Tells whether c is an ASCII digit, whatever the locale. */
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-/* The units of a duration, largest first, and their length in ms. */
-static const struct {
-    const char *name;
-    int64_t ms;
-} units[] = {{"h", 3600 * 1000}, {"m", 60 * 1000}, {"s", 1000}, {"ms", 1}};
-#define N_UNITS (sizeof(units) / sizeof(units[0]))
-
-/* Reads one part of a duration at *p, a number with an optional fraction
- * and then its unit's letters, and moves *p past it. *rank is the unit's
- * place in units[], or N_UNITS when no letters follow the number (a plain
- * number). Adds the part, rounded down to whole ms, to *ms. Returns 0, or
- * -1 with the reason in err. */
-static int duration_part(const char **p, int *rank, int64_t *ms, char *err,
-                         size_t errlen)
-{
-    int64_t whole = 0, frac = 0, scale = 1, unit;
-    const char *q = *p;
-    size_t letters;
-    int frac_digits = 0, k;
-
-    if (!is_digit(*q))
-        return fail(err, errlen, "a duration starts with a digit");
-    for (; is_digit(*q); q++) {
-        /* Anything past 100 years in seconds already is too long. */
-        if (whole > CR__CLI_DURATION_MAX)
-            return fail(err, errlen, "too long (at most 100 years)");
-        whole = whole * 10 + (*q - '0');
-    }
-    if (*q == '.') {
-        q++;
-        if (!is_digit(*q))
-            return fail(err, errlen, "a digit must follow the decimal point");
-        for (; is_digit(*q); q++) {
-            if (++frac_digits > 9)
-                return fail(err, errlen, "at most 9 decimals");
-            frac = frac * 10 + (*q - '0');
-            scale *= 10;
-        }
-    }
-    for (letters = 0; q[letters] >= 'a' && q[letters] <= 'z'; letters++)
-        ;
-    *rank = (int)N_UNITS;
-    unit = 1000;
-    for (k = 0; letters > 0 && k < (int)N_UNITS; k++) {
-        if (strlen(units[k].name) == letters &&
-            memcmp(q, units[k].name, letters) == 0) {
-            *rank = k;
-            unit = units[k].ms;
-        }
-    }
-    if (letters > 0 && *rank == (int)N_UNITS)
-        return fail(err, errlen, "unknown unit (use ms, s, m or h)");
-    if (whole > CR__CLI_DURATION_MAX / unit)
-        return fail(err, errlen, "too long (at most 100 years)");
-    /* frac < scale <= 1e9 and unit <= 3.6e6: the product fits, and so
-     * does the sum of two parts each at most 100 years. */
-    *ms += whole * unit + frac * unit / scale;
-    if (*ms > CR__CLI_DURATION_MAX)
-        return fail(err, errlen, "too long (at most 100 years)");
-    *p = q + letters;
-    return 0;
-}
-
-int cr__cli_parse_duration(const char *s, bool allow_forever, int64_t *out_ms,
-                           char *err, size_t errlen)
-{
-    const char *p = s;
-    int64_t ms = 0;
-    int rank = 0, last = -1;
-
-    if (s == NULL || *s == '\0')
-        return fail(err, errlen, "empty duration");
-    if (strcmp(s, "forever") == 0) {
-        if (!allow_forever)
-            return fail(err, errlen, "\"forever\" is not allowed here");
-        *out_ms = CR__CLI_FOREVER;
-        return 0;
-    }
-    /* Parts such as 1h15m or 1m30s, as Go and systemd take them: each
-     * with its unit, the units from the largest down; a plain number
-     * (seconds) only alone. */
-    while (*p != '\0') {
-        if (last >= 0 && !is_digit(*p))
-            return fail(err, errlen, "unknown unit (use ms, s, m or h)");
-        if (duration_part(&p, &rank, &ms, err, errlen) != 0)
-            return -1;
-        if (last >= 0 && rank == (int)N_UNITS)
-            return fail(err, errlen, "a number after a unit needs its own "
-                        "unit (1m30s)");
-        if (last >= 0 && rank <= last)
-            return fail(err, errlen, "units go from the largest down, each "
-                        "once (1h15m, 1m30s)");
-        if (rank == (int)N_UNITS && *p != '\0')
-            return fail(err, errlen, "unknown unit (use ms, s, m or h)");
-        last = rank;
-    }
-    *out_ms = ms;
-    return 0;
-}
-
-int cr__cli_parse_count(const char *s, int64_t min, int64_t max,
-                        int64_t *out, char *err, size_t errlen)
-{
-    const char *p = s;
-    bool neg = false;
-    int64_t v = 0;
-
-    if (s == NULL || *s == '\0')
-        return fail(err, errlen, "empty number");
-    if (*p == '-') {
-        neg = true;
-        p++;
-    }
-    if (!is_digit(*p))
-        return fail(err, errlen, "not a whole number");
-    for (; is_digit(*p); p++) {
-        if (v > CR__CLI_COUNT_MAX * 10)
-            return fail(err, errlen, "out of range");
-        v = v * 10 + (*p - '0');
-    }
-    if (*p != '\0')
-        return fail(err, errlen, "not a whole number");
-    if (neg)
-        v = -v;
-    if (v < min || v > max)
-        return fail(err, errlen, "out of range (%lld..%lld)", (long long)min,
-                    (long long)max);
-    *out = v;
-    return 0;
-}
-
-int cr__cli_parse_rate(const char *s, int64_t *rate, int64_t *interval_ms,
-                       char *err, size_t errlen)
-{
-    char num[24], why[CR__CLI_ERR_MAX];
-    const char *slash = strchr(s, '/');
-    size_t n = slash != NULL ? (size_t)(slash - s) : 0;
-    int64_t r, ms;
-
-    if (slash == NULL || n == 0 || n >= sizeof(num))
-        return fail(err, errlen, "not R/INTERVAL");
-    memcpy(num, s, n);
-    num[n] = '\0';
-    if (cr__cli_parse_count(num, 1, CR__CLI_RATE_MAX, &r, why,
-                            sizeof(why)) != 0)
-        return fail(err, errlen, "permits: %s", why);
-    if (cr__cli_parse_duration(slash + 1, false, &ms, why, sizeof(why)) != 0)
-        return fail(err, errlen, "interval: %s", why);
-    if (ms == 0)
-        return fail(err, errlen, "interval: must be more than 0");
-    *rate = r;
-    *interval_ms = ms;
-    return 0;
 }
 
 /* ---------------------------------------------------------------- words */
@@ -469,10 +288,10 @@ static cr__cli_command command_of(const char *w)
  * rather than an option when a number is expected. */
 static bool is_negative_number(const char *s)
 {
-    if (s[0] != '-' || !is_digit(s[1]))
+    if (s[0] != '-' || !cr__cli_is_digit(s[1]))
         return false;
     for (s++; *s != '\0'; s++)
-        if (!is_digit(*s))
+        if (!cr__cli_is_digit(*s))
             return false;
     return true;
 }
@@ -573,42 +392,6 @@ static const char *action_list(cr__cli_command c, char *buf, size_t len)
             break;
     }
     return buf;
-}
-
-int cr__cli_action_distance(const char *a, const char *b, int most)
-{
-    /* Three rows of the optimal string alignment table, for words of at
-     * most MAX_QUOTED characters (longer ones are far from any action). */
-    int rows[3][MAX_QUOTED + 2], *prev2 = rows[0], *prev = rows[1],
-        *cur = rows[2], *t;
-    size_t la = strlen(a), lb = strlen(b), i, j;
-
-    if (la > MAX_QUOTED || lb > MAX_QUOTED ||
-        (la > lb ? la - lb : lb - la) > (size_t)most)
-        return most + 1;
-    for (j = 0; j <= lb; j++)
-        prev[j] = (int)j;
-    for (i = 1; i <= la; i++) {
-        cur[0] = (int)i;
-        for (j = 1; j <= lb; j++) {
-            int cost = a[i - 1] != b[j - 1];
-            int best = prev[j] + 1;
-
-            if (cur[j - 1] + 1 < best)
-                best = cur[j - 1] + 1;
-            if (prev[j - 1] + cost < best)
-                best = prev[j - 1] + cost;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-                a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < best)
-                best = prev2[j - 2] + 1;
-            cur[j] = best;
-        }
-        t = prev2;
-        prev2 = prev;
-        prev = cur;
-        cur = t;
-    }
-    return prev[lb];
 }
 
 /* The action of command c that word w is a likely slip of: within one
@@ -721,7 +504,7 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     p->given |= BIT(id);
     if (d->has_value && *v == '\0' && id != OPT_URL &&
         id != OPT_NAME_PREFIX && id != OPT_CLIENT_NAME)
-        return fail(p->err, p->errlen, "--%s is empty", d->name);
+        return cr__cli_why(p->err, p->errlen, "--%s is empty", d->name);
     switch (id) {
     case OPT_URL:
         a->url = v;
@@ -761,8 +544,10 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         return 0;
     case OPT_CLIENT_NAME:
         if (!is_client_name(v))
-            return fail(p->err, p->errlen, "invalid --client-name '%s': "
-                        "printable ASCII without spaces", quote(v, q));
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid --client-name '%s': "
+                               "printable ASCII without spaces",
+                               quote(v, q));
         a->client_name = v;
         return 0;
     case OPT_PASS_CREDENTIALS:
@@ -794,8 +579,10 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         return 0;
     case OPT_CONFLICT_EXIT_CODE:
         if (cr__cli_parse_count(v, 0, 255, &n, why, sizeof(why)) != 0)
-            return fail(p->err, p->errlen, "invalid number '%s' for "
-                        "--conflict-exit-code: %s", quote(v, q), why);
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid number '%s' for "
+                               "--conflict-exit-code: %s",
+                               quote(v, q), why);
         a->conflict_exit_code = (int)n;
         return 0;
     case OPT_HELP:
@@ -818,22 +605,28 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     case OPT_PERMITS:
         if (cr__cli_parse_count(v, 1, CR__CLI_COUNT_MAX, &n, why,
                                 sizeof(why)) != 0)
-            return fail(p->err, p->errlen, "invalid number '%s' for "
-                        "--permits: %s", quote(v, q), why);
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid number '%s' for "
+                               "--permits: %s",
+                               quote(v, q), why);
         a->permits = n;
         return 0;
     case OPT_PARTIES:
         if (cr__cli_parse_count(v, 1, CR__CLI_PARTIES_MAX, &n, why,
                                 sizeof(why)) != 0)
-            return fail(p->err, p->errlen, "invalid number '%s' for "
-                        "--parties: %s", quote(v, q), why);
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid number '%s' for "
+                               "--parties: %s",
+                               quote(v, q), why);
         a->parties = n;
         return 0;
     case OPT_RATE:
         if (cr__cli_parse_rate(v, &a->rate, &a->rate_interval_ms, why,
                                sizeof(why)) != 0)
-            return fail(p->err, p->errlen, "invalid rate '%s' for --rate: "
-                        "%s (examples: 10/1s, 100/1m)", quote(v, q), why);
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid rate '%s' for --rate: "
+                               "%s (examples: 10/1s, 100/1m)",
+                               quote(v, q), why);
         return 0;
     case OPT_PER_CLIENT:
         a->per_client = true;
@@ -848,16 +641,18 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         break;
     }
     if (cr__cli_parse_duration(v, id == OPT_WAIT, &n, why, sizeof(why)) != 0)
-        return fail(p->err, p->errlen, "invalid duration '%s' for --%s: %s "
-                    "(examples: 500ms, 10s, 1m30s)", quote(v, q), d->name, why);
+        return cr__cli_why(p->err, p->errlen,
+                           "invalid duration '%s' for --%s: %s "
+                           "(examples: 500ms, 10s, 1m30s)",
+                           quote(v, q), d->name, why);
     switch (id) {
     case OPT_TIMEOUT:
     case OPT_COMMAND_TIMEOUT:
     case OPT_LEASE:
     case OPT_WATCHDOG:
         if (n == 0)
-            return fail(p->err, p->errlen, "--%s must be more than 0",
-                        d->name);
+            return cr__cli_why(p->err, p->errlen, "--%s must be more than 0",
+                               d->name);
         if (id == OPT_TIMEOUT) {
             p->late_timeout = true;
             p->late_timeout_ms = n;
@@ -876,8 +671,8 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         return 0;
     case OPT_KEEP_ALIVE:
         if (n == 0)
-            return fail(p->err, p->errlen, "--%s must be more than 0",
-                        d->name);
+            return cr__cli_why(p->err, p->errlen, "--%s must be more than 0",
+                               d->name);
         a->keep_alive_ms = n;
         return 0;
     default:
@@ -992,8 +787,8 @@ static int unknown_option(parser *p, stage st, const char *word, int letter,
             hint = " (a command to run that starts with '-' goes after "
                    "'--')";
     }
-    return fail(p->err, p->errlen, "unknown option '%s'%s%s%s",
-                quote(spelled, q), in, where, hint);
+    return cr__cli_why(p->err, p->errlen, "unknown option '%s'%s%s%s",
+                       quote(spelled, q), in, where, hint);
 }
 
 /* Refuses option d, which belongs to a command, before the command word.
@@ -1019,19 +814,21 @@ static int option_before_command(parser *p, const opt_def *d, bool is_long)
                                 docs[k].name);
     }
     if (is_long)
-        return fail(p->err, p->errlen, "option --%s comes after the "
-                    "command word, not before it (an option of %s)",
-                    d->name, of);
-    return fail(p->err, p->errlen, "option -%c comes after the command "
-                "word, not before it (--%s, an option of %s)", d->short_name,
-                d->name, of);
+        return cr__cli_why(p->err, p->errlen,
+                           "option --%s comes after the "
+                           "command word, not before it (an option of %s)",
+                           d->name, of);
+    return cr__cli_why(p->err, p->errlen,
+                       "option -%c comes after the command "
+                       "word, not before it (--%s, an option of %s)",
+                       d->short_name, d->name, of);
 }
 
 /* Tells whether s can begin the value of the short option d: for -w a
  * duration (a digit, or "forever"), for -E a number. */
 static bool looks_like_value(const opt_def *d, const char *s)
 {
-    return is_digit(*s) ||
+    return cr__cli_is_digit(*s) ||
            (d->id == OPT_WAIT && strcmp(s, "forever") == 0);
 }
 
@@ -1114,17 +911,19 @@ static int parse_options(parser *p, int *i, stage st, stop *how)
             if (exact == NULL || exact != d)
                 return unknown_option(p, st, word, 0, optind - 1 + *i);
             if (c == '?')
-                return fail(p->err, p->errlen, "option --%s takes no value",
-                            d->name);
+                return cr__cli_why(p->err, p->errlen,
+                                   "option --%s takes no value", d->name);
         } else if (c == '?' || d == NULL) {
             return unknown_option(p, st, word, optopt, optind - 1 + *i);
         }
         if (c == ':') {
             if (is_long)
-                return fail(p->err, p->errlen, "option --%s needs a value",
-                            d->name);
-            return fail(p->err, p->errlen, "option -%c (--%s) needs a "
-                        "value", d->short_name, d->name);
+                return cr__cli_why(p->err, p->errlen,
+                                   "option --%s needs a value", d->name);
+            return cr__cli_why(p->err, p->errlen,
+                               "option -%c (--%s) needs a "
+                               "value",
+                               d->short_name, d->name);
         }
         if (st == STAGE_GLOBAL && !(BIT(d->id) & BEFORE_COMMAND_OPTS))
             return option_before_command(p, d, is_long);
@@ -1137,13 +936,16 @@ static int parse_options(parser *p, int *i, stage st, stop *how)
             char q[MAX_QUOTED + 4];
 
             if (d->id == OPT_WAIT)
-                return fail(p->err, p->errlen, "unknown option '%s' (-%c "
-                            "takes a duration: -%c5, -%c 500ms)",
-                            quote(word, q), d->short_name, d->short_name,
-                            d->short_name);
-            return fail(p->err, p->errlen, "unknown option '%s' (-%c "
-                        "takes a number: -%c0, -%c 3)", quote(word, q),
-                        d->short_name, d->short_name, d->short_name);
+                return cr__cli_why(p->err, p->errlen,
+                                   "unknown option '%s' (-%c "
+                                   "takes a duration: -%c5, -%c 500ms)",
+                                   quote(word, q), d->short_name, d->short_name,
+                                   d->short_name);
+            return cr__cli_why(p->err, p->errlen,
+                               "unknown option '%s' (-%c "
+                               "takes a number: -%c0, -%c 3)",
+                               quote(word, q), d->short_name, d->short_name,
+                               d->short_name);
         }
         if (set_option(p, d, optarg) != 0)
             return -1;
@@ -1242,18 +1044,20 @@ static int missing_name(parser *p, bool dashdash)
     cr__cli_command c = p->a->command;
     char forms[CR__CLI_ERR_MAX];
 
-    return fail(p->err, p->errlen, "missing NAME after '%s' (%s%s)",
-                cr__cli_command_name(c),
-                dashdash ? "unexpected '--': " : "",
-                synopsis(c, forms, sizeof(forms)));
+    return cr__cli_why(p->err, p->errlen, "missing NAME after '%s' (%s%s)",
+                       cr__cli_command_name(c),
+                       dashdash ? "unexpected '--': " : "",
+                       synopsis(c, forms, sizeof(forms)));
 }
 
 /* Refuses a "--" where no command to run can follow. Returns -1. */
 static int unexpected_dashdash(parser *p)
 {
-    return fail(p->err, p->errlen, "unexpected '--': only 'lock NAME', "
-                "'semaphore NAME', 'barrier NAME' and 'ratelimit NAME' run a "
-                "command");
+    return cr__cli_why(
+        p->err, p->errlen,
+        "unexpected '--': only 'lock NAME', "
+        "'semaphore NAME', 'barrier NAME' and 'ratelimit NAME' run a "
+        "command");
 }
 
 /* The word for an action in "does not apply to ..." messages: "'latch
@@ -1280,8 +1084,9 @@ static const char *applies_to(const cr__cli_args *a, char *buf, size_t len)
 static int take_command(parser *p, int i)
 {
     if (i >= p->argc)
-        return fail(p->err, p->errlen, "missing the command to run after "
-                    "'--'");
+        return cr__cli_why(p->err, p->errlen,
+                           "missing the command to run after "
+                           "'--'");
     p->a->action = CR__CLI_RUN;
     p->action_set = true;
     p->a->cmd = &p->argv[i];
@@ -1311,13 +1116,15 @@ static int parse_positional(parser *p, int *i)
         if (a->action == CR__CLI_RL_SET_RATE) {
             if (cr__cli_parse_rate(w, &a->rate, &a->rate_interval_ms, why,
                                    sizeof(why)) != 0)
-                return fail(p->err, p->errlen, "invalid rate '%s' for "
-                            "set-rate: %s (examples: 10/1s, 100/1m)",
-                            quote(w, q), why);
+                return cr__cli_why(p->err, p->errlen,
+                                   "invalid rate '%s' for "
+                                   "set-rate: %s (examples: 10/1s, 100/1m)",
+                                   quote(w, q), why);
         } else if (cr__cli_parse_count(w, min, CR__CLI_COUNT_MAX, &n, why,
                                        sizeof(why)) != 0) {
-            return fail(p->err, p->errlen, "invalid number '%s' for %s: %s",
-                        quote(w, q), action_word(a->action), why);
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid number '%s' for %s: %s", quote(w, q),
+                               action_word(a->action), why);
         } else {
             a->value = n;
         }
@@ -1329,8 +1136,8 @@ static int parse_positional(parser *p, int *i)
         return 1; /* the command to run starts here */
     if (p->action_set || a->command == CR__CLI_INSPECT ||
         a->command == CR__CLI_UNLOCK || a->command == CR__CLI_DELETE)
-        return fail(p->err, p->errlen, "unexpected argument '%s'",
-                    quote(w, q));
+        return cr__cli_why(p->err, p->errlen, "unexpected argument '%s'",
+                           quote(w, q));
     for (k = 0; k < N_ACTIONS; k++) {
         const action_def *d = &action_defs[k];
 
@@ -1344,14 +1151,17 @@ static int parse_positional(parser *p, int *i)
     }
     action_list(a->command, list, sizeof(list));
     if (a->command == CR__CLI_LATCH)
-        return fail(p->err, p->errlen, "unknown latch action '%s' (use %s)",
-                    quote(w, q), list);
+        return cr__cli_why(p->err, p->errlen,
+                           "unknown latch action '%s' (use %s)", quote(w, q),
+                           list);
     near = near_action(a->command, w);
     if (near != NULL)
-        return fail(p->err, p->errlen, "'%s' is not an action of %s (%s); "
-                    "did you mean '%s'? A command of that name goes after "
-                    "'--'", quote(w, q), cr__cli_command_name(a->command),
-                    list, near->word);
+        return cr__cli_why(
+            p->err, p->errlen,
+            "'%s' is not an action of %s (%s); "
+            "did you mean '%s'? A command of that name goes after "
+            "'--'",
+            quote(w, q), cr__cli_command_name(a->command), list, near->word);
     return 1; /* the command to run starts here */
 }
 
@@ -1379,14 +1189,18 @@ static int settle_kill_after(parser *p)
         return 0;
     }
     if (a->kill_after_ms >= lease)
-        return fail(p->err, p->errlen, "--kill-after must be shorter than "
-                    "the lease (%s%lldms)",
-                    a->lease_ms > 0 ? "--lease " : "the watchdog's ",
-                    (long long)lease);
+        return cr__cli_why(p->err, p->errlen,
+                           "--kill-after must be shorter than "
+                           "the lease (%s%lldms)",
+                           a->lease_ms > 0 ? "--lease " : "the watchdog's ",
+                           (long long)lease);
     if (a->lease_ms <= 0 && a->kill_after_ms >= lease - lease / 3)
-        return fail(p->err, p->errlen, "--kill-after must be shorter than "
-                    "two thirds of the watchdog's lease (%lldms), which is "
-                    "renewed every third of it", (long long)lease);
+        return cr__cli_why(
+            p->err, p->errlen,
+            "--kill-after must be shorter than "
+            "two thirds of the watchdog's lease (%lldms), which is "
+            "renewed every third of it",
+            (long long)lease);
     return 0;
 }
 
@@ -1406,8 +1220,9 @@ static int check(parser *p)
     if (a->help)
         return 0;
     if (a->command == CR__CLI_NONE)
-        return fail(p->err, p->errlen, "missing command (%s; try --help)",
-                    command_list(list, sizeof(list)));
+        return cr__cli_why(p->err, p->errlen,
+                           "missing command (%s; try --help)",
+                           command_list(list, sizeof(list)));
     if (a->command == CR__CLI_VERSION)
         return 0;
     if (a->name == NULL)
@@ -1417,64 +1232,78 @@ static int check(parser *p)
         a->action = CR__CLI_LOCK_HOLD; /* hold until told, as etcdctl */
     if ((a->command == CR__CLI_SEMAPHORE || a->command == CR__CLI_RATELIMIT) &&
         !p->action_set && a->cmd == NULL)
-        return fail(p->err, p->errlen, "missing the command to run (after "
-                    "--), or %s", list);
+        return cr__cli_why(p->err, p->errlen,
+                           "missing the command to run (after "
+                           "--), or %s",
+                           list);
     if (a->command == CR__CLI_BARRIER && !p->action_set && a->cmd == NULL)
         a->action = CR__CLI_BARRIER_AWAIT;
     if (a->command == CR__CLI_LATCH && !p->action_set)
-        return fail(p->err, p->errlen, "missing the latch action: %s", list);
+        return cr__cli_why(p->err, p->errlen, "missing the latch action: %s",
+                           list);
     if (a->command == CR__CLI_UNLOCK)
         a->action = CR__CLI_FORCE_UNLOCK;
     if (a->command == CR__CLI_DELETE)
         a->action = CR__CLI_DELETE_OBJECT;
     if (p->value_pending)
-        return fail(p->err, p->errlen, "missing the %s after '%s'",
-                    a->action == CR__CLI_RL_SET_RATE ? "rate R/INTERVAL"
-                                                     : "number",
-                    action_word(a->action));
+        return cr__cli_why(p->err, p->errlen, "missing the %s after '%s'",
+                           a->action == CR__CLI_RL_SET_RATE ? "rate R/INTERVAL"
+                                                            : "number",
+                           action_word(a->action));
     extra = p->given & ~(GLOBAL_OPTS | allowed_opts(a));
     for (k = 0; k < sizeof(opt_defs) / sizeof(opt_defs[0]); k++)
         if (extra & BIT(opt_defs[k].id))
-            return fail(p->err, p->errlen, "option --%s does not apply to %s",
-                        opt_defs[k].name, applies_to(a, what, sizeof(what)));
+            return cr__cli_why(
+                p->err, p->errlen, "option --%s does not apply to %s",
+                opt_defs[k].name, applies_to(a, what, sizeof(what)));
     if (a->command == CR__CLI_UNLOCK && !a->force)
-        return fail(p->err, p->errlen, "unlock takes --force: a lock is "
-                    "released by its holder, so 'unlock' only breaks one "
-                    "held by another (Redisson's forceUnlock)");
+        return cr__cli_why(
+            p->err, p->errlen,
+            "unlock takes --force: a lock is "
+            "released by its holder, so 'unlock' only breaks one "
+            "held by another (Redisson's forceUnlock)");
     if (p->late_timeout) {
         /* After the command word --timeout could mean the Redis timeout
          * (its old meaning there) or the wait: where something waits it
          * is refused, elsewhere it keeps its old meaning. */
         if (a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT ||
             a->action == CR__CLI_LOCK_HOLD)
-            return fail(p->err, p->errlen, "--timeout after the command "
-                        "word is ambiguous here: use --wait D for how long "
-                        "to wait, --command-timeout D for Redis's timeout");
+            return cr__cli_why(
+                p->err, p->errlen,
+                "--timeout after the command "
+                "word is ambiguous here: use --wait D for how long "
+                "to wait, --command-timeout D for Redis's timeout");
         a->command_timeout_ms = p->late_timeout_ms;
     }
     if ((p->given & BIT(OPT_NONBLOCK)) && (p->given & BIT(OPT_WAIT)))
-        return fail(p->err, p->errlen, "-n (--nonblock) and --wait exclude "
-                    "each other");
+        return cr__cli_why(p->err, p->errlen,
+                           "-n (--nonblock) and --wait exclude "
+                           "each other");
     if (a->command == CR__CLI_BARRIER && a->parties < 0 &&
         a->action != CR__CLI_BARRIER_RESET)
-        return fail(p->err, p->errlen, "missing --parties N for barrier");
+        return cr__cli_why(p->err, p->errlen,
+                           "missing --parties N for barrier");
     if ((p->given & (BIT(OPT_PER_CLIENT) | BIT(OPT_KEEP_ALIVE))) &&
         a->rate < 0)
-        return fail(p->err, p->errlen, "--per-client and --keep-alive set "
-                    "a rate: give it with --rate R/INTERVAL");
+        return cr__cli_why(p->err, p->errlen,
+                           "--per-client and --keep-alive set "
+                           "a rate: give it with --rate R/INTERVAL");
     /* A rate set for Java's long-lived clients may do without; one this
      * run would use may not. */
     if (a->per_client && a->keep_alive_ms < 0 && a->action == CR__CLI_RUN)
-        return fail(p->err, p->errlen, "--per-client needs --keep-alive D: "
-                    "each run is a new client, which would get a fresh "
-                    "budget and leave its keys behind for good");
+        return cr__cli_why(p->err, p->errlen,
+                           "--per-client needs --keep-alive D: "
+                           "each run is a new client, which would get a fresh "
+                           "budget and leave its keys behind for good");
     if (a->keep_alive_ms >= 0 && a->keep_alive_ms < a->rate_interval_ms)
-        return fail(p->err, p->errlen, "--keep-alive must be at least the "
-                    "rate's interval");
+        return cr__cli_why(p->err, p->errlen,
+                           "--keep-alive must be at least the "
+                           "rate's interval");
     kinds = p->given & KIND_OPTS;
     if ((kinds & (kinds - 1)) != 0)
-        return fail(p->err, p->errlen, "--fair, --fenced, --read and "
-                    "--write exclude each other");
+        return cr__cli_why(p->err, p->errlen,
+                           "--fair, --fenced, --read and "
+                           "--write exclude each other");
     if (a->action == CR__CLI_RUN &&
         (a->command == CR__CLI_LOCK || a->command == CR__CLI_SEMAPHORE))
         return settle_kill_after(p);
@@ -1504,8 +1333,8 @@ static int parse_after_name(parser *p, int i)
         if (a->command == CR__CLI_VERSION) {
             char q[MAX_QUOTED + 4];
 
-            return fail(p->err, p->errlen, "unexpected argument '%s'",
-                        quote(p->argv[i], q));
+            return cr__cli_why(p->err, p->errlen, "unexpected argument '%s'",
+                               quote(p->argv[i], q));
         }
         rc = parse_positional(p, &i);
         if (rc < 0)
@@ -1565,8 +1394,8 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     /* 2. The command word. */
     out->command = command_of(argv[i]);
     if (out->command == CR__CLI_NONE)
-        return fail(err, errlen, "unknown command '%s' (use %s)",
-                    quote(argv[i], q), command_list(list, sizeof(list)));
+        return cr__cli_why(err, errlen, "unknown command '%s' (use %s)",
+                           quote(argv[i], q), command_list(list, sizeof(list)));
     if (out->command == CR__CLI_INSPECT)
         out->action = CR__CLI_SHOW;
     i++;
@@ -1580,7 +1409,7 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
         if (how == STOP_END)
             return check(&p);
         if (argv[i][0] == '\0')
-            return fail(err, errlen, "NAME is empty");
+            return cr__cli_why(err, errlen, "NAME is empty");
         out->name = argv[i++];
     }
 
@@ -1588,76 +1417,4 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     if (parse_after_name(&p, i) != 0)
         return -1;
     return check(&p);
-}
-
-/* ------------------------------------------------------------------ URLs */
-
-bool cr__cli_url_password(const char *url, size_t *off, size_t *len)
-{
-    const char *rest = strstr(url, "://"), *at = NULL, *colon;
-    size_t auth_len, i;
-
-    *off = *len = 0;
-    if (rest == NULL)
-        return false;
-    rest += 3;
-    auth_len = strcspn(rest, "/?#");
-    for (i = 0; i < auth_len; i++)
-        if (rest[i] == '@')
-            at = rest + i;
-    if (at == NULL)
-        return false;
-    colon = memchr(rest, ':', (size_t)(at - rest));
-    if (colon == NULL || colon + 1 == at)
-        return false;
-    *off = (size_t)(colon + 1 - url);
-    *len = (size_t)(at - colon - 1);
-    return true;
-}
-
-void cr__cli_url_redacted(const char *url, char *buf, size_t len)
-{
-    size_t off, n;
-
-    if (len == 0)
-        return;
-    if (!cr__cli_url_password(url, &off, &n)) {
-        snprintf(buf, len, "%s", url);
-        return;
-    }
-    snprintf(buf, len, "%.*s***%s", (int)off, url, url + off + n);
-}
-
-int cr__cli_tls_url(const char *url, char *buf, size_t len)
-{
-    static const char *const tcp[] = {"redis", "redis-sentinel",
-                                      "redis-cluster"};
-    const char *sep = strstr(url, "://");
-    size_t scheme_len, i;
-
-    if (sep == NULL)
-        return -1;
-    scheme_len = (size_t)(sep - url);
-    for (i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++) {
-        size_t n = strlen(tcp[i]);
-
-        if (scheme_len == n + 1 && strncasecmp(url, "rediss", 6) == 0 &&
-            strncasecmp(url + 6, tcp[i] + 5, n - 5) == 0) {
-            /* Already a TLS form. */
-            if (strlen(url) >= len)
-                return -1;
-            strcpy(buf, url);
-            return 0;
-        }
-        if (scheme_len == n && strncasecmp(url, tcp[i], n) == 0) {
-            /* "redis" + "s" + the rest ("-sentinel://..."). */
-            if (strlen(url) + 1 >= len)
-                return -1;
-            memcpy(buf, url, 5);
-            buf[5] = 's';
-            strcpy(buf + 6, url + 5);
-            return 0;
-        }
-    }
-    return -1;
 }
