@@ -60,6 +60,10 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 /* How often the status line is redrawn while waiting. */
 #define STATUS_EVERY_MS 500
 
+/* How long a wait without a status line goes before its one reading of
+ * the holder: an acquisition that is quick costs no reading. */
+#define ONCE_AFTER_MS 200
+
 /* File descriptors below this are tracked as inherited or not. */
 #define FD_TRACKED 1024
 
@@ -238,6 +242,9 @@ static void *status_main(void *arg)
     ssize_t ignored;
 
     pthread_mutex_lock(&j->mu);
+    if (j->once)
+        cr__cli_sleep_until(&j->cv, &j->mu, &j->stop,
+                            j->start + ONCE_AFTER_MS);
     while (!j->stop) {
         pthread_mutex_unlock(&j->mu);
         j->fn(j->cli, j->client, j->ctx, cr__cli_now_ms() - j->start, line,
@@ -960,16 +967,19 @@ int cr__cli_check_program(cr__cli *cli)
 }
 
 /* Whether the end of standard input ends a hold: when it is a pipe, a
- * socket or a terminal. A file or /dev/null (a command started in the
- * background by a script) ends at once, and would end every hold. */
+ * socket, or a terminal whose foreground this process is in. A file or
+ * /dev/null (a command started in the background by a script) ends at
+ * once, and would end every hold; a job in the background of an
+ * interactive shell would be stopped for reading the terminal. */
 static bool stdin_ends_hold(void)
 {
     struct stat st;
 
     if (fstat(STDIN_FILENO, &st) != 0)
         return false;
-    return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) ||
-           isatty(STDIN_FILENO);
+    if (isatty(STDIN_FILENO))
+        return tcgetpgrp(STDIN_FILENO) == getpgrp();
+    return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 }
 
 /* Reads and drops what standard input has; returns whether it ended (end

@@ -38,8 +38,8 @@ typedef void (*cr__cli_status_fn)(cr__cli *cli, cr_client *client, void *ctx,
  * writes; the line is cleared when the wait ends, and a reading under way
  * then is not waited for (cr__cli_status_end joins its thread). Without
  * a status line, a wait that is not one try (and not --quiet) still gets
- * one reading at once, which the message of a wait that ran out uses to
- * say how long the holder has held it. Returns 0 when fn has returned,
+ * one reading when it has lasted 200 ms, which the message of a wait that
+ * ran out uses to say how long the holder has held it. Returns 0 when fn has returned,
  * its result in *rc. When a signal that ends waits (INT, TERM, HUP, QUIT)
  * arrives first, returns its number at once, within about a tenth of a
  * second whatever Redis does: a call that returns CR_OK within a short
