@@ -75,7 +75,10 @@ build fuzz_reply "${lib_objs[@]}" || exit 1
 if [ -f src/cli/args.c ]; then
     "$cc" $cflags -fsanitize=fuzzer-no-link -c src/cli/args.c \
         -o "$work/obj/cli_args.o" || exit 1
-    build fuzz_cli_args "$work/obj/cli_args.o" || exit 1
+    "$cc" $cflags -fsanitize=fuzzer-no-link -c src/cli/values.c \
+        -o "$work/obj/cli_values.o" || exit 1
+    build fuzz_cli_args "$work/obj/cli_args.o" "$work/obj/cli_values.o" ||
+        exit 1
     targets+=(fuzz_cli_args)
 fi
 

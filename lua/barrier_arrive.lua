@@ -4,8 +4,9 @@
 -- is in doc/coordination.md).
 -- KEYS[1] = the barrier hash N (parties, generation, arrived, broken,
 -- since: its creation stamp, one field per waiting party: owner -> its
--- arrival index, and o:<g> -> the outcome of generation g, 1 completed or
--- 0 broken, for the last ARGV[5] generations), KEYS[2] = the waiting
+-- arrival index, and a:<owner> -> its arrival time (server epoch ms), and
+-- o:<g> -> the outcome of generation g, 1 completed or 0 broken, for the
+-- last ARGV[5] generations), KEYS[2] = the waiting
 -- parties credisson_barrier_arrivals:{N} (zset: owner -> lease deadline in
 -- the server's epoch ms), KEYS[3] and KEYS[4] = the channels of the even
 -- and the odd generations, credisson_barrier__channel:{N}:0 and :1 (a
@@ -45,11 +46,10 @@ if not since then
 end
 -- Ends generation g: 1 completed (the next begins), 0 broken.
 local function settle(outcome)
-    local waiting = redis.call('zrange', KEYS[2], 0, -1)
-    if #waiting > 0 then
-        redis.call('hdel', KEYS[1], unpack(waiting))
-        redis.call('del', KEYS[2])
+    for _, m in ipairs(redis.call('zrange', KEYS[2], 0, -1)) do
+        redis.call('hdel', KEYS[1], m, 'a:' .. m)
     end
+    redis.call('del', KEYS[2])
     redis.call('hdel', KEYS[1], 'o:' .. (g - keep))
     if outcome == 1 then
         redis.call('hset', KEYS[1], 'o:' .. g, 1, 'arrived', 0,
@@ -77,11 +77,21 @@ if state[6] then
 else
     local arrived = tonumber(state[4]) + 1
     index = parties - arrived
+    if arrived == 1 then
+        -- The first of a round: arrival times an older credisson's
+        -- settling left behind go now.
+        for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
+            if string.sub(f, 1, 2) == 'a:' then
+                redis.call('hdel', KEYS[1], f)
+            end
+        end
+    end
     if index <= 0 then
         settle(1)
         return {1, g, 0}
     end
-    redis.call('hset', KEYS[1], 'arrived', arrived, ARGV[2], index)
+    redis.call('hset', KEYS[1], 'arrived', arrived, ARGV[2], index,
+               'a:' .. ARGV[2], now)
 end
 redis.call('zadd', KEYS[2], deadline, ARGV[2])
 -- The earliest lease now (a resend that was the earliest is a little

@@ -20,7 +20,7 @@ if tonumber(redis.call('hget', KEYS[1], 'generation')) ~= g or
     return {4}
 end
 for _, m in ipairs(redis.call('zrange', KEYS[2], 0, -1)) do
-    redis.call('hdel', KEYS[1], m)
+    redis.call('hdel', KEYS[1], m, 'a:' .. m)
 end
 redis.call('del', KEYS[2])
 redis.call('hset', KEYS[1], 'o:' .. g, 0, 'arrived', 0, 'broken', 1)

@@ -23,8 +23,9 @@ if tonumber(state[2]) ~= g or not redis.call('zscore', KEYS[2], ARGV[1]) then
 end
 local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 if tonumber(first[2]) <= now then
-    local waiting = redis.call('zrange', KEYS[2], 0, -1)
-    redis.call('hdel', KEYS[1], unpack(waiting))
+    for _, m in ipairs(redis.call('zrange', KEYS[2], 0, -1)) do
+        redis.call('hdel', KEYS[1], m, 'a:' .. m)
+    end
     redis.call('del', KEYS[2])
     redis.call('hdel', KEYS[1], 'o:' .. (g - keep))
     redis.call('hset', KEYS[1], 'o:' .. g, 0, 'arrived', 0, 'broken', 1)

@@ -13,7 +13,7 @@ local g = tonumber(redis.call('hget', KEYS[1], 'generation'))
 if redis.call('hget', KEYS[1], 'broken') ~= '1' and
         tonumber(redis.call('hget', KEYS[1], 'arrived')) > 0 then
     for _, m in ipairs(redis.call('zrange', KEYS[2], 0, -1)) do
-        redis.call('hdel', KEYS[1], m)
+        redis.call('hdel', KEYS[1], m, 'a:' .. m)
     end
     redis.call('del', KEYS[2])
     redis.call('hset', KEYS[1], 'o:' .. g, 0)

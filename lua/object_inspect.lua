@@ -1,4 +1,4 @@
---! keys: object queue timeouts token permits conditions
+--! keys: object queue timeouts token permits conditions arrivals
 --! argv: most_listed:int most_holds:int key_prefix most_fields:int cond_prefix queue_prefix leases_prefix
 -- What an object holds, read in one step so the answer is a snapshot;
 -- writes nothing (credisson's own; Java has no counterpart). Reads every
@@ -12,6 +12,8 @@
 -- KEYS[4] = fencing token prefixName(redisson_lock_token, N)
 -- KEYS[5] = issued permits suffixName(N, timeout)
 -- KEYS[6] = the lock's conditions credisson_conditions:{N} (set of names C)
+-- KEYS[7] = a barrier's waiting parties credisson_barrier_arrivals:{N}
+-- (zset: owner -> lease deadline)
 -- ARGV[1] = the most queue entries and permits listed
 -- ARGV[2] = the most hold keys looked at per reader
 -- ARGV[3] = the readers' hold key prefix ({N}, or N when it has a '{')
@@ -21,14 +23,17 @@
 -- condition C's keys are these followed by ":C" (the same slot as N: the
 -- set names them, so they cannot be passed as KEYS)
 -- Returns { type, pttl, server time ms, hash, readers, queue length,
--- queue, token, value, issued count, permits, conditions }: hash is the
--- flat HGETALL
+-- queue, token, value, issued count, permits, conditions, parties }: hash
+-- is the flat HGETALL
 -- (or "big", or 0 when N is no hash); readers is { owner, longest PTTL of
 -- its hold keys (-2: none left) }...; queue is { owner, deadline score or
 -- "" }...; token and value are the strings or 0; permits is ZRANGE
 -- WITHSCORES; conditions is { { C, waiting count, { waiter, "s" or "w",
 -- lease deadline }... }... }, the signalled first, then the waiting in
--- line. A key of another type than expected reads as absent.
+-- line; parties is { owner, lease deadline, arrival index or "", arrival
+-- time ms or "" }... for a barrier's waiting parties (its hash holds the
+-- index under the owner and the time under "a:" .. owner). A key of
+-- another type than expected reads as absent.
 local function try(...)
     local ok, v = pcall(redis.call, ...)
     if ok then
@@ -114,5 +119,17 @@ for _, c in ipairs(names) do
         table.insert(conditions, {c, try('zcard', q) or 0, waiters})
     end
 end
+local parties = {}
+if t == 'hash' then
+    local arrivals = try('zrange', KEYS[7], 0, limit - 1, 'withscores') or {}
+    for i = 1, #arrivals, 2 do
+        local owner = arrivals[i]
+        local got = redis.call('hmget', KEYS[1], owner, 'a:' .. owner)
+        table.insert(parties, owner)
+        table.insert(parties, arrivals[i + 1])
+        table.insert(parties, got[1] or '')
+        table.insert(parties, got[2] or '')
+    end
+end
 return {t, redis.call('pttl', KEYS[1]), now, hash, readers, qlen, queue,
-        token, value, plen, permits, conditions}
+        token, value, plen, permits, conditions, parties}

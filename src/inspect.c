@@ -3,8 +3,9 @@
  * Introspection (include/credisson/inspect.h): object_inspect.lua reads
  * every layout a name may have in one step; PUBSUB NUMSUB (and SHARDNUMSUB
  * in a cluster) on the semaphore's and the latch's channels tells a plain
- * semaphore from a latch when nothing else does; one CLIENT LIST tells
- * which owners' clients are connected, and where.
+ * semaphore from a latch when nothing else does, and on a lock's or a
+ * semaphore's channel counts its subscribers; one CLIENT LIST tells which
+ * owners' clients are connected, and where.
  *
  * Everything a snapshot points at lives in one arena of allocations freed
  * with it: the caller frees one pointer.
@@ -72,6 +73,7 @@ cr_object_info_free(cr_object_info *info)
     for (i = 0; i < info->nconditions; i++)
         free(info->conditions[i].waiters);
     free(info->conditions);
+    free(info->waiting_parties);
     free(a);
 }
 
@@ -328,6 +330,78 @@ read_conditions(arena *a, const cr__reply *p)
     return true;
 }
 
+/* Fills the barrier's waiting parties: { owner, lease, index, since }
+ * each, put in the order they arrived (the highest index first). */
+static bool
+read_parties(arena *a, const cr__reply *p)
+{
+    cr_object_info *in = &a->info;
+    size_t i, j;
+
+    if (p->type != CR__REPLY_ARRAY || p->elements < 4)
+        return true;
+    in->waiting_parties = calloc(p->elements / 4, sizeof(cr_party_info));
+    if (in->waiting_parties == NULL)
+        return false;
+    for (i = 0; i + 3 < p->elements; i += 4) {
+        cr_party_info *e = &in->waiting_parties[in->nwaiting_parties];
+        const cr__reply *who = p->element[i];
+
+        if (!is_str(who) || !reply_num(p->element[i + 1], &e->lease_ms))
+            continue;
+        if ((e->who.owner = keep(a, who->str, who->len)) == NULL)
+            return false;
+        e->who.owner_len = who->len;
+        e->has_index = reply_num(p->element[i + 2], &e->index);
+        e->has_since = reply_num(p->element[i + 3], &e->since_ms);
+        in->nwaiting_parties++;
+    }
+    /* Insertion sort: a round has few parties listed. */
+    for (i = 1; i < in->nwaiting_parties; i++) {
+        cr_party_info e = in->waiting_parties[i];
+
+        for (j = i; j > 0 && in->waiting_parties[j - 1].index < e.index; j--)
+            in->waiting_parties[j] = in->waiting_parties[j - 1];
+        in->waiting_parties[j] = e;
+    }
+    return true;
+}
+
+/* Counts the subscribers of the channels `names` (n of them, at most 2)
+ * into counts: PUBSUB NUMSUB, with SHARDNUMSUB added in a cluster. False
+ * when they cannot be counted. */
+static bool
+count_subscribers(const cr__op *op, cr_client *c, const cr__name_id *names,
+                  int n, const char *raw, int64_t *counts)
+{
+    static const char *const kinds[2] = {"NUMSUB", "SHARDNUMSUB"};
+    char *ch[2] = {NULL, NULL};
+    bool ok = true;
+    int k, i;
+
+    for (i = 0; i < n; i++) {
+        counts[i] = 0;
+        ok = ok && (ch[i] = cr__name(names[i], raw)) != NULL;
+    }
+    for (k = 0; ok && k < (c->url.is_cluster ? 2 : 1); k++) {
+        const char *argv[4] = {"PUBSUB", kinds[k], ch[0], ch[1]};
+        cr__reply *r = NULL;
+
+        ok = cr__command_retry(op, 2 + n, argv, NULL, &r) == CR_OK &&
+             r->type == CR__REPLY_ARRAY && r->elements == (size_t)(2 * n);
+        for (i = 0; ok && i < n; i++) {
+            int64_t v = 0;
+
+            ok = cr__reply_int(r->element[2 * i + 1], &v);
+            counts[i] += v;
+        }
+        cr__reply_free(r);
+    }
+    for (i = 0; i < n; i++)
+        free(ch[i]);
+    return ok;
+}
+
 /* Counts the subscribers of the semaphore's and the latch's channels
  * (the only trace that tells a plain semaphore from a latch); false when
  * they cannot be counted. */
@@ -335,29 +409,47 @@ static bool
 listeners(const cr__op *op, cr_client *c, const char *raw, int64_t *sem,
           int64_t *latch)
 {
-    static const char *const kinds[2] = {"NUMSUB", "SHARDNUMSUB"};
-    char *sc = cr__name(CR__NAME_SEMAPHORE_CHANNEL, raw);
-    char *lc = cr__name(CR__NAME_LATCH_CHANNEL, raw);
-    bool ok = sc != NULL && lc != NULL;
-    int k;
+    static const cr__name_id both[2] = {CR__NAME_SEMAPHORE_CHANNEL,
+                                          CR__NAME_LATCH_CHANNEL};
+    int64_t counts[2];
 
     *sem = *latch = 0;
-    for (k = 0; ok && k < (c->url.is_cluster ? 2 : 1); k++) {
-        const char *argv[4] = {"PUBSUB", kinds[k], sc, lc};
-        cr__reply *r = NULL;
-        int64_t a = 0, b = 0;
+    if (!count_subscribers(op, c, both, 2, raw, counts))
+        return false;
+    *sem = counts[0];
+    *latch = counts[1];
+    return true;
+}
 
-        ok = cr__command_retry(op, 4, argv, NULL, &r) == CR_OK &&
-             r->type == CR__REPLY_ARRAY && r->elements == 4 &&
-             cr__reply_int(r->element[1], &a) &&
-             cr__reply_int(r->element[3], &b);
-        *sem += a;
-        *latch += b;
-        cr__reply_free(r);
+/* Counts the connections subscribed to the channel of a lock that is not
+ * fair or of a semaphore into in->subscribers (-1 for other kinds, or
+ * when they cannot be counted). `sem` is the semaphore channel's count
+ * when it was read already (-1 if not). */
+static void
+subscribers(const cr__op *op, cr_client *c, cr_object_info *in,
+            const char *raw, int64_t sem)
+{
+    cr__name_id ch;
+
+    in->subscribers = -1;
+    switch (in->kind) {
+    case CR_OBJECT_LOCK: ch = CR__NAME_LOCK_CHANNEL; break;
+    case CR_OBJECT_RWLOCK: ch = CR__NAME_RWLOCK_CHANNEL; break;
+    case CR_OBJECT_SEMAPHORE:
+    case CR_OBJECT_PERMIT_SEMAPHORE:
+    case CR_OBJECT_SEMAPHORE_OR_LATCH:
+        if (sem >= 0) {
+            in->subscribers = sem;
+            return;
+        }
+        ch = CR__NAME_SEMAPHORE_CHANNEL;
+        break;
+    default:
+        return;
     }
-    free(sc);
-    free(lc);
-    return ok;
+    if (!count_subscribers(op, c, &ch, 1, raw, &in->subscribers))
+        in->subscribers = -1;
+    cr__clear_error();
 }
 
 /* Decides the kind from what was read (what read_holders marked OTHER
@@ -392,10 +484,10 @@ static cr_status
 read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
 {
     cr_object_info *in = &a->info;
-    char *keys[9], *kp;
+    char *keys[10], *kp;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL, **e;
-    int64_t sem = 0, latch = 0;
+    int64_t sem = 0, latch = 0, sem_read = -1;
     bool has_queue;
     cr_status rc = CR_ENOMEM;
     int i;
@@ -409,8 +501,9 @@ read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
     keys[6] = cr__name(CR__NAME_CONDITION, raw);
     keys[7] = cr__name(CR__NAME_CONDITION_QUEUE, raw);
     keys[8] = cr__name(CR__NAME_CONDITION_LEASES, raw);
+    keys[9] = cr__name(CR__NAME_BARRIER_ARRIVALS, raw);
     kp = cr__name(CR__NAME_KEY_PREFIX, raw);
-    for (i = 0; i < 9; i++)
+    for (i = 0; i < 10; i++)
         if (keys[i] == NULL)
             goto out;
     if (kp == NULL)
@@ -419,6 +512,7 @@ read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
         &(cr__object_inspect_args){
             .object = keys[0], .queue = keys[1], .timeouts = keys[2],
             .token = keys[3], .permits = keys[4], .conditions = keys[5],
+            .arrivals = keys[9],
             .most_listed = CR_INSPECT_MAX_LISTED,
             .most_holds = MAX_READER_HOLDS, .key_prefix = kp,
             .most_fields = MAX_HASH_FIELDS, .cond_prefix = keys[6],
@@ -427,7 +521,7 @@ read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
     if (rc != CR_OK)
         goto out;
     rc = CR_ESCRIPT;
-    if (r->type != CR__REPLY_ARRAY || r->elements != 12 ||
+    if (r->type != CR__REPLY_ARRAY || r->elements != 13 ||
         !is_str(r->element[0]))
         goto out;
     e = r->element;
@@ -442,17 +536,26 @@ read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
     in->has_value = is_str(e[8]) && cr__reply_int(e[8], &in->value);
     rc = CR_ENOMEM;
     if (!read_holders(a, e[3], e[4]) || !read_queue(a, e[6]) ||
-        !read_permits(a, e[10]) || !read_conditions(a, e[11]))
+        !read_permits(a, e[10]) || !read_conditions(a, e[11]) ||
+        !read_parties(a, e[12]))
         goto out;
     has_queue = in->queue_length != 0;
     if (strcmp(in->redis_type, "string") == 0 && in->has_value &&
-        in->issued_count == 0 && !listeners(op, c, raw, &sem, &latch))
-        sem = latch = 0; /* cannot tell: ambiguous */
+        in->issued_count == 0) {
+        if (listeners(op, c, raw, &sem, &latch))
+            sem_read = sem;
+        else
+            sem = latch = 0; /* cannot tell: ambiguous */
+        cr__clear_error();
+    }
     classify(in, in->redis_type, has_queue, sem, latch);
+    if (in->kind != CR_OBJECT_BARRIER)
+        in->nwaiting_parties = 0; /* a zset of that name, not a barrier's */
+    subscribers(op, c, in, raw, sem_read);
     rc = CR_OK;
 out:
     cr__reply_free(r);
-    for (i = 0; i < 9; i++)
+    for (i = 0; i < 10; i++)
         free(keys[i]);
     free(kp);
     if (rc == CR_ESCRIPT)
@@ -543,7 +646,7 @@ read_presence(const cr__op *op, arena *a)
 
     for (i = 0; i < in->nconditions; i++)
         waiters += in->conditions[i].nwaiters;
-    if (in->nholders + in->nqueue + waiters == 0)
+    if (in->nholders + in->nqueue + waiters + in->nwaiting_parties == 0)
         return true;
     if (cr__command_retry(op, 2, argv, NULL, &r) != CR_OK ||
         r->type != CR__REPLY_STRING) {
@@ -570,6 +673,8 @@ read_presence(const cr__op *op, arena *a)
         for (size_t j = 0; ok && j < in->conditions[i].nwaiters; j++)
             ok = place(a, &in->conditions[i].waiters[j].who, r->str, r->len,
                        unnamed);
+    for (i = 0; ok && i < in->nwaiting_parties; i++)
+        ok = place(a, &in->waiting_parties[i].who, r->str, r->len, unnamed);
     cr__reply_free(r);
     return ok;
 }

@@ -100,6 +100,16 @@ typedef struct cr_condition_info {
     cr_condition_waiter_info *waiters;
 } cr_condition_info;
 
+/* A party waiting at a barrier in the round under way. */
+typedef struct cr_party_info {
+    cr_owner_info who;
+    bool has_index;
+    int64_t index;       /* its arrival index: parties - 1 for the first */
+    bool has_since;      /* false when an older credisson let it in */
+    int64_t since_ms;    /* epoch ms it arrived */
+    int64_t lease_ms;    /* epoch ms its lease lapses unless it looks again */
+} cr_party_info;
+
 /* The snapshot. Lists hold at most CR_INSPECT_MAX_LISTED entries; the
  * counts beside them are the whole. */
 #define CR_INSPECT_MAX_LISTED 100
@@ -135,6 +145,18 @@ typedef struct cr_object_info {
      * CR_INSPECT_MAX_LISTED, with no count of the others). */
     size_t nconditions;
     cr_condition_info *conditions;
+    /* A barrier: its waiting parties (`waiting` counts them all), in the
+     * order they arrived. */
+    size_t nwaiting_parties;
+    cr_party_info *waiting_parties;
+    /* A lock that is not fair (RLock, fenced, spin, read/write) or a
+     * semaphore: how many connections are subscribed to its channel
+     * (PUBSUB NUMSUB, and SHARDNUMSUB too in a cluster, on the node the
+     * command reached). It counts connections, not waiters: a client's
+     * one subscriber connection serves all its waiters and may stay
+     * subscribed a while after the last (Java's too). -1 for other kinds,
+     * or when it cannot be read. */
+    int64_t subscribers;
 } cr_object_info;
 
 /* cr_object_inspect: read what `name` (after the client's name prefix)

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Parsing of the credisson command line: durations, counts, the command
- * word, the object's name, options (global ones anywhere before the command
- * to run, a command's own ones after its word), read with getopt_long, and
- * the command to run.
+ * Parsing of the credisson command line: the command word, the object's
+ * name, options (global ones anywhere before the command to run, a
+ * command's own ones after its word), read with getopt_long, the action
+ * and the command to run; and the tables of commands, actions and options
+ * that help is made from. The values (durations, counts, rates, URL text)
+ * are read by values.c.
  * Nothing here does I/O or reads the environment (glibc's getopt reads
  * POSIXLY_CORRECT, which the '+' of the optstring makes moot); text quoted
  * back in an error is shortened and stripped of control characters, and
- * the value of --url is never quoted, since it may carry a password. Two
- * helpers work on URL text for the caller: where a password sits (to hide
- * it from ps) and the TLS form of a scheme (--tls).
+ * the value of --url is never quoted, since it may carry a password.
  */
 #include "config.h"
 
@@ -17,7 +17,6 @@
 
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -66,7 +65,9 @@ typedef enum opt_id {
     OPT_RATE,
     OPT_PER_CLIENT,
     OPT_KEEP_ALIVE,
-    OPT_REDISSON_VERSION
+    OPT_REDISSON_VERSION,
+    OPT_FORCE,
+    OPT_YES
 } opt_id;
 
 #define BIT(id) ((uint64_t)1 << (id))
@@ -199,9 +200,15 @@ static const opt_def opt_defs[] = {
      "the limiter's rate, set if it has none: R permits per\n"
      "INTERVAL (a duration); a warning when it has another"},
     {"per-client", 0, false, OPT_PER_CLIENT, NULL,
-     "a budget per client (PER_CLIENT); needs --keep-alive"},
+     "with --rate or set-rate: a budget per client\n"
+     "(PER_CLIENT); a run with --rate needs --keep-alive"},
     {"keep-alive", 0, true, OPT_KEEP_ALIVE, "D",
-     "how long the limiter's keys outlive their last use"},
+     "with --rate or set-rate: how long the limiter's keys\n"
+     "outlive their last use (at least INTERVAL)"},
+    {"force", 0, false, OPT_FORCE, NULL,
+     "unlock whoever holds it (Redisson's forceUnlock)"},
+    {"yes", 0, false, OPT_YES, NULL,
+     "go on although the holder's client is connected"},
 };
 #define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
 
@@ -224,23 +231,6 @@ typedef struct parser {
 
 /* ------------------------------------------------------------- messages */
 
-/* Writes a formatted reason into the parser's error buffer and returns -1,
- * so failure paths read `return fail(p, ...)`. */
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err != NULL && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Copies at most MAX_QUOTED characters of s into buf (MAX_QUOTED + 4
  * bytes), replacing bytes that are not printable ASCII with '?' and marking
  * a cut with "...", so user input can be quoted in a one-line message
@@ -259,123 +249,6 @@ static const char *quote(const char *s, char *buf)
     return buf;
 }
 
-/* ---------------------------------------------------- numbers, durations */
-
-/* Tells whether c is an ASCII digit, whatever the locale. */
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-int cr__cli_parse_duration(const char *s, bool allow_forever, int64_t *out_ms,
-                           char *err, size_t errlen)
-{
-    int64_t whole = 0, frac = 0, scale = 1, unit, ms;
-    const char *p = s;
-    int frac_digits = 0;
-
-    if (s == NULL || *s == '\0')
-        return fail(err, errlen, "empty duration");
-    if (strcmp(s, "forever") == 0) {
-        if (!allow_forever)
-            return fail(err, errlen, "\"forever\" is not allowed here");
-        *out_ms = CR__CLI_FOREVER;
-        return 0;
-    }
-    if (!is_digit(*p))
-        return fail(err, errlen, "a duration starts with a digit");
-    for (; is_digit(*p); p++) {
-        /* Anything past 100 years in seconds already is too long. */
-        if (whole > CR__CLI_DURATION_MAX)
-            return fail(err, errlen, "too long (at most 100 years)");
-        whole = whole * 10 + (*p - '0');
-    }
-    if (*p == '.') {
-        p++;
-        if (!is_digit(*p))
-            return fail(err, errlen, "a digit must follow the decimal point");
-        for (; is_digit(*p); p++) {
-            if (++frac_digits > 9)
-                return fail(err, errlen, "at most 9 decimals");
-            frac = frac * 10 + (*p - '0');
-            scale *= 10;
-        }
-    }
-    if (strcmp(p, "ms") == 0)
-        unit = 1;
-    else if (*p == '\0' || strcmp(p, "s") == 0)
-        unit = 1000;
-    else if (strcmp(p, "m") == 0)
-        unit = 60 * 1000;
-    else if (strcmp(p, "h") == 0)
-        unit = 3600 * 1000;
-    else
-        return fail(err, errlen, "unknown unit (use ms, s, m or h)");
-    if (whole > CR__CLI_DURATION_MAX / unit)
-        return fail(err, errlen, "too long (at most 100 years)");
-    /* frac < scale <= 1e9 and unit <= 3.6e6: the product fits. */
-    ms = whole * unit + frac * unit / scale;
-    if (ms > CR__CLI_DURATION_MAX)
-        return fail(err, errlen, "too long (at most 100 years)");
-    *out_ms = ms;
-    return 0;
-}
-
-int cr__cli_parse_count(const char *s, int64_t min, int64_t max,
-                        int64_t *out, char *err, size_t errlen)
-{
-    const char *p = s;
-    bool neg = false;
-    int64_t v = 0;
-
-    if (s == NULL || *s == '\0')
-        return fail(err, errlen, "empty number");
-    if (*p == '-') {
-        neg = true;
-        p++;
-    }
-    if (!is_digit(*p))
-        return fail(err, errlen, "not a whole number");
-    for (; is_digit(*p); p++) {
-        if (v > CR__CLI_COUNT_MAX * 10)
-            return fail(err, errlen, "out of range");
-        v = v * 10 + (*p - '0');
-    }
-    if (*p != '\0')
-        return fail(err, errlen, "not a whole number");
-    if (neg)
-        v = -v;
-    if (v < min || v > max)
-        return fail(err, errlen, "out of range (%lld..%lld)", (long long)min,
-                    (long long)max);
-    *out = v;
-    return 0;
-}
-
-int cr__cli_parse_rate(const char *s, int64_t *rate, int64_t *interval_ms,
-                       char *err, size_t errlen)
-{
-    char num[24], why[CR__CLI_ERR_MAX];
-    const char *slash = strchr(s, '/');
-    size_t n = slash != NULL ? (size_t)(slash - s) : 0;
-    int64_t r, ms;
-
-    if (slash == NULL || n == 0 || n >= sizeof(num))
-        return fail(err, errlen, "not R/INTERVAL");
-    memcpy(num, s, n);
-    num[n] = '\0';
-    if (cr__cli_parse_count(num, 1, CR__CLI_COUNT_MAX, &r, why,
-                            sizeof(why)) != 0)
-        return fail(err, errlen, "permits: %s", why);
-    if (cr__cli_parse_duration(slash + 1, false, &ms, why, sizeof(why)) != 0)
-        return fail(err, errlen, "interval: %s", why);
-    if (ms == 0)
-        return fail(err, errlen, "interval: must be more than 0");
-    *rate = r;
-    *interval_ms = ms;
-    return 0;
-}
-
 /* ---------------------------------------------------------------- words */
 
 const char *cr__cli_command_name(cr__cli_command c)
@@ -388,6 +261,8 @@ const char *cr__cli_command_name(cr__cli_command c)
     case CR__CLI_VERSION: return "version";
     case CR__CLI_BARRIER: return "barrier";
     case CR__CLI_RATELIMIT: return "ratelimit";
+    case CR__CLI_UNLOCK: return "unlock";
+    case CR__CLI_DELETE: return "delete";
     case CR__CLI_NONE: break;
     }
     return "";
@@ -399,7 +274,8 @@ static cr__cli_command command_of(const char *w)
     static const cr__cli_command all[] = {CR__CLI_LOCK, CR__CLI_SEMAPHORE,
                                           CR__CLI_LATCH, CR__CLI_INSPECT,
                                           CR__CLI_VERSION, CR__CLI_BARRIER,
-                                          CR__CLI_RATELIMIT};
+                                          CR__CLI_RATELIMIT, CR__CLI_UNLOCK,
+                                          CR__CLI_DELETE};
     size_t i;
 
     for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -412,10 +288,10 @@ static cr__cli_command command_of(const char *w)
  * rather than an option when a number is expected. */
 static bool is_negative_number(const char *s)
 {
-    if (s[0] != '-' || !is_digit(s[1]))
+    if (s[0] != '-' || !cr__cli_is_digit(s[1]))
         return false;
     for (s++; *s != '\0'; s++)
-        if (!is_digit(*s))
+        if (!cr__cli_is_digit(*s))
             return false;
     return true;
 }
@@ -425,67 +301,153 @@ static uint64_t allowed_opts(const cr__cli_args *a)
 {
     uint64_t run = WAIT_OPTS | BIT(OPT_LEASE) | BIT(OPT_WATCHDOG) |
                    BIT(OPT_KILL_AFTER) | BIT(OPT_PASS_CREDENTIALS);
+    uint64_t rate = BIT(OPT_RATE) | BIT(OPT_PER_CLIENT) | BIT(OPT_KEEP_ALIVE);
 
-    if (a->command == CR__CLI_BARRIER && a->action == CR__CLI_BARRIER_RESET)
-        return 0;
-    if (a->command == CR__CLI_BARRIER)
-        return BIT(OPT_WAIT) | BIT(OPT_PARTIES) |
-               (a->action == CR__CLI_RUN ? BIT(OPT_PASS_CREDENTIALS) : 0);
-    if (a->command == CR__CLI_RATELIMIT && a->action == CR__CLI_RUN)
-        return BIT(OPT_WAIT) | BIT(OPT_RATE) | BIT(OPT_PER_CLIENT) |
-               BIT(OPT_KEEP_ALIVE) | BIT(OPT_PASS_CREDENTIALS);
     switch (a->action) {
+    case CR__CLI_BARRIER_AWAIT:
+        return BIT(OPT_WAIT) | BIT(OPT_PARTIES);
+    case CR__CLI_RL_SET_RATE:
+        return BIT(OPT_PER_CLIENT) | BIT(OPT_KEEP_ALIVE);
+    case CR__CLI_LOCK_HOLD:
+        return WAIT_OPTS | BIT(OPT_LEASE) | BIT(OPT_WATCHDOG) | KIND_OPTS;
+    case CR__CLI_FORCE_UNLOCK:
+        return BIT(OPT_FORCE) | BIT(OPT_YES);
+    case CR__CLI_DELETE_OBJECT:
+        return BIT(OPT_YES);
+    case CR__CLI_LATCH_AWAIT:
+        return WAIT_OPTS | BIT(OPT_MUST_EXIST);
     case CR__CLI_RUN:
         if (a->command == CR__CLI_LOCK)
             return run | KIND_OPTS;
-        return run | BIT(OPT_PERMITS);
-    case CR__CLI_LATCH_AWAIT:
-        return WAIT_OPTS | BIT(OPT_MUST_EXIST);
+        if (a->command == CR__CLI_SEMAPHORE)
+            return run | BIT(OPT_PERMITS);
+        if (a->command == CR__CLI_BARRIER)
+            return BIT(OPT_WAIT) | BIT(OPT_PARTIES) |
+                   BIT(OPT_PASS_CREDENTIALS);
+        if (a->command == CR__CLI_RATELIMIT)
+            return BIT(OPT_WAIT) | rate | BIT(OPT_PASS_CREDENTIALS);
+        return 0;
     default:
         return 0;
     }
 }
 
-/* The words "semaphore NAME ACTION" or "latch NAME ACTION" name for an
- * action, for messages. */
+/* An action word after NAME, and what it takes after it. */
+typedef struct action_def {
+    cr__cli_command command;
+    const char *word;
+    cr__cli_action action;
+    char value; /* 'n' a count (set/add K, set N), 'r' a rate, 0 none */
+} action_def;
+
+/* Every action word, in the order help lists them. */
+static const action_def action_defs[] = {
+    {CR__CLI_SEMAPHORE, "set", CR__CLI_SEM_SET, 'n'},
+    {CR__CLI_SEMAPHORE, "add", CR__CLI_SEM_ADD, 'n'},
+    {CR__CLI_SEMAPHORE, "available", CR__CLI_SEM_AVAILABLE, 0},
+    {CR__CLI_LATCH, "set", CR__CLI_LATCH_SET, 'n'},
+    {CR__CLI_LATCH, "count-down", CR__CLI_LATCH_COUNT_DOWN, 0},
+    {CR__CLI_LATCH, "await", CR__CLI_LATCH_AWAIT, 0},
+    {CR__CLI_LATCH, "count", CR__CLI_LATCH_COUNT, 0},
+    {CR__CLI_BARRIER, "reset", CR__CLI_BARRIER_RESET, 0},
+    {CR__CLI_RATELIMIT, "set-rate", CR__CLI_RL_SET_RATE, 'r'},
+    {CR__CLI_RATELIMIT, "available", CR__CLI_RL_AVAILABLE, 0},
+};
+#define N_ACTIONS (sizeof(action_defs) / sizeof(action_defs[0]))
+
+/* The word an action is named by in messages ("set", "await"). */
 static const char *action_word(cr__cli_action act)
 {
+    size_t k;
+
+    for (k = 0; k < N_ACTIONS; k++)
+        if (action_defs[k].action == act)
+            return action_defs[k].word;
     switch (act) {
-    case CR__CLI_SEM_SET: case CR__CLI_LATCH_SET: return "set";
-    case CR__CLI_SEM_ADD: return "add";
-    case CR__CLI_SEM_AVAILABLE: case CR__CLI_RL_AVAILABLE:
-        return "available";
     case CR__CLI_BARRIER_AWAIT: return "await";
-    case CR__CLI_BARRIER_RESET: return "reset";
-    case CR__CLI_LATCH_COUNT_DOWN: return "count-down";
-    case CR__CLI_LATCH_AWAIT: return "await";
-    case CR__CLI_LATCH_COUNT: return "count";
     case CR__CLI_RUN: return "run";
-    case CR__CLI_SHOW: break;
+    default: break;
     }
     return "";
 }
 
+/* Writes the action words of command c into buf as "a, b or c". */
+static const char *action_list(cr__cli_command c, char *buf, size_t len)
+{
+    size_t k, n = 0, seen = 0, total = 0;
+
+    for (k = 0; k < N_ACTIONS; k++)
+        total += action_defs[k].command == c;
+    buf[0] = '\0';
+    for (k = 0; k < N_ACTIONS; k++) {
+        if (action_defs[k].command != c)
+            continue;
+        seen++;
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s",
+                              seen == 1       ? ""
+                              : seen == total ? " or "
+                                              : ", ",
+                              action_defs[k].word);
+        if (n >= len)
+            break;
+    }
+    return buf;
+}
+
+/* The action of command c that word w is a likely slip of: within one
+ * edit of a word of up to four letters, two of a longer one. NULL when
+ * none is that close. */
+static const action_def *near_action(cr__cli_command c, const char *w)
+{
+    size_t k;
+
+    for (k = 0; k < N_ACTIONS; k++) {
+        const action_def *d = &action_defs[k];
+        int most = strlen(d->word) <= 4 ? 1 : 2;
+
+        if (d->command == c && cr__cli_action_distance(w, d->word, most) <=
+                                   most)
+            return d;
+    }
+    return NULL;
+}
+
 /* ------------------------------------------------------------- options */
+
+/* The actions that no word names: a command run, a wait, a hold. */
+static const struct {
+    cr__cli_command command;
+    cr__cli_action action;
+} wordless[] = {
+    {CR__CLI_LOCK, CR__CLI_RUN},          {CR__CLI_LOCK, CR__CLI_LOCK_HOLD},
+    {CR__CLI_SEMAPHORE, CR__CLI_RUN},
+    {CR__CLI_BARRIER, CR__CLI_BARRIER_AWAIT},
+    {CR__CLI_BARRIER, CR__CLI_RUN},       {CR__CLI_RATELIMIT, CR__CLI_RUN},
+    {CR__CLI_UNLOCK, CR__CLI_FORCE_UNLOCK},
+    {CR__CLI_DELETE, CR__CLI_DELETE_OBJECT}};
 
 /* The options of command c's own, those of all its actions. */
 static uint64_t own_opts(cr__cli_command c)
 {
     cr__cli_args a;
+    uint64_t mask = 0;
+    size_t k;
 
     memset(&a, 0, sizeof(a));
     a.command = c;
-    switch (c) {
-    case CR__CLI_LOCK:
-    case CR__CLI_SEMAPHORE:
-        a.action = CR__CLI_RUN;
-        return allowed_opts(&a);
-    case CR__CLI_LATCH:
-        a.action = CR__CLI_LATCH_AWAIT;
-        return allowed_opts(&a);
-    default:
-        return 0;
+    for (k = 0; k < N_ACTIONS; k++) {
+        if (action_defs[k].command == c) {
+            a.action = action_defs[k].action;
+            mask |= allowed_opts(&a);
+        }
     }
+    for (k = 0; k < sizeof(wordless) / sizeof(wordless[0]); k++) {
+        if (wordless[k].command == c) {
+            a.action = wordless[k].action;
+            mask |= allowed_opts(&a);
+        }
+    }
+    return mask;
 }
 
 size_t cr__cli_option_docs(cr__cli_command c, cr__cli_option_doc *out,
@@ -542,7 +504,7 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     p->given |= BIT(id);
     if (d->has_value && *v == '\0' && id != OPT_URL &&
         id != OPT_NAME_PREFIX && id != OPT_CLIENT_NAME)
-        return fail(p->err, p->errlen, "--%s is empty", d->name);
+        return cr__cli_why(p->err, p->errlen, "--%s is empty", d->name);
     switch (id) {
     case OPT_URL:
         a->url = v;
@@ -582,8 +544,10 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         return 0;
     case OPT_CLIENT_NAME:
         if (!is_client_name(v))
-            return fail(p->err, p->errlen, "invalid --client-name '%s': "
-                        "printable ASCII without spaces", quote(v, q));
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid --client-name '%s': "
+                               "printable ASCII without spaces",
+                               quote(v, q));
         a->client_name = v;
         return 0;
     case OPT_PASS_CREDENTIALS:
@@ -615,8 +579,10 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         return 0;
     case OPT_CONFLICT_EXIT_CODE:
         if (cr__cli_parse_count(v, 0, 255, &n, why, sizeof(why)) != 0)
-            return fail(p->err, p->errlen, "invalid number '%s' for "
-                        "--conflict-exit-code: %s", quote(v, q), why);
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid number '%s' for "
+                               "--conflict-exit-code: %s",
+                               quote(v, q), why);
         a->conflict_exit_code = (int)n;
         return 0;
     case OPT_HELP:
@@ -639,40 +605,54 @@ static int set_option(parser *p, const opt_def *d, const char *v)
     case OPT_PERMITS:
         if (cr__cli_parse_count(v, 1, CR__CLI_COUNT_MAX, &n, why,
                                 sizeof(why)) != 0)
-            return fail(p->err, p->errlen, "invalid number '%s' for "
-                        "--permits: %s", quote(v, q), why);
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid number '%s' for "
+                               "--permits: %s",
+                               quote(v, q), why);
         a->permits = n;
         return 0;
     case OPT_PARTIES:
         if (cr__cli_parse_count(v, 1, CR__CLI_PARTIES_MAX, &n, why,
                                 sizeof(why)) != 0)
-            return fail(p->err, p->errlen, "invalid number '%s' for "
-                        "--parties: %s", quote(v, q), why);
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid number '%s' for "
+                               "--parties: %s",
+                               quote(v, q), why);
         a->parties = n;
         return 0;
     case OPT_RATE:
         if (cr__cli_parse_rate(v, &a->rate, &a->rate_interval_ms, why,
                                sizeof(why)) != 0)
-            return fail(p->err, p->errlen, "invalid rate '%s' for --rate: "
-                        "%s (examples: 10/1s, 100/1m)", quote(v, q), why);
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid rate '%s' for --rate: "
+                               "%s (examples: 10/1s, 100/1m)",
+                               quote(v, q), why);
         return 0;
     case OPT_PER_CLIENT:
         a->per_client = true;
+        return 0;
+    case OPT_FORCE:
+        a->force = true;
+        return 0;
+    case OPT_YES:
+        a->yes = true;
         return 0;
     default:
         break;
     }
     if (cr__cli_parse_duration(v, id == OPT_WAIT, &n, why, sizeof(why)) != 0)
-        return fail(p->err, p->errlen, "invalid duration '%s' for --%s: %s "
-                    "(examples: 500ms, 10s, 1.5m)", quote(v, q), d->name, why);
+        return cr__cli_why(p->err, p->errlen,
+                           "invalid duration '%s' for --%s: %s "
+                           "(examples: 500ms, 10s, 1m30s)",
+                           quote(v, q), d->name, why);
     switch (id) {
     case OPT_TIMEOUT:
     case OPT_COMMAND_TIMEOUT:
     case OPT_LEASE:
     case OPT_WATCHDOG:
         if (n == 0)
-            return fail(p->err, p->errlen, "--%s must be more than 0",
-                        d->name);
+            return cr__cli_why(p->err, p->errlen, "--%s must be more than 0",
+                               d->name);
         if (id == OPT_TIMEOUT) {
             p->late_timeout = true;
             p->late_timeout_ms = n;
@@ -691,8 +671,8 @@ static int set_option(parser *p, const opt_def *d, const char *v)
         return 0;
     case OPT_KEEP_ALIVE:
         if (n == 0)
-            return fail(p->err, p->errlen, "--%s must be more than 0",
-                        d->name);
+            return cr__cli_why(p->err, p->errlen, "--%s must be more than 0",
+                               d->name);
         a->keep_alive_ms = n;
         return 0;
     default:
@@ -807,48 +787,48 @@ static int unknown_option(parser *p, stage st, const char *word, int letter,
             hint = " (a command to run that starts with '-' goes after "
                    "'--')";
     }
-    return fail(p->err, p->errlen, "unknown option '%s'%s%s%s",
-                quote(spelled, q), in, where, hint);
+    return cr__cli_why(p->err, p->errlen, "unknown option '%s'%s%s%s",
+                       quote(spelled, q), in, where, hint);
 }
 
 /* Refuses option d, which belongs to a command, before the command word.
  * Returns -1. */
 static int option_before_command(parser *p, const opt_def *d, bool is_long)
 {
-    const char *of;
+    const cr__cli_command_doc *docs;
+    char of[160] = "";
+    size_t n, k, len = 0, total = 0, seen = 0;
 
-    switch (d->id) {
-    case OPT_WAIT:
-        of = "lock, semaphore, latch await, barrier and ratelimit";
-        break;
-    case OPT_NONBLOCK: case OPT_CONFLICT_EXIT_CODE:
-        of = "lock, semaphore and latch await";
-        break;
-    case OPT_MUST_EXIST: of = "latch await"; break;
-    case OPT_PERMITS: of = "semaphore"; break;
-    case OPT_PARTIES: of = "barrier"; break;
-    case OPT_RATE: case OPT_PER_CLIENT: case OPT_KEEP_ALIVE:
-        of = "ratelimit";
-        break;
-    case OPT_FAIR: case OPT_FENCED: case OPT_READ: case OPT_WRITE:
-        of = "lock";
-        break;
-    default: of = "lock and semaphore"; break;
+    /* The commands that take it, from the parser's own table. */
+    docs = cr__cli_command_docs(&n);
+    for (k = 0; k < n; k++)
+        total += (own_opts(docs[k].command) & BIT(d->id)) != 0;
+    for (k = 0; k < n && len < sizeof(of); k++) {
+        if (!(own_opts(docs[k].command) & BIT(d->id)))
+            continue;
+        seen++;
+        len += (size_t)snprintf(of + len, sizeof(of) - len, "%s%s",
+                                seen == 1       ? ""
+                                : seen == total ? " and "
+                                                : ", ",
+                                docs[k].name);
     }
     if (is_long)
-        return fail(p->err, p->errlen, "option --%s comes after the "
-                    "command word, not before it (an option of %s)",
-                    d->name, of);
-    return fail(p->err, p->errlen, "option -%c comes after the command "
-                "word, not before it (--%s, an option of %s)", d->short_name,
-                d->name, of);
+        return cr__cli_why(p->err, p->errlen,
+                           "option --%s comes after the "
+                           "command word, not before it (an option of %s)",
+                           d->name, of);
+    return cr__cli_why(p->err, p->errlen,
+                       "option -%c comes after the command "
+                       "word, not before it (--%s, an option of %s)",
+                       d->short_name, d->name, of);
 }
 
 /* Tells whether s can begin the value of the short option d: for -w a
  * duration (a digit, or "forever"), for -E a number. */
 static bool looks_like_value(const opt_def *d, const char *s)
 {
-    return is_digit(*s) ||
+    return cr__cli_is_digit(*s) ||
            (d->id == OPT_WAIT && strcmp(s, "forever") == 0);
 }
 
@@ -931,17 +911,19 @@ static int parse_options(parser *p, int *i, stage st, stop *how)
             if (exact == NULL || exact != d)
                 return unknown_option(p, st, word, 0, optind - 1 + *i);
             if (c == '?')
-                return fail(p->err, p->errlen, "option --%s takes no value",
-                            d->name);
+                return cr__cli_why(p->err, p->errlen,
+                                   "option --%s takes no value", d->name);
         } else if (c == '?' || d == NULL) {
             return unknown_option(p, st, word, optopt, optind - 1 + *i);
         }
         if (c == ':') {
             if (is_long)
-                return fail(p->err, p->errlen, "option --%s needs a value",
-                            d->name);
-            return fail(p->err, p->errlen, "option -%c (--%s) needs a "
-                        "value", d->short_name, d->name);
+                return cr__cli_why(p->err, p->errlen,
+                                   "option --%s needs a value", d->name);
+            return cr__cli_why(p->err, p->errlen,
+                               "option -%c (--%s) needs a "
+                               "value",
+                               d->short_name, d->name);
         }
         if (st == STAGE_GLOBAL && !(BIT(d->id) & BEFORE_COMMAND_OPTS))
             return option_before_command(p, d, is_long);
@@ -954,13 +936,16 @@ static int parse_options(parser *p, int *i, stage st, stop *how)
             char q[MAX_QUOTED + 4];
 
             if (d->id == OPT_WAIT)
-                return fail(p->err, p->errlen, "unknown option '%s' (-%c "
-                            "takes a duration: -%c5, -%c 500ms)",
-                            quote(word, q), d->short_name, d->short_name,
-                            d->short_name);
-            return fail(p->err, p->errlen, "unknown option '%s' (-%c "
-                        "takes a number: -%c0, -%c 3)", quote(word, q),
-                        d->short_name, d->short_name, d->short_name);
+                return cr__cli_why(p->err, p->errlen,
+                                   "unknown option '%s' (-%c "
+                                   "takes a duration: -%c5, -%c 500ms)",
+                                   quote(word, q), d->short_name, d->short_name,
+                                   d->short_name);
+            return cr__cli_why(p->err, p->errlen,
+                               "unknown option '%s' (-%c "
+                               "takes a number: -%c0, -%c 3)",
+                               quote(word, q), d->short_name, d->short_name,
+                               d->short_name);
         }
         if (set_option(p, d, optarg) != 0)
             return -1;
@@ -971,26 +956,85 @@ static int parse_options(parser *p, int *i, stage st, stop *how)
 
 /* ----------------------------------------------------------- positionals */
 
-/* The synopsis of a command, for messages. */
-static const char *synopsis(cr__cli_command c)
+/* The commands, their forms and what they do: help, the shell completion
+ * (through help) and the parser's messages are made from this table.
+ * Each form's action words are those of action_defs. */
+static const cr__cli_command_doc command_docs[] = {
+    {CR__CLI_LOCK, "lock", "NAME [OPTIONS] [--] CMD [ARG...]\nNAME [OPTIONS]",
+     "run CMD while holding the lock NAME; without CMD, hold it\n"
+     "until a signal or the end of standard input"},
+    {CR__CLI_SEMAPHORE, "semaphore",
+     "NAME [OPTIONS] [--] CMD [ARG...]\nNAME set K | add K | available",
+     "run CMD while holding one permit of NAME; set, add to\n"
+     "or print the permits"},
+    {CR__CLI_LATCH, "latch",
+     "NAME set N | count-down | count\nNAME await [OPTIONS]",
+     "set, count down, print or wait for the latch NAME"},
+    {CR__CLI_BARRIER, "barrier",
+     "NAME --parties N [OPTIONS] [-- CMD [ARG...]]\nNAME reset",
+     "wait until N parties arrived, then run CMD"},
+    {CR__CLI_RATELIMIT, "ratelimit",
+     "NAME [OPTIONS] [--] CMD [ARG...]\n"
+     "NAME set-rate R/INTERVAL [OPTIONS]\nNAME available",
+     "take one permit of the rate limiter, then run CMD;\n"
+     "set its rate, or print the permits left"},
+    {CR__CLI_INSPECT, "inspect", "NAME [--json]",
+     "show what NAME is and its state"},
+    {CR__CLI_UNLOCK, "unlock", "--force NAME [--yes]",
+     "release the lock NAME whoever holds it (forceUnlock)"},
+    {CR__CLI_DELETE, "delete", "NAME [--yes]",
+     "delete the object NAME, whatever it is (delete)"},
+    {CR__CLI_NONE, "help", "[COMMAND]", "show help; also COMMAND --help"},
+    {CR__CLI_VERSION, "version", "", "show the version"},
+};
+#define N_COMMANDS (sizeof(command_docs) / sizeof(command_docs[0]))
+
+const cr__cli_command_doc *cr__cli_command_docs(size_t *n)
 {
-    switch (c) {
-    case CR__CLI_LOCK: return "lock NAME [OPTIONS] [--] CMD [ARG...]";
-    case CR__CLI_SEMAPHORE:
-        return "semaphore NAME [OPTIONS] [--] CMD [ARG...] | set K | add K "
-               "| available";
-    case CR__CLI_LATCH:
-        return "latch NAME set N | count-down | await [--timeout D] | count";
-    case CR__CLI_INSPECT: return "inspect NAME [--json]";
-    case CR__CLI_BARRIER:
-        return "barrier NAME --parties N [--timeout D] [-- CMD [ARG...]] | "
-               "reset";
-    case CR__CLI_RATELIMIT:
-        return "ratelimit NAME [--rate R/INTERVAL] [--] CMD [ARG...] | "
-               "available";
-    default: break;
+    *n = N_COMMANDS;
+    return command_docs;
+}
+
+/* Writes command c's forms into buf as "c FORM, or c FORM", for
+ * messages. Returns buf. */
+static const char *synopsis(cr__cli_command c, char *buf, size_t len)
+{
+    const char *name = cr__cli_command_name(c), *f = "";
+    size_t k, n = 0;
+
+    for (k = 0; k < N_COMMANDS; k++)
+        if (command_docs[k].command == c)
+            f = command_docs[k].forms;
+    buf[0] = '\0';
+    while (*f != '\0' && n < len) {
+        size_t flen = strcspn(f, "\n");
+
+        n += (size_t)snprintf(buf + n, len - n, "%s%s %.*s",
+                              n > 0 ? ", or " : "", name, (int)flen, f);
+        f += flen + (f[flen] == '\n');
     }
-    return "";
+    return buf;
+}
+
+/* Writes the command words into buf as "a, b or c", for messages. */
+static const char *command_list(char *buf, size_t len)
+{
+    size_t k, n = 0, last = 0;
+
+    for (k = 0; k < N_COMMANDS; k++)
+        if (command_docs[k].command != CR__CLI_NONE &&
+            command_docs[k].command != CR__CLI_VERSION)
+            last = k;
+    buf[0] = '\0';
+    for (k = 0; k < N_COMMANDS && n < len; k++) {
+        if (command_docs[k].command == CR__CLI_NONE ||
+            command_docs[k].command == CR__CLI_VERSION)
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "%s%s",
+                              n == 0 ? "" : k == last ? " or " : ", ",
+                              command_docs[k].name);
+    }
+    return buf;
 }
 
 /* Refuses a missing NAME; `dashdash` when a "--" stood where it should
@@ -998,26 +1042,51 @@ static const char *synopsis(cr__cli_command c)
 static int missing_name(parser *p, bool dashdash)
 {
     cr__cli_command c = p->a->command;
+    char forms[CR__CLI_ERR_MAX];
 
-    return fail(p->err, p->errlen, "missing NAME after '%s' (%s%s)",
-                cr__cli_command_name(c),
-                dashdash ? "unexpected '--': " : "", synopsis(c));
+    return cr__cli_why(p->err, p->errlen, "missing NAME after '%s' (%s%s)",
+                       cr__cli_command_name(c),
+                       dashdash ? "unexpected '--': " : "",
+                       synopsis(c, forms, sizeof(forms)));
 }
 
 /* Refuses a "--" where no command to run can follow. Returns -1. */
 static int unexpected_dashdash(parser *p)
 {
-    return fail(p->err, p->errlen, "unexpected '--': only 'lock NAME', "
-                "'semaphore NAME', 'barrier NAME' and 'ratelimit NAME' run a "
-                "command");
+    return cr__cli_why(
+        p->err, p->errlen,
+        "unexpected '--': only 'lock NAME', "
+        "'semaphore NAME', 'barrier NAME' and 'ratelimit NAME' run a "
+        "command");
+}
+
+/* The word for an action in "does not apply to ..." messages: "'latch
+ * count'", "'lock NAME' without a command", "unlock". */
+static const char *applies_to(const cr__cli_args *a, char *buf, size_t len)
+{
+    const char *c = cr__cli_command_name(a->command);
+
+    switch (a->action) {
+    case CR__CLI_SHOW: case CR__CLI_FORCE_UNLOCK: case CR__CLI_DELETE_OBJECT:
+        snprintf(buf, len, "%s", c);
+        break;
+    case CR__CLI_LOCK_HOLD:
+        snprintf(buf, len, "'%s NAME' without a command", c);
+        break;
+    default:
+        snprintf(buf, len, "'%s %s'", c, action_word(a->action));
+        break;
+    }
+    return buf;
 }
 
 /* Takes the rest of argv, from index i, as the command to run. */
 static int take_command(parser *p, int i)
 {
     if (i >= p->argc)
-        return fail(p->err, p->errlen, "missing the command to run after "
-                    "'--'");
+        return cr__cli_why(p->err, p->errlen,
+                           "missing the command to run after "
+                           "'--'");
     p->a->action = CR__CLI_RUN;
     p->action_set = true;
     p->a->cmd = &p->argv[i];
@@ -1027,12 +1096,16 @@ static int take_command(parser *p, int i)
 
 /* Handles the word argv[*i] after NAME, which is not an option, and
  * advances *i past it. Returns 0, -1 on a usage error, or 1 when the word
- * is the first of the command to run (then *i is left on it). */
+ * is the first of the command to run (then *i is left on it). A word of
+ * semaphore, barrier or ratelimit that is no action but a slip of one is
+ * refused, not run: a command of that name goes after "--". */
 static int parse_positional(parser *p, int *i)
 {
     cr__cli_args *a = p->a;
     const char *w = p->argv[*i];
-    char why[CR__CLI_ERR_MAX], q[MAX_QUOTED + 4];
+    char why[CR__CLI_ERR_MAX], q[MAX_QUOTED + 4], list[96];
+    const action_def *near;
+    size_t k;
     int64_t n;
 
     if (p->value_pending) {
@@ -1040,71 +1113,56 @@ static int parse_positional(parser *p, int *i)
                       : a->action == CR__CLI_LATCH_SET ? 1
                                                        : 0;
 
-        if (cr__cli_parse_count(w, min, CR__CLI_COUNT_MAX, &n, why,
-                                sizeof(why)) != 0)
-            return fail(p->err, p->errlen, "invalid number '%s' for %s: %s",
-                        quote(w, q), action_word(a->action), why);
-        a->value = n;
+        if (a->action == CR__CLI_RL_SET_RATE) {
+            if (cr__cli_parse_rate(w, &a->rate, &a->rate_interval_ms, why,
+                                   sizeof(why)) != 0)
+                return cr__cli_why(p->err, p->errlen,
+                                   "invalid rate '%s' for "
+                                   "set-rate: %s (examples: 10/1s, 100/1m)",
+                                   quote(w, q), why);
+        } else if (cr__cli_parse_count(w, min, CR__CLI_COUNT_MAX, &n, why,
+                                       sizeof(why)) != 0) {
+            return cr__cli_why(p->err, p->errlen,
+                               "invalid number '%s' for %s: %s", quote(w, q),
+                               action_word(a->action), why);
+        } else {
+            a->value = n;
+        }
         p->value_pending = false;
         (*i)++;
         return 0;
     }
-    switch (a->command) {
-    case CR__CLI_LOCK:
+    if (a->command == CR__CLI_LOCK)
         return 1; /* the command to run starts here */
-    case CR__CLI_RATELIMIT:
-    case CR__CLI_BARRIER:
-        if (!p->action_set) {
-            bool rl = a->command == CR__CLI_RATELIMIT;
+    if (p->action_set || a->command == CR__CLI_INSPECT ||
+        a->command == CR__CLI_UNLOCK || a->command == CR__CLI_DELETE)
+        return cr__cli_why(p->err, p->errlen, "unexpected argument '%s'",
+                           quote(w, q));
+    for (k = 0; k < N_ACTIONS; k++) {
+        const action_def *d = &action_defs[k];
 
-            if (strcmp(w, rl ? "available" : "reset") != 0)
-                return 1; /* the command to run starts here */
+        if (d->command == a->command && strcmp(w, d->word) == 0) {
             p->action_set = true;
-            a->action = rl ? CR__CLI_RL_AVAILABLE : CR__CLI_BARRIER_RESET;
+            a->action = d->action;
+            p->value_pending = d->value != 0;
             (*i)++;
             return 0;
         }
-        break;
-    case CR__CLI_SEMAPHORE:
-        if (!p->action_set) {
-            p->action_set = true;
-            if (strcmp(w, "set") == 0 || strcmp(w, "add") == 0) {
-                a->action = w[0] == 's' ? CR__CLI_SEM_SET : CR__CLI_SEM_ADD;
-                p->value_pending = true;
-            } else if (strcmp(w, "available") == 0) {
-                a->action = CR__CLI_SEM_AVAILABLE;
-            } else {
-                return 1; /* the command to run starts here */
-            }
-            (*i)++;
-            return 0;
-        }
-        break;
-    case CR__CLI_LATCH:
-        if (!p->action_set) {
-            p->action_set = true;
-            if (strcmp(w, "set") == 0) {
-                a->action = CR__CLI_LATCH_SET;
-                p->value_pending = true;
-            } else if (strcmp(w, "count-down") == 0) {
-                a->action = CR__CLI_LATCH_COUNT_DOWN;
-            } else if (strcmp(w, "await") == 0) {
-                a->action = CR__CLI_LATCH_AWAIT;
-            } else if (strcmp(w, "count") == 0) {
-                a->action = CR__CLI_LATCH_COUNT;
-            } else {
-                return fail(p->err, p->errlen, "unknown latch action '%s' "
-                            "(use set, count-down, await or count)",
-                            quote(w, q));
-            }
-            (*i)++;
-            return 0;
-        }
-        break;
-    default:
-        break;
     }
-    return fail(p->err, p->errlen, "unexpected argument '%s'", quote(w, q));
+    action_list(a->command, list, sizeof(list));
+    if (a->command == CR__CLI_LATCH)
+        return cr__cli_why(p->err, p->errlen,
+                           "unknown latch action '%s' (use %s)", quote(w, q),
+                           list);
+    near = near_action(a->command, w);
+    if (near != NULL)
+        return cr__cli_why(
+            p->err, p->errlen,
+            "'%s' is not an action of %s (%s); "
+            "did you mean '%s'? A command of that name goes after "
+            "'--'",
+            quote(w, q), cr__cli_command_name(a->command), list, near->word);
+    return 1; /* the command to run starts here */
 }
 
 /* --------------------------------------------------------------- checks */
@@ -1131,14 +1189,18 @@ static int settle_kill_after(parser *p)
         return 0;
     }
     if (a->kill_after_ms >= lease)
-        return fail(p->err, p->errlen, "--kill-after must be shorter than "
-                    "the lease (%s%lldms)",
-                    a->lease_ms > 0 ? "--lease " : "the watchdog's ",
-                    (long long)lease);
+        return cr__cli_why(p->err, p->errlen,
+                           "--kill-after must be shorter than "
+                           "the lease (%s%lldms)",
+                           a->lease_ms > 0 ? "--lease " : "the watchdog's ",
+                           (long long)lease);
     if (a->lease_ms <= 0 && a->kill_after_ms >= lease - lease / 3)
-        return fail(p->err, p->errlen, "--kill-after must be shorter than "
-                    "two thirds of the watchdog's lease (%lldms), which is "
-                    "renewed every third of it", (long long)lease);
+        return cr__cli_why(
+            p->err, p->errlen,
+            "--kill-after must be shorter than "
+            "two thirds of the watchdog's lease (%lldms), which is "
+            "renewed every third of it",
+            (long long)lease);
     return 0;
 }
 
@@ -1147,6 +1209,7 @@ static int settle_kill_after(parser *p)
 static int check(parser *p)
 {
     cr__cli_args *a = p->a;
+    char list[96], what[64];
     uint64_t extra, kinds;
     size_t k;
 
@@ -1157,72 +1220,90 @@ static int check(parser *p)
     if (a->help)
         return 0;
     if (a->command == CR__CLI_NONE)
-        return fail(p->err, p->errlen, "missing command (lock, semaphore, "
-                    "latch, barrier, ratelimit or inspect; try --help)");
+        return cr__cli_why(p->err, p->errlen,
+                           "missing command (%s; try --help)",
+                           command_list(list, sizeof(list)));
     if (a->command == CR__CLI_VERSION)
         return 0;
     if (a->name == NULL)
         return missing_name(p, false);
+    action_list(a->command, list, sizeof(list));
     if (a->command == CR__CLI_LOCK && a->cmd == NULL)
-        return fail(p->err, p->errlen, "missing the command to run (put it "
-                    "after --)");
-    if (a->command == CR__CLI_SEMAPHORE && !p->action_set && a->cmd == NULL)
-        return fail(p->err, p->errlen, "missing the command to run (after "
-                    "--), or set, add or available");
-    if (a->command == CR__CLI_RATELIMIT && !p->action_set && a->cmd == NULL)
-        return fail(p->err, p->errlen, "missing the command to run (after "
-                    "--), or available");
+        a->action = CR__CLI_LOCK_HOLD; /* hold until told, as etcdctl */
+    if ((a->command == CR__CLI_SEMAPHORE || a->command == CR__CLI_RATELIMIT) &&
+        !p->action_set && a->cmd == NULL)
+        return cr__cli_why(p->err, p->errlen,
+                           "missing the command to run (after "
+                           "--), or %s",
+                           list);
     if (a->command == CR__CLI_BARRIER && !p->action_set && a->cmd == NULL)
         a->action = CR__CLI_BARRIER_AWAIT;
     if (a->command == CR__CLI_LATCH && !p->action_set)
-        return fail(p->err, p->errlen, "missing the latch action: set, "
-                    "count-down, await or count");
+        return cr__cli_why(p->err, p->errlen, "missing the latch action: %s",
+                           list);
+    if (a->command == CR__CLI_UNLOCK)
+        a->action = CR__CLI_FORCE_UNLOCK;
+    if (a->command == CR__CLI_DELETE)
+        a->action = CR__CLI_DELETE_OBJECT;
     if (p->value_pending)
-        return fail(p->err, p->errlen, "missing the number after '%s'",
-                    action_word(a->action));
+        return cr__cli_why(p->err, p->errlen, "missing the %s after '%s'",
+                           a->action == CR__CLI_RL_SET_RATE ? "rate R/INTERVAL"
+                                                            : "number",
+                           action_word(a->action));
     extra = p->given & ~(GLOBAL_OPTS | allowed_opts(a));
-    for (k = 0; k < sizeof(opt_defs) / sizeof(opt_defs[0]); k++) {
-        if (extra & BIT(opt_defs[k].id)) {
-            if (a->command == CR__CLI_INSPECT)
-                return fail(p->err, p->errlen, "option --%s does not apply "
-                            "to inspect", opt_defs[k].name);
-            return fail(p->err, p->errlen, "option --%s does not apply to "
-                        "'%s %s'", opt_defs[k].name,
-                        cr__cli_command_name(a->command),
-                        action_word(a->action));
-        }
-    }
+    for (k = 0; k < sizeof(opt_defs) / sizeof(opt_defs[0]); k++)
+        if (extra & BIT(opt_defs[k].id))
+            return cr__cli_why(
+                p->err, p->errlen, "option --%s does not apply to %s",
+                opt_defs[k].name, applies_to(a, what, sizeof(what)));
+    if (a->command == CR__CLI_UNLOCK && !a->force)
+        return cr__cli_why(
+            p->err, p->errlen,
+            "unlock takes --force: a lock is "
+            "released by its holder, so 'unlock' only breaks one "
+            "held by another (Redisson's forceUnlock)");
     if (p->late_timeout) {
         /* After the command word --timeout could mean the Redis timeout
          * (its old meaning there) or the wait: where something waits it
          * is refused, elsewhere it keeps its old meaning. */
-        if (a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT)
-            return fail(p->err, p->errlen, "--timeout after the command "
-                        "word is ambiguous here: use --wait D for how long "
-                        "to wait, --command-timeout D for Redis's timeout");
+        if (a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT ||
+            a->action == CR__CLI_LOCK_HOLD)
+            return cr__cli_why(
+                p->err, p->errlen,
+                "--timeout after the command "
+                "word is ambiguous here: use --wait D for how long "
+                "to wait, --command-timeout D for Redis's timeout");
         a->command_timeout_ms = p->late_timeout_ms;
     }
     if ((p->given & BIT(OPT_NONBLOCK)) && (p->given & BIT(OPT_WAIT)))
-        return fail(p->err, p->errlen, "-n (--nonblock) and --wait exclude "
-                    "each other");
+        return cr__cli_why(p->err, p->errlen,
+                           "-n (--nonblock) and --wait exclude "
+                           "each other");
     if (a->command == CR__CLI_BARRIER && a->parties < 0 &&
         a->action != CR__CLI_BARRIER_RESET)
-        return fail(p->err, p->errlen, "missing --parties N for barrier");
+        return cr__cli_why(p->err, p->errlen,
+                           "missing --parties N for barrier");
     if ((p->given & (BIT(OPT_PER_CLIENT) | BIT(OPT_KEEP_ALIVE))) &&
         a->rate < 0)
-        return fail(p->err, p->errlen, "--per-client and --keep-alive set "
-                    "a rate: give it with --rate R/INTERVAL");
-    if (a->per_client && a->keep_alive_ms < 0)
-        return fail(p->err, p->errlen, "--per-client needs --keep-alive D: "
-                    "each run is a new client, which would get a fresh "
-                    "budget and leave its keys behind for good");
+        return cr__cli_why(p->err, p->errlen,
+                           "--per-client and --keep-alive set "
+                           "a rate: give it with --rate R/INTERVAL");
+    /* A rate set for Java's long-lived clients may do without; one this
+     * run would use may not. */
+    if (a->per_client && a->keep_alive_ms < 0 && a->action == CR__CLI_RUN)
+        return cr__cli_why(p->err, p->errlen,
+                           "--per-client needs --keep-alive D: "
+                           "each run is a new client, which would get a fresh "
+                           "budget and leave its keys behind for good");
     if (a->keep_alive_ms >= 0 && a->keep_alive_ms < a->rate_interval_ms)
-        return fail(p->err, p->errlen, "--keep-alive must be at least the "
-                    "rate's interval");
+        return cr__cli_why(p->err, p->errlen,
+                           "--keep-alive must be at least the "
+                           "rate's interval");
     kinds = p->given & KIND_OPTS;
     if ((kinds & (kinds - 1)) != 0)
-        return fail(p->err, p->errlen, "--fair, --fenced, --read and "
-                    "--write exclude each other");
+        return cr__cli_why(p->err, p->errlen,
+                           "--fair, --fenced, --read and "
+                           "--write exclude each other");
     if (a->action == CR__CLI_RUN &&
         (a->command == CR__CLI_LOCK || a->command == CR__CLI_SEMAPHORE))
         return settle_kill_after(p);
@@ -1252,8 +1333,8 @@ static int parse_after_name(parser *p, int i)
         if (a->command == CR__CLI_VERSION) {
             char q[MAX_QUOTED + 4];
 
-            return fail(p->err, p->errlen, "unexpected argument '%s'",
-                        quote(p->argv[i], q));
+            return cr__cli_why(p->err, p->errlen, "unexpected argument '%s'",
+                               quote(p->argv[i], q));
         }
         rc = parse_positional(p, &i);
         if (rc < 0)
@@ -1270,7 +1351,7 @@ static int parse_after_name(parser *p, int i)
 int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
                        size_t errlen)
 {
-    char q[MAX_QUOTED + 4];
+    char q[MAX_QUOTED + 4], list[96];
     parser p;
     stop how;
     int i = 1;
@@ -1313,9 +1394,8 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     /* 2. The command word. */
     out->command = command_of(argv[i]);
     if (out->command == CR__CLI_NONE)
-        return fail(err, errlen, "unknown command '%s' (use lock, "
-                    "semaphore, latch, barrier, ratelimit or inspect)",
-                    quote(argv[i], q));
+        return cr__cli_why(err, errlen, "unknown command '%s' (use %s)",
+                           quote(argv[i], q), command_list(list, sizeof(list)));
     if (out->command == CR__CLI_INSPECT)
         out->action = CR__CLI_SHOW;
     i++;
@@ -1329,7 +1409,7 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
         if (how == STOP_END)
             return check(&p);
         if (argv[i][0] == '\0')
-            return fail(err, errlen, "NAME is empty");
+            return cr__cli_why(err, errlen, "NAME is empty");
         out->name = argv[i++];
     }
 
@@ -1337,63 +1417,4 @@ int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
     if (parse_after_name(&p, i) != 0)
         return -1;
     return check(&p);
-}
-
-/* ------------------------------------------------------------------ URLs */
-
-bool cr__cli_url_password(const char *url, size_t *off, size_t *len)
-{
-    const char *rest = strstr(url, "://"), *at = NULL, *colon;
-    size_t auth_len, i;
-
-    *off = *len = 0;
-    if (rest == NULL)
-        return false;
-    rest += 3;
-    auth_len = strcspn(rest, "/?#");
-    for (i = 0; i < auth_len; i++)
-        if (rest[i] == '@')
-            at = rest + i;
-    if (at == NULL)
-        return false;
-    colon = memchr(rest, ':', (size_t)(at - rest));
-    if (colon == NULL || colon + 1 == at)
-        return false;
-    *off = (size_t)(colon + 1 - url);
-    *len = (size_t)(at - colon - 1);
-    return true;
-}
-
-int cr__cli_tls_url(const char *url, char *buf, size_t len)
-{
-    static const char *const tcp[] = {"redis", "redis-sentinel",
-                                      "redis-cluster"};
-    const char *sep = strstr(url, "://");
-    size_t scheme_len, i;
-
-    if (sep == NULL)
-        return -1;
-    scheme_len = (size_t)(sep - url);
-    for (i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++) {
-        size_t n = strlen(tcp[i]);
-
-        if (scheme_len == n + 1 && strncasecmp(url, "rediss", 6) == 0 &&
-            strncasecmp(url + 6, tcp[i] + 5, n - 5) == 0) {
-            /* Already a TLS form. */
-            if (strlen(url) >= len)
-                return -1;
-            strcpy(buf, url);
-            return 0;
-        }
-        if (scheme_len == n && strncasecmp(url, tcp[i], n) == 0) {
-            /* "redis" + "s" + the rest ("-sentinel://..."). */
-            if (strlen(url) + 1 >= len)
-                return -1;
-            memcpy(buf, url, 5);
-            buf[5] = 's';
-            strcpy(buf + 6, url + 5);
-            return 0;
-        }
-    }
-    return -1;
 }

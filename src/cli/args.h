@@ -14,16 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A wait that never runs out ("--wait forever" or no --wait at all). */
-#define CR__CLI_FOREVER ((int64_t)-1)
-/* The longest duration accepted: 100 years, as the library's. */
-#define CR__CLI_DURATION_MAX ((int64_t)3155760000000LL)
-/* The largest count accepted for permits and latch counts. */
-#define CR__CLI_COUNT_MAX ((int64_t)2147483647)
-/* The most parties of a barrier: the library's CR_BARRIER_PARTIES_MAX. */
-#define CR__CLI_PARTIES_MAX ((int64_t)100000)
-/* Room for a usage error message. */
-#define CR__CLI_ERR_MAX 256
+#include "values.h"
+
 /* The lease the watchdog renews when --watchdog is not given: the
  * library's default lock_watchdog_timeout_ms. */
 #define CR__CLI_DEFAULT_WATCHDOG_MS ((int64_t)30000)
@@ -39,7 +31,9 @@ typedef enum cr__cli_command {
     CR__CLI_INSPECT,
     CR__CLI_VERSION,
     CR__CLI_BARRIER,
-    CR__CLI_RATELIMIT
+    CR__CLI_RATELIMIT,
+    CR__CLI_UNLOCK,         /* unlock --force NAME */
+    CR__CLI_DELETE          /* delete NAME */
 } cr__cli_command;
 
 typedef enum cr__cli_lock_kind {
@@ -62,7 +56,11 @@ typedef enum cr__cli_action {
     CR__CLI_SHOW,           /* inspect NAME */
     CR__CLI_BARRIER_AWAIT,  /* barrier NAME --parties N, no command */
     CR__CLI_BARRIER_RESET,  /* barrier NAME reset */
-    CR__CLI_RL_AVAILABLE    /* ratelimit NAME available */
+    CR__CLI_RL_AVAILABLE,   /* ratelimit NAME available */
+    CR__CLI_RL_SET_RATE,    /* ratelimit NAME set-rate R/INTERVAL */
+    CR__CLI_LOCK_HOLD,      /* lock NAME, no command: hold until told */
+    CR__CLI_FORCE_UNLOCK,   /* unlock --force NAME */
+    CR__CLI_DELETE_OBJECT   /* delete NAME */
 } cr__cli_action;
 
 /* Everything the command line said. Durations are in ms; -1 in an optional
@@ -121,11 +119,13 @@ typedef struct cr__cli_args {
     int64_t permits;         /* --permits; -1: not given */
     int64_t value;           /* the number of set/add */
     int64_t parties;         /* barrier --parties; -1: not given */
-    int64_t rate;            /* ratelimit --rate R/INTERVAL: R; -1: not
-                              * given */
+    int64_t rate;            /* ratelimit --rate R/INTERVAL (or set-rate's
+                              * R/INTERVAL): R; -1: not given */
     int64_t rate_interval_ms;/* its INTERVAL */
     bool per_client;         /* --per-client: RateType.PER_CLIENT */
     int64_t keep_alive_ms;   /* --keep-alive; -1: not given */
+    bool force;              /* unlock --force */
+    bool yes;                /* --yes: even while its holder is connected */
 
     /* The command to run: argv-style, NULL-terminated, inside argv. */
     char **cmd;
@@ -144,26 +144,6 @@ typedef struct cr__cli_args {
  * either case, so a caller can still print help for the command named. */
 int cr__cli_parse_args(int argc, char **argv, cr__cli_args *out, char *err,
                        size_t errlen);
-
-/* cr__cli_parse_duration: parse a duration: a decimal number with an
- * optional fraction and an optional unit, "ms", "s", "m" or "h"; a plain
- * number is seconds. "forever" gives CR__CLI_FOREVER when allow_forever.
- * The result is rounded down to whole milliseconds and must not exceed
- * CR__CLI_DURATION_MAX. Returns 0, or -1 with the reason in err. */
-int cr__cli_parse_duration(const char *s, bool allow_forever, int64_t *out_ms,
-                           char *err, size_t errlen);
-
-/* cr__cli_parse_rate: parse a rate "R/INTERVAL": R a count of 1 to
- * CR__CLI_COUNT_MAX permits, INTERVAL a duration above 0 (as
- * cr__cli_parse_duration; "10/1s", "100/1m", "5/500ms"). Returns 0, or -1
- * with the reason in err. */
-int cr__cli_parse_rate(const char *s, int64_t *rate, int64_t *interval_ms,
-                       char *err, size_t errlen);
-
-/* cr__cli_parse_count: parse a whole decimal number (an optional leading
- * '-') between min and max inclusive. Returns 0, or -1 with a reason. */
-int cr__cli_parse_count(const char *s, int64_t min, int64_t max,
-                        int64_t *out, char *err, size_t errlen);
 
 /* One option as help shows it: "-w, --wait D" and its lines of text
  * ('\n' between them). */
@@ -185,18 +165,21 @@ size_t cr__cli_option_docs(cr__cli_command c, cr__cli_option_doc *out,
 /* cr__cli_command_name: the word for a command ("lock"...), "" for none. */
 const char *cr__cli_command_name(cr__cli_command c);
 
-/* cr__cli_url_password: where the password of the URL `url` is, by the
- * rule the URL parser reads it with: after "://", the user information
- * ends at the last '@' before the first '/', '?' or '#', and the password
- * is what follows its first ':'. Sets *off and *len (len 0: none) and
- * returns whether there is one. Nothing is decoded or checked. */
-bool cr__cli_url_password(const char *url, size_t *off, size_t *len);
+/* One command as help shows it: its word, its forms after the word, one a
+ * line ("NAME set K | add K | available": the action words are the first
+ * word of each form after NAME and of each piece after " | "), and what
+ * it does. */
+typedef struct cr__cli_command_doc {
+    cr__cli_command command; /* CR__CLI_NONE for "help" */
+    const char *name;
+    const char *forms;       /* '\n' between forms */
+    const char *summary;
+} cr__cli_command_doc;
 
-/* cr__cli_tls_url: write into buf (len bytes) the TLS form of `url`:
- * redis://, redis-sentinel:// and redis-cluster:// (in any case) become
- * rediss://, rediss-sentinel:// and rediss-cluster://, and a URL already
- * in a TLS form is copied as it is. Returns 0; -1 when the URL has no TLS
- * form (unix://, no scheme) or buf is too small. */
-int cr__cli_tls_url(const char *url, char *buf, size_t len);
+/* cr__cli_command_docs: the commands the parser takes, in the order help
+ * lists them, "help" and "version" included. Sets *n to how many; the
+ * table is static. Help and the shell completion made from it list
+ * exactly the commands and actions the parser accepts. */
+const cr__cli_command_doc *cr__cli_command_docs(size_t *n);
 
 #endif

@@ -14,69 +14,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "inspect.h"
+#include "util.h"
 
 /* Who held the lock at the last status line, and since when (this host's
  * monotonic clock): the status line shows how long it has been held. */
 static char seen_owner[256];
 static int64_t seen_since_ms;
 
-/* Milliseconds on the monotonic clock. */
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------------ JSON */
-
-void cr__cli_json_str(FILE *f, const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-
-    fputc('"', f);
-    while (i < len) {
-        unsigned char b = p[i];
-        size_t n = 0, k;
-
-        if (b < 0x80) {
-            if (b == '"' || b == '\\')
-                fprintf(f, "\\%c", b);
-            else if (b < 0x20)
-                fprintf(f, "\\u%04x", b);
-            else
-                fputc(b, f);
-            i++;
-            continue;
-        }
-        if (b >= 0xc2 && b <= 0xdf)
-            n = 2;
-        else if (b >= 0xe0 && b <= 0xef)
-            n = 3;
-        else if (b >= 0xf0 && b <= 0xf4)
-            n = 4;
-        for (k = 1; n != 0 && k < n; k++)
-            if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
-                n = 0;
-        /* Overlong forms, surrogates and code points past U+10FFFF. */
-        if (n != 0 && ((b == 0xe0 && p[i + 1] < 0xa0) ||
-                       (b == 0xed && p[i + 1] > 0x9f) ||
-                       (b == 0xf0 && p[i + 1] < 0x90) ||
-                       (b == 0xf4 && p[i + 1] > 0x8f)))
-            n = 0;
-        if (n == 0) {
-            fputs("\\ufffd", f);
-            i++;
-        } else {
-            fwrite(p + i, 1, n, f);
-            i += n;
-        }
-    }
-    fputc('"', f);
-}
 
 /* Writes `"key":` and the remaining time until an epoch deadline. */
 static void json_deadline(FILE *f, const char *key, int64_t at, int64_t now)
@@ -99,9 +45,7 @@ static bool is_lock(cr_object_kind k)
            k == CR_OBJECT_RWLOCK;
 }
 
-/* Writes `,"client":{...}` for an owner: connected (host, pid, address),
- * "not connected" or "unknown". */
-static void json_client(const cr_owner_info *w)
+void cr__cli_json_client(const cr_owner_info *w)
 {
     if (w->presence == CR_PRESENCE_CONNECTED) {
         fputs(",\"client\":{\"state\":\"connected\",\"host\":", stdout);
@@ -154,7 +98,7 @@ static void print_json(const cr__cli *cli, const cr_object_info *in)
                 else if (!h->writer)
                     printf(",\"ttl_ms\":%lld", (long long)h->ttl_ms);
             }
-            json_client(&h->who);
+            cr__cli_json_client(&h->who);
             fputc('}', stdout);
         }
         fputc(']', stdout);
@@ -172,7 +116,7 @@ static void print_json(const cr__cli *cli, const cr_object_info *in)
                               in->now_ms);
             else
                 fputs(",\"deadline_ms\":null", stdout);
-            json_client(&w->who);
+            cr__cli_json_client(&w->who);
             fputc('}', stdout);
         }
         fputc(']', stdout);
@@ -199,11 +143,36 @@ static void print_json(const cr__cli *cli, const cr_object_info *in)
     }
     if (in->kind == CR_OBJECT_LATCH)
         printf(",\"count\":%lld", (long long)in->value);
-    if (in->kind == CR_OBJECT_BARRIER)
+    if (in->kind == CR_OBJECT_BARRIER) {
         printf(",\"parties\":%lld,\"generation\":%lld,\"waiting\":%lld,"
-               "\"broken\":%s", (long long)in->parties,
+               "\"broken\":%s,\"waiting_parties\":[", (long long)in->parties,
                (long long)in->generation, (long long)in->waiting,
                in->broken ? "true" : "false");
+        for (i = 0; i < in->nwaiting_parties; i++) {
+            const cr_party_info *p = &in->waiting_parties[i];
+
+            fputs(i > 0 ? ",{\"owner\":" : "{\"owner\":", stdout);
+            cr__cli_json_str(stdout, p->who.owner, p->who.owner_len);
+            if (p->has_index)
+                printf(",\"index\":%lld", (long long)p->index);
+            else
+                fputs(",\"index\":null", stdout);
+            if (p->has_since)
+                printf(",\"since_ms\":%lld,\"waited_ms\":%lld",
+                       (long long)p->since_ms,
+                       (long long)(in->now_ms - p->since_ms));
+            else
+                fputs(",\"since_ms\":null", stdout);
+            json_deadline(stdout, "lease_ms", p->lease_ms, in->now_ms);
+            cr__cli_json_client(&p->who);
+            fputc('}', stdout);
+        }
+        fputc(']', stdout);
+    }
+    /* Connections, not waiters: see cr_object_info. */
+    if (in->subscribers >= 0)
+        printf(",\"subscribed_connections\":%lld",
+               (long long)in->subscribers);
     if (in->kind == CR_OBJECT_RATE_LIMITER)
         printf(",\"rate\":%lld,\"interval_ms\":%lld,\"rate_type\":\"%s\","
                "\"keep_alive_ms\":%lld", (long long)in->rate,
@@ -231,7 +200,7 @@ static void print_json(const cr__cli *cli, const cr_object_info *in)
                     json_deadline(stdout, "lease_ms", w->lease_ms, in->now_ms);
                 else
                     fputs(",\"lease_ms\":null", stdout);
-                json_client(&w->who);
+                cr__cli_json_client(&w->who);
                 fputc('}', stdout);
             }
             fputs("]}", stdout);
@@ -242,6 +211,31 @@ static void print_json(const cr__cli *cli, const cr_object_info *in)
 }
 
 /* ------------------------------------------------------------------ text */
+
+const char *cr__cli_kind_phrase(const cr_object_info *in, char *buf,
+                                size_t len)
+{
+    switch (in->kind) {
+    case CR_OBJECT_NONE: snprintf(buf, len, "nothing"); break;
+    case CR_OBJECT_LOCK: snprintf(buf, len, "a lock"); break;
+    case CR_OBJECT_FAIR_LOCK: snprintf(buf, len, "a fair lock"); break;
+    case CR_OBJECT_RWLOCK: snprintf(buf, len, "a read/write lock"); break;
+    case CR_OBJECT_SEMAPHORE: snprintf(buf, len, "a semaphore"); break;
+    case CR_OBJECT_PERMIT_SEMAPHORE:
+        snprintf(buf, len, "an expirable semaphore");
+        break;
+    case CR_OBJECT_LATCH: snprintf(buf, len, "a latch"); break;
+    case CR_OBJECT_SEMAPHORE_OR_LATCH:
+        snprintf(buf, len, "a semaphore or a latch");
+        break;
+    case CR_OBJECT_BARRIER: snprintf(buf, len, "a barrier"); break;
+    case CR_OBJECT_RATE_LIMITER: snprintf(buf, len, "a rate limiter"); break;
+    case CR_OBJECT_OTHER:
+        snprintf(buf, len, "a Redis %s", in->redis_type);
+        break;
+    }
+    return buf;
+}
 
 /* Prints s (len bytes) with bytes that are not printable ASCII as '?'. */
 static void text_str(const char *s, size_t len)
@@ -279,11 +273,49 @@ static const char *until_text(int64_t at, int64_t now, char *buf, size_t len)
     return buf;
 }
 
-/* Writes who an owner's client is: "host h, pid p, a.b.c.d:port", "not
- * connected", "unknown"; `brief` (for the status line) leaves the address
- * out and says "client unknown". */
-static const char *client_text(const cr_owner_info *w, bool brief, char *buf,
-                               size_t len)
+bool cr__cli_fits(const cr__cli *cli, const cr_object_info *in,
+                  const char **wanted)
+{
+    cr_object_kind k = in->kind;
+
+    switch (cli->args->command) {
+    case CR__CLI_LOCK:
+        switch (cli->args->kind) {
+        case CR__CLI_LOCK_FAIR:
+            *wanted = "a fair lock";
+            return k == CR_OBJECT_NONE || k == CR_OBJECT_FAIR_LOCK ||
+                   k == CR_OBJECT_LOCK;
+        case CR__CLI_LOCK_READ:
+        case CR__CLI_LOCK_WRITE:
+            *wanted = "a read/write lock";
+            return k == CR_OBJECT_NONE || k == CR_OBJECT_RWLOCK;
+        default:
+            *wanted = "a lock";
+            return k == CR_OBJECT_NONE || k == CR_OBJECT_LOCK;
+        }
+    case CR__CLI_SEMAPHORE:
+        *wanted = "a semaphore";
+        return k == CR_OBJECT_NONE || k == CR_OBJECT_SEMAPHORE ||
+               k == CR_OBJECT_PERMIT_SEMAPHORE ||
+               k == CR_OBJECT_SEMAPHORE_OR_LATCH;
+    case CR__CLI_LATCH:
+        *wanted = "a latch";
+        return k == CR_OBJECT_NONE || k == CR_OBJECT_LATCH ||
+               k == CR_OBJECT_SEMAPHORE_OR_LATCH;
+    case CR__CLI_BARRIER:
+        *wanted = "a barrier";
+        return k == CR_OBJECT_NONE || k == CR_OBJECT_BARRIER;
+    case CR__CLI_RATELIMIT:
+        *wanted = "a rate limiter";
+        return k == CR_OBJECT_NONE || k == CR_OBJECT_RATE_LIMITER;
+    default:
+        *wanted = "an object";
+        return true;
+    }
+}
+
+const char *cr__cli_client_text(const cr_owner_info *w, bool brief,
+                                char *buf, size_t len)
 {
     char host[80];
 
@@ -318,7 +350,29 @@ static void print_holders(const cr_object_info *in)
             printf(", %s", h->ttl_ms >= -1 ? lease_text(h->ttl_ms, t, sizeof(t))
                                            : "hold keys expired");
         printf(")\n            client: %s\n",
-               client_text(&h->who, false, who, sizeof(who)));
+               cr__cli_client_text(&h->who, false, who, sizeof(who)));
+    }
+}
+
+/* Prints a barrier's waiting parties, in the order they arrived. */
+static void print_parties(const cr_object_info *in)
+{
+    char t[64], d[32], who[160];
+    size_t i;
+
+    for (i = 0; i < in->nwaiting_parties; i++) {
+        const cr_party_info *p = &in->waiting_parties[i];
+
+        printf("  %zu. ", i + 1);
+        text_str(p->who.owner, p->who.owner_len);
+        if (p->has_since)
+            printf(" (waiting %s", cr__cli_fmt_ms(in->now_ms - p->since_ms,
+                                                  d, sizeof(d)));
+        else
+            fputs(" (arrived", stdout);
+        printf(", lease %s), client: %s\n",
+               until_text(p->lease_ms, in->now_ms, t, sizeof(t)),
+               cr__cli_client_text(&p->who, false, who, sizeof(who)));
     }
 }
 
@@ -381,6 +435,7 @@ static void print_text(const cr__cli *cli, const cr_object_info *in)
         printf("state:      round %lld, %lld of %lld parties waiting%s\n",
                (long long)in->generation, (long long)in->waiting,
                (long long)in->parties, in->broken ? ", broken" : "");
+        print_parties(in);
         break;
     case CR_OBJECT_RATE_LIMITER:
         puts("type:       rate limiter");
@@ -405,11 +460,16 @@ static void print_text(const cr__cli *cli, const cr_object_info *in)
                        until_text(w->deadline_ms, in->now_ms, t, sizeof(t)));
             else
                 fputs(" (no deadline)", stdout);
-            printf(", client: %s\n", client_text(&w->who, false, who, sizeof(who)));
+            printf(", client: %s\n",
+                   cr__cli_client_text(&w->who, false, who, sizeof(who)));
         }
     }
     if (in->has_token)
         printf("fencing token: %lld\n", (long long)in->token);
+    if (in->subscribers >= 0)
+        printf("subscribed: %lld connection%s to its channel (connections, "
+               "idle and Java's too, not waiters)\n",
+               (long long)in->subscribers, in->subscribers == 1 ? "" : "s");
     if (in->issued_count > 0) {
         printf("issued:     %lld\n", (long long)in->issued_count);
         for (i = 0; i < in->npermits; i++) {
@@ -437,7 +497,7 @@ static void print_text(const cr__cli *cli, const cr_object_info *in)
                 printf(", lease %s",
                        until_text(w->lease_ms, in->now_ms, t, sizeof(t)));
             printf("), client: %s\n",
-                   client_text(&w->who, false, who, sizeof(who)));
+                   cr__cli_client_text(&w->who, false, who, sizeof(who)));
         }
     }
 }
@@ -498,7 +558,7 @@ static size_t queue_place(const cr__cli *cli, cr_client *client,
 void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len)
 {
     char who[128], t[64], d[32], host[160];
-    int64_t now = mono_ms();
+    int64_t now = cr__cli_now_ms();
     cr_object_info *in = NULL;
 
     buf[0] = '\0';
@@ -526,10 +586,16 @@ void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len)
             snprintf(seen_owner, sizeof(seen_owner), "%s", who);
             seen_since_ms = now;
         }
-        snprintf(buf + n, len - n, "held by %s (%s)%s for %s+, count %lld, "
-                 "%s", who, client_text(&h->who, true, host, sizeof(host)),
-                 in->nholders > 1 ? " and others" : "",
-                 cr__cli_fmt_ms(now - seen_since_ms, d, sizeof(d)),
+        /* How long: since this process first saw that holder, if before. */
+        d[0] = '\0';
+        if (now > seen_since_ms) {
+            memcpy(d, " for ", 5);
+            cr__cli_fmt_ms(now - seen_since_ms, d + 5, sizeof(d) - 6);
+            strcat(d, "+");
+        }
+        snprintf(buf + n, len - n, "held by %s (%s)%s%s, count %lld, %s", who,
+                 cr__cli_client_text(&h->who, true, host, sizeof(host)),
+                 in->nholders > 1 ? " and others" : "", d,
                  (long long)h->count, lease_text(in->ttl_ms, t, sizeof(t)));
     } else if (is_lock(in->kind) ||
                (in->kind == CR_OBJECT_NONE && cli->args->command == CR__CLI_LOCK)) {

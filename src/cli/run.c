@@ -48,7 +48,8 @@
 #include <sys/prctl.h>
 #endif
 
-#include "cli.h"
+#include "run.h"
+#include "util.h"
 
 extern char **environ;
 
@@ -58,6 +59,10 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
 
 /* How often the status line is redrawn while waiting. */
 #define STATUS_EVERY_MS 500
+
+/* How long a wait without a status line goes before its one reading of
+ * the holder: an acquisition that is quick costs no reading. */
+#define ONCE_AFTER_MS 200
 
 /* File descriptors below this are tracked as inherited or not. */
 #define FD_TRACKED 1024
@@ -74,14 +79,6 @@ static bool chld_ignored;
 static unsigned char inherited[FD_TRACKED / 8];
 
 /* -------------------------------------------------------------- helpers */
-
-int64_t cr__cli_now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Calls fn(fd) for every open descriptor of this process from 3 up, as
  * listed by /proc/self/fd (nothing when /proc is not mounted). */
@@ -225,6 +222,8 @@ typedef struct status_job {
     pthread_mutex_t mu;
     pthread_cond_t cv;    /* on the monotonic clock */
     bool stop;            /* the wait is over: read no more */
+    bool once;            /* no line to draw: one reading, for the
+                           * message if the wait runs out */
     bool fresh;           /* line holds a reading not drawn yet */
     char line[512];
     pthread_t thread;
@@ -233,29 +232,6 @@ typedef struct status_job {
 /* The reader of the wait under way, or of the last one: joined once the
  * client is freed (cr__cli_status_end). */
 static status_job *status_reader;
-
-void cr__cli_sync_init(pthread_mutex_t *mu, pthread_cond_t *cv)
-{
-    pthread_condattr_t attr;
-
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_mutex_init(mu, NULL);
-    pthread_cond_init(cv, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
-bool cr__cli_sleep_until(pthread_cond_t *cv, pthread_mutex_t *mu,
-                         const bool *stop, int64_t until)
-{
-    struct timespec ts;
-
-    ts.tv_sec = until / 1000;
-    ts.tv_nsec = (until % 1000) * 1000000;
-    while (!*stop && pthread_cond_timedwait(cv, mu, &ts) != ETIMEDOUT)
-        ;
-    return *stop;
-}
 
 /* The reading thread: a reading at once, then one every STATUS_EVERY_MS
  * after the last one ended, each handed to the main loop ('S'). */
@@ -266,12 +242,17 @@ static void *status_main(void *arg)
     ssize_t ignored;
 
     pthread_mutex_lock(&j->mu);
+    if (j->once)
+        cr__cli_sleep_until(&j->cv, &j->mu, &j->stop,
+                            j->start + ONCE_AFTER_MS);
     while (!j->stop) {
         pthread_mutex_unlock(&j->mu);
         j->fn(j->cli, j->client, j->ctx, cr__cli_now_ms() - j->start, line,
               sizeof(line));
         pthread_mutex_lock(&j->mu);
         if (j->stop)
+            break;
+        if (j->once)
             break;
         memcpy(j->line, line, sizeof(line));
         j->fresh = true;
@@ -284,10 +265,12 @@ static void *status_main(void *arg)
     return NULL;
 }
 
-/* Starts the reading thread for a wait; NULL when it cannot (then the
- * wait shows no status line). */
+/* Starts the reading thread for a wait, for the status line or, with
+ * `once`, for one reading that tells how long the holder seen then has
+ * held what the wait is for; NULL when it cannot (then the wait shows no
+ * status line). */
 static status_job *status_start(cr__cli *cli, cr__cli_status_fn fn,
-                                void *ctx, int64_t start)
+                                void *ctx, int64_t start, bool once)
 {
     status_job *j;
 
@@ -301,6 +284,7 @@ static status_job *status_start(cr__cli *cli, cr__cli_status_fn fn,
     j->fn = fn;
     j->ctx = ctx;
     j->start = start;
+    j->once = once;
     cr__cli_sync_init(&j->mu, &j->cv);
     if (pthread_create(&j->thread, NULL, status_main, j) != 0) {
         pthread_mutex_destroy(&j->mu);
@@ -533,8 +517,12 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
         *rc = fn(ctx);
         return 0;
     }
-    if (cli->status_line && status != NULL && cli->client != NULL)
-        reader = status_start(cli, status, ctx, start);
+    /* Without a line to draw, one reading when the wait begins lets a
+     * message say for how long the holder has held it, if it runs out. */
+    if (status != NULL && cli->client != NULL &&
+        (cli->status_line ||
+         (cli->args->wait_ms != 0 && !cli->args->quiet)))
+        reader = status_start(cli, status, ctx, start, !cli->status_line);
     while (!returned && stop == 0) {
         struct pollfd p[2] = {{cli->sigfd, POLLIN, 0},
                               {cli->events[0], POLLIN, 0}};
@@ -955,4 +943,117 @@ int cr__cli_run(cr__cli *cli, char **extra_env, const cr__cli_hold *hold)
         return CR__CLI_EXIT_LOST;
     }
     return code;
+}
+
+/* ---------------------------------------------------------- checks, hold */
+
+int cr__cli_check_program(cr__cli *cli)
+{
+    char path[PATH_MAX], shown[64];
+    struct stat st;
+    int err = find_program(cli->args->cmd[0], path, sizeof(path));
+
+    /* A path with a '/' is taken as it is: look at it now too. */
+    if (err == 0 && stat(path, &st) != 0)
+        err = errno;
+    else if (err == 0 && (!S_ISREG(st.st_mode) || access(path, X_OK) != 0))
+        err = EACCES;
+    if (err == 0)
+        return 0;
+    cr__cli_error(cli, "cannot run '%s': %s",
+                  cr__cli_printable(cli->args->cmd[0], shown, sizeof(shown)),
+                  strerror(err));
+    return err == ENOENT ? CR__CLI_EXIT_NOT_FOUND : CR__CLI_EXIT_CANNOT_RUN;
+}
+
+/* Whether the end of standard input ends a hold: when it is a pipe, a
+ * socket, or a terminal whose foreground this process is in. A file or
+ * /dev/null (a command started in the background by a script) ends at
+ * once, and would end every hold; a job in the background of an
+ * interactive shell would be stopped for reading the terminal. */
+static bool stdin_ends_hold(void)
+{
+    struct stat st;
+
+    if (fstat(STDIN_FILENO, &st) != 0)
+        return false;
+    if (isatty(STDIN_FILENO))
+        return tcgetpgrp(STDIN_FILENO) == getpgrp();
+    return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+}
+
+/* Reads and drops what standard input has; returns whether it ended (end
+ * of file, an error, or the other side hung up). */
+static bool stdin_ended(short revents)
+{
+    char buf[256];
+    ssize_t n;
+
+    if (revents & POLLIN) {
+        n = read(STDIN_FILENO, buf, sizeof(buf));
+        if (n > 0)
+            return false;
+        return n == 0 || errno != EINTR;
+    }
+    return (revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+int cr__cli_keep(cr__cli *cli, const cr__cli_hold *hold)
+{
+    int64_t deadline = -1, next_check, now;
+    bool watch_in = stdin_ends_hold(), lost = false, ended = false;
+    char why[384];
+    int stop = 0;
+    cr_status rc;
+
+    next_check = cr__cli_now_ms();
+    while (!lost && !ended && stop == 0) {
+        struct pollfd p[3] = {{cli->sigfd, POLLIN, 0},
+                              {cli->events[0], POLLIN, 0},
+                              {watch_in ? STDIN_FILENO : -1, POLLIN, 0}};
+        int64_t until;
+
+        now = cr__cli_now_ms();
+        if (now >= next_check) {
+            next_check = now + hold->check_ms;
+            lost = hold->state(hold->ctx, &deadline) == CR_ELOST;
+        }
+        if (lost || (deadline >= 0 && now >= deadline))
+            break;
+        until = deadline >= 0 && deadline < next_check ? deadline
+                                                       : next_check;
+        if (poll(p, 3, until - now > INT_MAX ? INT_MAX : (int)(until - now)) <
+                0 &&
+            errno != EINTR)
+            break;
+        if (p[0].revents & POLLIN)
+            drain_signals(cli->sigfd, note_stop_signal, &stop);
+        if ((p[1].revents & POLLIN) && drain_events(cli->events[0], 'L'))
+            lost = true;
+        if (watch_in && p[2].revents != 0)
+            ended = stdin_ended(p[2].revents);
+    }
+    now = cr__cli_now_ms();
+    if (!lost && stop == 0 && !ended && deadline >= 0 && now >= deadline) {
+        cr__cli_error(cli, hold->leased
+                               ? "the lease of the %s on '%s' ran out"
+                               : "the %s on '%s' could not be renewed and "
+                                 "its lease ran out",
+                      hold->what, cli->name_shown);
+        hold->release(hold->ctx);
+        return CR__CLI_EXIT_LOST;
+    }
+    rc = hold->release(hold->ctx);
+    if (lost || rc == CR_ELOST) {
+        cr__cli_error(cli, "the %s on '%s' was lost while it was held",
+                      hold->what, cli->name_shown);
+        return CR__CLI_EXIT_LOST;
+    }
+    if (rc != CR_OK) {
+        cr__cli_error(cli, "cannot release the %s on '%s': %s; it stays "
+                      "until its lease ends", hold->what, cli->name_shown,
+                      cr__cli_describe(cli, rc, why, sizeof(why)));
+        return CR__CLI_EXIT_RELEASE;
+    }
+    return 0;
 }

@@ -17,6 +17,9 @@
 - Installed as make install does (build-aux/man-aliases.sh), "man NAME"
   finds a page for every function, macro and type; and man renders every
   page without a warning (lintian's test).
+- Every page, section 1 too, passes a lint: groff -ww -z (all warnings,
+  no output), or mandoc -Tlint where groff is missing; with neither, the
+  test fails (Debian's groff-base has groff).
 
 Prints cmocka-style lines and "N passed, N failed"; exits 1 on drift.
 Usage: test_man.py [SRCDIR]  (default: $CR_TEST_SRCDIR, else ../..)
@@ -399,8 +402,29 @@ def pages_render_cleanly():
     return problems
 
 
+def pages_pass_the_lint():
+    pages = sorted(glob.glob(os.path.join(MAN3, "*.3")) +
+                   glob.glob(os.path.join(SRC, "doc", "man1", "*.1")))
+    if shutil.which("groff") is not None:
+        lint = ["groff", "-ww", "-z", "-t", "-man"]
+    elif shutil.which("mandoc") is not None:
+        lint = ["mandoc", "-Tlint", "-Wwarning"]
+    else:
+        return ["neither groff nor mandoc: install groff-base to lint the "
+                "pages"]
+    problems = []
+    for path in pages:
+        r = subprocess.run(lint + [path], capture_output=True, text=True,
+                           env=dict(os.environ, LC_ALL="C.UTF-8"))
+        if r.returncode != 0 or r.stderr.strip() or r.stdout.strip():
+            problems.append("%s: %s" % (os.path.basename(path),
+                                        (r.stderr + r.stdout).strip()))
+    return problems
+
+
 run("test_man_finds_every_name", man_finds_every_name())
 run("test_pages_render_without_warnings", pages_render_cleanly())
+run("test_pages_pass_the_lint", pages_pass_the_lint())
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

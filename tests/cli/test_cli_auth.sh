@@ -123,6 +123,37 @@ test_password_in_url_is_hidden_from_ps() {
         "ps"
 }
 
+# A password in the environment is read, then blotted out of credisson's
+# own environment (what `ps e` and /proc/PID/environ show); the command
+# run never had it.
+test_password_in_the_environment_is_hidden_from_ps_e() {
+    [ "${CR_TEST_SLOW:-0}" = 1 ] && return 0
+    local env stars
+    stars=$(printf '%s' "$PASSWORD" | tr -c '' '*')
+    CREDISSON_PASSWORD=$PASSWORD cli_exec lock ps -- \
+        sh -c 'tr "\0" "\n" </proc/$$/environ >child-env; touch ready;
+            exec sleep 30' &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "command never started"
+    env=$(tr '\0' '\n' <"/proc/$pid/environ")
+    kill -TERM "$pid"
+    wait "$pid"
+    expect_not_contains "$env" "$PASSWORD" "/proc/PID/environ"
+    expect_contains "$env" "CREDISSON_PASSWORD=$stars" "/proc/PID/environ"
+    expect_not_contains "$(cat child-env)" "$PASSWORD" "the command's"
+    rm -f ready
+    CREDISSON_URL="redis://:$PASSWORD@127.0.0.1:$PORT" cli_exec lock ps -- \
+        sh -c 'touch ready; exec sleep 30' &
+    pid=$!
+    wait_until 5000 file_exists ready || fail "command never started"
+    env=$(tr '\0' '\n' <"/proc/$pid/environ")
+    kill -TERM "$pid"
+    wait "$pid"
+    expect_not_contains "$env" "$PASSWORD" "/proc/PID/environ"
+    expect_contains "$env" "CREDISSON_URL=redis://:$stars@127.0.0.1:$PORT" \
+        "/proc/PID/environ"
+}
+
 test_password_in_url_is_hidden_from_ps_wherever_given() {
     [ "${CR_TEST_SLOW:-0}" = 1 ] && return 0
     local stars
@@ -242,6 +273,7 @@ run_test test_user_and_password_for_an_acl_user
 run_test test_acl_refusing_scripts_exits_77
 run_test test_password_in_url_is_hidden_from_ps
 run_test test_password_in_url_is_hidden_from_ps_wherever_given
+run_test test_password_in_the_environment_is_hidden_from_ps_e
 run_test test_command_gets_no_password
 run_test test_pass_credentials_lets_a_nested_run_connect
 run_test test_client_name_names_the_connections

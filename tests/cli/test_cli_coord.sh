@@ -162,10 +162,47 @@ test_ratelimit_per_client_needs_keep_alive() {
     [ "$ttl" -gt 0 ] && [ "$ttl" -le 10000 ] || fail "pttl of the limiter: $ttl"
 }
 
+# A PER_CLIENT limiter gives each run a budget of its own: every run says
+# so, and one without a keep-alive time (as Java may make it) is not used.
+test_ratelimit_per_client_made_elsewhere_is_warned_about_or_refused() {
+    rcli hset jpc rate 5 interval 60000 type 1 keepAliveTime 0 >/dev/null
+    run_cli ratelimit jpc -- touch ran
+    expect_eq "$rc" 78 "no keep-alive time"
+    expect_lines "$err" 1 "stderr"
+    expect_contains "$err" "rate limiter 'jpc' is PER_CLIENT without a keep-alive time" \
+        "stderr"
+    file_exists ran && fail "the command ran"
+    [ "$(rcli keys '{jpc}:*')" = "" ] || fail "keys were left: $(rcli keys '*')"
+    rcli hset jpc keepAliveTime 60000 >/dev/null
+    run_cli ratelimit jpc -- echo ran
+    expect_eq "$rc" 0 "with a keep-alive time"
+    expect_eq "$out" ran "stdout"
+    expect_contains "$err" "warning: rate limiter 'jpc' is PER_CLIENT: each run is a new client" \
+        "stderr"
+    run_cli ratelimit jpc -- true
+    expect_contains "$err" "is PER_CLIENT" "the warning comes on every run"
+}
+
+# --keep-alive is compared too, and --rate takes the library's 2^32 - 1.
+test_ratelimit_warns_when_keep_alive_differs() {
+    cli ratelimit ka --rate 5/1s --keep-alive 1m -- true || fail "first run"
+    run_cli ratelimit ka --rate 5/1s --keep-alive 2m -- true
+    expect_eq "$rc" 0 "exit status"
+    expect_contains "$err" "keeps its rate of 5 per 1.0s, keep-alive 1m00s, not --rate 5/1.0s --keep-alive 2m00s" \
+        "stderr"
+    run_cli ratelimit ka --rate 5/1s -- true
+    expect_eq "$err" "" "no --keep-alive: no warning"
+    run_cli ratelimit big --rate 4294967295/1h -- true
+    expect_eq "$rc" 0 "the largest rate"
+    expect_eq "$(rcli hget big rate)" 4294967295 "stored rate"
+}
+
 test_ratelimit_without_rate_fails() {
     run_cli ratelimit none -- touch ran
-    expect_eq "$rc" 64 "exit status"
-    expect_contains "$err" "not initialized" "stderr"
+    expect_eq "$rc" 78 "exit status"
+    expect_lines "$err" 1 "stderr"
+    expect_contains "$err" "rate limiter 'none' has no rate" "stderr"
+    expect_contains "$err" "give one with --rate R/INTERVAL" "stderr"
     file_exists ran && fail "the command ran"
     run_cli ratelimit x --keep-alive 1s -- true
     expect_eq "$rc" 64 "--keep-alive without --rate"
@@ -185,4 +222,6 @@ run_test test_ratelimit_wait_zero_exits_75_when_the_budget_is_spent
 run_test test_ratelimit_warns_when_rate_differs
 run_test test_ratelimit_per_client_needs_keep_alive
 run_test test_ratelimit_without_rate_fails
+run_test test_ratelimit_per_client_made_elsewhere_is_warned_about_or_refused
+run_test test_ratelimit_warns_when_keep_alive_differs
 finish

@@ -212,8 +212,11 @@ test_inspect_semaphore_with_waiter() {
     inspect_both sem
     expect_contains "$text" "type:       semaphore" "text"
     expect_contains "$text" "available:  0" "text"
+    expect_contains "$text" "subscribed: 1 connection to its channel (connections, idle and Java's too, not waiters)" \
+        "text"
     expect_contains "$json" '"type":"semaphore"' "json"
     expect_contains "$json" '"available":0' "json"
+    expect_contains "$json" '"subscribed_connections":1' "json"
     cli semaphore sem add 1
     wait "$pid" || fail "the waiter failed"
 }
@@ -261,22 +264,49 @@ test_inspect_latch_with_waiter() {
 }
 
 test_inspect_barrier_with_a_waiter() {
+    local owner
     cli_exec barrier bar --parties 3 &
     local pid=$!
     wait_until 5000 eval '[ "$(rcli hget bar arrived)" = 1 ]' ||
         fail "the party never waited"
+    owner=$(rcli zrange "credisson_barrier_arrivals:{bar}" 0 0)
     inspect_both bar
     expect_contains "$text" "type:       barrier" "text"
     expect_contains "$text" "state:      round 0, 1 of 3 parties waiting" "text"
     expect_not_contains "$text" "holders" "text"
+    expect_contains "$text" "  1. $owner (waiting " "text: the party"
+    expect_contains "$text" ", lease in " "text: its lease"
+    expect_contains "$text" "client: host $(hostname), pid $pid" \
+        "text: its client"
+    expect_not_contains "$text" "subscribed:" "text"
     expect_contains "$json" '"type":"barrier"' "json"
     expect_contains "$json" '"parties":3,"generation":0,"waiting":1,"broken":false' \
         "json"
+    expect_contains "$json" "\"waiting_parties\":[{\"owner\":\"$owner\",\"index\":2,\"since_ms\":" \
+        "json: the party"
+    expect_contains "$json" '"remaining_ms":' "json: its lease"
+    expect_contains "$json" "\"pid\":$pid" "json: its client"
     kill -INT "$pid"
     wait "$pid"
     inspect_both bar
     expect_contains "$text" "0 of 3 parties waiting, broken" "text"
     expect_contains "$json" '"broken":true' "json"
+}
+
+test_inspect_lock_counts_subscribed_connections() {
+    cli_exec lock held -- sleep 30 &
+    local holder=$!
+    wait_until 5000 key_exists held || fail "holder never locked"
+    cli_exec lock held --wait 60s -- true &
+    local waiter=$!
+    wait_until 5000 listeners_are "redisson_lock__channel:{held}" 1 ||
+        fail "waiter never subscribed"
+    inspect_both held
+    expect_contains "$text" "subscribed: 1 connection to its channel" "text"
+    expect_contains "$json" '"subscribed_connections":1' "json"
+    kill -TERM "$holder"
+    wait "$holder"
+    wait "$waiter" || fail "the waiter failed"
 }
 
 test_inspect_rate_limiter() {
@@ -341,6 +371,7 @@ run_test test_inspect_semaphore_with_waiter
 run_test test_inspect_expirable_semaphore
 run_test test_inspect_latch_with_waiter
 run_test test_inspect_barrier_with_a_waiter
+run_test test_inspect_lock_counts_subscribed_connections
 run_test test_inspect_rate_limiter
 run_test test_inspect_fencing_token
 run_test test_inspect_other_key

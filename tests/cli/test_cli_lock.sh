@@ -93,6 +93,74 @@ test_wait_zero_exits_75_when_held() {
     expect_eq "$?" 143 "holder's exit status (sleep killed by SIGTERM)"
 }
 
+# The message of a lock not obtained names its holder: owner, host, pid,
+# and after a wait for how long this run saw it held.
+test_busy_names_the_holder_and_how_long_it_held() {
+    cli_exec lock busy -- sh -c 'echo "$CREDISSON_LOCK_OWNER" >owner;
+        exec sleep 30' &
+    local holder=$! short
+    wait_until 5000 test -s owner || fail "holder never ran"
+    short="$(cut -c1-8 owner)...$(cut -c37- owner)"
+    run_cli lock busy -n -- true
+    expect_eq "$rc" 75 "exit status of -n"
+    expect_lines "$err" 1 "stderr of -n"
+    expect_contains "$err" "lock 'busy': busy, held by $short (host $(hostname), pid $holder), count 1" \
+        "stderr of -n"
+    run_cli lock busy --wait 1s -- true
+    expect_eq "$rc" 75 "exit status after a wait"
+    expect_contains "$err" "lock 'busy': gave up after 1.0s: held by $short (host $(hostname), pid $holder) for " \
+        "stderr after a wait"
+    expect_contains "$err" "s+, count 1" "how long"
+    kill -TERM "$holder"
+    wait "$holder"
+    return 0
+}
+
+# A command that is not on PATH fails at once, even behind a holder: no
+# wait, nothing taken.
+test_command_not_found_fails_at_once_behind_a_holder() {
+    local t0 t1
+    cli_exec lock pre -- sleep 30 &
+    local holder=$!
+    wait_until 5000 key_exists pre || fail "holder never locked"
+    t0=$(epoch_ms)
+    run_cli lock pre --wait 20m -- no-such-command
+    t1=$(epoch_ms)
+    expect_eq "$rc" 127 "exit status"
+    [ $((t1 - t0)) -lt $(slow 2000) ] || fail "took $((t1 - t0)) ms"
+    expect_eq "$(rcli hlen pre)" 1 "holds on the lock"
+    kill -TERM "$holder"
+    wait "$holder"
+    run_cli lock --fair q -- no-such-command
+    expect_eq "$rc" 127 "exit status, fair lock"
+    key_exists q && fail "something was taken"
+    key_exists "redisson_lock_queue:{q}" && fail "the fair queue was joined"
+    return 0
+}
+
+# A name that holds another kind of object is named as such, not as a
+# script's error.
+test_another_kind_of_object_is_named() {
+    rcli set cronjob text >/dev/null
+    run_cli lock cronjob -- touch ran
+    expect_eq "$rc" 70 "exit status"
+    expect_eq "$err" "credisson: 'cronjob' holds a Redis string, not a lock" \
+        "stderr"
+    run_cli semaphore cronjob -- touch ran
+    expect_eq "$err" \
+        "credisson: 'cronjob' holds a Redis string, not a semaphore" "stderr"
+    rcli hset hh f v >/dev/null
+    run_cli latch hh await -w 1s
+    expect_eq "$err" "credisson: 'hh' holds a Redis hash, not a latch" \
+        "stderr"
+    cli latch l set 2
+    run_cli ratelimit l -- touch ran
+    expect_contains "$err" "'l' holds a " "stderr"
+    expect_contains "$err" ", not a rate limiter" "stderr"
+    file_exists ran && fail "a command ran"
+    return 0
+}
+
 # flock's forms: -n is one try, -E the status of a conflict, and -q keeps
 # the loser of a cron race silent.
 test_nonblock_quiet_and_conflict_exit_code() {
@@ -589,6 +657,9 @@ run_test test_exit_status_of_command_is_passed_through
 run_test test_command_not_found_exits_127_and_releases
 run_test test_command_sees_lock_name_and_owner
 run_test test_wait_zero_exits_75_when_held
+run_test test_busy_names_the_holder_and_how_long_it_held
+run_test test_command_not_found_fails_at_once_behind_a_holder
+run_test test_another_kind_of_object_is_named
 run_test test_nonblock_quiet_and_conflict_exit_code
 run_test test_waiter_runs_once_holder_is_done
 run_test test_lease_is_not_renewed

@@ -94,6 +94,8 @@ test_semaphore_lost_permit_stops_command() {
 test_semaphore_set_add_available() {
     run_cli semaphore cnt set 3
     expect_eq "$rc" 0 "set"
+    expect_eq "$out" "before: 0 available, 0 out
+after:  3 available, 0 out" "set prints the counts before and after"
     expect_eq "$(available cnt)" 3 "after set 3"
     run_cli semaphore cnt add 2
     expect_eq "$rc" 0 "add"
@@ -105,6 +107,38 @@ test_semaphore_set_add_available() {
     printf '%s' "$out" | json_ok || fail "not JSON: $out"
     run_cli semaphore empty available
     expect_eq "$out" 0 "a semaphore never set"
+}
+
+# --permits K sets K permits only where none is set (trySetPermits): a
+# run on a name whose permits are out (a Java RSemaphore's holders leave
+# no record) does not give them back. A total other than K is warned
+# about; "set K" prints what it changed, the permits out counted in.
+test_semaphore_permits_option_sets_only_a_semaphore_without_permits() {
+    cli semaphore tp --permits 2 -- true || fail "first run"
+    expect_eq "$(available tp)" 2 "set by the first run"
+    # One permit taken as an RSemaphore's acquire takes it: no record.
+    rcli decr tp >/dev/null
+    run_cli semaphore tp --permits 2 -- echo ran
+    expect_eq "$rc" 0 "exit status"
+    expect_eq "$out" ran "the command ran"
+    expect_lines "$err" 1 "stderr"
+    expect_contains "$err" "warning: semaphore 'tp' is set already (1 available, 0 out as expirable permits), which is not --permits 2" \
+        "stderr"
+    expect_eq "$(available tp)" 1 "the permit out is not given back"
+    cli_exec semaphore tp --permits 1 -- sh -c 'touch ready; exec sleep 30' &
+    local pid=$!
+    wait_until 5000 file_exists ready || fail "holder never ran"
+    run_cli semaphore tp set 3
+    expect_eq "$out" "before: 0 available, 1 out
+after:  2 available, 1 out" "set with a permit out"
+    run_cli semaphore tp set 2 --json
+    printf '%s' "$out" | json_ok || fail "not JSON: $out"
+    expect_eq "$out" \
+        '{"name":"tp","before":{"available":2,"out":1},"after":{"available":1,"out":1}}' \
+        "JSON"
+    kill -TERM "$pid"
+    wait "$pid"
+    return 0
 }
 
 test_latch_opens_for_waiters_in_other_processes() {
@@ -275,6 +309,7 @@ run_test test_semaphore_wait_zero_exits_75_when_none_available
 run_test test_semaphore_permit_of_killed_credisson_expires
 run_test test_semaphore_lost_permit_stops_command
 run_test test_semaphore_set_add_available
+run_test test_semaphore_permits_option_sets_only_a_semaphore_without_permits
 run_test test_latch_opens_for_waiters_in_other_processes
 run_test test_latch_await_timeout_exits_75
 run_test test_latch_await_must_exist_waits_for_the_set

@@ -146,7 +146,7 @@ test_sni_names_the_server_to_verify() {
 test_mutual_tls_with_cert_and_key() {
     tcli config set tls-auth-clients yes >/dev/null
     run_cli --tls --cacert "$CERTS/ca.crt" lock mtls -- touch ran
-    local without=$rc
+    local without=$rc without_err=$err
     run_cli --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" \
         --key "$CERTS/client.key" lock mtls -- echo ran
     local with=$rc with_out=$out
@@ -156,6 +156,8 @@ test_mutual_tls_with_cert_and_key() {
     tcli --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
         config set tls-auth-clients no >/dev/null
     [ "$without" = 0 ] && fail "connected without a client certificate"
+    expect_contains "$without_err" "give it with --cert F and --key F" \
+        "the hint without a certificate"
     [ -e ran ] && fail "the command ran without a client certificate"
     expect_eq "$with" 0 "exit status with --cert and --key"
     expect_eq "$with_out" ran "stdout"
@@ -196,6 +198,8 @@ test_plain_url_to_tls_port_exits_69_with_hint_without_flooding() {
     expect_eq "$rc" 69 "exit status"
     expect_lines "$err" 1 "stderr"
     expect_contains "$err" "TLS" "the hint"
+    expect_eq "$(printf '%s' "$err" | grep -o 'TLS' | wc -l)" 1 \
+        "the hint, once"
     [ -e ran ] && fail "the command ran"
     [ "$ms" -le $((timeout_ms + $(slow 1000))) ] ||
         fail "took $ms ms, over the $timeout_ms ms timeout"

@@ -26,14 +26,16 @@ test_malformed_duration_exits_64() {
     expect_usage_error 64 "invalid duration '5parsecs' for --wait"
     run_cli lock jobs --lease -3 -- true
     expect_usage_error 64 "invalid duration"
+    run_cli lock jobs --wait 1m30 -- true
+    expect_usage_error 64 "a number after a unit needs its own unit (1m30s)"
 }
 
 test_missing_command_exits_64() {
     run_cli
     expect_usage_error 64 "missing command"
-    run_cli lock jobs
-    expect_usage_error 64 "missing the command to run"
     run_cli lock jobs --
+    expect_usage_error 64 "missing the command to run"
+    run_cli semaphore s
     expect_usage_error 64 "missing the command to run"
     run_cli lock
     expect_usage_error 64 "missing NAME"
@@ -76,10 +78,13 @@ test_url_from_environment_is_used() {
 
 test_invalid_url_exits_64_without_password() {
     run_cli --url "rediss-unix://:s3cr3t@/tmp/sock" inspect jobs
-    expect_usage_error 64 "invalid URL"
+    expect_usage_error 64 "bad URL: unknown scheme"
     expect_not_contains "$err" "s3cr3t" "stderr"
     run_cli --url "redis://:s3cr3t@127.0.0.1:99999" semaphore s available
-    expect_usage_error 64 "invalid URL"
+    expect_usage_error 64 "bad URL: port"
+    expect_not_contains "$err" "s3cr3t" "stderr"
+    CREDISSON_URL="redis://:s3cr3t@127.0.0.1:99999" run_cli latch l count
+    expect_usage_error 64 "(the URL is CREDISSON_URL's)"
     expect_not_contains "$err" "s3cr3t" "stderr"
 }
 
@@ -107,6 +112,46 @@ test_help_shows_usage_and_exit_codes() {
     expect_contains "$out" "Usage: credisson latch NAME" "latch -h"
     run_cli inspect --help
     expect_contains "$out" "Usage: credisson inspect NAME" "inspect --help"
+    run_cli help barrier
+    expect_contains "$out" "Usage: credisson barrier NAME --parties N" \
+        "help barrier"
+    expect_contains "$out" "-w, --wait D" "help barrier lists --wait"
+    run_cli help unlock
+    expect_contains "$out" "Usage: credisson unlock --force NAME" \
+        "help unlock"
+}
+
+# A word after NAME that is a slip of an action is refused at once, not
+# run as the command (after a wait); after '--' it is the command's.
+test_slip_of_an_action_exits_64_before_anything() {
+    run_cli --url redis://127.0.0.1:1 semaphore s avaliable
+    expect_usage_error 64 "'avaliable' is not an action of semaphore (set, add or available); did you mean 'available'?"
+    run_cli --url redis://127.0.0.1:1 barrier b --parties 2 reste
+    expect_usage_error 64 "did you mean 'reset'?"
+    run_cli --url redis://127.0.0.1:1 ratelimit r set-rat 1/1s
+    expect_usage_error 64 "did you mean 'set-rate'?"
+}
+
+# CMD is looked up on PATH before anything is asked of Redis: here the
+# server is unreachable, so 69 would mean it was tried first.
+test_command_to_run_is_looked_up_before_connecting() {
+    local t0 t1
+    t0=$(epoch_ms)
+    run_cli --url redis://127.0.0.1:1 lock pre --wait 20m -- no-such-command
+    t1=$(epoch_ms)
+    expect_usage_error 127 "cannot run 'no-such-command': No such file"
+    [ $((t1 - t0)) -lt $(slow 2000) ] || fail "took $((t1 - t0)) ms"
+    run_cli --url redis://127.0.0.1:1 semaphore s acquire
+    expect_usage_error 127 "cannot run 'acquire'"
+    printf 'data\n' >plain
+    chmod 644 plain
+    run_cli --url redis://127.0.0.1:1 ratelimit r -- ./plain
+    expect_usage_error 126 "cannot run './plain': Permission denied"
+    mkdir dir
+    run_cli --url redis://127.0.0.1:1 barrier b --parties 2 -- ./dir
+    expect_usage_error 126 "cannot run './dir'"
+    run_cli --url redis://127.0.0.1:1 lock pre -- /no/such/path
+    expect_usage_error 127 "cannot run '/no/such/path'"
 }
 
 # Prints the options a help text lists, one "--name ARG" (or "--name") a
@@ -115,16 +160,26 @@ help_options() {
     sed -n 's/^  \(-[A-Za-z], \)\{0,1\}\(--[a-z-]*\)\( [A-Z][A-Z]*\)\{0,1\}.*/\2\3/p'
 }
 
-# Help is made from the parser's own table: for lock, semaphore and latch
-# await, every option their --help lists is taken there, and every other
-# option of the tool (from the main --help) is refused there as one that
-# does not apply. The lines are parsed, then fail on the unreachable
-# server (69) or on what the option's value says, never as unknown.
+# The commands the main --help lists, one a line.
+help_commands() {
+    cli --help | sed -n '/^Commands:/,/^$/p' |
+        sed -n 's/^  \([a-z][a-z]*\).*/\1/p' | sort -u
+}
+
+# Help is made from the parser's own table: for each command, every option
+# its --help lists is taken there, and every other option of the tool
+# (from the main --help) is refused there as one that does not apply. The
+# lines are parsed, then fail on the unreachable server (69) or on what
+# the option's value says, never as unknown.
 test_help_lists_exactly_the_options_each_command_takes() {
     local url=redis://127.0.0.1:1 all cmd listed opt name arg val line
-    all=$( (cli --help; cli lock --help; cli semaphore --help;
-        cli latch --help) | help_options | sort -u)
-    for cmd in lock semaphore latch; do
+    local cmds="lock semaphore latch barrier ratelimit unlock delete"
+    expect_eq "$(help_commands | tr '\n' ' ')" \
+        "barrier delete help inspect latch lock ratelimit semaphore unlock version " \
+        "the commands --help lists"
+    all=$( (cli --help; for cmd in $cmds; do cli "$cmd" --help; done) |
+        help_options | sort -u)
+    for cmd in $cmds; do
         listed=$(cli "$cmd" --help | help_options)
         case "$listed" in *"--verbose"*) ;;
         *) fail "$cmd --help does not list -v, --verbose" ;; esac
@@ -132,10 +187,16 @@ test_help_lists_exactly_the_options_each_command_takes() {
             val=
             [ -n "$arg" ] && val=3
             [ "$arg" = D ] && val=1s
+            [ "$arg" = R ] && val=2/1s # R/INTERVAL
             case $cmd in
             lock) line=(lock jobs "$name" $val -- true) ;;
             semaphore) line=(semaphore s "$name" $val -- true) ;;
             latch) line=(latch l await "$name" $val) ;;
+            barrier) line=(barrier b --parties 2 "$name" $val -- true) ;;
+            ratelimit) line=(ratelimit r --rate 2/1s --keep-alive 1m
+                "$name" $val -- true) ;;
+            unlock) line=(unlock --force x "$name" $val) ;;
+            delete) line=(delete x "$name" $val) ;;
             esac
             run_cli --url "$url" "${line[@]}"
             expect_not_contains "$err" "unknown option" "${line[*]}"
@@ -211,7 +272,10 @@ test_command_that_looks_like_an_option() {
     run_cli lock jobs -x
     expect_usage_error 64 "unknown option '-x' for lock"
     expect_contains "$err" "goes after '--'" "stderr"
-    run_cli --url redis://127.0.0.1:1 lock jobs -- -x
+    # A program named "-x" on PATH, reached after '--'.
+    printf '#!/bin/sh\nexit 0\n' >-x
+    chmod +x -- -x
+    PATH="$PWD:$PATH" run_cli --url redis://127.0.0.1:1 lock jobs -- -x
     expect_usage_error 69 "127.0.0.1:1"
 }
 
@@ -265,4 +329,6 @@ run_test test_missing_name_exits_64
 run_test test_command_that_looks_like_an_option
 run_test test_unknown_option_at_each_stage_exits_64
 run_test test_command_option_before_command_word_exits_64
+run_test test_slip_of_an_action_exits_64_before_anything
+run_test test_command_to_run_is_looked_up_before_connecting
 finish

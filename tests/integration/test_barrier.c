@@ -132,6 +132,9 @@ test_barrier_wire_keys_fields_leases_and_messages(void **state)
     assert_int_equal(strncmp(owner, cr_client_id(test_client), 36), 0);
     assert_int_equal(owner[36], ':');
     assert_int_equal(redis_int("HGET wire %s", owner), 1);
+    /* Its arrival time (server ms), under "a:" and the owner. */
+    assert_true(redis_int("HGET wire a:%s", owner) >= before &&
+                redis_int("HGET wire a:%s", owner) <= server_ms());
     /* The test client's leases last 300 ms, renewed every 100 ms. */
     assert_true(lease >= before + 300 && lease <= server_ms() + 300);
     party_start(&p[1], b, CR_WAIT_FOREVER);
@@ -144,6 +147,7 @@ test_barrier_wire_keys_fields_leases_and_messages(void **state)
     assert_int_equal(redis_int("HGET wire arrived"), 0);
     assert_int_equal(redis_int("HGET wire o:0"), 1);
     assert_int_equal(redis_int("HEXISTS wire %s", owner), 0);
+    assert_int_equal(redis_int("HEXISTS wire a:%s", owner), 0);
     assert_int_equal(redis_int("EXISTS credisson_barrier_arrivals:{wire}"), 0);
     /* One message: 0:<generation>:<since>, a round completed, on the even
      * generations' channel. */
@@ -178,6 +182,66 @@ test_barrier_wire_keys_fields_leases_and_messages(void **state)
     assert_string_equal(cr_test_listener_get(li, 2)->payload, done);
     assert_int_equal(redis_int("HGET wire since"), since);
     cr_test_listener_stop(li);
+    cr_barrier_free(b);
+}
+
+/* cr_object_inspect lists the parties waiting in the round under way, in
+ * the order they arrived, each with its arrival time, lease and client;
+ * an arrival time an older credisson's settling left behind goes with the
+ * next round's first arrival. */
+static void
+test_barrier_inspect_lists_the_waiting_parties_in_arrival_order(void **state)
+{
+    cr_barrier *b = barrier("seen", 3);
+    cr_object_info *in = NULL;
+    party p[3];
+    long long before;
+    size_t i;
+
+    (void)state;
+    before = server_ms();
+    party_start(&p[0], b, CR_WAIT_FOREVER);
+    await_arrivals(b, 1);
+    party_start(&p[1], b, CR_WAIT_FOREVER);
+    await_arrivals(b, 2);
+    OK(cr_object_inspect(test_client, "seen", &in));
+    assert_int_equal(in->kind, CR_OBJECT_BARRIER);
+    assert_int_equal(in->waiting, 2);
+    assert_int_equal(in->nwaiting_parties, 2);
+    assert_int_equal(in->subscribers, -1);
+    for (i = 0; i < 2; i++) {
+        const cr_party_info *w = &in->waiting_parties[i];
+
+        /* The first to arrive has index parties - 1, and comes first. */
+        assert_true(w->has_index);
+        assert_int_equal(w->index, 2 - (int64_t)i);
+        assert_true(w->has_since);
+        assert_true(w->since_ms >= before && w->since_ms <= in->now_ms);
+        assert_true(w->lease_ms > in->now_ms);
+        assert_int_equal(strncmp(w->who.owner, cr_client_id(test_client),
+                                 36), 0);
+        assert_int_equal(w->who.presence, CR_PRESENCE_CONNECTED);
+    }
+    assert_true(in->waiting_parties[0].since_ms <=
+                in->waiting_parties[1].since_ms);
+    cr_object_info_free(in);
+    party_start(&p[2], b, CR_WAIT_FOREVER);
+    for (i = 0; i < 3; i++) {
+        pthread_join(p[i].thread, NULL);
+        OK(p[i].rc);
+    }
+    OK(cr_object_inspect(test_client, "seen", &in));
+    assert_int_equal(in->nwaiting_parties, 0);
+    cr_object_info_free(in);
+    /* A stale arrival time goes when the next round begins. */
+    freeReplyObject(cr_test_redis_cmd(&test_redis,
+                                      "HSET seen a:gone:1 12345"));
+    party_start(&p[0], b, CR_WAIT_FOREVER);
+    await_arrivals(b, 1);
+    assert_int_equal(redis_int("HEXISTS seen a:gone:1"), 0);
+    OK(cr_barrier_reset(b));
+    pthread_join(p[0].thread, NULL);
+    assert_int_equal(p[0].rc, CR_EBROKEN);
     cr_barrier_free(b);
 }
 
@@ -552,6 +616,7 @@ main(void)
         T(test_barrier_releases_every_party_with_generation_and_index),
         T(test_barrier_one_party_passes_at_once),
         T(test_barrier_wire_keys_fields_leases_and_messages),
+        T(test_barrier_inspect_lists_the_waiting_parties_in_arrival_order),
         T(test_barrier_its_rounds_completion_message_releases_a_party),
         T(test_barrier_another_rounds_completion_message_does_not_release),
         T(test_barrier_eight_processes_fifty_rounds_exact),

@@ -247,6 +247,80 @@ test_semaphore_release_wakes_a_waiter_of_another_client_promptly(void **state)
     cr_client_free(other);
 }
 
+/* A thread that waits for a lock, takes it and gives it back. */
+typedef struct lock_waiter {
+    cr_lock *lock;
+    cr_status rc;
+    pthread_t thread;
+} lock_waiter;
+
+static void *
+lock_waiter_run(void *arg)
+{
+    lock_waiter *w = arg;
+
+    w->rc = cr_lock_try_lock(w->lock, slow(10000), 10000);
+    if (w->rc == CR_OK)
+        w->rc = cr_lock_unlock(w->lock);
+    return NULL;
+}
+
+/* cr_object_inspect counts the connections subscribed to a semaphore's
+ * channel and, for a lock that is not fair, to the lock's: the waiter's
+ * client's one subscriber connection while it waits, none once it has
+ * let go. */
+static void
+test_inspect_counts_the_connections_subscribed_to_the_channel(void **state)
+{
+    cr_client *other = new_client(30000);
+    cr_semaphore *mine, *theirs;
+    cr_object_info *in = NULL;
+    cr_lock *held, *wanted;
+    lock_waiter lw;
+    waiter w;
+
+    (void)state;
+    assert_non_null(other);
+    assert_int_equal(cr_semaphore_new(test_client, "subs", &mine), CR_OK);
+    assert_int_equal(cr_semaphore_new(other, "subs", &theirs), CR_OK);
+    assert_int_equal(cr_semaphore_try_set_permits(mine, 0, 0, NULL), CR_OK);
+    waiter_start(&w, theirs, 1, slow(10000));
+    await_subscribers("redisson_sc:{subs}", 1);
+    assert_int_equal(cr_object_inspect(test_client, "subs", &in), CR_OK);
+    assert_int_equal(in->kind, CR_OBJECT_SEMAPHORE);
+    assert_int_equal(in->subscribers, 1);
+    cr_object_info_free(in);
+    assert_int_equal(cr_semaphore_release(mine, 1), CR_OK);
+    pthread_join(w.thread, NULL);
+    assert_int_equal(w.rc, CR_OK);
+    assert_true(cr_test_wait_until(has_no_subscriber, "redisson_sc:{subs}",
+                                   slow(5000)));
+    assert_int_equal(cr_semaphore_release(mine, 1), CR_OK);
+    assert_int_equal(cr_object_inspect(test_client, "subs", &in), CR_OK);
+    assert_int_equal(in->subscribers, 0);
+    cr_object_info_free(in);
+    /* A lock: the waiter of the other client is subscribed. */
+    assert_int_equal(cr_lock_new(test_client, "lsubs", &held), CR_OK);
+    assert_int_equal(cr_lock_new(other, "lsubs", &wanted), CR_OK);
+    assert_int_equal(cr_lock_lock(held, 10000), CR_OK);
+    lw.lock = wanted;
+    assert_int_equal(pthread_create(&lw.thread, NULL, lock_waiter_run, &lw),
+                     0);
+    await_subscribers("redisson_lock__channel:{lsubs}", 1);
+    assert_int_equal(cr_object_inspect(test_client, "lsubs", &in), CR_OK);
+    assert_int_equal(in->kind, CR_OBJECT_LOCK);
+    assert_int_equal(in->subscribers, 1);
+    cr_object_info_free(in);
+    assert_int_equal(cr_lock_unlock(held), CR_OK);
+    pthread_join(lw.thread, NULL);
+    assert_int_equal(lw.rc, CR_OK);
+    cr_lock_free(held);
+    cr_lock_free(wanted);
+    cr_semaphore_free(mine);
+    cr_semaphore_free(theirs);
+    cr_client_free(other);
+}
+
 /* A handle that releases and acquires again at once lets a waiter its
  * release reached elsewhere have the permit first: it pauses a turn of a
  * few release round trips (1 ms at least), where the waiter here needs
@@ -664,6 +738,7 @@ main(void)
         T(test_semaphore_add_set_drain_and_delete),
         T(test_semaphore_try_acquire_returns_busy_within_its_wait_budget),
         T(test_semaphore_release_wakes_a_waiter_of_another_client_promptly),
+        T(test_inspect_counts_the_connections_subscribed_to_the_channel),
         T(test_semaphore_releaser_lets_the_waiter_it_woke_go_first),
         T(test_semaphore_waiter_wakes_on_a_java_style_release_message),
         T(test_semaphore_waiter_rechecks_when_no_message_comes),

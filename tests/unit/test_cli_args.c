@@ -137,6 +137,34 @@ static void test_duration_accepts_fractions_rounded_down(void **state)
     assert_int_equal(duration_ok("2.5ms", false), 2);
 }
 
+static void test_duration_accepts_compound_forms(void **state)
+{
+    (void)state;
+    assert_int_equal(duration_ok("1m30s", false), 90000);
+    assert_int_equal(duration_ok("1h15m", false), 4500000);
+    assert_int_equal(duration_ok("2h0m5s250ms", false), 7205250);
+    assert_int_equal(duration_ok("1m0.5s", false), 60500);
+    assert_int_equal(duration_ok("0.5h1.5m", false), 1890000);
+    assert_int_equal(duration_ok("876599h59m59s999ms", false),
+                     CR__CLI_DURATION_MAX - 1);
+    assert_int_equal(duration_ok("876600h", false), CR__CLI_DURATION_MAX);
+}
+
+static void test_duration_refuses_malformed_compound_forms(void **state)
+{
+    (void)state;
+    duration_bad("1m30", false, "its own unit");
+    duration_bad("30s1m", false, "largest down");
+    duration_bad("1s1s", false, "largest down");
+    duration_bad("1m 30s", false, "unit");
+    duration_bad("1m-30s", false, "unit");
+    duration_bad("1m30x", false, "unit");
+    duration_bad("1hm", false, "unit");
+    duration_bad("876576h1h", false, "largest down");
+    duration_bad("876600h1ms", false, "too long");
+    duration_bad("1m.5s", false, "unit");
+}
+
 static void test_duration_forever_only_where_allowed(void **state)
 {
     (void)state;
@@ -310,14 +338,23 @@ static void test_args_lock_refuses_malformed_duration(void **state)
     line_bad(&l, "lock jobs --wait=-1 -- true", "invalid duration");
 }
 
-static void test_args_lock_refuses_missing_command(void **state)
+static void test_args_lock_without_a_command_holds(void **state)
 {
     line l;
 
     (void)state;
-    line_bad(&l, "lock jobs", "missing the command to run");
-    line_bad(&l, "lock jobs --wait 1", "missing the command to run");
+    line_ok(&l, "lock jobs");
+    assert_int_equal(l.a.action, CR__CLI_LOCK_HOLD);
+    assert_null(l.a.cmd);
+    line_ok(&l, "lock jobs --wait 1m30s --fenced --lease 10s");
+    assert_int_equal(l.a.action, CR__CLI_LOCK_HOLD);
+    assert_int_equal(l.a.wait_ms, 90000);
+    assert_int_equal(l.a.kind, CR__CLI_LOCK_FENCED);
     line_bad(&l, "lock jobs --", "missing the command to run");
+    line_bad(&l, "lock jobs --kill-after 1s", "--kill-after does not apply "
+             "to 'lock NAME' without a command");
+    line_bad(&l, "lock jobs --pass-credentials", "does not apply");
+    line_bad(&l, "lock jobs --timeout 5s", "ambiguous");
 }
 
 static void test_args_lock_refuses_missing_or_empty_name(void **state)
@@ -581,6 +618,107 @@ static void test_args_ratelimit_forms(void **state)
              "at least the rate's interval");
     line_bad(&l, "ratelimit api available --rate 1/1s",
              "does not apply to 'ratelimit available'");
+    /* The library's most permits, 2^32 - 1, not a Java int's. */
+    line_ok(&l, "ratelimit api --rate 4294967295/1s -- true");
+    assert_int_equal(l.a.rate, 4294967295LL);
+    line_bad(&l, "ratelimit api --rate 4294967296/1s -- true",
+             "out of range");
+}
+
+static void test_args_ratelimit_set_rate(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "ratelimit api set-rate 20/1m");
+    assert_int_equal(l.a.action, CR__CLI_RL_SET_RATE);
+    assert_int_equal(l.a.rate, 20);
+    assert_int_equal(l.a.rate_interval_ms, 60000);
+    assert_false(l.a.per_client);
+    /* A PER_CLIENT rate for Java's clients needs no keep-alive. */
+    line_ok(&l, "ratelimit api set-rate 5/1s --per-client");
+    assert_true(l.a.per_client);
+    line_ok(&l, "ratelimit api set-rate 5/1s --per-client --keep-alive 1h");
+    assert_int_equal(l.a.keep_alive_ms, 3600000);
+    line_bad(&l, "ratelimit api set-rate", "missing the rate R/INTERVAL "
+             "after 'set-rate'");
+    line_bad(&l, "ratelimit api set-rate 5", "invalid rate '5' for set-rate");
+    line_bad(&l, "ratelimit api set-rate 5/1s --rate 1/1s", "does not apply");
+    line_bad(&l, "ratelimit api set-rate 5/1s --wait 1", "does not apply");
+    line_bad(&l, "ratelimit api set-rate 5/1m --keep-alive 1s",
+             "at least the rate's interval");
+}
+
+static void test_args_slip_of_an_action_is_refused_not_run(void **state)
+{
+    line l;
+
+    (void)state;
+    line_bad(&l, "semaphore s avaliable", "'avaliable' is not an action "
+             "of semaphore (set, add or available); did you mean "
+             "'available'? A command of that name goes after '--'");
+    line_bad(&l, "semaphore s ste 3", "did you mean 'set'");
+    line_bad(&l, "barrier b --parties 2 reste", "did you mean 'reset'");
+    line_bad(&l, "ratelimit r set-rat 1/1s", "did you mean 'set-rate'");
+    line_bad(&l, "ratelimit r availble", "did you mean 'available'");
+    /* After "--" the word is the command's, whatever it looks like. */
+    line_ok(&l, "semaphore s -- avaliable");
+    assert_int_equal(l.a.action, CR__CLI_RUN);
+    assert_string_equal(l.a.cmd[0], "avaliable");
+    line_ok(&l, "barrier b --parties 2 -- reste");
+    assert_string_equal(l.a.cmd[0], "reste");
+    /* A word far from every action is the command to run. */
+    line_ok(&l, "semaphore s acquire");
+    assert_int_equal(l.a.action, CR__CLI_RUN);
+    assert_string_equal(l.a.cmd[0], "acquire");
+    line_ok(&l, "ratelimit r --rate 1/1s curl");
+    assert_string_equal(l.a.cmd[0], "curl");
+}
+
+static void test_action_distance_counts_edits_and_swaps(void **state)
+{
+    (void)state;
+    assert_int_equal(cr__cli_action_distance("set", "set", 2), 0);
+    assert_int_equal(cr__cli_action_distance("avaliable", "available", 2),
+                     1);
+    assert_int_equal(cr__cli_action_distance("reste", "reset", 2), 1);
+    assert_int_equal(cr__cli_action_distance("ad", "add", 2), 1);
+    assert_int_equal(cr__cli_action_distance("sett", "set", 2), 1);
+    assert_int_equal(cr__cli_action_distance("sed", "set", 2), 1);
+    assert_int_equal(cr__cli_action_distance("ste", "set", 2), 1);
+    assert_int_equal(cr__cli_action_distance("st", "set", 2), 1);
+    assert_true(cr__cli_action_distance("cat", "add", 2) > 2);
+    assert_true(cr__cli_action_distance("acquire", "available", 2) > 2);
+    assert_true(cr__cli_action_distance("x", "available", 2) > 2);
+    assert_int_equal(cr__cli_action_distance("", "", 1), 0);
+}
+
+static void test_args_unlock_and_delete(void **state)
+{
+    line l;
+
+    (void)state;
+    line_ok(&l, "unlock --force jobs");
+    assert_int_equal(l.a.command, CR__CLI_UNLOCK);
+    assert_int_equal(l.a.action, CR__CLI_FORCE_UNLOCK);
+    assert_true(l.a.force);
+    assert_false(l.a.yes);
+    assert_string_equal(l.a.name, "jobs");
+    line_ok(&l, "unlock jobs --force --yes");
+    assert_true(l.a.yes);
+    line_bad(&l, "unlock jobs", "unlock takes --force");
+    line_bad(&l, "unlock --force jobs -- true", "unexpected '--'");
+    line_bad(&l, "unlock --force jobs --wait 1", "--wait does not apply to "
+             "unlock");
+    line_ok(&l, "delete cronjob");
+    assert_int_equal(l.a.command, CR__CLI_DELETE);
+    assert_int_equal(l.a.action, CR__CLI_DELETE_OBJECT);
+    line_ok(&l, "delete cronjob --yes --json");
+    assert_true(l.a.yes);
+    line_bad(&l, "delete cronjob --force", "--force does not apply to "
+             "delete");
+    line_bad(&l, "delete cronjob now", "unexpected argument 'now'");
+    line_bad(&l, "--yes delete cronjob", "an option of unlock and delete");
 }
 
 static void test_args_latch_refuses_bad_actions(void **state)
@@ -779,6 +917,24 @@ static void test_url_password_is_found_as_the_parser_reads_it(void **state)
     password_at("redis://host/0?x=a@b", NULL);
     password_at("no scheme:pw@host", NULL);
     password_at("", NULL);
+}
+
+static void test_url_redacted_hides_only_the_password(void **state)
+{
+    char buf[64], small[12];
+
+    (void)state;
+    cr__cli_url_redacted("redis://app:s3cr3t@h:1/2", buf, sizeof(buf));
+    assert_string_equal(buf, "redis://app:***@h:1/2");
+    cr__cli_url_redacted("redis://user:p@ss@host", buf, sizeof(buf));
+    assert_string_equal(buf, "redis://user:***@host");
+    cr__cli_url_redacted("unix://:pw@/run/r.sock?db=1", buf, sizeof(buf));
+    assert_string_equal(buf, "unix://:***@/run/r.sock?db=1");
+    cr__cli_url_redacted("redis://host:6379", buf, sizeof(buf));
+    assert_string_equal(buf, "redis://host:6379");
+    /* Cut short, never with a piece of the password. */
+    cr__cli_url_redacted("redis://:secretpw@h", small, sizeof(small));
+    assert_string_equal(small, "redis://:**");
 }
 
 /* Checks the TLS form of url: `want`, or NULL when it has none. */
@@ -1161,33 +1317,73 @@ static void test_args_command_timeout_and_the_old_timeout(void **state)
 /* Help is made from the parser's table: every option it lists for a
  * command is accepted after that command's word, and every option the
  * table has is listed for some command or for all. */
+/* The lines an option of command c is tried in ("%s" stands for the
+ * option and its value): one of them must take it. */
+static const char *const *option_lines(cr__cli_command c)
+{
+    static const char *const lock[] = {"lock jobs %s -- true",
+                                       "lock jobs %s", NULL};
+    static const char *const sem[] = {"semaphore s %s -- true", NULL};
+    static const char *const latch[] = {"latch l await %s", NULL};
+    static const char *const barrier[] = {
+        "barrier b --parties 2 %s -- true", "barrier b --parties 2 %s",
+        NULL};
+    static const char *const rate[] = {
+        "ratelimit r --rate 1/1s --keep-alive 1m %s -- true",
+        "ratelimit r set-rate 1/1s %s", NULL};
+    static const char *const unlock[] = {"unlock --force x %s", NULL};
+    static const char *const del[] = {"delete x %s", NULL};
+    static const char *const none[] = {NULL};
+
+    switch (c) {
+    case CR__CLI_LOCK: return lock;
+    case CR__CLI_SEMAPHORE: return sem;
+    case CR__CLI_LATCH: return latch;
+    case CR__CLI_BARRIER: return barrier;
+    case CR__CLI_RATELIMIT: return rate;
+    case CR__CLI_UNLOCK: return unlock;
+    case CR__CLI_DELETE: return del;
+    default: return none;
+    }
+}
+
 static void test_args_option_docs_match_the_parser(void **state)
 {
-    static const cr__cli_command cmds[] = {CR__CLI_LOCK, CR__CLI_SEMAPHORE,
-                                           CR__CLI_LATCH};
-    static const char *const before[] = {"lock jobs", "semaphore s",
-                                         "latch l await"};
+    const cr__cli_command_doc *cmds;
     cr__cli_option_doc docs[64];
-    char text[256];
-    size_t n, i, k;
+    char opt[64], text[256];
+    size_t n, ncmds, i, k;
     line l;
 
     (void)state;
-    for (k = 0; k < 3; k++) {
-        n = cr__cli_option_docs(cmds[k], docs, 64);
+    cmds = cr__cli_command_docs(&ncmds);
+    for (k = 0; k < ncmds; k++) {
+        const char *const *forms = option_lines(cmds[k].command);
+
+        if (cmds[k].command == CR__CLI_NONE ||
+            cmds[k].command == CR__CLI_VERSION ||
+            cmds[k].command == CR__CLI_INSPECT)
+            continue;
+        n = cr__cli_option_docs(cmds[k].command, docs, 64);
         assert_true(n > 0 && n <= 64);
         for (i = 0; i < n; i++) {
-            const char *v = docs[i].arg == NULL             ? ""
-                            : strcmp(docs[i].arg, "D") == 0 ? " 1s"
-                                                            : " 3";
+            const char *v = docs[i].arg == NULL                    ? ""
+                            : strcmp(docs[i].arg, "D") == 0        ? " 1s"
+                            : strcmp(docs[i].arg, "R/INTERVAL") == 0 ? " 2/1s"
+                                                                   : " 3";
+            bool taken = false;
+            size_t f;
 
             /* Options that exclude others are tried alone. */
-            snprintf(text, sizeof(text), "%s --%s%s%s", before[k],
-                     docs[i].name, v, k < 2 ? " -- true" : "");
-            if (strcmp(docs[i].name, "kill-after") == 0)
-                snprintf(text, sizeof(text), "%s --kill-after 1s -- true",
-                         before[k]);
-            line_ok(&l, text);
+            snprintf(opt, sizeof(opt), "--%s%s", docs[i].name, v);
+            for (f = 0; forms[f] != NULL && !taken; f++) {
+                snprintf(text, sizeof(text), forms[f], opt);
+                taken = parse_line(text, l.words, l.argv, &l.a, l.err) == 0;
+            }
+            if (!taken)
+                print_error("%s: no line takes %s (%s)\n", cmds[k].name,
+                            opt, l.err);
+            assert_true(taken);
         }
     }
     n = cr__cli_option_docs(CR__CLI_NONE, docs, 64);
@@ -1195,6 +1391,103 @@ static void test_args_option_docs_match_the_parser(void **state)
     for (i = 0; i < n; i++)
         assert_non_null(docs[i].help);
     assert_true(cr__cli_option_docs(CR__CLI_INSPECT, docs, 64) == 0);
+}
+
+/* Writes form `f` of a command's help as a line the parser can read:
+ * NAME becomes "x", K and N "3", R/INTERVAL "2/1s", optional parts
+ * ([OPTIONS], [--json], [--yes], "[-- CMD [ARG...]]") are left out and
+ * "[--] CMD [ARG...]" becomes "-- true". */
+static void form_line(const char *cmd, const char *f, size_t flen,
+                      char *out, size_t len)
+{
+    static const char *const subst[][2] = {
+        {"[--] CMD [ARG...]", "-- true"}, {"[-- CMD [ARG...]]", ""},
+        {"[OPTIONS]", ""}, {"[--json]", ""}, {"[--yes]", ""},
+        {"R/INTERVAL", "2/1s"}, {"NAME", "x"}, {" K", " 3"}, {" N", " 3"}};
+    size_t n = (size_t)snprintf(out, len, "%s ", cmd), i;
+
+    for (i = 0; i < flen && n + 1 < len;) {
+        size_t s, matched = 0;
+
+        for (s = 0; s < sizeof(subst) / sizeof(subst[0]) && !matched; s++) {
+            size_t sl = strlen(subst[s][0]);
+
+            if (i + sl <= flen && memcmp(f + i, subst[s][0], sl) == 0 &&
+                (f[i + sl] == ' ' || i + sl == flen || f[i + sl] == '\n')) {
+                n += (size_t)snprintf(out + n, len - n, "%s", subst[s][1]);
+                matched = sl;
+            }
+        }
+        if (matched == 0)
+            out[n++] = f[i++];
+        else
+            i += matched;
+    }
+    out[n] = '\0';
+    /* Spaces left by what was taken out. */
+    for (i = 0; out[i] != '\0';) {
+        if (out[i] == ' ' && (out[i + 1] == ' ' || out[i + 1] == '\0'))
+            memmove(out + i, out + i + 1, strlen(out + i));
+        else
+            i++;
+    }
+}
+
+/* Every command and action help lists is one the parser takes, and every
+ * command the parser knows is listed. */
+static void test_args_command_docs_list_what_the_parser_takes(void **state)
+{
+    const cr__cli_command_doc *cmds;
+    bool listed[16] = {false};
+    char piece[128], text[160];
+    size_t ncmds, k;
+    line l;
+
+    (void)state;
+    cmds = cr__cli_command_docs(&ncmds);
+    for (k = 0; k < ncmds; k++) {
+        const char *f = cmds[k].forms;
+
+        assert_true((size_t)cmds[k].command < 16);
+        listed[cmds[k].command] = true;
+        assert_non_null(cmds[k].summary);
+        if (cmds[k].command == CR__CLI_NONE ||
+            cmds[k].command == CR__CLI_VERSION)
+            continue;
+        assert_string_equal(cmds[k].name,
+                            cr__cli_command_name(cmds[k].command));
+        while (*f != '\0') {
+            size_t flen = strcspn(f, "\n"), plen;
+            const char *p = f, *end = f + flen;
+
+            /* "NAME a K | b | c": each piece after the first is another
+             * action of the same NAME. */
+            while (p < end) {
+                const char *bar = strstr(p, " | ");
+
+                plen = bar != NULL && bar < end ? (size_t)(bar - p)
+                                                : (size_t)(end - p);
+                if (p == f)
+                    snprintf(piece, sizeof(piece), "%.*s", (int)plen, p);
+                else
+                    snprintf(piece, sizeof(piece), "NAME %.*s", (int)plen, p);
+                form_line(cmds[k].name, piece, strlen(piece), text,
+                          sizeof(text));
+                if (parse_line(text, l.words, l.argv, &l.a, l.err) != 0)
+                    print_error("help's '%s' read as '%s': %s\n", piece,
+                                text, l.err);
+                assert_string_equal(l.err, "");
+                p += plen + (p + plen < end ? 3 : 0);
+            }
+            f += flen + (f[flen] == '\n');
+        }
+    }
+    for (k = CR__CLI_LOCK; k <= CR__CLI_DELETE; k++) {
+        if (!listed[k])
+            print_error("command %s is not in the table\n",
+                        cr__cli_command_name((cr__cli_command)k));
+        assert_true(listed[k]);
+    }
 }
 
 static void test_args_tolerates_missing_error_buffer(void **state)
@@ -1212,6 +1505,8 @@ int main(void)
         cmocka_unit_test(test_duration_plain_number_is_seconds),
         cmocka_unit_test(test_duration_accepts_units),
         cmocka_unit_test(test_duration_accepts_fractions_rounded_down),
+        cmocka_unit_test(test_duration_accepts_compound_forms),
+        cmocka_unit_test(test_duration_refuses_malformed_compound_forms),
         cmocka_unit_test(test_duration_forever_only_where_allowed),
         cmocka_unit_test(test_duration_accepts_one_hundred_years),
         cmocka_unit_test(test_duration_refuses_overflowing_digits),
@@ -1226,7 +1521,7 @@ int main(void)
         cmocka_unit_test(test_args_lock_refuses_conflicting_kinds),
         cmocka_unit_test(test_args_lock_refuses_zero_lease),
         cmocka_unit_test(test_args_lock_refuses_malformed_duration),
-        cmocka_unit_test(test_args_lock_refuses_missing_command),
+        cmocka_unit_test(test_args_lock_without_a_command_holds),
         cmocka_unit_test(test_args_lock_refuses_missing_or_empty_name),
         cmocka_unit_test(test_args_global_options_before_and_after_command),
         cmocka_unit_test(test_args_refuses_missing_command),
@@ -1263,11 +1558,16 @@ int main(void)
         cmocka_unit_test(test_args_quiet_and_status_switches),
         cmocka_unit_test(test_args_command_timeout_and_the_old_timeout),
         cmocka_unit_test(test_args_option_docs_match_the_parser),
+        cmocka_unit_test(test_args_command_docs_list_what_the_parser_takes),
         cmocka_unit_test(test_args_kill_after_defaults_to_a_third_of_the_lease),
         cmocka_unit_test(test_args_kill_after_must_be_shorter_than_the_lease),
         cmocka_unit_test(test_args_tls_options),
         cmocka_unit_test(test_args_barrier_forms),
         cmocka_unit_test(test_args_ratelimit_forms),
+        cmocka_unit_test(test_args_ratelimit_set_rate),
+        cmocka_unit_test(test_args_slip_of_an_action_is_refused_not_run),
+        cmocka_unit_test(test_action_distance_counts_edits_and_swaps),
+        cmocka_unit_test(test_args_unlock_and_delete),
         cmocka_unit_test(
             test_args_tls_refuses_empty_values_and_values_for_flags),
         cmocka_unit_test(test_args_credential_options),
@@ -1275,6 +1575,7 @@ int main(void)
         cmocka_unit_test(
             test_args_client_name_must_be_printable_without_spaces),
         cmocka_unit_test(test_url_password_is_found_as_the_parser_reads_it),
+        cmocka_unit_test(test_url_redacted_hides_only_the_password),
         cmocka_unit_test(test_tls_url_forms),
     };
 
