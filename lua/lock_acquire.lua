@@ -13,9 +13,8 @@
 -- ARGV[6] = the line's channel prefix credisson_line__channel:{N}:,
 -- ARGV[7] = publish command
 -- Returns nil when the hold was taken (first or reentrant), otherwise
--- {PTTL N (-1: no expiry), 1 when the caller is the first the lock cannot
--- serve (it listens on the lock's channel) else 0, ms until the earliest
--- turn before it ends (-1: none)}.
+-- {PTTL N (-1: no expiry), listen, ms until the earliest turn before it
+-- ends (-1: none)}, listen as line_attempt returns it (0, 1 or 2).
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -29,4 +28,4 @@ if take then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
 end
-return {redis.call('pttl', KEYS[1]), listen and 1 or 0, turn}
+return {redis.call('pttl', KEYS[1]), listen, turn}

@@ -17,4 +17,4 @@ if take then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return nil
 end
-return {redis.call('pttl', KEYS[1]), listen and 1 or 0, turn}
+return {redis.call('pttl', KEYS[1]), listen, turn}

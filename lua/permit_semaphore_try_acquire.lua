@@ -53,4 +53,4 @@ local expiry = -1
 if first[1] ~= nil and first[2] ~= ARGV[4] then
     expiry = tonumber(first[2])
 end
-return {expiry, listen and 1 or 0, turn}
+return {expiry, listen, turn}

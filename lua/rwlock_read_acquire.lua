@@ -43,4 +43,4 @@ local taken, listen, turn = line_attempt(L, ARGV[2], 1, false, ARGV[4])
 if taken then
     return take()
 end
-return {redis.call('pttl', KEYS[1]), listen and 1 or 0, turn}
+return {redis.call('pttl', KEYS[1]), listen, turn}

@@ -15,9 +15,9 @@
 -- credisson_line__channel:{N}:, ARGV[8] = publish command
 -- Returns 1 when the permits were taken (now or by an earlier attempt of
 -- the same call whose reply was lost, which the latch remembers), else {0,
--- 1 when the caller is the first the semaphore cannot serve (it listens on
--- the semaphore's channel) else 0, ms until the earliest turn before it
--- ends (-1: none)}. No publish on the semaphore's channel, as in Redisson.
+-- listen, ms until the earliest turn before it ends (-1: none)}, listen as
+-- line_attempt returns it (0, 1 or 2). No publish on the semaphore's
+-- channel, as in Redisson.
 if redis.call('exists', KEYS[2]) == 1 then
     return 1
 end
@@ -30,4 +30,4 @@ if take then
     redis.call('set', KEYS[2], 1, 'px', ARGV[2])
     return 1
 end
-return {0, listen and 1 or 0, turn}
+return {0, listen, turn}

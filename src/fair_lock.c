@@ -75,7 +75,7 @@ fair_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
 
 static cr_status
 fair_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
-                   cr_status rc, cr__reply *r, int64_t *hint, bool *listen)
+                   cr_status rc, cr__reply *r, int64_t *hint, int *listen)
 {
     int64_t v = -1;
 

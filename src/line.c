@@ -83,12 +83,13 @@ cr__line_place_of(const cr__reply *r, size_t at, cr__line_place *p)
 {
     int64_t listen = 0, turn = -1;
 
-    *p = (cr__line_place){.listen = false, .turn_ms = -1};
+    *p = (cr__line_place){.listen = CR__LISTEN_NO, .turn_ms = -1};
     if (r == NULL || r->type != CR__REPLY_ARRAY || r->elements < at + 2 ||
         !cr__reply_int(r->element[at], &listen) ||
         !cr__reply_int(r->element[at + 1], &turn))
         return false;
-    p->listen = listen == 1;
+    p->listen = listen == CR__LISTEN_SOON || listen == CR__LISTEN_NOW
+                    ? (int)listen : CR__LISTEN_NO;
     p->turn_ms = turn >= 0 ? turn : -1;
     return true;
 }

@@ -68,14 +68,19 @@ cr__line_times cr__line_times_of(const struct cr_client *c);
  * (it goes in line), 2 one that ignores the line (the spin lock). */
 int64_t cr__line_wait_arg(int64_t wait_ms, bool spin);
 
+/* Whether a waiter in line listens on the object's own channel too, for
+ * releases of clients outside the line: not (it is not the first the
+ * object cannot serve), soon (it is: once attempts have said so for a
+ * turn's length), now (it is, and what its turn gave was taken by a client
+ * outside the line). */
+enum { CR__LISTEN_NO = 0, CR__LISTEN_SOON = 1, CR__LISTEN_NOW = 2 };
+
 /* What a failed attempt's reply says of the waiter's place ({..., listen,
- * turn} at `at` in its array reply): `listen` when it is the first the
- * object cannot serve (it also listens on the object's own channel, for
- * releases of clients outside the line), and the ms until the earliest
- * turn before it ends (-1: none). False when the reply has no such
- * fields. */
+ * turn} at `at` in its array reply): CR__LISTEN_*, and the ms until the
+ * earliest turn before it ends (-1: none). False when the reply has no
+ * such fields. */
 typedef struct cr__line_place {
-    bool listen;
+    int listen;
     int64_t turn_ms;
 } cr__line_place;
 bool cr__line_place_of(const cr__reply *r, size_t at, cr__line_place *p);

@@ -43,7 +43,7 @@ struct cr__lock_kind {
                               char **tmp);
     cr_status (*acquire_reply)(cr_lock *l, const char *owner, int64_t wait_ms,
                                cr_status rc, cr__reply *r, int64_t *hint_ms,
-                               bool *listen);
+                               int *listen);
     /* The script call releasing one hold, with the unlock latch of `u`;
      * its reply is read by cr__unlock_end. */
     cr_status (*unlock_call)(cr_lock *l, const char *owner, int64_t lease_ms,

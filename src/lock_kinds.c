@@ -33,9 +33,9 @@ fenced_call(cr_lock *l, const char *owner, int64_t lease_ms, int64_t wait_ms,
 
 static cr_status
 fenced_reply(cr_lock *l, const char *owner, int64_t wait_ms, cr_status rc,
-             cr__reply *r, int64_t *hint, bool *listen)
+             cr__reply *r, int64_t *hint, int *listen)
 {
-    cr__line_place place = {.listen = false, .turn_ms = -1};
+    cr__line_place place = {.listen = CR__LISTEN_NO, .turn_ms = -1};
     int64_t first, token;
 
     (void)l;
@@ -43,7 +43,7 @@ fenced_reply(cr_lock *l, const char *owner, int64_t wait_ms, cr_status rc,
     (void)wait_ms;
     if (rc != CR_OK)
         return rc;
-    *listen = false;
+    *listen = CR__LISTEN_NO;
     if (r->type != CR__REPLY_ARRAY || r->elements < 2 ||
         !cr__reply_int(r->element[0], &first) ||
         !cr__reply_int(r->element[1], &token) ||

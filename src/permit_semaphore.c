@@ -63,7 +63,7 @@ static cr_status acquire_call(const void *s, const cr__sem_waiter *waiter,
                               const cr__permit_id *ids, size_t n,
                               cr__script_call *call);
 static cr_status acquire_reply(cr_status rc, cr__reply *r, int64_t *hint,
-                               bool *listen);
+                               int *listen);
 static cr_status release_call(const void *s, const char *hex,
                               int64_t permits, cr__permit_id *id,
                               cr__script_call *call);
@@ -308,10 +308,10 @@ cr__permit_acquisition_call(cr__permit_acquisition *a, cr__script_call *call)
 cr_status
 cr__permit_acquisition_replied(cr__permit_acquisition *a, cr_status rc,
                                cr__reply *r, const cr__cmd *cmd,
-                               int64_t *hint, bool *listen)
+                               int64_t *hint, int *listen)
 {
     *hint = -1;
-    *listen = false;
+    *listen = CR__LISTEN_NO;
     if (cmd->sent && (rc == CR_EIO || rc == CR_ECLOSED))
         a->uncertain = true; /* it may have run: its reply was lost */
     return acquire_reply(rc, r, hint, listen);
@@ -417,7 +417,7 @@ acquire_call(const void *obj, const cr__sem_waiter *waiter, int64_t permits,
 }
 
 static cr_status
-acquire_reply(cr_status rc, cr__reply *r, int64_t *hint, bool *listen)
+acquire_reply(cr_status rc, cr__reply *r, int64_t *hint, int *listen)
 {
     int64_t expiry = -1, left = -1;
 
@@ -519,7 +519,7 @@ give_back_later(const cr__permit_acquisition *a)
 /* One attempt of a blocking acquisition. */
 static cr_status
 try_once(const cr__op *op, cr__permit_acquisition *a, int64_t *hint,
-         bool *listen)
+         int *listen)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {0};
@@ -982,7 +982,7 @@ acquire_replied(void *ctx, cr_status rc, cr__reply *r, const cr__cmd *cmd)
 {
     acquire_request *q = ctx;
     int64_t hint = -1;
-    bool listen = false;
+    int listen = CR__LISTEN_NO;
 
     q->busy = false;
     rc = cr__permit_acquisition_replied(&q->acq, rc, r, cmd, &hint, &listen);

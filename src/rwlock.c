@@ -204,7 +204,7 @@ write_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
 
 static cr_status
 write_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
-                    cr_status rc, cr__reply *r, int64_t *hint, bool *listen)
+                    cr_status rc, cr__reply *r, int64_t *hint, int *listen)
 {
     rc = cr__lock_acquire_reply(l, owner, wait_ms, rc, r, hint, listen);
     if (rc == CR_BUSY && is_upgrade(l, owner))

@@ -207,7 +207,7 @@ cr__lock_wait_spec(cr_lock *l, const char *owner, int64_t wait_ms,
 /* One attempt of a blocking acquisition, as the wait state machine takes
  * it: its status, *hint and *listen. */
 static cr_status
-try_once(const cr__op *op, cr__acquisition *a, int64_t *hint, bool *listen)
+try_once(const cr__op *op, cr__acquisition *a, int64_t *hint, int *listen)
 {
     cr_lock *l = a->lock;
     cr__cmd cmd = {.flags = CR__CMD_SYNC};
@@ -332,7 +332,7 @@ script_acquire(cr__op *op, cr_lock *l, int64_t tid, int64_t wait_ms,
 cr_status
 cr__lock_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
                        cr_status rc, cr__reply *r, int64_t *hint,
-                       bool *listen)
+                       int *listen)
 {
     cr__line_place place;
 
@@ -342,7 +342,7 @@ cr__lock_acquire_reply(cr_lock *l, const char *owner, int64_t wait_ms,
                         owner);
     if (rc != CR_OK)
         return rc;
-    *listen = false;
+    *listen = CR__LISTEN_NO;
     if (r->type == CR__REPLY_NIL) {
         rc = CR_OK;
     } else if (r->type == CR__REPLY_ARRAY && r->elements == 3 &&
@@ -386,7 +386,7 @@ cr__lock_line_leave_call(cr_lock *l, const char *owner, int64_t wait_ms,
 cr_status
 cr__lock_kind_acquire(const cr__op *op, cr_lock *l, cr__cmd *cmd,
                       const char *owner, int64_t lease_ms, int64_t wait_ms,
-                      int64_t *hint, bool *listen)
+                      int64_t *hint, int *listen)
 {
     cr__script_call call = {0};
     cr__reply *r = NULL;

@@ -33,7 +33,7 @@ cr_status cr__script_lock_new(cr_client *c, const char *name,
  * r. */
 cr_status cr__lock_acquire_reply(cr_lock *l, const char *owner,
                                  int64_t wait_ms, cr_status rc, cr__reply *r,
-                                 int64_t *hint, bool *listen);
+                                 int64_t *hint, int *listen);
 
 /* cr__lock_line_args: the line arguments of a script lock's scripts. */
 typedef struct cr__lock_line_args {
@@ -49,7 +49,7 @@ cr__lock_line_args cr__lock_line_args_of(const cr_lock *l);
  * queue (nothing to do for a kind without one, or a wait of 0). */
 cr_status cr__lock_kind_acquire(const cr__op *op, cr_lock *l, cr__cmd *cmd,
                                 const char *owner, int64_t lease_ms,
-                                int64_t wait_ms, int64_t *hint, bool *listen);
+                                int64_t wait_ms, int64_t *hint, int *listen);
 cr_status cr__lock_kind_unlock(const cr__op *op, cr_lock *l,
                                const char *owner, int64_t lease_ms,
                                int *result);

@@ -86,7 +86,7 @@ cr__sem_line_args cr__sem_line_args_of(const void *s);
  * (at `at`) gives `sw`'s wait: its hint (from the semaphore's own,
  * `object_hint`) and *listen. False for a reply without one. */
 bool cr__sem_place(const cr__reply *r, size_t at, int64_t object_hint,
-                   int64_t *hint, bool *listen);
+                   int64_t *hint, int *listen);
 
 /* cr__sem_leave: `sw` leaves the line (its wait ended without the
  * permits), within `op`; cr__sem_leave_later: in the background (the
@@ -143,7 +143,7 @@ cr_status cr__sem_acquisition_call(const cr__sem_acquisition *a,
                                    cr__script_call *call);
 cr_status cr__sem_acquisition_replied(cr__sem_acquisition *a, cr_status rc,
                                       cr__reply *r, const cr__cmd *cmd,
-                                      int64_t *hint, bool *listen);
+                                      int64_t *hint, int *listen);
 
 /* The end, once the wait ended with `rc`: its steps (`stop`: CR__STOP_*
  * as they stand now); the look's outcome (false: not known, the driver
@@ -215,7 +215,7 @@ cr_status cr__permit_acquisition_call(cr__permit_acquisition *a,
 cr_status cr__permit_acquisition_replied(cr__permit_acquisition *a,
                                          cr_status rc, cr__reply *r,
                                          const cr__cmd *cmd, int64_t *hint,
-                                         bool *listen);
+                                         int *listen);
 
 /* The end, once the wait ended with `rc` (`stop`: CR__STOP_* as they
  * stand now); the end's look's outcome (false: not known, the driver

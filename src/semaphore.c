@@ -94,7 +94,7 @@ cr_semaphore_name(const cr_semaphore *s)
 /* The reply of an acquire attempt (freed): CR_OK taken, CR_BUSY too few
  * (with the wait's *hint and *listen). */
 static cr_status
-acquire_reply(cr_status rc, cr__reply *r, int64_t *hint, bool *listen)
+acquire_reply(cr_status rc, cr__reply *r, int64_t *hint, int *listen)
 {
     int64_t v = 0;
 
@@ -159,14 +159,14 @@ cr__sem_acquisition_call(const cr__sem_acquisition *a, cr__script_call *call)
 cr_status
 cr__sem_acquisition_replied(cr__sem_acquisition *a, cr_status rc,
                             cr__reply *r, const cr__cmd *cmd, int64_t *hint,
-                            bool *listen)
+                            int *listen)
 {
     /* Sent, its reply lost: it may have taken them. Every later attempt
      * of the call carries the same acquire latch, which says so. */
     if (cmd->sent && (rc == CR_EIO || rc == CR_ECLOSED))
         a->uncertain = true;
     *hint = -1;
-    *listen = false;
+    *listen = CR__LISTEN_NO;
     return acquire_reply(rc, r, hint, listen);
 }
 
@@ -315,7 +315,7 @@ give_back_later(cr__sem_acquisition *a)
  * when there are too few (*hint, *listen: its place in line). */
 static cr_status
 try_once(const cr__op *op, cr__sem_acquisition *a, int64_t *hint,
-         bool *listen)
+         int *listen)
 {
     cr__script_call call = {0};
     cr__cmd cmd = {0};
@@ -651,7 +651,7 @@ cr__sem_line_args_of(const void *obj)
 
 bool
 cr__sem_place(const cr__reply *r, size_t at, int64_t object_hint,
-              int64_t *hint, bool *listen)
+              int64_t *hint, int *listen)
 {
     cr__line_place place;
 

@@ -327,6 +327,8 @@ listen_or(cr__wait *w, int64_t now, cr__wait_do (*next)(cr__wait *, int64_t))
         return next(w, now);
     if (!w->listen || w->rc != CR_BUSY)
         w->first_since = 0;
+    else if (w->listen == CR__LISTEN_NOW)
+        w->first_since = now - w->spec.listen_after_ms;
     else if (w->first_since == 0)
         w->first_since = now;
     if (w->listen && w->shared_sub == NULL &&
@@ -426,7 +428,7 @@ step(cr__wait *w, int64_t now)
         }
         /* Refused (an ACL without that channel): it waits for its turns
          * and its hints alone. */
-        w->listen = false;
+        w->listen = CR__LISTEN_NO;
         return sleep_or_stop(w, now);
     case P_SLEEP:
         if (w->woke != CR_OK && w->woke != CR_TIMEOUT) {

@@ -121,8 +121,8 @@ typedef struct cr__wait {
     /* Inputs, set by whoever carried out the last request. */
     cr_status rc;        /* the last attempt's status (then the result) */
     int64_t hint;        /* its hint */
-    bool listen;         /* in line: it is the first the object cannot
-                          * serve (see spec.shared) */
+    int listen;          /* in line: CR__LISTEN_* (line.h; see
+                          * spec.shared) */
     cr_status woke;      /* a subscribe's or a sleep's status */
     bool opened;         /* a sleep read an opening message */
     void *got;           /* a subscribe's subscription */

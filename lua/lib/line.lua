@@ -198,21 +198,23 @@ end
 -- nothing behind), 1 for one that waits (it goes in line), 2 for one that
 -- ignores the line (the spin lock, which cannot be woken). Returns true
 -- when the waiter may take the object now (the caller takes it), else
--- false and whether it is the first the object cannot serve (it listens
--- on the object's own channel too, for releases of Java clients) and the
--- ms until the earliest turn before it ends (-1: none).
+-- false, `listen` and the ms until the earliest turn before it ends (-1:
+-- none). `listen`: 0 when it is not the first the object cannot serve; 1
+-- when it is (after a while it listens on the object's own channel too,
+-- for releases of Java clients); 2 when it is, and what its turn gave was
+-- taken from it by a client outside the line (it listens at once).
 local function line_attempt(L, id, n, w, wait)
     L.self = id
     local me = {id = id, n = n, w = w}
     if wait == '2' then
-        return line_fits(L)(me, true), false, -1
+        return line_fits(L)(me, true), 0, -1
     end
     if redis.call('exists', L.key) == 0 then
         if line_fits(L)(me, true) then
             return true
         end
         if wait == '0' then
-            return false, true, -1
+            return false, 1, -1
         end
     end
     local mine = line_entry(L, id)
@@ -244,7 +246,8 @@ local function line_attempt(L, id, n, w, wait)
         line_close(L)
         return true
     end
-    if mine and mine.turn then
+    local robbed = mine and mine.turn
+    if robbed then
         -- Its turn, and no longer served: someone outside the line took
         -- what it was given. It waits again, first in line.
         mine.turn, mine.deadline = false, L.now + L.lease
@@ -258,7 +261,10 @@ local function line_attempt(L, id, n, w, wait)
             earliest = e.deadline - L.now
         end
     end
-    return false, after ~= nil and after.id == id, earliest
+    if after == nil or after.id ~= id then
+        return false, 0, earliest
+    end
+    return false, robbed and 2 or 1, earliest
 end
 
 -- Waiter `id` leaves the line (its wait ended without the object): those
