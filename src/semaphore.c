@@ -183,7 +183,8 @@ cr__sem_acquisition_end_next(cr__sem_acquisition *a, unsigned stop)
     for (;;) {
         switch (a->end_step++) {
         case E_LOOK:
-            if (a->rc == CR_EIO && a->uncertain)
+            /* A cancel too: what the lost attempt took is given back. */
+            if ((a->rc == CR_EIO || a->rc == CR_ECANCELED) && a->uncertain)
                 return CR__SEM_END_LOOK;
             break;
         case E_STOP:
