@@ -86,7 +86,7 @@ tarball() {
 build_key() {
     local tar=$1 line=$2
     {
-        sha256sum "$tar"
+        sha256sum <"$tar"
         (cd "$recipe" && find build.sh patch-sources.sh driver stubs overrides -type f -print0 |
             sort -z | xargs -0 sha256sum)
         if [ -d "$here/lines/$line" ]; then
@@ -96,7 +96,7 @@ build_key() {
                     sort -z | xargs -0 sha256sum)
             fi
         fi
-        sha256sum "$0"
+        sha256sum <"$0"
         javac -version 2>&1
     } | sha256sum | cut -c1-16
 }
@@ -196,7 +196,7 @@ build_own() {
         [ -n "$r" ] && stubs="$here/lines/$r:$stubs"
     done <"$here/lines/$line/own-build"
     # shellcheck disable=SC2086
-    if ! javac -J-Xmx1500m -nowarn -proc:none -encoding UTF-8 -g -Xmaxerrs 500 \
+    if ! javac -J-Xmx1500m -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC -nowarn -proc:none -encoding UTF-8 -g -Xmaxerrs 500 \
         -d "$out/classes" -cp "$cp" -implicit:class \
         -sourcepath "$stubs:$recipe/overrides:$out/patched:$recipe/stubs:$src" \
         $roots; then

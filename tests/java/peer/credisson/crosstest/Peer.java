@@ -46,7 +46,13 @@ import org.redisson.config.Config;
  * Verbs (KIND is lock, fair, read or write):
  * <pre>
  *   info                                 tid= (the actor's thread id)
+ *   blocked ACTOR                        r=1 when ACTOR sleeps in a
+ *                                        Semaphore, as Redisson's waiters do
+ *                                        between attempts
  *   lock KIND NAME WAIT LEASE            got=1|0 (tryLock, or lock() for -1)
+ *   take KIND NAME WAIT LEASE HOLD       got=1|0 at=<epoch ms it got it>:
+ *                                        lock (as above), hold HOLD ms,
+ *                                        unlock
  *   unlock KIND NAME
  *   force KIND NAME                      r=1|0 (forceUnlock)
  *   status KIND NAME                     locked= held= count= ttl=
@@ -73,13 +79,14 @@ import org.redisson.config.Config;
  *   rl-release NAME N                    (release(n), 3.38+)
  *   get KEY | set KEY VALUE              v=
  *   sleep MS
- *   quit                                 shuts the client down and exits
+ *   quit                                 exits at once (holds stay as they are)
  * </pre>
  */
 public final class Peer {
     private final RedissonClient client;
     private final PrintStream out;
     private final Map<String, ExecutorService> actors = new HashMap<>();
+    private final Map<String, Thread> threads = new java.util.concurrent.ConcurrentHashMap<>();
 
     private Peer(RedissonClient client, PrintStream out) {
         this.client = client;
@@ -140,13 +147,13 @@ public final class Peer {
                     k -> Executors.newSingleThreadExecutor(r -> {
                         Thread t = new Thread(r, "actor-" + k);
                         t.setDaemon(true);
+                        threads.put(k, t);
                         return t;
                     }));
             actor.execute(() -> perform(w));
         }
-        for (ExecutorService e : actors.values())
-            e.shutdownNow();
-        client.shutdown();
+        /* No shutdown of the client: its holds are the test's to judge,
+         * and Netty's quiet period would hold the test up. */
         out.flush();
         System.exit(0);
     }
@@ -188,6 +195,17 @@ public final class Peer {
         }
     }
 
+    /* lock() or lock(lease) for a wait of -1, else tryLock(wait, lease). */
+    private static boolean acquire(RLock l, long wait, long lease) throws InterruptedException {
+        if (wait >= 0)
+            return l.tryLock(wait, lease, TimeUnit.MILLISECONDS);
+        if (lease < 0)
+            l.lock();
+        else
+            l.lock(lease, TimeUnit.MILLISECONDS);
+        return true;
+    }
+
     private static long num(String s) {
         return Long.parseLong(s);
     }
@@ -205,23 +223,33 @@ public final class Peer {
         switch (v) {
         case "info":
             return " tid=" + Thread.currentThread().getId();
+        case "blocked": {
+            /* Whether actor a[0] sleeps in a wait for a message: parked in a
+             * java.util.concurrent.Semaphore, which is what Redisson's lock
+             * entries wait on between attempts. */
+            Thread t = threads.get(a[0]);
+            boolean in = false;
+            if (t != null && (t.getState() == Thread.State.TIMED_WAITING
+                    || t.getState() == Thread.State.WAITING)) {
+                for (StackTraceElement e : t.getStackTrace())
+                    in |= e.getClassName().equals("java.util.concurrent.Semaphore");
+            }
+            return " r=" + b(in);
+        }
         case "sleep":
             Thread.sleep(num(a[0]));
             return "";
-        case "lock": {
+        case "lock":
+            return " got=" + b(acquire(lockOf(a[0], a[1]), num(a[2]), num(a[3])));
+        case "take": {
             RLock l = lockOf(a[0], a[1]);
-            long wait = num(a[2]), lease = num(a[3]);
-            boolean got;
-            if (wait < 0) {
-                if (lease < 0)
-                    l.lock();
-                else
-                    l.lock(lease, TimeUnit.MILLISECONDS);
-                got = true;
-            } else {
-                got = l.tryLock(wait, lease, TimeUnit.MILLISECONDS);
+            boolean got = acquire(l, num(a[2]), num(a[3]));
+            long at = System.currentTimeMillis();
+            if (got) {
+                Thread.sleep(num(a[4]));
+                l.unlock();
             }
-            return " got=" + b(got);
+            return " got=" + b(got) + " at=" + at;
         }
         case "unlock":
             lockOf(a[0], a[1]).unlock();

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the cross-implementation tests (test_java_*.c) share: the real Java
+ * Redisson client as long-lived peers (java_peer.h) beside one
+ * redis-server, a C client per test with the same watchdog and fair-lock
+ * wait as the peers, C workers as processes (cross_worker), C threads and
+ * the asynchronous API on a poll loop of the test's own, all taking part
+ * in one exact non-atomic counter, and the wall clock both sides stamp
+ * their times with. Include after lock_common.h.
+ *
+ * The peers run with a watchdog of JAVA_WATCHDOG_MS and a fair-lock wait of
+ * JAVA_FAIR_WAIT_MS, and so does the C client; leases that must not be
+ * what wakes a waiter are JAVA_LONG_LEASE_MS.
+ */
+#ifndef CR_TEST_JAVA_COMMON_H
+#define CR_TEST_JAVA_COMMON_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "java_peer.h"
+#include "poll_loop.h"
+
+#define JAVA_WATCHDOG_MS 1500
+#define JAVA_FAIR_WAIT_MS 2000
+#define JAVA_LONG_LEASE_MS 30000
+#define JAVA_OPTIONS "--watchdog 1500 --fair-wait 2000"
+
+/* The peers of the program (JVM processes), started by java_up. */
+static cr_test_java *jpeer[2];
+static size_t njpeers;
+/* The release line the peers run and the C side names; NULL: 4.7. */
+static const char *jline;
+
+/* A C client of the test server for the Java side `version` (NULL: the
+ * newest), with the peers' watchdog and fair-lock wait. */
+static inline cr_client *
+cross_client(const char *version)
+{
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client *c = NULL;
+
+    o.url = test_redis.url;
+    o.lock_watchdog_timeout_ms = JAVA_WATCHDOG_MS;
+    o.fair_lock_wait_timeout_ms = JAVA_FAIR_WAIT_MS;
+    o.command_timeout_ms = slow(3000);
+    o.redisson_version = version;
+    if (cr_client_new(&o, &c) != CR_OK) {
+        fprintf(stderr, "cr_client_new: %s\n", cr_last_error());
+        return NULL;
+    }
+    return c;
+}
+
+typedef struct peer_start {
+    const char *line;
+    cr_test_java *peer;
+} peer_start;
+
+/* Starts one peer (a thread of java_up). */
+static inline void *
+start_peer(void *arg)
+{
+    peer_start *s = arg;
+
+    s->peer = cr_test_java_start(s->line, test_redis.url, JAVA_OPTIONS);
+    return NULL;
+}
+
+/* Group setup: skips the program (77) where the real client cannot run,
+ * then starts the server and `n` peers of line `line` side by side. */
+static inline int
+java_up_n(const char *program, const char *line, size_t n)
+{
+    pthread_t t[2];
+    peer_start s[2];
+    size_t i;
+
+    cr_test_java_require(program);
+    if (redis_up(NULL) != 0)
+        return -1;
+    jline = line;
+    for (i = 0; i < n && i < 2; i++) {
+        s[i].line = line;
+        s[i].peer = NULL;
+        if (pthread_create(&t[i], NULL, start_peer, &s[i]) != 0)
+            return -1;
+    }
+    for (i = 0; i < n && i < 2; i++) {
+        pthread_join(t[i], NULL);
+        jpeer[i] = s[i].peer;
+        if (jpeer[i] != NULL)
+            njpeers = i + 1;
+    }
+    return njpeers == n ? 0 : -1;
+}
+
+static inline int
+java_down(void **state)
+{
+    size_t i;
+
+    for (i = 0; i < njpeers; i++)
+        cr_test_java_stop(jpeer[i]);
+    njpeers = 0;
+    return redis_down(state);
+}
+
+/* Per-test setup: a flushed server and a fresh C client for jline. */
+static inline int
+cross_up(void **state)
+{
+    (void)state;
+    if (cr_test_redis_flushall(&test_redis) != 0)
+        return -1;
+    test_client = cross_client(jline);
+    return test_client != NULL ? 0 : -1;
+}
+
+/* Sends a command to peer p's actor and asserts it answered ok within
+ * wait_ms; the answer (borrowed from the peer). */
+#define JAVA_OK(p, actor, wait_ms, ...)                                       \
+    java_expect_ok(cr_test_java_call((p), (actor), slow(wait_ms), __VA_ARGS__))
+
+static inline const char *
+java_expect_ok(const char *answer)
+{
+    assert_non_null(answer);
+    assert_true(cr_test_java_ok(answer));
+    return answer;
+}
+
+/* The answer to `tag`, asserted ok, waiting up to wait_ms. */
+static inline const char *
+java_wait_ok(cr_test_java *p, int tag, int64_t wait_ms)
+{
+    assert_true(tag > 0);
+    return java_expect_ok(cr_test_java_wait(p, tag, slow(wait_ms)));
+}
+
+/* The thread id of peer p's actor (lock owners are "<peer id>:<tid>"). */
+static inline long long
+java_tid(cr_test_java *p, const char *actor)
+{
+    long long tid = cr_test_java_num(JAVA_OK(p, actor, 5000, "info"), "tid");
+
+    assert_true(tid > 0);
+    return tid;
+}
+
+/* ------------------------------------------------- the shared counter */
+
+/* A C thread's share of the counter: `n` times take the lock, GET the
+ * key, SET it plus one, release. */
+typedef struct count_job {
+    cr_lock *lock;
+    const char *key;
+    int n;
+    cr_status rc;
+    pthread_t thread;
+} count_job;
+
+/* Increments `key` by GET then SET on `c`; false when a command failed. */
+static inline bool
+bump_key(redisContext *c, const char *key)
+{
+    redisReply *r = redisCommand(c, "GET %s", key);
+    long long v;
+
+    if (r == NULL)
+        return false;
+    v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+    freeReplyObject(r);
+    r = redisCommand(c, "SET %s %lld", key, v + 1);
+    if (r == NULL)
+        return false;
+    freeReplyObject(r);
+    return true;
+}
+
+static inline void *
+count_thread(void *arg)
+{
+    count_job *j = arg;
+    redisContext *c = cr_test_redis_connect(&test_redis);
+    int i;
+
+    j->rc = c != NULL ? CR_OK : CR_EIO;
+    for (i = 0; i < j->n && j->rc == CR_OK; i++) {
+        if ((j->rc = cr_lock_lock(j->lock, CR_LEASE_WATCHDOG)) != CR_OK)
+            break;
+        if (!bump_key(c, j->key))
+            j->rc = CR_EIO;
+        if (cr_lock_unlock(j->lock) != CR_OK && j->rc == CR_OK)
+            j->rc = CR_ENOTOWNER;
+    }
+    if (c != NULL)
+        redisFree(c);
+    return NULL;
+}
+
+/* The asynchronous API's share: owners on one loop, each chaining lock,
+ * the GET and SET (blocking, on the loop: nothing else runs meanwhile,
+ * which only makes its holds longer), and unlock, `n` times. */
+typedef struct async_owner {
+    struct async_counter *counter;
+    int64_t owner;
+    int left;
+} async_owner;
+
+typedef struct async_counter {
+    cr_async *async;
+    cr_lock *lock;
+    redisContext *redis;
+    const char *key;
+    async_owner owners[4];
+    int nowners, running;
+    cr_status rc;
+    pthread_t thread;
+} async_counter;
+
+static void async_locked(void *userdata, cr_status rc, int64_t value);
+
+/* The owner's next lock, or its end. */
+static inline void
+async_next(async_owner *o)
+{
+    async_counter *ac = o->counter;
+    cr_status rc;
+
+    if (o->left == 0 || ac->rc != CR_OK) {
+        ac->running--;
+        return;
+    }
+    rc = cr_async_lock(ac->async, ac->lock, o->owner, CR_WAIT_FOREVER,
+                       CR_LEASE_WATCHDOG, async_locked, o, NULL);
+    if (rc != CR_OK) {
+        ac->rc = rc;
+        ac->running--;
+    }
+}
+
+static inline void
+async_unlocked(void *userdata, cr_status rc, int64_t value)
+{
+    async_owner *o = userdata;
+
+    (void)value;
+    if (rc != CR_OK && o->counter->rc == CR_OK)
+        o->counter->rc = rc;
+    o->left--;
+    async_next(o);
+}
+
+static void
+async_locked(void *userdata, cr_status rc, int64_t value)
+{
+    async_owner *o = userdata;
+    async_counter *ac = o->counter;
+
+    (void)value;
+    if (rc == CR_OK && !bump_key(ac->redis, ac->key))
+        rc = CR_EIO;
+    if (rc == CR_OK)
+        rc = cr_async_unlock(ac->async, ac->lock, o->owner, async_unlocked,
+                             o, NULL);
+    if (rc != CR_OK) {
+        if (ac->rc == CR_OK)
+            ac->rc = rc;
+        ac->running--;
+    }
+}
+
+static inline bool
+async_done(void *arg)
+{
+    return ((async_counter *)arg)->running == 0;
+}
+
+/* The loop's thread: starts every owner, then turns until all are done
+ * (or a minute passed). */
+static inline void *
+async_counter_run(void *arg)
+{
+    async_counter *ac = arg;
+    int i;
+
+    ac->running = ac->nowners;
+    for (i = 0; i < ac->nowners; i++)
+        async_next(&ac->owners[i]);
+    if (!poll_loop_until(ac->async, async_done, ac, slow(60000)) &&
+        ac->rc == CR_OK)
+        ac->rc = CR_TIMEOUT;
+    return NULL;
+}
+
+/* Starts `nowners` asynchronous owners of `lock` (on test_client), each
+ * counting `n` times on `key`. */
+static inline void
+async_counter_start(async_counter *ac, cr_lock *lock, const char *key,
+                    int nowners, int n)
+{
+    int i;
+
+    memset(ac, 0, sizeof(*ac));
+    assert_int_equal(cr_async_new(test_client, &poll_loop, &ac->async), CR_OK);
+    ac->redis = cr_test_redis_connect(&test_redis);
+    assert_non_null(ac->redis);
+    ac->lock = lock;
+    ac->key = key;
+    ac->nowners = nowners;
+    for (i = 0; i < nowners; i++) {
+        ac->owners[i].counter = ac;
+        ac->owners[i].owner = cr_async_owner_id();
+        ac->owners[i].left = n;
+    }
+    assert_int_equal(pthread_create(&ac->thread, NULL, async_counter_run, ac),
+                     0);
+}
+
+/* Waits for the asynchronous owners; their status. */
+static inline cr_status
+async_counter_join(async_counter *ac)
+{
+    pthread_join(ac->thread, NULL);
+    cr_async_free(ac->async);
+    redisFree(ac->redis);
+    return ac->rc;
+}
+
+/* Starts a cross_worker with the given arguments (NULL-terminated). */
+static inline pid_t
+spawn_worker(const char *const *args)
+{
+    pid_t pid = cr_test_spawn("cross_worker", args, NULL);
+
+    assert_true(pid > 0);
+    return pid;
+}
+
+/* Waits for worker `pid` (up to wait_ms, then kills it); its exit code,
+ * or -1 when it did not exit by itself. */
+static inline int
+reap_worker(pid_t pid, int64_t wait_ms)
+{
+    int64_t end = cr_test_now_ms() + wait_ms;
+    int status;
+
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (cr_test_now_ms() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        usleep(5000);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The Java side's release for cross_worker ("-": the newest). */
+static inline const char *
+worker_version(void)
+{
+    return jline != NULL ? jline : "-";
+}
+
+#endif
