@@ -47,8 +47,9 @@ import org.redisson.config.Config;
  * <pre>
  *   info                                 tid= (the actor's thread id)
  *   blocked ACTOR                        r=1 when ACTOR sleeps in a
- *                                        Semaphore, as Redisson's waiters do
- *                                        between attempts
+ *                                        Semaphore or ReclosableLatch, as
+ *                                        Redisson's waiters do between
+ *                                        attempts
  *   lock KIND NAME WAIT LEASE            got=1|0 (tryLock, or lock() for -1)
  *   take KIND NAME WAIT LEASE HOLD       got=1|0 at=<epoch ms it got it>:
  *                                        lock (as above), hold HOLD ms,
@@ -75,6 +76,9 @@ import org.redisson.config.Config;
  *   rl-set NAME RATE INTERVAL TYPE       TYPE overall|per_client; r=1|0
  *   rl-try NAME PERMITS WAIT             got=1|0 (tryAcquire)
  *   rl-burst NAME COUNT                  got= of COUNT tryAcquire(1)
+ *   rl-loop NAME MS                      got= permits taken one at a time
+ *                                        by tryAcquire(1, the time left)
+ *                                        for MS ms
  *   rl-avail NAME                        n= (availablePermits)
  *   rl-release NAME N                    (release(n), 3.38+)
  *   get KEY | set KEY VALUE              v=
@@ -225,14 +229,16 @@ public final class Peer {
             return " tid=" + Thread.currentThread().getId();
         case "blocked": {
             /* Whether actor a[0] sleeps in a wait for a message: parked in a
-             * java.util.concurrent.Semaphore, which is what Redisson's lock
-             * entries wait on between attempts. */
+             * java.util.concurrent.Semaphore (locks, semaphores) or
+             * Redisson's ReclosableLatch (the latch), which is what
+             * Redisson's waiters wait on between attempts. */
             Thread t = threads.get(a[0]);
             boolean in = false;
             if (t != null && (t.getState() == Thread.State.TIMED_WAITING
                     || t.getState() == Thread.State.WAITING)) {
                 for (StackTraceElement e : t.getStackTrace())
-                    in |= e.getClassName().equals("java.util.concurrent.Semaphore");
+                    in |= e.getClassName().equals("java.util.concurrent.Semaphore")
+                            || e.getClassName().equals("org.redisson.misc.ReclosableLatch");
             }
             return " r=" + b(in);
         }
@@ -385,6 +391,14 @@ public final class Peer {
             long n = num(a[1]), got = 0;
             for (long i = 0; i < n; i++)
                 got += b(l.tryAcquire(1));
+            return " got=" + got;
+        }
+        case "rl-loop": {
+            /* For MS ms: tryAcquire(1, the time left), again and again. */
+            RRateLimiter l = client.getRateLimiter(a[0]);
+            long end = System.currentTimeMillis() + num(a[1]), got = 0, left;
+            while ((left = end - System.currentTimeMillis()) > 0)
+                got += b(l.tryAcquire(1, left, TimeUnit.MILLISECONDS));
             return " got=" + got;
         }
         case "rl-avail":
