@@ -150,6 +150,19 @@ java_tid(cr_test_java *p, const char *actor)
     return tid;
 }
 
+/* cr_test_wait_until condition: peer 0's actor named by `arg` sleeps
+ * between attempts (in what Redisson's waiters park on: "blocked"). A
+ * release that comes then reaches it whatever Redisson's listener does
+ * with the message. */
+static inline bool
+java_actor_sleeps(void *arg)
+{
+    const char *a = cr_test_java_call(jpeer[0], "probe", slow(5000),
+                                      "blocked %s", (const char *)arg);
+
+    return cr_test_java_num(a, "r") == 1;
+}
+
 /* ------------------------------------------------- the shared counter */
 
 /* A C thread's share of the counter: `n` times take the lock, GET the

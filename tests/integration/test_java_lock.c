@@ -232,16 +232,6 @@ java_release_wakes_c(const char *jkind, const char *ckind, const char *name)
     c_lock_free(l, rw);
 }
 
-/* cr_test_wait_until condition: peer 0's actor named by `arg` sleeps
- * between attempts (Redisson's waiters park in a Semaphore). */
-static bool
-java_actor_sleeps(void *arg)
-{
-    const char *a = cr_test_java_call(jpeer[0], "probe", slow(5000),
-                                      "blocked %s", (const char *)arg);
-
-    return cr_test_java_num(a, "r") == 1;
-}
 
 /* A C hold of `ckind` released while a Java thread waits for `jkind` on
  * the same name: the Java thread has it within WAKE_BOUND_MS. The release

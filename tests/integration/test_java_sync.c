@@ -38,16 +38,6 @@
 
 /* ------------------------------------------------------------- helpers */
 
-/* cr_test_wait_until condition: peer 0's actor named by `arg` sleeps
- * between attempts (Redisson's waiters park in a Semaphore). */
-static bool
-java_actor_sleeps(void *arg)
-{
-    const char *a = cr_test_java_call(jpeer[0], "probe", slow(5000),
-                                      "blocked %s", (const char *)arg);
-
-    return cr_test_java_num(a, "r") == 1;
-}
 
 /* A C semaphore holder's turn inside: INCR cur, an excess counted in
  * over, DECR cur. */
@@ -617,19 +607,6 @@ test_java_rate_limiter_budget_shared_by_c_and_java_keeps_the_rate_in_every_windo
     assert_true(most <= RL_RATE);
     free(col.v);
     cr_rate_limiter_free(rl);
-}
-
-/* Takes one permit at a time without waiting until refused; how many. */
-static int
-take_all(cr_rate_limiter *l)
-{
-    int n = 0;
-    cr_status rc;
-
-    while ((rc = cr_rate_limiter_try_acquire(l, 1, 0)) == CR_OK)
-        n++;
-    assert_int_equal(rc, CR_BUSY);
-    return n;
 }
 
 static void

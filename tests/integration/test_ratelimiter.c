@@ -296,19 +296,6 @@ test_rate_limiter_reads_records_it_did_not_write(void **state)
     cr_rate_limiter_free(l);
 }
 
-/* Takes one permit at a time without waiting until refused; how many. */
-static int
-take_all(cr_rate_limiter *l)
-{
-    int n = 0;
-    cr_status rc;
-
-    while ((rc = cr_rate_limiter_try_acquire(l, 1, 0)) == CR_OK)
-        n++;
-    assert_int_equal(rc, CR_BUSY);
-    return n;
-}
-
 /* Adds a live grant record of `permits` stamped `at` (as another client,
  * Java say, writes it) to `key`, under id byte `tag` repeated. */
 static void
