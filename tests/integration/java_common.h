@@ -33,6 +33,8 @@ static cr_test_java *jpeer[2];
 static size_t njpeers;
 /* The release line the peers run and the C side names; NULL: 4.7. */
 static const char *jline;
+/* The C client's fair-lock wait: the peers' (0: the line's default). */
+static int64_t jfair_wait = JAVA_FAIR_WAIT_MS;
 
 /* A C client of the test server for the Java side `version` (NULL: the
  * newest), with the peers' watchdog and fair-lock wait. */
@@ -44,7 +46,8 @@ cross_client(const char *version)
 
     o.url = test_redis.url;
     o.lock_watchdog_timeout_ms = JAVA_WATCHDOG_MS;
-    o.fair_lock_wait_timeout_ms = JAVA_FAIR_WAIT_MS;
+    if (jfair_wait > 0)
+        o.fair_lock_wait_timeout_ms = jfair_wait;
     o.command_timeout_ms = slow(3000);
     o.redisson_version = version;
     if (cr_client_new(&o, &c) != CR_OK) {
@@ -55,56 +58,74 @@ cross_client(const char *version)
 }
 
 typedef struct peer_start {
-    const char *line;
+    const char *line, *options;
     cr_test_java *peer;
 } peer_start;
 
-/* Starts one peer (a thread of java_up). */
+/* Starts one peer (a thread of java_start). */
 static inline void *
 start_peer(void *arg)
 {
     peer_start *s = arg;
 
-    s->peer = cr_test_java_start(s->line, test_redis.url, JAVA_OPTIONS);
+    s->peer = cr_test_java_start(s->line, test_redis.url, s->options);
     return NULL;
 }
 
-/* Group setup: skips the program (77) where the real client cannot run,
- * then starts the server and `n` peers of line `line` side by side. */
+/* Starts `n` (at most 2) peers of line `line` with `options` side by
+ * side, as jpeer[0..n-1]; 0, or -1 when one did not start. */
 static inline int
-java_up_n(const char *program, const char *line, size_t n)
+java_start(const char *line, size_t n, const char *options)
 {
     pthread_t t[2];
     peer_start s[2];
     size_t i;
 
-    cr_test_java_require(program);
-    if (redis_up(NULL) != 0)
-        return -1;
     jline = line;
     for (i = 0; i < n && i < 2; i++) {
-        s[i].line = line;
-        s[i].peer = NULL;
+        s[i] = (peer_start){line, options, NULL};
         if (pthread_create(&t[i], NULL, start_peer, &s[i]) != 0)
             return -1;
     }
     for (i = 0; i < n && i < 2; i++) {
         pthread_join(t[i], NULL);
         jpeer[i] = s[i].peer;
-        if (jpeer[i] != NULL)
-            njpeers = i + 1;
     }
+    njpeers = 0;
+    while (njpeers < n && jpeer[njpeers] != NULL)
+        njpeers++;
     return njpeers == n ? 0 : -1;
+}
+
+/* Group setup: skips the program (77) where the real client cannot run,
+ * then starts the server and `n` peers of line `line` side by side with
+ * JAVA_OPTIONS. */
+static inline int
+java_up_n(const char *program, const char *line, size_t n)
+{
+    cr_test_java_require(program);
+    if (redis_up(NULL) != 0)
+        return -1;
+    return java_start(line, n, JAVA_OPTIONS);
+}
+
+/* Stops the peers. */
+static inline void
+java_stop(void)
+{
+    size_t i;
+
+    for (i = 0; i < 2; i++) {
+        cr_test_java_stop(jpeer[i]);
+        jpeer[i] = NULL;
+    }
+    njpeers = 0;
 }
 
 static inline int
 java_down(void **state)
 {
-    size_t i;
-
-    for (i = 0; i < njpeers; i++)
-        cr_test_java_stop(jpeer[i]);
-    njpeers = 0;
+    java_stop();
     return redis_down(state);
 }
 
@@ -161,6 +182,95 @@ java_actor_sleeps(void *arg)
                                       "blocked %s", (const char *)arg);
 
     return cr_test_java_num(a, "r") == 1;
+}
+
+/* ---------------------------------------------- waiting on both sides */
+
+/* The channels matching `pattern` that have subscribers. */
+static inline long long
+channels_matching(const char *pattern)
+{
+    redisReply *r = cr_test_redis_cmd(&test_redis, "PUBSUB CHANNELS %s",
+                                      pattern);
+    long long n = r != NULL && r->type == REDIS_REPLY_ARRAY
+                      ? (long long)r->elements
+                      : -1;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* cr_test_wait_until condition: a channel matching `arg` has a
+ * subscriber. */
+static inline bool
+has_channel(void *arg)
+{
+    return channels_matching(arg) > 0;
+}
+
+/* Waits until a waiter listens on the channel of lock `kind` named
+ * `name` (a fair lock: any waiter's own channel). */
+static inline void
+await_listener(const char *kind, const char *name)
+{
+    char pattern[128];
+
+    if (strcmp(kind, "fair") == 0)
+        snprintf(pattern, sizeof(pattern), "redisson_lock__channel:{%s}:*",
+                 name);
+    else if (strcmp(kind, "lock") == 0)
+        snprintf(pattern, sizeof(pattern), "redisson_lock__channel:{%s}",
+                 name);
+    else
+        snprintf(pattern, sizeof(pattern), "redisson_rwlock:{%s}", name);
+    assert_true(cr_test_wait_until(has_channel, pattern, slow(10000)));
+}
+
+/* A C thread that takes a lock with a wait, notes when it got it (and,
+ * when asked, the score of `probe` in zset `probe_key` then: fields the
+ * test may set until the lock can be had), holds it hold_ms and releases
+ * it (hold_ms -1: keeps it for the test to release). */
+typedef struct taker {
+    cr_lock *lock;
+    int64_t wait_ms, lease_ms, hold_ms;
+    const char *probe_key;
+    char probe[128];
+    cr_status rc;
+    int64_t tid;       /* the thread's id: the owner of its hold */
+    int64_t at;        /* epoch ms it got the lock */
+    long long probed;  /* the score of probe when it got the lock */
+    pthread_t thread;
+} taker;
+
+static inline void *
+take_run(void *arg)
+{
+    taker *t = arg;
+
+    t->tid = cr_thread_id();
+    t->rc = cr_lock_try_lock(t->lock, t->wait_ms, t->lease_ms);
+    t->at = cr_test_java_epoch_ms();
+    if (t->rc == CR_OK && t->probe_key != NULL)
+        t->probed = redis_int("ZSCORE %s %s", t->probe_key, t->probe);
+    if (t->rc == CR_OK && t->hold_ms >= 0) {
+        if (t->hold_ms > 0)
+            usleep((useconds_t)t->hold_ms * 1000);
+        if (cr_lock_unlock(t->lock) != CR_OK)
+            t->rc = CR_ENOTOWNER;
+    }
+    return NULL;
+}
+
+static inline void
+take_start(taker *t, cr_lock *l, int64_t wait_ms, int64_t hold_ms)
+{
+    memset(t, 0, sizeof(*t));
+    t->lock = l;
+    t->wait_ms = wait_ms;
+    t->lease_ms = CR_LEASE_WATCHDOG;
+    t->hold_ms = hold_ms;
+    assert_int_equal(pthread_create(&t->thread, NULL, take_run, t), 0);
 }
 
 /* ------------------------------------------------- the shared counter */

@@ -66,10 +66,11 @@ import org.redisson.config.Config;
  *                                        release 1
  *   pes-set NAME N | pes-avail NAME | pes-setpermits NAME N
  *   pes-try NAME WAIT LEASE              id= (empty: none)
- *   pes-acquire-n NAME N LEASE           ids=<id,id...> (acquire(n, lease))
+ *   pes-acquire-n NAME N LEASE           ids=<id,id...> (acquire(n, lease),
+ *                                        3.23.4 and later: before, Redisson
+ *                                        has no public acquire(n))
  *   pes-release NAME ID                  (release: an exception when not out)
  *   pes-try-release NAME ID              r=1|0
- *   pes-release-n NAME ID N              (release(id, n), before 3.23.4)
  *   pes-lease NAME ID                    ms= left (getLeaseTime, 3.24+)
  *   latch-set NAME N | latch-down NAME | latch-count NAME
  *   latch-await NAME WAIT                r=1|0
@@ -339,7 +340,8 @@ public final class Peer {
             return " id=" + (id == null ? "" : id);
         }
         case "pes-acquire-n": {
-            /* One id for n permits before 3.23.4, a list of n since. */
+            /* Public since 3.23.4 (a list of n ids); a line before has only
+             * a private form, and answers NoSuchMethodException. */
             Object r = call(client.getPermitExpirableSemaphore(a[0]), "acquire",
                     new Class<?>[] {int.class, long.class, TimeUnit.class},
                     (int) num(a[1]), num(a[2]), TimeUnit.MILLISECONDS);
@@ -352,10 +354,6 @@ public final class Peer {
             return "";
         case "pes-try-release":
             return " r=" + b(client.getPermitExpirableSemaphore(a[0]).tryRelease(a[1]));
-        case "pes-release-n":
-            call(client.getPermitExpirableSemaphore(a[0]), "release",
-                    new Class<?>[] {String.class, int.class}, a[1], (int) num(a[2]));
-            return "";
         case "pes-lease":
             return " ms=" + call(client.getPermitExpirableSemaphore(a[0]), "getLeaseTime",
                     new Class<?>[] {String.class}, a[1]);
