@@ -5,8 +5,9 @@
  * redis-server, a C client per test with the same watchdog and fair-lock
  * wait as the peers, C workers as processes (cross_worker), C threads and
  * the asynchronous API on a poll loop of the test's own, all taking part
- * in one exact non-atomic counter, and the wall clock both sides stamp
- * their times with. Include after lock_common.h.
+ * in one exact non-atomic counter, a rate limiter's budget taken from
+ * both sides and judged on the grant records, and the wall clock both
+ * sides stamp their times with. Include after lock_common.h.
  *
  * The peers run with a watchdog of JAVA_WATCHDOG_MS and a fair-lock wait of
  * JAVA_FAIR_WAIT_MS, and so does the C client; leases that must not be
@@ -20,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "grant_records.h"
 #include "java_peer.h"
 #include "poll_loop.h"
 
@@ -271,6 +273,112 @@ take_start(taker *t, cr_lock *l, int64_t wait_ms, int64_t hold_ms)
     t->lease_ms = CR_LEASE_WATCHDOG;
     t->hold_ms = hold_ms;
     assert_int_equal(pthread_create(&t->thread, NULL, take_run, t), 0);
+}
+
+/* What queue_is waits for: fair lock `name`'s queue of `length`. */
+typedef struct queue_wanted {
+    const char *name;
+    long long length;
+} queue_wanted;
+
+/* cr_test_wait_until condition on a queue_wanted. */
+static inline bool
+queue_is(void *arg)
+{
+    queue_wanted *q = arg;
+
+    return redis_int("LLEN redisson_lock_queue:{%s}", q->name) == q->length;
+}
+
+/* Waits until fair lock `name` has `length` waiters in its queue. */
+static inline void
+await_queue_of(const char *name, long long length)
+{
+    queue_wanted q = {name, length};
+
+    assert_true(cr_test_wait_until(queue_is, &q, slow(10000)));
+}
+
+/* ------------------------------------------------ a shared rate budget */
+
+/* A C thread taking one permit at a time for run_ms, each try waiting as
+ * long as is left. */
+typedef struct rl_job {
+    cr_rate_limiter *rl;
+    int64_t run_ms;
+    int got;
+    cr_status rc;
+    pthread_t thread;
+} rl_job;
+
+static inline void *
+rl_thread(void *arg)
+{
+    rl_job *j = arg;
+    int64_t end = cr_test_now_ms() + j->run_ms, left;
+
+    j->rc = CR_OK;
+    while ((left = end - cr_test_now_ms()) > 0) {
+        cr_status rc = cr_rate_limiter_try_acquire(j->rl, 1, left);
+
+        if (rc == CR_OK)
+            j->got++;
+        else if (rc != CR_BUSY)
+            j->rc = rc;
+    }
+    return NULL;
+}
+
+/* The limiter `name` (of `rate` per interval_ms, set already) taken from
+ * for run_ms by actor "a" of the first `java` peers and by `c` (at most
+ * 4) C threads of test_client, one permit at a time; asserts that the
+ * grant times the server recorded never hold more than the rate in a
+ * window of one interval, and that a whole interval's worth was granted. */
+static inline void
+share_budget(const char *name, int rate, int interval_ms, int run_ms,
+             size_t java, int c)
+{
+    cr_rate_limiter *rl = NULL;
+    collector col;
+    rl_job jobs[4];
+    int tags[2], i;
+    size_t k;
+    long long total = 0;
+    unsigned most;
+
+    memset(&col, 0, sizeof(col));
+    snprintf(col.key, sizeof(col.key), "{%s}:permits", name);
+    assert_int_equal(cr_rate_limiter_new(test_client, name, &rl), CR_OK);
+    assert_int_equal(pthread_create(&col.thread, NULL, collector_run, &col),
+                     0);
+    for (k = 0; k < java && k < 2; k++)
+        tags[k] = cr_test_java_send(jpeer[k], "a", "rl-loop %s %d", name,
+                                    run_ms);
+    for (i = 0; i < c && i < 4; i++) {
+        jobs[i] = (rl_job){.rl = rl, .run_ms = run_ms};
+        assert_int_equal(pthread_create(&jobs[i].thread, NULL, rl_thread,
+                                        &jobs[i]), 0);
+    }
+    for (i = 0; i < c && i < 4; i++) {
+        pthread_join(jobs[i].thread, NULL);
+        assert_int_equal(jobs[i].rc, CR_OK);
+        total += jobs[i].got;
+    }
+    for (k = 0; k < java && k < 2; k++)
+        total += cr_test_java_num(java_wait_ok(jpeer[k], tags[k], 15000),
+                                  "got");
+    atomic_store(&col.stop, true);
+    pthread_join(col.thread, NULL);
+    most = most_in_a_window(col.v, col.n, interval_ms);
+    fprintf(stderr, "# %s: %lld grants by C and Java, %zu records, at "
+            "most %u in a window of %d ms (rate %d)\n",
+            jline != NULL ? jline : "4.7", total, col.n, most, interval_ms,
+            rate);
+    assert_int_equal((long long)col.n, total);
+    assert_true(total >= rate);
+    assert_true(most <= (unsigned)rate);
+    free(col.v);
+    cr_rate_limiter_free(rl);
 }
 
 /* ------------------------------------------------- the shared counter */

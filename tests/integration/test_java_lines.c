@@ -31,7 +31,6 @@
 
 #include "lock_common.h"
 #include "java_common.h"
-#include "grant_records.h"
 
 #define OK(call) assert_int_equal((call), CR_OK)
 #define SLOT (CR_PERMIT_ID_LEN + 1)
@@ -111,28 +110,6 @@ test_line_rlock_counter_is_exact_and_releases_wake_both_ways(void **state)
 
 /* ------------------------------------------------------------ fair lock */
 
-/* What queue_of waits for. */
-typedef struct queue_wanted {
-    const char *name;
-    long long length;
-} queue_wanted;
-
-static bool
-queue_of(void *arg)
-{
-    queue_wanted *q = arg;
-
-    return redis_int("LLEN redisson_lock_queue:{%s}", q->name) == q->length;
-}
-
-static void
-await_queue(const char *name, long long length)
-{
-    queue_wanted q = {name, length};
-
-    assert_true(cr_test_wait_until(queue_of, &q, slow(10000)));
-}
-
 /* The score of the waiter at `index` of fair lock `name`'s queue. */
 static long long
 deadline_at(const char *name, int index)
@@ -187,13 +164,13 @@ test_line_fair_lock_waiters_of_both_sides_take_the_lines_deadlines_in_order(
     OK(cr_fair_lock_new(test_client, "fq", &l));
     OK(cr_lock_try_lock(holder, 0, JAVA_LONG_LEASE_MS));
     j1 = cr_test_java_send(jpeer[0], "w1", "take fair fq -1 -1 50");
-    await_queue("fq", 1);
+    await_queue_of("fq", 1);
     memset(&c1, 0, sizeof(c1));
     c1.lock = l;
     assert_int_equal(pthread_create(&c1.thread, NULL, fair_wait_run, &c1), 0);
-    await_queue("fq", 2);
+    await_queue_of("fq", 2);
     j2 = cr_test_java_send(jpeer[0], "w2", "take fair fq -1 -1 50");
-    await_queue("fq", 3);
+    await_queue_of("fq", 3);
     /* Each waiter's deadline is the one before it plus the line's
      * default wait, whichever side computed it. */
     d0 = deadline_at("fq", 0);
@@ -308,11 +285,6 @@ test_line_rate_limiter_budget_shared_keeps_the_rate_or_is_refused(
     void **state)
 {
     cr_rate_limiter *rl = NULL;
-    collector col;
-    int64_t end, left;
-    long long total = 0;
-    int tag;
-    unsigned most;
 
     (void)state;
     if (line_before("3.21.0")) {
@@ -328,30 +300,7 @@ test_line_rate_limiter_budget_shared_keeps_the_rate_or_is_refused(
     OK(cr_rate_limiter_delete(rl, NULL));
     JAVA_OK(jpeer[0], "a", 5000, "rl-set rl %d %d overall", RL_RATE,
             RL_INTERVAL_MS);
-    memset(&col, 0, sizeof(col));
-    snprintf(col.key, sizeof(col.key), "{rl}:permits");
-    assert_int_equal(pthread_create(&col.thread, NULL, collector_run, &col),
-                     0);
-    tag = cr_test_java_send(jpeer[0], "a", "rl-loop rl %d", RL_RUN_MS);
-    end = cr_test_now_ms() + RL_RUN_MS;
-    while ((left = end - cr_test_now_ms()) > 0) {
-        cr_status rc = cr_rate_limiter_try_acquire(rl, 1, left);
-
-        if (rc == CR_OK)
-            total++;
-        else
-            assert_int_equal(rc, CR_BUSY);
-    }
-    total += cr_test_java_num(java_wait_ok(jpeer[0], tag, 15000), "got");
-    atomic_store(&col.stop, true);
-    pthread_join(col.thread, NULL);
-    most = most_in_a_window(col.v, col.n, RL_INTERVAL_MS);
-    fprintf(stderr, "# %s: %lld grants, at most %u in a window (rate %d)\n",
-            jline, total, most, RL_RATE);
-    assert_int_equal((long long)col.n, total);
-    assert_true(total >= RL_RATE);
-    assert_true(most <= RL_RATE);
-    free(col.v);
+    share_budget("rl", RL_RATE, RL_INTERVAL_MS, RL_RUN_MS, 1, 1);
     cr_rate_limiter_free(rl);
 }
 

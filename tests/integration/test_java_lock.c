@@ -234,30 +234,6 @@ test_java_rwlock_release_wakes_the_other_side_within_the_bound(void **state)
 }
 
 
-/* What queue_is waits for: fair lock `name`'s queue of `length`. */
-typedef struct queue_wanted {
-    const char *name;
-    long long length;
-} queue_wanted;
-
-/* cr_test_wait_until condition on a queue_wanted. */
-static bool
-queue_is(void *arg)
-{
-    queue_wanted *q = arg;
-
-    return redis_int("LLEN redisson_lock_queue:{%s}", q->name) == q->length;
-}
-
-/* Waits until fair lock `name` has `length` waiters in its queue. */
-static void
-await_queue_of(const char *name, long long length)
-{
-    queue_wanted q = {name, length};
-
-    assert_true(cr_test_wait_until(queue_is, &q, slow(10000)));
-}
-
 static void
 await_queue(long long length)
 {

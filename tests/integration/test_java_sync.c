@@ -27,7 +27,6 @@
 
 #include "lock_common.h"
 #include "java_common.h"
-#include "grant_records.h"
 
 #define OK(call) assert_int_equal((call), CR_OK)
 #define SLOT (CR_PERMIT_ID_LEN + 1)
@@ -537,76 +536,14 @@ test_java_latch_count_down_wakes_the_other_side_within_the_bound(
 #define RL_INTERVAL_MS 500
 #define RL_RUN_MS 2000
 
-/* A C thread taking one permit at a time for RL_RUN_MS, each try waiting
- * as long as is left. */
-typedef struct rl_job {
-    cr_rate_limiter *rl;
-    int got;
-    cr_status rc;
-    pthread_t thread;
-} rl_job;
-
-static void *
-rl_thread(void *arg)
-{
-    rl_job *j = arg;
-    int64_t end = cr_test_now_ms() + RL_RUN_MS, left;
-
-    j->rc = CR_OK;
-    while ((left = end - cr_test_now_ms()) > 0) {
-        cr_status rc = cr_rate_limiter_try_acquire(j->rl, 1, left);
-
-        if (rc == CR_OK)
-            j->got++;
-        else if (rc != CR_BUSY)
-            j->rc = rc;
-    }
-    return NULL;
-}
-
 static void
 test_java_rate_limiter_budget_shared_by_c_and_java_keeps_the_rate_in_every_window(
     void **state)
 {
-    cr_rate_limiter *rl = NULL;
-    collector col;
-    rl_job jobs[2];
-    int tags[2], i;
-    long long total = 0;
-    unsigned most;
-
     (void)state;
-    memset(&col, 0, sizeof(col));
-    snprintf(col.key, sizeof(col.key), "{shared}:permits");
-    OK(cr_rate_limiter_new(test_client, "shared", &rl));
     JAVA_OK(jpeer[0], "a", 5000, "rl-set shared %d %d overall", RL_RATE,
             RL_INTERVAL_MS);
-    assert_int_equal(pthread_create(&col.thread, NULL, collector_run, &col),
-                     0);
-    tags[0] = cr_test_java_send(jpeer[0], "a", "rl-loop shared %d", RL_RUN_MS);
-    tags[1] = cr_test_java_send(jpeer[1], "a", "rl-loop shared %d", RL_RUN_MS);
-    for (i = 0; i < 2; i++) {
-        jobs[i] = (rl_job){.rl = rl};
-        assert_int_equal(pthread_create(&jobs[i].thread, NULL, rl_thread,
-                                        &jobs[i]), 0);
-    }
-    for (i = 0; i < 2; i++) {
-        pthread_join(jobs[i].thread, NULL);
-        OK(jobs[i].rc);
-        total += jobs[i].got;
-    }
-    total += cr_test_java_num(java_wait_ok(jpeer[0], tags[0], 15000), "got");
-    total += cr_test_java_num(java_wait_ok(jpeer[1], tags[1], 15000), "got");
-    atomic_store(&col.stop, true);
-    pthread_join(col.thread, NULL);
-    most = most_in_a_window(col.v, col.n, RL_INTERVAL_MS);
-    fprintf(stderr, "# %lld grants by C and Java, at most %u in a window of "
-            "%d ms (rate %d)\n", total, most, RL_INTERVAL_MS, RL_RATE);
-    assert_int_equal((long long)col.n, total);
-    assert_true(total >= RL_RATE);
-    assert_true(most <= RL_RATE);
-    free(col.v);
-    cr_rate_limiter_free(rl);
+    share_budget("shared", RL_RATE, RL_INTERVAL_MS, RL_RUN_MS, 2, 2);
 }
 
 static void
