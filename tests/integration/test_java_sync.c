@@ -8,7 +8,8 @@
  * - a semaphore of 2 shared by C processes, C threads, the asynchronous
  *   API and two JVMs never has a third holder inside (each holder counts
  *   itself in and out with INCR and DECR and counts an excess), and ends
- *   with its 2 permits as both sides read them.
+ *   with its 2 permits as both sides read them; so does an expirable
+ *   semaphore of 2 shared by C threads and two JVMs.
  * - wake-ups: a waiter on either side gets its permit, or returns from
  *   the latch, within WAKE_BOUND_MS of the release or count down that woke
  *   it (stamped by the side that made it; one host, one wall clock). A C
@@ -318,6 +319,39 @@ test_java_semaphore_release_wakes_the_other_side_within_the_bound(
 
 /* ----------------------------------------------- expirable semaphores */
 
+/* A C thread's turns on an expirable semaphore of 2, each permit with a
+ * lease far longer than a turn. */
+typedef struct pes_job {
+    cr_permit_semaphore *sem;
+    int n;
+    cr_status rc;
+    pthread_t thread;
+} pes_job;
+
+static void *
+pes_thread(void *arg)
+{
+    pes_job *j = arg;
+    redisContext *c = cr_test_redis_connect(&test_redis);
+    char id[SLOT];
+    int i;
+
+    j->rc = c != NULL ? CR_OK : CR_EIO;
+    for (i = 0; i < j->n && j->rc == CR_OK; i++) {
+        if ((j->rc = cr_permit_semaphore_acquire(j->sem, JAVA_LONG_LEASE_MS,
+                                                 id)) != CR_OK)
+            break;
+        if (!inside(c))
+            j->rc = CR_EIO;
+        if (cr_permit_semaphore_release(j->sem, id) != CR_OK &&
+            j->rc == CR_OK)
+            j->rc = CR_EIO;
+    }
+    if (c != NULL)
+        redisFree(c);
+    return NULL;
+}
+
 /* An expirable permit without a lease, waiting up to 10 s. */
 typedef struct pes_take {
     cr_permit_semaphore *sem;
@@ -367,6 +401,38 @@ pes_back(void *arg)
     return cr_test_java_num(cr_test_java_call(jpeer[0], "a", slow(5000),
                                               "pes-avail %s", w->name),
                             "n") == w->n;
+}
+
+static void
+test_java_permit_semaphore_of_two_never_has_a_third_holder_across_c_and_java(
+    void **state)
+{
+    cr_permit_semaphore *s = NULL;
+    pes_job jobs[2];
+    int tags[2], i;
+
+    (void)state;
+    JAVA_OK(jpeer[0], "a", 5000, "pes-set pes2 2");
+    OK(cr_permit_semaphore_new(test_client, "pes2", &s));
+    tags[0] = cr_test_java_send(jpeer[0], "a", "pes-count pes2 cur over 2 %d "
+                                "%d", COUNT_EACH, JAVA_LONG_LEASE_MS);
+    tags[1] = cr_test_java_send(jpeer[1], "a", "pes-count pes2 cur over 2 %d "
+                                "%d", COUNT_EACH, JAVA_LONG_LEASE_MS);
+    for (i = 0; i < 2; i++) {
+        jobs[i] = (pes_job){.sem = s, .n = COUNT_EACH};
+        assert_int_equal(pthread_create(&jobs[i].thread, NULL, pes_thread,
+                                        &jobs[i]), 0);
+    }
+    for (i = 0; i < 2; i++) {
+        pthread_join(jobs[i].thread, NULL);
+        OK(jobs[i].rc);
+    }
+    java_wait_ok(jpeer[0], tags[0], 60000);
+    java_wait_ok(jpeer[1], tags[1], 60000);
+    assert_int_equal(redis_int("EXISTS over"), 0);
+    assert_int_equal(redis_int("GET cur"), 0);
+    pes_agree(s, "pes2", 2);
+    cr_permit_semaphore_free(s);
 }
 
 static void
@@ -638,6 +704,7 @@ main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, cross_up, client_down)
         T(test_java_semaphore_of_two_never_has_a_third_holder_across_c_and_java),
         T(test_java_semaphore_release_wakes_the_other_side_within_the_bound),
+        T(test_java_permit_semaphore_of_two_never_has_a_third_holder_across_c_and_java),
         T(test_java_permit_ids_and_leases_cross_both_ways),
         T(test_java_permit_release_and_lease_end_wake_the_other_side),
         T(test_java_latch_count_down_wakes_the_other_side_within_the_bound),

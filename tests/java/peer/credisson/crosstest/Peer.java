@@ -64,6 +64,8 @@ import org.redisson.config.Config;
  *   sem-count NAME CUR OVER MAX N        N times: acquire 1; INCR CUR, INCR
  *                                        OVER when above MAX; DECR CUR;
  *                                        release 1
+ *   pes-count NAME CUR OVER MAX N LEASE  as sem-count, on an expirable
+ *                                        permit with a lease of LEASE ms
  *   pes-set NAME N | pes-avail NAME | pes-setpermits NAME N
  *   pes-try NAME WAIT LEASE              id= (empty: none)
  *   pes-acquire-n NAME N LEASE           ids=<id,id...> (acquire(n, lease),
@@ -315,6 +317,21 @@ public final class Peer {
                     client.getAtomicLong(a[1]).decrementAndGet();
                 } finally {
                     s.release(1);
+                }
+            }
+            return " n=" + n;
+        }
+        case "pes-count": {
+            RPermitExpirableSemaphore s = client.getPermitExpirableSemaphore(a[0]);
+            long max = num(a[3]), n = num(a[4]), lease = num(a[5]);
+            for (long i = 0; i < n; i++) {
+                String id = s.acquire(lease, TimeUnit.MILLISECONDS);
+                try {
+                    if (client.getAtomicLong(a[1]).incrementAndGet() > max)
+                        client.getAtomicLong(a[2]).incrementAndGet();
+                    client.getAtomicLong(a[1]).decrementAndGet();
+                } finally {
+                    s.release(id);
                 }
             }
             return " n=" + n;
