@@ -4,11 +4,14 @@
  * fork + exec beside the Java peers. VERSION is the client's
  * redisson_version ("-": none); KIND is lock, fair or write.
  *   cross_worker count URL VERSION KIND NAME N KEY
- *       N times: take NAME, GET KEY, SET KEY to it plus one, release. The
- *       read-then-write is not atomic: only the lock keeps it exact.
+ *       N times: take NAME, GET KEY, sleep a millisecond (so that holders
+ *       who do not exclude each other overlap), SET KEY to it plus one,
+ *       release. The read-then-write is not atomic: only the lock keeps it
+ *       exact.
  *   cross_worker sem-count URL VERSION NAME CUR OVER MAX N
  *       N times: acquire one permit of semaphore NAME, INCR CUR and INCR
- *       OVER when CUR went above MAX, DECR CUR, release the permit.
+ *       OVER when CUR went above MAX, sleep a millisecond, DECR CUR,
+ *       release the permit.
  *   cross_worker fair-wait URL VERSION NAME FAIR_WAIT_MS
  *       wait for fair lock NAME without limit (its queue deadline
  *       FAIR_WAIT_MS); the test sees it join the queue and kills it while
@@ -23,6 +26,9 @@
 #include <hiredis/hiredis.h>
 
 #include "credisson.h"
+
+/* The longest a turn is waited for before the worker fails. */
+#define TURN_WAIT_MS 30000
 
 /* Prints what failed and exits 1. */
 static void
@@ -125,9 +131,11 @@ count(char **argv)
         char buf[32];
         redisReply *rep;
 
-        if ((rc = cr_lock_lock(l, CR_LEASE_WATCHDOG)) != CR_OK)
+        if ((rc = cr_lock_try_lock(l, TURN_WAIT_MS, CR_LEASE_WATCHDOG)) !=
+            CR_OK)
             die("lock", rc);
         v = command_int(r, "GET %s", argv[7]);
+        usleep(1000);
         snprintf(buf, sizeof(buf), "%lld", v + 1);
         rep = redisCommand(r, "SET %s %s", argv[7], buf);
         if (rep == NULL)
@@ -158,10 +166,11 @@ sem_count(char **argv)
     if ((rc = cr_semaphore_new(c, argv[4], &s)) != CR_OK)
         die("cr_semaphore_new", rc);
     for (i = 0; i < n; i++) {
-        if ((rc = cr_semaphore_acquire(s, 1)) != CR_OK)
+        if ((rc = cr_semaphore_try_acquire(s, 1, TURN_WAIT_MS)) != CR_OK)
             die("acquire", rc);
         if (command_int(r, "INCR %s", argv[5]) > max)
             command_int(r, "INCR %s", argv[6]);
+        usleep(1000);
         command_int(r, "DECR %s", argv[5]);
         if ((rc = cr_semaphore_release(s, 1)) != CR_OK)
             die("release", rc);

@@ -5,7 +5,7 @@
  * redis-server, a C client per test with the same watchdog and fair-lock
  * wait as the peers, C workers as processes (cross_worker), C threads and
  * the asynchronous API on a poll loop of the test's own, all taking part
- * in one exact non-atomic counter, a rate limiter's budget taken from
+ * in one exact non-atomic counter (GET, a millisecond, SET plus one), a rate limiter's budget taken from
  * both sides and judged on the grant records, and the wall clock both
  * sides stamp their times with. Include after lock_common.h.
  *
@@ -29,6 +29,9 @@
 #define JAVA_FAIR_WAIT_MS 2000
 #define JAVA_LONG_LEASE_MS 30000
 #define JAVA_OPTIONS "--watchdog 1500 --fair-wait 2000"
+/* The longest a C participant of a shared counter waits for its turn
+ * before it fails (a broken exclusion must fail the test, not hang it). */
+#define TURN_WAIT_MS 30000
 
 /* The peers of the program (JVM processes), started by java_up. */
 static cr_test_java *jpeer[2];
@@ -212,9 +215,9 @@ has_channel(void *arg)
 }
 
 /* Waits until a waiter listens on the channel of lock `kind` named
- * `name` (a fair lock: any waiter's own channel). */
-static inline void
-await_listener(const char *kind, const char *name)
+ * `name` (a fair lock: any waiter's own channel); whether one did. */
+static inline bool
+listener_came(const char *kind, const char *name)
 {
     char pattern[128];
 
@@ -226,7 +229,14 @@ await_listener(const char *kind, const char *name)
                  name);
     else
         snprintf(pattern, sizeof(pattern), "redisson_rwlock:{%s}", name);
-    assert_true(cr_test_wait_until(has_channel, pattern, slow(10000)));
+    return cr_test_wait_until(has_channel, pattern, slow(10000));
+}
+
+/* listener_came, asserted. */
+static inline void
+await_listener(const char *kind, const char *name)
+{
+    assert_true(listener_came(kind, name));
 }
 
 /* A C thread that takes a lock with a wait, notes when it got it (and,
@@ -393,7 +403,9 @@ typedef struct count_job {
     pthread_t thread;
 } count_job;
 
-/* Increments `key` by GET then SET on `c`; false when a command failed. */
+/* Increments `key` by GET then SET on `c`, a millisecond apart (so that
+ * holders who do not exclude each other overlap); false when a command
+ * failed. */
 static inline bool
 bump_key(redisContext *c, const char *key)
 {
@@ -404,6 +416,7 @@ bump_key(redisContext *c, const char *key)
         return false;
     v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
     freeReplyObject(r);
+    usleep(1000);
     r = redisCommand(c, "SET %s %lld", key, v + 1);
     if (r == NULL)
         return false;
@@ -420,7 +433,8 @@ count_thread(void *arg)
 
     j->rc = c != NULL ? CR_OK : CR_EIO;
     for (i = 0; i < j->n && j->rc == CR_OK; i++) {
-        if ((j->rc = cr_lock_lock(j->lock, CR_LEASE_WATCHDOG)) != CR_OK)
+        if ((j->rc = cr_lock_try_lock(j->lock, slow(TURN_WAIT_MS),
+                                      CR_LEASE_WATCHDOG)) != CR_OK)
             break;
         if (!bump_key(c, j->key))
             j->rc = CR_EIO;
@@ -465,7 +479,7 @@ async_next(async_owner *o)
         ac->running--;
         return;
     }
-    rc = cr_async_lock(ac->async, ac->lock, o->owner, CR_WAIT_FOREVER,
+    rc = cr_async_lock(ac->async, ac->lock, o->owner, slow(TURN_WAIT_MS),
                        CR_LEASE_WATCHDOG, async_locked, o, NULL);
     if (rc != CR_OK) {
         ac->rc = rc;

@@ -71,9 +71,9 @@ test_line_rlock_counter_is_exact_and_releases_wake_both_ways(void **state)
     (void)state;
     snprintf(n, sizeof(n), "%d", COUNT_EACH);
     OK(cr_lock_new(test_client, "lk", &l));
-    tags[0] = cr_test_java_send(jpeer[0], "a", "count lock lk counter %d",
+    tags[0] = cr_test_java_send(jpeer[0], "a", "count lock lk counter %d 1",
                                 COUNT_EACH);
-    tags[1] = cr_test_java_send(jpeer[0], "b", "count lock lk counter %d",
+    tags[1] = cr_test_java_send(jpeer[0], "b", "count lock lk counter %d 1",
                                 COUNT_EACH);
     proc = spawn_worker(wargs);
     job = (count_job){.lock = l, .key = "counter", .n = COUNT_EACH};
@@ -97,7 +97,10 @@ test_line_rlock_counter_is_exact_and_releases_wake_both_ways(void **state)
     a = JAVA_OK(jpeer[0], "h", 5000, "lock lock lk 0 %d", JAVA_LONG_LEASE_MS);
     assert_int_equal(cr_test_java_num(a, "got"), 1);
     take_start(&t, l, slow(10000), 0);
-    await_listener("lock", "lk");
+    if (!listener_came("lock", "lk")) {
+        pthread_join(t.thread, NULL); /* before the teardown frees it all */
+        fail_msg("the C waiter for lock lk never listened");
+    }
     a = JAVA_OK(jpeer[0], "h", 5000, "unlock lock lk");
     released = cr_test_java_num(a, "t");
     pthread_join(t.thread, NULL);
@@ -331,7 +334,10 @@ test_line_rwlock_readers_share_and_a_writer_wakes_after_both(void **state)
     /* A C writer waits for both readers; the last one out is Java's. */
     OK(cr_lock_unlock(r));
     take_start(&t, w, slow(10000), -1);
-    await_listener("write", "rwl");
+    if (!listener_came("write", "rwl")) {
+        pthread_join(t.thread, NULL); /* before the teardown frees it all */
+        fail_msg("the C waiter for write rwl never listened");
+    }
     a = JAVA_OK(jpeer[0], "r", 5000, "unlock read rwl");
     released = cr_test_java_num(a, "t");
     pthread_join(t.thread, NULL);

@@ -92,12 +92,12 @@ count_everywhere(const char *kind, const char *name)
     long long total = 0;
 
     snprintf(n, sizeof(n), "%d", COUNT_EACH);
-    tags[0] = cr_test_java_send(jpeer[0], "a", "count %s %s counter %d", kind,
-                                name, COUNT_EACH);
-    tags[1] = cr_test_java_send(jpeer[0], "b", "count %s %s counter %d", kind,
-                                name, COUNT_EACH);
-    tags[2] = cr_test_java_send(jpeer[1], "a", "count %s %s counter %d", kind,
-                                name, COUNT_EACH);
+    tags[0] = cr_test_java_send(jpeer[0], "a", "count %s %s counter %d 1",
+                                kind, name, COUNT_EACH);
+    tags[1] = cr_test_java_send(jpeer[0], "b", "count %s %s counter %d 1",
+                                kind, name, COUNT_EACH);
+    tags[2] = cr_test_java_send(jpeer[1], "a", "count %s %s counter %d 1",
+                                kind, name, COUNT_EACH);
     for (i = 0; i < 2; i++)
         procs[i] = spawn_worker(wargs);
     for (i = 0; i < 2; i++) {
@@ -138,7 +138,10 @@ java_release_wakes_c(const char *jkind, const char *ckind, const char *name)
                 JAVA_LONG_LEASE_MS);
     assert_int_equal(cr_test_java_num(a, "got"), 1);
     take_start(&t, l, slow(10000), 0);
-    await_listener(ckind, name);
+    if (!listener_came(ckind, name)) {
+        pthread_join(t.thread, NULL); /* before the teardown frees it all */
+        fail_msg("the C waiter for %s %s never listened", ckind, name);
+    }
     a = JAVA_OK(jpeer[0], "h", 5000, "unlock %s %s", jkind, name);
     released = cr_test_java_num(a, "t");
     pthread_join(t.thread, NULL);

@@ -40,7 +40,8 @@
 
 
 /* A C semaphore holder's turn inside: INCR cur, an excess counted in
- * over, DECR cur. */
+ * over, a millisecond (so that holders the semaphore does not keep apart
+ * overlap), DECR cur. */
 static bool
 inside(redisContext *c)
 {
@@ -53,6 +54,7 @@ inside(redisContext *c)
     }
     if (r != NULL)
         freeReplyObject(r);
+    usleep(1000);
     r = redisCommand(c, "DECR cur");
     ok = ok && r != NULL;
     if (r != NULL)
@@ -76,7 +78,8 @@ sem_thread(void *arg)
 
     j->rc = c != NULL ? CR_OK : CR_EIO;
     for (i = 0; i < j->n && j->rc == CR_OK; i++) {
-        if ((j->rc = cr_semaphore_acquire(j->sem, 1)) != CR_OK)
+        if ((j->rc = cr_semaphore_try_acquire(j->sem, 1,
+                                              slow(TURN_WAIT_MS))) != CR_OK)
             break;
         if (!inside(c))
             j->rc = CR_EIO;
@@ -113,7 +116,7 @@ sem_next(async_sem_holder *h)
     async_sem *as = h->as;
 
     if (as->left[h->i] == 0 || as->rc != CR_OK ||
-        cr_async_semaphore_acquire(as->async, as->sem, 1, CR_WAIT_FOREVER,
+        cr_async_semaphore_acquire(as->async, as->sem, 1, slow(TURN_WAIT_MS),
                                    sem_acquired, h, NULL) != CR_OK)
         as->running--;
 }
@@ -338,8 +341,10 @@ pes_thread(void *arg)
 
     j->rc = c != NULL ? CR_OK : CR_EIO;
     for (i = 0; i < j->n && j->rc == CR_OK; i++) {
-        if ((j->rc = cr_permit_semaphore_acquire(j->sem, JAVA_LONG_LEASE_MS,
-                                                 id)) != CR_OK)
+        if ((j->rc = cr_permit_semaphore_try_acquire(j->sem,
+                                                     slow(TURN_WAIT_MS),
+                                                     JAVA_LONG_LEASE_MS,
+                                                     id)) != CR_OK)
             break;
         if (!inside(c))
             j->rc = CR_EIO;

@@ -57,13 +57,13 @@ import org.redisson.config.Config;
  *   unlock KIND NAME
  *   force KIND NAME                      r=1|0 (forceUnlock)
  *   status KIND NAME                     locked= held= count= ttl=
- *   count KIND NAME KEY N                N times: lock; GET KEY; SET KEY +1;
- *                                        unlock
+ *   count KIND NAME KEY N [HOLD]         N times: lock; GET KEY; sleep HOLD
+ *                                        ms; SET KEY +1; unlock
  *   sem-set NAME N | sem-avail NAME | sem-release NAME N
  *   sem-try NAME PERMITS WAIT            got=1|0
  *   sem-count NAME CUR OVER MAX N        N times: acquire 1; INCR CUR, INCR
- *                                        OVER when above MAX; DECR CUR;
- *                                        release 1
+ *                                        OVER when above MAX; sleep 1 ms;
+ *                                        DECR CUR; release 1
  *   pes-count NAME CUR OVER MAX N LEASE  as sem-count, on an expirable
  *                                        permit with a lease of LEASE ms
  *   pes-set NAME N | pes-avail NAME | pes-setpermits NAME N
@@ -272,12 +272,14 @@ public final class Peer {
         }
         case "count": {
             RLock l = lockOf(a[0], a[1]);
-            long n = num(a[3]);
+            long n = num(a[3]), hold = a.length > 4 ? num(a[4]) : 0;
             for (long i = 0; i < n; i++) {
                 l.lock();
                 try {
                     String s = (String) client.getBucket(a[2]).get();
                     long c = s == null ? 0 : Long.parseLong(s);
+                    if (hold > 0)
+                        Thread.sleep(hold);
                     client.getBucket(a[2]).set(Long.toString(c + 1));
                 } finally {
                     l.unlock();
@@ -314,6 +316,7 @@ public final class Peer {
                 try {
                     if (client.getAtomicLong(a[1]).incrementAndGet() > max)
                         client.getAtomicLong(a[2]).incrementAndGet();
+                    Thread.sleep(1);
                     client.getAtomicLong(a[1]).decrementAndGet();
                 } finally {
                     s.release(1);
@@ -329,6 +332,7 @@ public final class Peer {
                 try {
                     if (client.getAtomicLong(a[1]).incrementAndGet() > max)
                         client.getAtomicLong(a[2]).incrementAndGet();
+                    Thread.sleep(1);
                     client.getAtomicLong(a[1]).decrementAndGet();
                 } finally {
                     s.release(id);
