@@ -343,7 +343,11 @@ rl_thread(void *arg)
  * for run_ms by actor "a" of the first `java` peers and by `c` (at most
  * 4) C threads of test_client, one permit at a time; asserts that the
  * grant times the server recorded never hold more than the rate in a
- * window of one interval, and that a whole interval's worth was granted. */
+ * window of one interval, and that a whole interval's worth was granted.
+ * The records are read every 50 ms and live an interval before a call
+ * may reclaim one: a reader starved that long would miss one, which
+ * fails the count of records against the grants rather than hiding an
+ * excess, so keep intervals of several hundred ms. */
 static inline void
 share_budget(const char *name, int rate, int interval_ms, int run_ms,
              size_t java, int c)

@@ -280,7 +280,7 @@ test_line_permit_ids_cross_in_the_lines_form(void **state)
 /* --------------------------------------------------------- rate limiter */
 
 #define RL_RATE 10
-#define RL_INTERVAL_MS 400
+#define RL_INTERVAL_MS 600
 #define RL_RUN_MS 1200
 
 static void

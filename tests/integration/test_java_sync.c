@@ -604,8 +604,8 @@ test_java_latch_count_down_wakes_the_other_side_within_the_bound(
 /* --------------------------------------------------------- rate limiter */
 
 #define RL_RATE 10
-#define RL_INTERVAL_MS 500
-#define RL_RUN_MS 2000
+#define RL_INTERVAL_MS 1000
+#define RL_RUN_MS 2500
 
 static void
 test_java_rate_limiter_budget_shared_by_c_and_java_keeps_the_rate_in_every_window(
