@@ -202,6 +202,15 @@ public final class Peer {
         }
     }
 
+    /* A semaphore holder's turn: INCR cur (INCR over when above max), a
+     * millisecond, DECR cur. */
+    private void inside(String cur, String over, long max) throws InterruptedException {
+        if (client.getAtomicLong(cur).incrementAndGet() > max)
+            client.getAtomicLong(over).incrementAndGet();
+        Thread.sleep(1);
+        client.getAtomicLong(cur).decrementAndGet();
+    }
+
     /* lock() or lock(lease) for a wait of -1, else tryLock(wait, lease). */
     private static boolean acquire(RLock l, long wait, long lease) throws InterruptedException {
         if (wait >= 0)
@@ -314,10 +323,7 @@ public final class Peer {
             for (long i = 0; i < n; i++) {
                 s.acquire(1);
                 try {
-                    if (client.getAtomicLong(a[1]).incrementAndGet() > max)
-                        client.getAtomicLong(a[2]).incrementAndGet();
-                    Thread.sleep(1);
-                    client.getAtomicLong(a[1]).decrementAndGet();
+                    inside(a[1], a[2], max);
                 } finally {
                     s.release(1);
                 }
@@ -330,10 +336,7 @@ public final class Peer {
             for (long i = 0; i < n; i++) {
                 String id = s.acquire(lease, TimeUnit.MILLISECONDS);
                 try {
-                    if (client.getAtomicLong(a[1]).incrementAndGet() > max)
-                        client.getAtomicLong(a[2]).incrementAndGet();
-                    Thread.sleep(1);
-                    client.getAtomicLong(a[1]).decrementAndGet();
+                    inside(a[1], a[2], max);
                 } finally {
                     s.release(id);
                 }
