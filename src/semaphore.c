@@ -633,7 +633,7 @@ cr__sem_wait_spec(const void *obj, const cr__sem_kind *k,
         /* The first in line re-checks as before the line (an expired
          * permit of the expirable kind comes back unannounced). */
         .max_sleep_ms = cr__line_max_sleep(s->client, CR__OBJECT_RECHECK_MS),
-        .listen_after_ms = cr__line_times_of(s->client).turn_ms,
+        .listen_after_ms = CR__LINE_LISTEN_AFTER_MS,
     };
 }
 
