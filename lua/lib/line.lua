@@ -23,16 +23,22 @@
 
 -- The line's handle for one script run: its keys, the channel prefix
 -- (ending in ':'), the publish command, the waiting lease and the turn's in
--- ms, the object (its kind, as line_fits reads it, and its key) and the
--- server's time.
+-- ms, and the object (its kind, as line_fits reads it, and its key).
 local function line_open(key, state, prefix, publish, lease_ms, turn_ms,
                          kind, object)
-    local t = redis.call('time')
     return {key = key, state = state, prefix = prefix, publish = publish,
             lease = tonumber(lease_ms), turn = tonumber(turn_ms),
-            kind = kind, object = object,
-            now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
+            kind = kind, object = object, now = nil,
             heard = 0, self = nil, front_moved = false}
+end
+
+-- Reads the server's time (epoch ms) into L.now, once per script run and
+-- only when the line is used (an empty line costs no TIME).
+local function line_clock(L)
+    if not L.now then
+        local t = redis.call('time')
+        L.now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
 end
 
 -- The entry of owner name `owner`: the thread's reader name (a writer's
@@ -68,9 +74,15 @@ local function line_drop(L, id)
 end
 
 -- Waiter `id` goes in line (at the end) or, in line already, renews its
--- waiting lease (a turn keeps its own end) and what it wants.
+-- waiting lease (a turn keeps its own end) and what it wants. One whose
+-- lease lapsed (a turn it let pass) lost its place: it goes to the end.
 local function line_join(L, id, n, w)
+    line_clock(L)
     local e = line_entry(L, id)
+    if e and e.deadline <= L.now then
+        line_drop(L, id)
+        e = nil
+    end
     if not e then
         local seq = redis.call('hincrby', L.state, 'seq', 1)
         redis.call('zadd', L.key, seq, id)
@@ -122,6 +134,7 @@ end
 -- Walks the line from the front: lapsed entries go; returns the entries
 -- the object can serve now (line_fits) and the first it cannot (or nil).
 local function line_walk(L)
+    line_clock(L)
     local fits = line_fits(L)
     local served, at = {}, 0
     while true do
@@ -217,11 +230,11 @@ local function line_attempt(L, id, n, w, wait)
             return false, 1, -1
         end
     end
-    local mine = line_entry(L, id)
     if wait ~= '0' then
-        mine = line_join(L, id, n, w)
+        line_join(L, id, n, w)
     end
     local served, after = line_walk(L)
+    local mine = line_entry(L, id) -- in line still (the walk drops lapsed)
     local take = false
     for i, e in ipairs(served) do
         if e.id == id then
