@@ -22,11 +22,6 @@
 
 struct cr_client;
 
-/* A waiter's turn lasts this long by default: a waiter that does not take
- * what its turn gave within it (dead, or stopped) loses its place, and
- * the next gets a turn (cr_client_options.line_turn_ms). */
-#define CR__LINE_TURN_MS 250
-
 /* A waiter that attempts have told for this long that it is the first the
  * object cannot serve also listens on the object's own channel (a release
  * by a client outside the line is published only there; one by a waiter
