@@ -121,7 +121,12 @@ local function line_fits(L)
             return mode ~= 'write' and not writer
         end
     end
-    local budget = tonumber(redis.call('get', key) or '0') or 0
+    local value = redis.call('get', key)
+    local budget = tonumber(value or '0')
+    if not budget then
+        -- Not a count: no semaphore (a script error, as Redisson's).
+        error('the semaphore ' .. key .. ' holds no number')
+    end
     return function(e, first)
         if e.n > budget then
             return false
