@@ -216,8 +216,8 @@ end
 -- nothing behind), 1 for one that waits (it goes in line), 2 for one that
 -- ignores the line (the spin lock, which cannot be woken). Returns true
 -- when the waiter may take the object now (the caller takes it), else
--- false, `listen` and the ms until the earliest turn before it ends (-1:
--- none). `listen`: 0 when it is not the first the object cannot serve; 1
+-- false, `listen` and, for the first it cannot serve, the ms until the
+-- earliest turn before it ends (-1: none, or not the first). `listen`: 0 when it is not the first the object cannot serve; 1
 -- when it is (after a while it listens on the object's own channel too,
 -- for releases of Java clients); 2 when it is, and what its turn gave was
 -- taken from it by a client outside the line (it listens at once).
@@ -273,14 +273,16 @@ local function line_attempt(L, id, n, w, wait)
     end
     line_offer(L, served, after)
     line_close(L)
+    if after == nil or after.id ~= id then
+        return false, 0, -1 -- its turn, or a watch, will tell it
+    end
+    -- The first the object cannot serve watches the turns before it: if
+    -- their waiters let them lapse, its own attempt then passes them on.
     local earliest = -1
     for _, e in ipairs(served) do
         if e.turn and (earliest < 0 or e.deadline - L.now < earliest) then
             earliest = e.deadline - L.now
         end
-    end
-    if after == nil or after.id ~= id then
-        return false, 0, earliest
     end
     return false, robbed and 2 or 1, earliest
 end
