@@ -558,8 +558,8 @@ floor_sem_open(worker *w)
 }
 
 /* The semaphore's acquire script for one permit of the floor's key,
- * ignoring the library's line as Redisson does, with a fresh latch whose
- * DEL goes out now (its reply is read later). */
+ * ignoring the library's line as Redisson does, with a fresh latch (its
+ * DEL goes out with the release script). */
 static void
 floor_sem_acquire_cmds(worker *w)
 {
@@ -571,7 +571,6 @@ floor_sem_acquire_cmds(worker *w)
         .wait = BENCH_LINE_IGNORE, .line_lease_ms = BENCH_LINE_LEASE_MS,
         .turn_ms = CR__LINE_TURN_MS, .line_channel = w->floor_line.prefix,
         .publish = "publish"};
-    const char *del[2] = {"DEL", w->floor_sem_latch};
     redisReply *r;
 
     snprintf(w->floor_sem_latch, sizeof(w->floor_sem_latch),
@@ -581,12 +580,14 @@ floor_sem_acquire_cmds(worker *w)
     if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
         bench_die("floor_sem: the permit was not there");
     freeReplyObject(r);
-    redisAppendCommandArgv(w->redis, 2, del, NULL);
-    w->floor_pending++;
 }
 
 /* The semaphore's release script for one permit, publishing to `channel`
- * (the semaphore's own channel when NULL). */
+ * (the semaphore's own channel when NULL), sent behind the DEL of the
+ * acquire's latch; the DEL's reply is read first. (A DEL sent right after
+ * the acquire went out with the first command of the critical section,
+ * whose replies were then each read as the one before's: the GET of
+ * --permits 1 saw the DEL's, and the counter stayed at 1.) */
 static void
 floor_sem_release_cmds(worker *w, const char *channel)
 {
@@ -599,10 +600,14 @@ floor_sem_release_cmds(worker *w, const char *channel)
         .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = CR__LINE_TURN_MS,
         .line_channel = w->floor_line.prefix};
 
+    const char *del[2] = {"DEL", w->floor_sem_latch};
+
     if (channel == NULL) {
         snprintf(own, sizeof(own), "redisson_sc:{%s}", w->floor_sem_key);
         a.channel = own;
     }
+    redisAppendCommandArgv(w->redis, 2, del, NULL);
+    w->floor_pending++;
     freeReplyObject(floor_script(w, cr__build_semaphore_release(&a, &call), &call));
 }
 
