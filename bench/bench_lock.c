@@ -1367,6 +1367,32 @@ reset_keys(redisContext *c, int permits)
     freeReplyObject(bench_cmd(c, "SET %s %d", PES_NAME, permits));
 }
 
+/* Sets up the floors' process-shared primitives for `workers` workers
+ * and `permits` permits: the instant floor's ticket slots, floor_sem's
+ * semaphore, the targeted floors' line and floor_rw's rwlock. */
+static void
+floors_init(shared *sh, int workers, int permits)
+{
+    pthread_rwlockattr_t rwa;
+    pthread_mutexattr_t ma;
+    int i;
+
+    for (i = 0; i < workers; i++)
+        sem_init(&sh->floor_slot[i], 1, i == 0 ? 1 : 0);
+    sem_init(&sh->floor_permits, 1, (unsigned)permits);
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutex_init(&sh->line.mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+    sh->line.avail = permits;
+    sh->line.owed = -1;
+    pthread_rwlockattr_init(&rwa);
+    pthread_rwlockattr_setpshared(&rwa, PTHREAD_PROCESS_SHARED);
+    pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&sh->floor_rw, &rwa);
+    pthread_rwlockattr_destroy(&rwa);
+}
+
 /* Reads the counter after a run. */
 static long long
 read_counter(redisContext *c)
@@ -1561,8 +1587,6 @@ run(const run_cfg *cfg)
     pid_t *pids = calloc((size_t)k + 1, sizeof(*pids));
     jvm *jvms = calloc((size_t)njvm + 1, sizeof(*jvms));
     cr_client *shared_client = NULL;
-    pthread_rwlockattr_t rwa;
-    pthread_mutexattr_t ma;
     uint64_t writes, cycles, c_cycles = 0, j_cycles = 0, wmin = UINT64_MAX, wmax = 0;
     int64_t start, end, c_wait_max = 0, j_wait_max = 0;
     double cpu0, cpu1, elapsed;
@@ -1577,20 +1601,7 @@ run(const run_cfg *cfg)
     if (kj > 0 && (cfg->im->java == NULL || cfg->java_cp == NULL))
         bench_die("Java workers need --java-cp and an impl the Java peer has (rlock, "
                   "semaphore)");
-    for (i = 0; i < kc; i++)
-        sem_init(&sh->floor_slot[i], 1, i == 0 ? 1 : 0);
-    sem_init(&sh->floor_permits, 1, (unsigned)cfg->permits);
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-    pthread_mutex_init(&sh->line.mu, &ma);
-    pthread_mutexattr_destroy(&ma);
-    sh->line.avail = cfg->permits;
-    sh->line.owed = -1;
-    pthread_rwlockattr_init(&rwa);
-    pthread_rwlockattr_setpshared(&rwa, PTHREAD_PROCESS_SHARED);
-    pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&sh->floor_rw, &rwa);
-    pthread_rwlockattr_destroy(&rwa);
+    floors_init(sh, kc, cfg->permits);
     sh->last_holder = -1;
     bench_samples_init(&sh->waits, MAX_SAMPLES, true);
     bench_samples_init(&sh->handoffs, MAX_SAMPLES, true);
@@ -1803,6 +1814,7 @@ run_uncontended(const run_cfg *cfg)
     if (ratios == NULL)
         bench_die("out of memory");
     bench_samples_init(&lat, MAX_SAMPLES, false);
+    floors_init(sh, 1, cfg->permits);
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
     w.sh = sh;
