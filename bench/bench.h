@@ -113,9 +113,10 @@ redisReply *bench_script(redisContext *c, cr_status built,
 /* The line arguments of a script run outside the library's waiting line
  * (doc/waiting-line.md): the object's real line names (cr__line_init) on
  * which nobody waits, the library's default waiting lease and turn, and
- * the `wait` that ignores the line (as the spin lock's attempts do). The
- * acquire scripts then cost a TIME and an EXISTS of the object more than
- * Redisson's, a release a TIME and an EXISTS of the empty line. */
+ * the `wait` that ignores the line (as the spin lock's attempts do). What
+ * the scripts still run for the line (a TIME in an acquire, a TIME and an
+ * EXISTS of the empty line in a release) and what it costs: "The floors'
+ * scripts and the waiting line" in doc/benchmarks.md. */
 #define BENCH_LINE_LEASE_MS 30000
 #define BENCH_LINE_IGNORE cr__line_wait_arg(0, true)
 #define BENCH_LATCH_MS 10000 /* an unlock or acquire latch's lifetime */
