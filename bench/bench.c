@@ -184,6 +184,28 @@ bench_cmd_argv(redisContext *c, int argc, const char **argv,
 
 /* ------------------------------------------------------------ the library's scripts */
 
+/* The benchmarks fill each script's argument struct with designated
+ * initializers, so a renamed or removed argument fails to compile; these
+ * make an added one fail too (it would otherwise go out as 0 or crash the
+ * run). Each field of a generated struct is 8 bytes (a pointer, an
+ * int64_t or a size_t) on the 64-bit targets the project builds for, so
+ * the size counts them: when one fails, fill the new argument where the
+ * benchmarks build that script's calls, then update the count. */
+#if UINTPTR_MAX == UINT64_MAX
+#define ARGS_FIELDS(type, n)                                                   \
+    _Static_assert(sizeof(type) == (n) * 8,                                    \
+                   #type " changed: update the benchmarks' calls of its script")
+ARGS_FIELDS(cr__lock_acquire_args, 10);
+ARGS_FIELDS(cr__lock_unlock_args, 13);
+ARGS_FIELDS(cr__lock_renew_args, 7);
+ARGS_FIELDS(cr__semaphore_try_acquire_args, 12);
+ARGS_FIELDS(cr__semaphore_release_args, 10);
+ARGS_FIELDS(cr__rwlock_read_acquire_args, 12);
+ARGS_FIELDS(cr__rwlock_write_acquire_args, 10);
+ARGS_FIELDS(cr__rwlock_read_unlock_args, 14);
+ARGS_FIELDS(cr__rwlock_write_unlock_args, 13);
+#endif
+
 void
 bench_script_load(redisContext *c, cr__script_id id)
 {
