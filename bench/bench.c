@@ -263,7 +263,7 @@ bench_lock_acquire_args(const char *key, const char *owner, int64_t lease_ms,
     return (cr__lock_acquire_args){
         .lock = key, .line = ln->key, .line_state = ln->state,
         .lease_ms = lease_ms, .owner = owner, .wait = BENCH_LINE_IGNORE,
-        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = CR__LINE_TURN_MS,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
         .line_channel = ln->prefix, .publish = "publish"};
 }
 
@@ -275,7 +275,7 @@ bench_lock_unlock_args(const char *key, const char *channel, const char *latch,
         .lock = key, .channel = channel, .latch = latch, .line = ln->key,
         .line_state = ln->state, .message = 0, .lease_ms = lease_ms,
         .owner = owner, .publish = "publish", .latch_ms = BENCH_LATCH_MS,
-        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = CR__LINE_TURN_MS,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
         .line_channel = ln->prefix};
 }
 

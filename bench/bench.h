@@ -118,6 +118,7 @@ redisReply *bench_script(redisContext *c, cr_status built,
  * EXISTS of the empty line in a release) and what it costs: "The floors'
  * scripts and the waiting line" in doc/benchmarks.md. */
 #define BENCH_LINE_LEASE_MS 30000
+#define BENCH_LINE_TURN_MS 250 /* the client default, cr_client_options.line_turn_ms */
 #define BENCH_LINE_IGNORE cr__line_wait_arg(0, true)
 #define BENCH_LATCH_MS 10000 /* an unlock or acquire latch's lifetime */
 

@@ -569,7 +569,7 @@ floor_sem_acquire_cmds(worker *w)
         .line = w->floor_line.key, .line_state = w->floor_line.state,
         .count_value = 1, .latch_ms = BENCH_LATCH_MS, .entry = w->floor_owner,
         .wait = BENCH_LINE_IGNORE, .line_lease_ms = BENCH_LINE_LEASE_MS,
-        .turn_ms = CR__LINE_TURN_MS, .line_channel = w->floor_line.prefix,
+        .turn_ms = BENCH_LINE_TURN_MS, .line_channel = w->floor_line.prefix,
         .publish = "publish"};
     redisReply *r;
 
@@ -597,7 +597,7 @@ floor_sem_release_cmds(worker *w, const char *channel)
         .permits = w->floor_sem_key, .channel = channel,
         .line = w->floor_line.key, .line_state = w->floor_line.state,
         .count_value = 1, .publish = "publish", .if_exists = 0,
-        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = CR__LINE_TURN_MS,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
         .line_channel = w->floor_line.prefix};
 
     const char *del[2] = {"DEL", w->floor_sem_latch};
@@ -932,14 +932,14 @@ tfloor_rw_acquire_cmds(worker *w, bool write)
         .lock = w->floor_key, .line = w->floor_line.key,
         .line_state = w->floor_line.state, .lease_ms = FLOOR_LEASE_MS,
         .writer = w->tf_writer, .wait = BENCH_LINE_IGNORE,
-        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = CR__LINE_TURN_MS,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
         .line_channel = w->floor_line.prefix, .publish = "publish"};
     cr__rwlock_read_acquire_args rd = {
         .lock = w->floor_key, .reader_timeouts = w->tf_timeouts,
         .line = w->floor_line.key, .line_state = w->floor_line.state,
         .lease_ms = FLOOR_LEASE_MS, .reader = w->floor_owner,
         .writer = w->tf_writer, .wait = BENCH_LINE_IGNORE,
-        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = CR__LINE_TURN_MS,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
         .line_channel = w->floor_line.prefix, .publish = "publish"};
     redisReply *r = write
         ? floor_script(w, cr__build_rwlock_write_acquire(&wr, &call), &call)
@@ -965,7 +965,7 @@ tfloor_rw_release_cmds(worker *w, bool write, const int *wakes, int n)
         .line = w->floor_line.key, .line_state = w->floor_line.state,
         .message = 1, .lease_ms = FLOOR_LEASE_MS, .writer = w->tf_writer,
         .publish = "publish", .latch_ms = BENCH_LATCH_MS,
-        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = CR__LINE_TURN_MS,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
         .line_channel = w->floor_line.prefix};
     cr__rwlock_read_unlock_args rd = {
         .lock = w->floor_key, .channel = ch, .reader_timeouts = w->tf_timeouts,
@@ -973,7 +973,7 @@ tfloor_rw_release_cmds(worker *w, bool write, const int *wakes, int n)
         .line_state = w->floor_line.state, .message = 0,
         .reader = w->floor_owner, .publish = "publish",
         .latch_ms = BENCH_LATCH_MS, .line_lease_ms = BENCH_LINE_LEASE_MS,
-        .turn_ms = CR__LINE_TURN_MS, .line_channel = w->floor_line.prefix};
+        .turn_ms = BENCH_LINE_TURN_MS, .line_channel = w->floor_line.prefix};
     const char *del[2] = {"DEL", latch};
     redisReply *r;
     long long v;

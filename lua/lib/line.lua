@@ -217,10 +217,11 @@ end
 -- ignores the line (the spin lock, which cannot be woken). Returns true
 -- when the waiter may take the object now (the caller takes it), else
 -- false, `listen` and, for the first it cannot serve, the ms until the
--- earliest turn before it ends (-1: none, or not the first). `listen`: 0 when it is not the first the object cannot serve; 1
--- when it is (after a while it listens on the object's own channel too,
--- for releases of Java clients); 2 when it is, and what its turn gave was
--- taken from it by a client outside the line (it listens at once).
+-- earliest turn before it ends (-1: none, or not the first). `listen`: 0
+-- when it is not the first the object cannot serve; 1 when it is (after a
+-- while it listens on the object's own channel too, for releases of Java
+-- clients); 2 when it is, and what its turn gave was taken from it by a
+-- client outside the line (it listens at once).
 local function line_attempt(L, id, n, w, wait)
     L.self = id
     local me = {id = id, n = n, w = w}
