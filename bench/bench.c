@@ -195,7 +195,7 @@ bench_cmd_argv(redisContext *c, int argc, const char **argv,
 #define ARGS_FIELDS(type, n)                                                   \
     _Static_assert(sizeof(type) == (n) * 8,                                    \
                    #type " changed: update the benchmarks' calls of its script")
-ARGS_FIELDS(cr__lock_acquire_args, 10);
+ARGS_FIELDS(cr__lock_acquire_args, 11);
 ARGS_FIELDS(cr__lock_unlock_args, 13);
 ARGS_FIELDS(cr__lock_renew_args, 7);
 ARGS_FIELDS(cr__semaphore_try_acquire_args, 12);
@@ -264,7 +264,7 @@ bench_lock_acquire_args(const char *key, const char *owner, int64_t lease_ms,
         .lock = key, .line = ln->key, .line_state = ln->state,
         .lease_ms = lease_ms, .owner = owner, .wait = BENCH_LINE_IGNORE,
         .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
-        .line_channel = ln->prefix, .publish = "publish"};
+        .line_channel = ln->prefix, .publish = "publish", .non_reentrant = 0};
 }
 
 cr__lock_unlock_args
