@@ -462,8 +462,12 @@ test_semaphore_acquire_attempt_replays_with_the_same_request_id(void **state)
 {
     const char *latch = "credisson_semaphore_acquire:{replay}:00112233445566778899aabbccddeeff";
     const cr__semaphore_try_acquire_args args = {
-        .permits = "replay", .latch = latch, .count_value = 2,
-        .latch_ms = 60000};
+        .permits = "replay", .latch = latch, .line = "credisson_line:{replay}",
+        .line_state = "credisson_line_state:{replay}", .count_value = 2,
+        .latch_ms = 60000, .entry = "c0ffee:1", .wait = 0,
+        .line_lease_ms = 30000, .turn_ms = 250,
+        .line_channel = "credisson_line__channel:{replay}:",
+        .publish = "publish"};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = -1;
