@@ -206,6 +206,17 @@ line_reaches(void *arg)
     return line_length(l->name) >= l->n;
 }
 
+/* Waits until the waiting line of `name` has at least `n` waiters (each
+ * has made an attempt that put it there: a release from now on is theirs
+ * to take, in order); fails the test otherwise. */
+static inline void
+await_line(const char *name, long long n)
+{
+    line_of want = {name, n};
+
+    assert_true(cr_test_wait_until(line_reaches, &want, slow(5000)));
+}
+
 /* cr_test_wait_until condition: `channel` (arg) has a subscriber. */
 static inline bool
 has_subscriber(void *arg)
