@@ -231,6 +231,14 @@ line_listening(void *arg)
     return line_listeners(l->name) >= l->n;
 }
 
+/* cr_test_wait_until condition: no waiter of object `name` (arg) listens
+ * on its own channel. */
+static inline bool
+no_line_listener(void *arg)
+{
+    return line_listeners(arg) == 0;
+}
+
 /* Waits until the waiting line of `name` has at least `n` waiters (each
  * has made an attempt that put it there: a release from now on is theirs
  * to take, in order); fails the test otherwise. */

@@ -1044,10 +1044,14 @@ test_wire_java_held_lock_wakes_c_waiter_on_java_style_unlock(void **state)
     assert_int_equal(cr_lock_new(test_client, "handoff", &l), CR_OK);
     before = commands_of(test_client);
     waiter_start(&w, l, slow(30000));
+    /* First in the lock's line, and no release of a waiter in line to
+     * come: after a turn's length it listens on the lock's channel too. */
+    await_line("handoff", 1);
     assert_true(cr_test_wait_until(has_subscriber, (void *)ch, slow(3000)));
-    /* Its two tries made (one before subscribing, one after): it sleeps
-     * until a message or the 20 s lease. */
-    await_commands(test_client, before + 2);
+    /* Its four tries made (before subscribing to its own channel, after,
+     * once first for a turn's length, and after subscribing to the lock's
+     * channel): it sleeps until a message or the 20 s lease. */
+    await_commands(test_client, before + 4);
     /* What a Java unlock does to the keys. */
     released = cr_test_now_ms();
     assert_int_equal(redis_int("DEL handoff"), 1);
@@ -1099,10 +1103,17 @@ test_wire_try_lock_on_a_key_without_ttl_waits_out_its_budget(void **state)
     assert_true(took >= 290 && took < slow(2000));
     assert_int_equal(redis_int("PTTL forever"), -1);
     assert_single_field("forever", foreign, 1);
-    /* The waiter that gave up leaves no subscription behind (the client
-     * sends its UNSUBSCRIBE from its own thread, so wait for it). */
+    /* The waiter that gave up left the line, the last there: its keys
+     * went with it. */
+    assert_int_equal(redis_int("EXISTS credisson_line:{forever} "
+                               "credisson_line_state:{forever}"), 0);
+    /* It leaves no subscription behind, on the lock's channel or its own
+     * (the client sends its UNSUBSCRIBE from its own thread, so wait for
+     * it). */
     assert_true(cr_test_wait_until(has_no_subscriber,
                                    (void *)"redisson_lock__channel:{forever}",
+                                   slow(2000)));
+    assert_true(cr_test_wait_until(no_line_listener, (void *)"forever",
                                    slow(2000)));
     cr_lock_free(l);
 }
