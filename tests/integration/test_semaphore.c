@@ -213,8 +213,12 @@ test_semaphore_try_acquire_returns_busy_within_its_wait_budget(void **state)
     took = cr_test_now_ms() - start;
     assert_true(took >= 400);
     assert_true(took < 400 + slow(600));
+    /* The wait that ran out left the semaphore's line, and no subscription
+     * behind, on the semaphore's channel or its own. */
+    assert_int_equal(line_length("sem"), 0);
     assert_true(cr_test_wait_until(has_no_subscriber, "redisson_sc:{sem}",
                                    slow(3000)));
+    assert_true(cr_test_wait_until(no_line_listener, "sem", slow(3000)));
     assert_int_equal(available(s), 1);
     cr_semaphore_free(s);
 }
