@@ -243,7 +243,7 @@ no_line_listener(void *arg)
  * has made an attempt that put it there: a release from now on is theirs
  * to take, in order); fails the test otherwise. */
 static inline void
-await_line(const char *name, long long n)
+await_waiters_in_line(const char *name, long long n)
 {
     line_of want = {name, n};
 

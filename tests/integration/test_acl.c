@@ -216,7 +216,7 @@ contend(cr_lock *mine, cr_lock *theirs, const char *line, const char *channel)
     OK(cr_lock_lock(mine, CR_LEASE_WATCHDOG));
     assert_int_equal(pthread_create(&w.thread, NULL, wait_lock, &w), 0);
     if (line != NULL) {
-        await_line(line, 1);
+        await_waiters_in_line(line, 1);
         assert_true(cr_test_wait_until(line_listening, &(line_of){line, 1},
                                        slow(5000)));
         await_subscribers(channel, 1);
@@ -366,7 +366,7 @@ test_acl_documented_user_runs_semaphores_latches_and_inspect(void **state)
     w.sem = s2;
     assert_int_equal(pthread_create(&w.thread, NULL, wait_permit, &w), 0);
     /* In line, on its own channel and (first there) on the semaphore's. */
-    await_line("app:sem", 1);
+    await_waiters_in_line("app:sem", 1);
     assert_true(cr_test_wait_until(line_listening, &(line_of){"app:sem", 1},
                                    slow(5000)));
     await_subscribers("redisson_sc:{app:sem}", 1);

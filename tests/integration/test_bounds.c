@@ -845,7 +845,7 @@ block_two_waiters(blocked_wait *b)
                      0);
     assert_int_equal(pthread_create(&b[1].thread, NULL, blocked_wait_run, &b[1]),
                      0);
-    await_line("b:held", 1);
+    await_waiters_in_line("b:held", 1);
     assert_true(cr_test_wait_until(line_listening, &(line_of){"b:held", 1},
                                    slow(5000)));
     assert_true(cr_test_wait_until(fair_queued, "redisson_lock_queue:{b:fair}",

@@ -510,7 +510,7 @@ test_lock_unlock_wakes_a_waiter_of_another_client_promptly(void **state)
     assert_int_equal(cr_lock_new(test_client, "handoff", &mine), CR_OK);
     assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
     waiter_start(&w, mine, slow(20000));
-    await_line("handoff", 1);
+    await_waiters_in_line("handoff", 1);
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_unlock(theirs), CR_OK);
     pthread_join(w.thread, NULL);
@@ -550,7 +550,7 @@ test_lock_waiter_that_read_the_link_hands_it_to_the_next(void **state)
         assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
         waiter_start_holding(&w1, m1, slow(20000), 20);
         waiter_start_holding(&w2, m2, slow(20000), 20);
-        await_line(name, 2);
+        await_waiters_in_line(name, 2);
         assert_int_equal(cr_lock_unlock(theirs), CR_OK);
         pthread_join(w1.thread, NULL);
         pthread_join(w2.thread, NULL);
@@ -771,7 +771,7 @@ test_lock_releaser_goes_behind_the_waiter_it_gave_the_turn(void **state)
 
         assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
         waiter_start(&w, mine, 20000);
-        await_line("yield", 1);
+        await_waiters_in_line("yield", 1);
         assert_int_equal(cr_lock_unlock(theirs), CR_OK);
         assert_int_equal(cr_lock_try_lock(theirs, 20000, CR_LEASE_WATCHDOG),
                          CR_OK);
@@ -803,7 +803,7 @@ test_lock_force_unlock_wakes_a_waiter_promptly(void **state)
     assert_int_equal(cr_lock_new(test_client, "forced", &mine), CR_OK);
     assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
     waiter_start(&w, mine, slow(20000));
-    await_line("forced", 1);
+    await_waiters_in_line("forced", 1);
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_force_unlock(mine, &done), CR_OK);
     assert_true(done);
@@ -1258,7 +1258,7 @@ test_client_free_wakes_waiting_threads_with_eclosed(void **state)
     f.lock = mine;
     f.rc = CR_OK;
     assert_int_equal(pthread_create(&t, NULL, wait_forever, &f), 0);
-    await_line("closing", 1);
+    await_waiters_in_line("closing", 1);
     cr_client_free(test_client);
     test_client = NULL;
     pthread_join(t, NULL);

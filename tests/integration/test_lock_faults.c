@@ -70,7 +70,7 @@ test_lock_waiting_survives_script_flush(void **state)
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "flushed", &mine), CR_OK);
     waiter_start(&w, mine, slow(20000));
-    await_line("flushed", 1);
+    await_waiters_in_line("flushed", 1);
     redisReply *r = cr_test_redis_cmd(&test_redis, "SCRIPT FLUSH");
     assert_non_null(r);
     freeReplyObject(r);
@@ -117,7 +117,7 @@ test_lock_waiting_survives_client_kill_of_the_pubsub_connection(void **state)
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "killed", &mine), CR_OK);
     waiter_start(&w, mine, slow(30000));
-    await_line("killed", 1);
+    await_waiters_in_line("killed", 1);
     assert_true(cr_test_wait_until(line_listening, &listening, slow(3000)));
     assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
     rw.before = st.reconnects;
@@ -188,7 +188,7 @@ test_lock_waiting_survives_a_redis_restart(void **state)
     (void)state;
     assert_int_equal(cr_lock_new(c, "restart", &mine), CR_OK);
     waiter_start(&w, mine, CR_WAIT_FOREVER);
-    await_line("restart", 1);
+    await_waiters_in_line("restart", 1);
     cr_test_redis_stop(&test_redis);
     /* The waiter's client has seen the server gone. */
     assert_true(cr_test_wait_until(a_link_was_lost, NULL, slow(5000)));
@@ -231,7 +231,7 @@ test_lock_waiter_reading_a_silent_link_recovers_when_it_is_dropped(void **state)
     c = link_watching_client();
     assert_int_equal(cr_lock_new(c, "silent", &mine), CR_OK);
     waiter_start(&w, mine, slow(60000));
-    await_line("silent", 1);
+    await_waiters_in_line("silent", 1);
     assert_true(cr_test_wait_until(line_listening, &listening, slow(3000)));
     assert_int_equal(cr_client_stats_get(c, &st), CR_OK);
     rw.client = c;

@@ -1046,7 +1046,7 @@ test_wire_java_held_lock_wakes_c_waiter_on_java_style_unlock(void **state)
     waiter_start(&w, l, slow(30000));
     /* First in the lock's line, and no release of a waiter in line to
      * come: after a turn's length it listens on the lock's channel too. */
-    await_line("handoff", 1);
+    await_waiters_in_line("handoff", 1);
     assert_true(cr_test_wait_until(has_subscriber, (void *)ch, slow(3000)));
     /* Its four tries made (before subscribing to its own channel, after,
      * once first for a turn's length, and after subscribing to the lock's

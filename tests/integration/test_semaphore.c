@@ -124,7 +124,7 @@ test_semaphore_acquire_waits_on_a_semaphore_never_set(void **state)
     assert_int_equal(cr_semaphore_new(test_client, "unset", &mine), CR_OK);
     assert_int_equal(cr_semaphore_new(other, "unset", &theirs), CR_OK);
     waiter_start(&w, mine, 1, slow(10000));
-    await_line("unset", 1);
+    await_waiters_in_line("unset", 1);
     assert_int_equal(cr_semaphore_release(theirs, 1), CR_OK);
     pthread_join(w.thread, NULL);
     assert_int_equal(w.rc, CR_OK);
@@ -237,7 +237,7 @@ test_semaphore_release_wakes_a_waiter_of_another_client_promptly(void **state)
     assert_int_equal(cr_semaphore_new(other, "sem", &theirs), CR_OK);
     assert_int_equal(cr_semaphore_try_set_permits(mine, 0, 0, NULL), CR_OK);
     waiter_start(&w, mine, 2, slow(10000));
-    await_line("sem", 1);
+    await_waiters_in_line("sem", 1);
     assert_int_equal(cr_semaphore_release(theirs, 1), CR_OK);
     assert_int_equal(cr_semaphore_release(theirs, 1), CR_OK);
     released = cr_test_now_ms();
@@ -297,7 +297,7 @@ test_semaphore_waiter_wakes_on_a_java_style_release_message(void **state)
     waiter_start(&w, s, 1, slow(10000));
     /* In line, and the first there: it listens on the semaphore's channel
      * too, where a Java release is heard. */
-    await_line("jsem", 1);
+    await_waiters_in_line("jsem", 1);
     await_subscribers("redisson_sc:{jsem}", 1);
     /* What Java's release(1) does: INCRBY, then publish the new total, in
      * one script (no re-check of the waiter can come between them); the
@@ -325,7 +325,7 @@ test_semaphore_waiter_rechecks_when_no_message_comes(void **state)
     (void)state;
     assert_int_equal(cr_semaphore_new(test_client, "quiet", &s), CR_OK);
     waiter_start(&w, s, 1, CR_WAIT_FOREVER);
-    await_line("quiet", 1);
+    await_waiters_in_line("quiet", 1);
     /* Permits appear without any message. */
     assert_true(redis_ok("SET quiet 1"));
     set_at = cr_test_now_ms();

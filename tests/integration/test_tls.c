@@ -145,7 +145,7 @@ waiter_woken_over_tls(cr_client *c1, cr_client *c2, const char *name)
     w.lock = b;
     w.rc = CR_EINVAL;
     assert_int_equal(pthread_create(&w.thread, NULL, wait_lock, &w), 0);
-    await_line(name, 1);
+    await_waiters_in_line(name, 1);
     assert_true(cr_test_wait_until(line_listening, &(line_of){name, 1},
                                    slow(5000)));
     assert_int_equal(cr_lock_unlock(a), CR_OK);
@@ -425,7 +425,7 @@ test_tls_sentinel_deployment_with_a_waiter_and_a_failover(void **state)
     {
         cr_test_redis keep = test_redis;
 
-        /* await_line asks test_redis: the master here. */
+        /* await_waiters_in_line asks test_redis: the master here. */
         test_redis = master;
         waiter_woken_over_tls(c1, c2, "tls-sentinel");
         test_redis = keep;
