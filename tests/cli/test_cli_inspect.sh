@@ -360,8 +360,7 @@ test_inspect_semaphore_with_waiter() {
     cli semaphore sem set 0
     cli_exec semaphore sem --wait 60s -- true &
     local pid=$!
-    wait_until 5000 listeners_are "redisson_sc:{sem}" 1 ||
-        fail "waiter never subscribed"
+    wait_until 5000 waiters_in_line sem 1 || fail "waiter never waited"
     inspect_both sem
     expect_contains "$text" "type:       semaphore" "text"
     expect_contains "$text" "available:  0" "text"

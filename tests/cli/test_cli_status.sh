@@ -149,18 +149,13 @@ test_no_status_line_when_stderr_is_not_a_terminal() {
     hold_until_go plain
     cli_exec lock plain -- echo acquired >out 2>err &
     local waiter=$!
-    wait_until 5000 waiters_are plain 1 || fail "waiter never waited"
+    wait_until 5000 waiters_in_line plain 1 || fail "waiter never waited"
     touch go
     wait "$waiter"
     expect_eq "$?" 0 "exit status"
     expect_eq "$(cat out)" acquired "stdout"
     expect_eq "$(cat err)" "" "stderr"
     wait "$holder"
-}
-
-# Succeeds when $2 clients listen on the lock channel of $1.
-waiters_are() {
-    [ "$(rcli pubsub numsub "redisson_lock__channel:{$1}" | tail -n 1)" = "$2" ]
 }
 
 # Succeeds when the key $1 exists on the server on port $2.
