@@ -15,9 +15,11 @@
  *   the acquisition as the waiter's side did; one host, one wall clock).
  *   Holders take a lease of JAVA_LONG_LEASE_MS (30 s), and a waiter's
  *   fallback is that lease's expiry (its ttl hint), so only the release
- *   message can wake it that soon. A credisson waiter wakes within a few
- *   ms and Redisson's within 5-25 ms on an idle machine; the bound leaves
- *   the rest for a loaded one.
+ *   message can wake it that soon (a Java release reaches a credisson
+ *   waiter on the object's own channel, where the first in its waiting
+ *   line listens after a moment: the release comes once it does). A
+ *   credisson waiter wakes within a few ms and Redisson's within 5-25 ms
+ *   on an idle machine; the bound leaves the rest for a loaded one.
  * - the fair lock: waiters of both sides are granted in the order they
  *   joined the queue, a Java waiter that gives up leaves it, and a C
  *   waiter that dies holds the others up no longer than its deadline in
@@ -137,8 +139,9 @@ java_release_wakes_c(const char *jkind, const char *ckind, const char *name)
     a = JAVA_OK(jpeer[0], "h", 5000, "lock %s %s 0 %d", jkind, name,
                 JAVA_LONG_LEASE_MS);
     assert_int_equal(cr_test_java_num(a, "got"), 1);
+    await_no_listener(ckind, name);
     take_start(&t, l, slow(10000), 0);
-    if (!listener_came(ckind, name)) {
+    if (!c_lock_waiter_listens(ckind, name)) {
         pthread_join(t.thread, NULL); /* before the teardown frees it all */
         fail_msg("the C waiter for %s %s never listened", ckind, name);
     }

@@ -209,6 +209,19 @@ c_wait_start(c_waiter *w, cr_status (*fn)(void *), void *obj)
     assert_int_equal(pthread_create(&w->thread, NULL, c_wait_run, w), 0);
 }
 
+/* Waits until C waiter w stands in the line of semaphore `name` and
+ * listens on `channel`, its own, where Java's releases are published
+ * (c_waiter_listens); fails the test, once the waiter is back, when it
+ * did not. */
+static void
+c_wait_listens(c_waiter *w, const char *name, const char *channel)
+{
+    if (!c_waiter_listens(name, channel)) {
+        pthread_join(w->thread, NULL); /* before the teardown frees it all */
+        fail_msg("the C waiter for %s never listened on %s", name, channel);
+    }
+}
+
 /* One permit of a semaphore, waiting up to 10 s. */
 static cr_status
 sem_take_one(void *obj)
@@ -297,7 +310,7 @@ test_java_semaphore_release_wakes_the_other_side_within_the_bound(
     a = JAVA_OK(jpeer[0], "a", 5000, "sem-try sem1 1 0");
     assert_int_equal(cr_test_java_num(a, "got"), 1);
     c_wait_start(&w, sem_take_one, s);
-    await_subscribers("redisson_sc:{sem1}", 1);
+    c_wait_listens(&w, "sem1", "redisson_sc:{sem1}");
     a = JAVA_OK(jpeer[0], "a", 5000, "sem-release sem1 1");
     released = cr_test_java_num(a, "t");
     pthread_join(w.thread, NULL);
@@ -509,7 +522,7 @@ test_java_permit_release_and_lease_end_wake_the_other_side(void **state)
     assert_true(cr_test_java_str(a, "id", jid, sizeof(jid)));
     t.sem = s;
     c_wait_start(&w, pes_take_one, &t);
-    await_subscribers("redisson_sc:{pes1}", 1);
+    c_wait_listens(&w, "pes1", "redisson_sc:{pes1}");
     a = JAVA_OK(jpeer[0], "a", 5000, "pes-release pes1 %s", jid);
     released = cr_test_java_num(a, "t");
     pthread_join(w.thread, NULL);
