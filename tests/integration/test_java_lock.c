@@ -229,6 +229,72 @@ test_java_rlock_release_wakes_the_other_side_within_the_bound(void **state)
     c_release_wakes_java("lock", "lock", "wlock");
 }
 
+/* A thread's wait for lock `lock` as thread id `tid` (so that waits of
+ * several threads are one waiter's, with one channel): it takes it,
+ * notes when, and gives it back. */
+typedef struct tid_taker {
+    cr_lock *lock;
+    int64_t tid, at;
+    cr_status rc;
+    pthread_t thread;
+} tid_taker;
+
+static void *
+tid_take_run(void *arg)
+{
+    tid_taker *t = arg;
+
+    t->rc = cr_lock_try_lock_tid(t->lock, t->tid, slow(15000),
+                                 JAVA_LONG_LEASE_MS);
+    t->at = cr_test_java_epoch_ms();
+    if (t->rc == CR_OK && cr_lock_unlock_tid(t->lock, t->tid) != CR_OK)
+        t->rc = CR_ENOTOWNER;
+    return NULL;
+}
+
+/* A C waiter that comes back into the line at once, its own channel's
+ * subscription still in place from its last wait and quiet since, is the
+ * first the lock cannot serve: it takes the listening rules of any such
+ * waiter, and a Java release reaches it within WAKE_BOUND_MS (it had
+ * slept until its hint, the Java lease, at most a third of its waiting
+ * lease: 10 s with the default watchdog timeout of mix_client). Each round
+ * is one wait of the same waiter; the next comes well within the
+ * subscription's linger (250 ms) on an idle machine. */
+static void
+test_java_c_waiter_back_in_line_at_once_hears_a_java_release(void **state)
+{
+    cr_client *c = mix_client();
+    line_of in_line = {"again", 1};
+    tid_taker t = {.tid = 4242};
+    const char *a;
+    int64_t released;
+    int round;
+
+    (void)state;
+    assert_non_null(c);
+    OK(cr_lock_new(c, "again", &t.lock));
+    for (round = 0; round < 3; round++) {
+        a = JAVA_OK(jpeer[0], "h", 5000, "lock lock again 0 %d",
+                    JAVA_LONG_LEASE_MS);
+        assert_int_equal(cr_test_java_num(a, "got"), 1);
+        assert_int_equal(pthread_create(&t.thread, NULL, tid_take_run, &t),
+                         0);
+        if (!cr_test_wait_until(line_reaches, &in_line, slow(5000))) {
+            pthread_join(t.thread, NULL); /* before the teardown frees it */
+            fail_msg("the C waiter never stood in line");
+        }
+        a = JAVA_OK(jpeer[0], "h", 5000, "unlock lock again");
+        released = cr_test_java_num(a, "t");
+        pthread_join(t.thread, NULL);
+        OK(t.rc);
+        fprintf(stderr, "# round %d: released by Java, taken by C %lld ms "
+                "later\n", round, (long long)(t.at - released));
+        assert_true(t.at - released <= WAKE_BOUND_MS);
+    }
+    cr_lock_free(t.lock);
+    cr_client_free(c);
+}
+
 static void
 test_java_fair_lock_release_wakes_the_other_sides_head_within_the_bound(
     void **state)
@@ -514,6 +580,7 @@ main(void)
         T(test_java_fair_lock_counter_is_exact_across_c_and_java),
         T(test_java_rwlock_mixed_writers_and_readers_never_overlap_and_none_waits_past_the_bound),
         T(test_java_rlock_release_wakes_the_other_side_within_the_bound),
+        T(test_java_c_waiter_back_in_line_at_once_hears_a_java_release),
         T(test_java_fair_lock_release_wakes_the_other_sides_head_within_the_bound),
         T(test_java_rwlock_release_wakes_the_other_side_within_the_bound),
         T(test_java_fair_lock_grants_in_queue_order_past_a_java_give_up_and_a_dead_c_waiter),
