@@ -12,6 +12,11 @@
  *       N times: acquire one permit of semaphore NAME, INCR CUR and INCR
  *       OVER when CUR went above MAX, sleep a millisecond, DECR CUR,
  *       release the permit.
+ *   cross_worker mix URL VERSION ROLE NAME KEY UNTIL PAUSE PERMITS
+ *       until epoch ms UNTIL: take NAME as ROLE (lock, fair, write, read;
+ *       sem: a permit of semaphore NAME), the turn inside of mix_inside.h
+ *       (PERMITS: a semaphore's), give it back, sleep PAUSE ms; then
+ *       writes "n=<turns> max=<longest wait, ms>" on stdout.
  *   cross_worker fair-wait URL VERSION NAME FAIR_WAIT_MS
  *       wait for fair lock NAME without limit (its queue deadline
  *       FAIR_WAIT_MS); the test sees it join the queue and kills it while
@@ -21,11 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
 #include "credisson.h"
+#include "mix_inside.h"
 
 /* The longest a turn is waited for before the worker fails. */
 #define TURN_WAIT_MS 30000
@@ -97,7 +104,7 @@ command_int(redisContext *r, const char *fmt, const char *key)
 }
 
 /* The lock of `kind` named `name` on client c (rw keeps a read/write
- * lock's owner alive). */
+ * lock's owner alive; "read" is its read lock, "write" its write lock). */
 static cr_lock *
 lock_of(cr_client *c, const char *kind, const char *name, cr_rwlock **rw)
 {
@@ -110,7 +117,8 @@ lock_of(cr_client *c, const char *kind, const char *name, cr_rwlock **rw)
     else if (strcmp(kind, "fair") == 0)
         rc = cr_fair_lock_new(c, name, &l);
     else if ((rc = cr_rwlock_new(c, name, rw)) == CR_OK)
-        l = cr_rwlock_write_lock(*rw);
+        l = strcmp(kind, "read") == 0 ? cr_rwlock_read_lock(*rw)
+                                      : cr_rwlock_write_lock(*rw);
     if (rc != CR_OK)
         die("lock handle", rc);
     return l;
@@ -181,6 +189,75 @@ sem_count(char **argv)
     return 0;
 }
 
+/* Milliseconds of the wall clock (the test's and the Java peers'). */
+static long long
+epoch_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds of the monotonic clock. */
+static long long
+mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+mix(char **argv)
+{
+    cr_client *c = client_of(argv[2], argv[3], 0);
+    const char *role = argv[4];
+    bool sem = strcmp(role, "sem") == 0;
+    cr_rwlock *rw = NULL;
+    cr_lock *l = NULL;
+    cr_semaphore *s = NULL;
+    redisContext *r = plain(argv[2]);
+    long long until = atoll(argv[7]), pause = atoll(argv[8]), max = 0;
+    long n = 0;
+    cr_status rc;
+
+    if (sem && (rc = cr_semaphore_new(c, argv[5], &s)) != CR_OK)
+        die("cr_semaphore_new", rc);
+    if (!sem)
+        l = lock_of(c, role, argv[5], &rw);
+    while (epoch_ms() < until) {
+        long long start = mono_ms(), waited;
+
+        rc = sem ? cr_semaphore_try_acquire(s, 1, TURN_WAIT_MS)
+                 : cr_lock_try_lock(l, TURN_WAIT_MS, CR_LEASE_WATCHDOG);
+        if (rc != CR_OK)
+            die("acquire", rc);
+        if ((waited = mono_ms() - start) > max)
+            max = waited;
+        if (!mix_inside(r, role, argv[6], atoll(argv[9])))
+            die("a command inside", CR_EIO);
+        rc = sem ? cr_semaphore_release(s, 1) : cr_lock_unlock(l);
+        if (rc != CR_OK)
+            die("release", rc);
+        n++;
+        if (pause > 0)
+            usleep((useconds_t)pause * 1000);
+    }
+    printf("n=%ld max=%lld\n", n, max);
+    fflush(stdout);
+    redisFree(r);
+    if (s != NULL)
+        cr_semaphore_free(s);
+    else if (rw != NULL)
+        cr_rwlock_free(rw);
+    else
+        cr_lock_free(l);
+    cr_client_free(c);
+    return 0;
+}
+
 static int
 fair_wait(char **argv)
 {
@@ -205,6 +282,8 @@ main(int argc, char **argv)
         return count(argv);
     if (argc == 9 && strcmp(argv[1], "sem-count") == 0)
         return sem_count(argv);
+    if (argc == 10 && strcmp(argv[1], "mix") == 0)
+        return mix(argv);
     if (argc == 6 && strcmp(argv[1], "fair-wait") == 0)
         return fair_wait(argv);
     fprintf(stderr, "cross_worker: unknown mode or arguments\n");

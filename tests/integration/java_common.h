@@ -214,6 +214,19 @@ has_channel(void *arg)
     return channels_matching(arg) > 0;
 }
 
+/* The channel where releases of lock `kind` named `name` are published,
+ * into `out` (a fair lock: the pattern of its waiters' own channels). */
+static inline void
+lock_channel(const char *kind, const char *name, char *out, size_t size)
+{
+    if (strcmp(kind, "fair") == 0)
+        snprintf(out, size, "redisson_lock__channel:{%s}:*", name);
+    else if (strcmp(kind, "lock") == 0)
+        snprintf(out, size, "redisson_lock__channel:{%s}", name);
+    else
+        snprintf(out, size, "redisson_rwlock:{%s}", name);
+}
+
 /* Waits until a waiter listens on the channel of lock `kind` named
  * `name` (a fair lock: any waiter's own channel); whether one did. */
 static inline bool
@@ -221,14 +234,7 @@ listener_came(const char *kind, const char *name)
 {
     char pattern[128];
 
-    if (strcmp(kind, "fair") == 0)
-        snprintf(pattern, sizeof(pattern), "redisson_lock__channel:{%s}:*",
-                 name);
-    else if (strcmp(kind, "lock") == 0)
-        snprintf(pattern, sizeof(pattern), "redisson_lock__channel:{%s}",
-                 name);
-    else
-        snprintf(pattern, sizeof(pattern), "redisson_rwlock:{%s}", name);
+    lock_channel(kind, name, pattern, sizeof(pattern));
     return cr_test_wait_until(has_channel, pattern, slow(10000));
 }
 
@@ -237,6 +243,68 @@ static inline void
 await_listener(const char *kind, const char *name)
 {
     assert_true(listener_came(kind, name));
+}
+
+/* cr_test_wait_until condition: nobody listens on the channels matching
+ * `arg` (a subscription that outlived its waiter is gone). */
+static inline bool
+no_channel(void *arg)
+{
+    return channels_matching(arg) == 0;
+}
+
+/* Waits until nobody listens for releases of lock `kind` named `name`,
+ * so that a listener seen afterwards is a waiter that came since (a C
+ * waiter's client keeps a subscription a moment after its last waiter,
+ * and Redisson drops its own after the acquisition). */
+static inline void
+await_no_listener(const char *kind, const char *name)
+{
+    char pattern[128];
+
+    lock_channel(kind, name, pattern, sizeof(pattern));
+    assert_true(cr_test_wait_until(no_channel, pattern, slow(10000)));
+}
+
+/* What c_waiter_listens waits for: a waiter in the line of object `name`
+ * and a subscriber of `channel`. */
+typedef struct c_listener {
+    const char *name, *channel;
+} c_listener;
+
+/* cr_test_wait_until condition on a c_listener. */
+static inline bool
+c_listens(void *arg)
+{
+    const c_listener *l = arg;
+
+    return line_length(l->name) >= 1 && has_channel((void *)l->channel);
+}
+
+/* Waits until a credisson waiter for object `name` stands in its waiting
+ * line and listens on `channel`, the object's own, where a Java release
+ * is published (the waiter first in line does after
+ * CR__LINE_LISTEN_AFTER_MS; await_no_listener first, so that the
+ * subscriber is that waiter's); whether it did. A fair lock has no line:
+ * its waiter listens on its own channel at once. */
+static inline bool
+c_waiter_listens(const char *name, const char *channel)
+{
+    c_listener l = {name, channel};
+
+    return cr_test_wait_until(c_listens, &l, slow(10000));
+}
+
+/* c_waiter_listens for a C waiter for lock `kind` named `name`. */
+static inline bool
+c_lock_waiter_listens(const char *kind, const char *name)
+{
+    char channel[128];
+
+    if (strcmp(kind, "fair") == 0)
+        return listener_came(kind, name);
+    lock_channel(kind, name, channel, sizeof(channel));
+    return c_waiter_listens(name, channel);
 }
 
 /* A C thread that takes a lock with a wait, notes when it got it (and,

@@ -96,8 +96,9 @@ test_line_rlock_counter_is_exact_and_releases_wake_both_ways(void **state)
     /* Java releases, a waiting C thread takes it. */
     a = JAVA_OK(jpeer[0], "h", 5000, "lock lock lk 0 %d", JAVA_LONG_LEASE_MS);
     assert_int_equal(cr_test_java_num(a, "got"), 1);
+    await_no_listener("lock", "lk");
     take_start(&t, l, slow(10000), 0);
-    if (!listener_came("lock", "lk")) {
+    if (!c_lock_waiter_listens("lock", "lk")) {
         pthread_join(t.thread, NULL); /* before the teardown frees it all */
         fail_msg("the C waiter for lock lk never listened");
     }
@@ -333,8 +334,9 @@ test_line_rwlock_readers_share_and_a_writer_wakes_after_both(void **state)
                      CR_BUSY);
     /* A C writer waits for both readers; the last one out is Java's. */
     OK(cr_lock_unlock(r));
+    await_no_listener("write", "rwl");
     take_start(&t, w, slow(10000), -1);
-    if (!listener_came("write", "rwl")) {
+    if (!c_lock_waiter_listens("write", "rwl")) {
         pthread_join(t.thread, NULL); /* before the teardown frees it all */
         fail_msg("the C waiter for write rwl never listened");
     }

@@ -9,15 +9,21 @@
  * - exclusion: an exact non-atomic counter (GET, then SET plus one, under
  *   the lock) over C processes, C threads, the asynchronous API, two JVMs
  *   and two threads of one JVM; it fails at the first overlap that loses
- *   an increment, whatever the timing.
+ *   an increment, whatever the timing. On the RLock and the read/write
+ *   lock (writers and readers) they all run at once for a while
+ *   (java_mix.h), credisson's in its waiting line: no overlap, and no
+ *   waiter of either side waits as long as a lost wake-up would make it
+ *   (MIX_LIVE_MS); each side's longest wait in fair shares is printed.
  * - wake-ups: a waiter on either side gets the lock within WAKE_BOUND_MS
  *   of the release that woke it (the release's end as its side stamped it,
  *   the acquisition as the waiter's side did; one host, one wall clock).
  *   Holders take a lease of JAVA_LONG_LEASE_MS (30 s), and a waiter's
  *   fallback is that lease's expiry (its ttl hint), so only the release
- *   message can wake it that soon. A credisson waiter wakes within a few
- *   ms and Redisson's within 5-25 ms on an idle machine; the bound leaves
- *   the rest for a loaded one.
+ *   message can wake it that soon (a Java release reaches a credisson
+ *   waiter on the object's own channel, where the first in its waiting
+ *   line listens after a moment: the release comes once it does). A
+ *   credisson waiter wakes within a few ms and Redisson's within 5-25 ms
+ *   on an idle machine; the bound leaves the rest for a loaded one.
  * - the fair lock: waiters of both sides are granted in the order they
  *   joined the queue, a Java waiter that gives up leaves it, and a C
  *   waiter that dies holds the others up no longer than its deadline in
@@ -36,6 +42,7 @@
 
 #include "lock_common.h"
 #include "java_common.h"
+#include "java_mix.h"
 
 #define OK(call) assert_int_equal((call), CR_OK)
 
@@ -137,8 +144,9 @@ java_release_wakes_c(const char *jkind, const char *ckind, const char *name)
     a = JAVA_OK(jpeer[0], "h", 5000, "lock %s %s 0 %d", jkind, name,
                 JAVA_LONG_LEASE_MS);
     assert_int_equal(cr_test_java_num(a, "got"), 1);
+    await_no_listener(ckind, name);
     take_start(&t, l, slow(10000), 0);
-    if (!listener_came(ckind, name)) {
+    if (!c_lock_waiter_listens(ckind, name)) {
         pthread_join(t.thread, NULL); /* before the teardown frees it all */
         fail_msg("the C waiter for %s %s never listened", ckind, name);
     }
@@ -186,11 +194,13 @@ c_release_wakes_java(const char *ckind, const char *jkind, const char *name)
 /* --------------------------------------------------------------- tests */
 
 static void
-test_java_rlock_counter_is_exact_across_c_and_java_processes_and_threads(
+test_java_rlock_mixed_waiters_count_exactly_and_none_waits_past_the_bound(
     void **state)
 {
+    mix_object o = {.kind = "lock", .name = "xlock"};
+
     (void)state;
-    count_everywhere("lock", "xlock");
+    mix_run(&o);
 }
 
 static void
@@ -201,10 +211,13 @@ test_java_fair_lock_counter_is_exact_across_c_and_java(void **state)
 }
 
 static void
-test_java_write_lock_counter_is_exact_across_c_and_java(void **state)
+test_java_rwlock_mixed_writers_and_readers_never_overlap_and_none_waits_past_the_bound(
+    void **state)
 {
+    mix_object o = {.kind = "rw", .name = "xrw"};
+
     (void)state;
-    count_everywhere("write", "xrw");
+    mix_run(&o);
 }
 
 
@@ -214,6 +227,72 @@ test_java_rlock_release_wakes_the_other_side_within_the_bound(void **state)
     (void)state;
     java_release_wakes_c("lock", "lock", "wlock");
     c_release_wakes_java("lock", "lock", "wlock");
+}
+
+/* A thread's wait for lock `lock` as thread id `tid` (so that waits of
+ * several threads are one waiter's, with one channel): it takes it,
+ * notes when, and gives it back. */
+typedef struct tid_taker {
+    cr_lock *lock;
+    int64_t tid, at;
+    cr_status rc;
+    pthread_t thread;
+} tid_taker;
+
+static void *
+tid_take_run(void *arg)
+{
+    tid_taker *t = arg;
+
+    t->rc = cr_lock_try_lock_tid(t->lock, t->tid, slow(15000),
+                                 JAVA_LONG_LEASE_MS);
+    t->at = cr_test_java_epoch_ms();
+    if (t->rc == CR_OK && cr_lock_unlock_tid(t->lock, t->tid) != CR_OK)
+        t->rc = CR_ENOTOWNER;
+    return NULL;
+}
+
+/* A C waiter that comes back into the line at once, its own channel's
+ * subscription still in place from its last wait and quiet since, is the
+ * first the lock cannot serve: it takes the listening rules of any such
+ * waiter, and a Java release reaches it within WAKE_BOUND_MS (it had
+ * slept until its hint, the Java lease, at most a third of its waiting
+ * lease: 10 s with the default watchdog timeout of mix_client). Each round
+ * is one wait of the same waiter; the next comes well within the
+ * subscription's linger (250 ms) on an idle machine. */
+static void
+test_java_c_waiter_back_in_line_at_once_hears_a_java_release(void **state)
+{
+    cr_client *c = mix_client();
+    line_of in_line = {"again", 1};
+    tid_taker t = {.tid = 4242};
+    const char *a;
+    int64_t released;
+    int round;
+
+    (void)state;
+    assert_non_null(c);
+    OK(cr_lock_new(c, "again", &t.lock));
+    for (round = 0; round < 3; round++) {
+        a = JAVA_OK(jpeer[0], "h", 5000, "lock lock again 0 %d",
+                    JAVA_LONG_LEASE_MS);
+        assert_int_equal(cr_test_java_num(a, "got"), 1);
+        assert_int_equal(pthread_create(&t.thread, NULL, tid_take_run, &t),
+                         0);
+        if (!cr_test_wait_until(line_reaches, &in_line, slow(5000))) {
+            pthread_join(t.thread, NULL); /* before the teardown frees it */
+            fail_msg("the C waiter never stood in line");
+        }
+        a = JAVA_OK(jpeer[0], "h", 5000, "unlock lock again");
+        released = cr_test_java_num(a, "t");
+        pthread_join(t.thread, NULL);
+        OK(t.rc);
+        fprintf(stderr, "# round %d: released by Java, taken by C %lld ms "
+                "later\n", round, (long long)(t.at - released));
+        assert_true(t.at - released <= WAKE_BOUND_MS);
+    }
+    cr_lock_free(t.lock);
+    cr_client_free(c);
 }
 
 static void
@@ -497,10 +576,11 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, cross_up, client_down)
-        T(test_java_rlock_counter_is_exact_across_c_and_java_processes_and_threads),
+        T(test_java_rlock_mixed_waiters_count_exactly_and_none_waits_past_the_bound),
         T(test_java_fair_lock_counter_is_exact_across_c_and_java),
-        T(test_java_write_lock_counter_is_exact_across_c_and_java),
+        T(test_java_rwlock_mixed_writers_and_readers_never_overlap_and_none_waits_past_the_bound),
         T(test_java_rlock_release_wakes_the_other_side_within_the_bound),
+        T(test_java_c_waiter_back_in_line_at_once_hears_a_java_release),
         T(test_java_fair_lock_release_wakes_the_other_sides_head_within_the_bound),
         T(test_java_rwlock_release_wakes_the_other_side_within_the_bound),
         T(test_java_fair_lock_grants_in_queue_order_past_a_java_give_up_and_a_dead_c_waiter),

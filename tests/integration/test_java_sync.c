@@ -5,11 +5,15 @@
  * tests/java/README), both ways round.
  *
  * Bounds, each holding on a loaded two-core machine:
- * - a semaphore of 2 shared by C processes, C threads, the asynchronous
- *   API and two JVMs never has a third holder inside (each holder counts
- *   itself in and out with INCR and DECR and counts an excess), and ends
- *   with its 2 permits as both sides read them; so does an expirable
- *   semaphore of 2 shared by C threads and two JVMs.
+ * - semaphores of 1 and 2 permits taken at once, for a while, by C
+ *   processes, C threads, the asynchronous API and two JVMs (java_mix.h)
+ *   never have more holders inside than permits (each holder counts
+ *   itself in and out with INCR and DECR and counts an excess), end with
+ *   their permits as both sides read them and their waiting line gone,
+ *   and no waiter of either side waits as long as a lost wake-up would
+ *   make it (MIX_LIVE_MS); each side's longest wait in fair shares is
+ *   printed. An expirable semaphore of 2 shared by C threads and two JVMs
+ *   never has a third holder either.
  * - wake-ups: a waiter on either side gets its permit, or returns from
  *   the latch, within WAKE_BOUND_MS of the release or count down that woke
  *   it (stamped by the side that made it; one host, one wall clock). A C
@@ -28,6 +32,7 @@
 
 #include "lock_common.h"
 #include "java_common.h"
+#include "java_mix.h"
 
 #define OK(call) assert_int_equal((call), CR_OK)
 #define SLOT (CR_PERMIT_ID_LEN + 1)
@@ -62,125 +67,6 @@ inside(redisContext *c)
     return ok;
 }
 
-typedef struct sem_job {
-    cr_semaphore *sem;
-    int n;
-    cr_status rc;
-    pthread_t thread;
-} sem_job;
-
-static void *
-sem_thread(void *arg)
-{
-    sem_job *j = arg;
-    redisContext *c = cr_test_redis_connect(&test_redis);
-    int i;
-
-    j->rc = c != NULL ? CR_OK : CR_EIO;
-    for (i = 0; i < j->n && j->rc == CR_OK; i++) {
-        if ((j->rc = cr_semaphore_try_acquire(j->sem, 1,
-                                              slow(TURN_WAIT_MS))) != CR_OK)
-            break;
-        if (!inside(c))
-            j->rc = CR_EIO;
-        if (cr_semaphore_release(j->sem, 1) != CR_OK && j->rc == CR_OK)
-            j->rc = CR_EIO;
-    }
-    if (c != NULL)
-        redisFree(c);
-    return NULL;
-}
-
-/* The asynchronous API's holders of the semaphore: each chains acquire,
- * its turn inside (blocking, on the loop), and release, n times. */
-typedef struct async_sem {
-    cr_async *async;
-    cr_semaphore *sem;
-    redisContext *redis;
-    int left[2];
-    int running;
-    cr_status rc;
-} async_sem;
-
-typedef struct async_sem_holder {
-    async_sem *as;
-    int i;
-} async_sem_holder;
-
-static void sem_acquired(void *userdata, cr_status rc, int64_t value);
-
-/* The holder's next acquire, or its end. */
-static void
-sem_next(async_sem_holder *h)
-{
-    async_sem *as = h->as;
-
-    if (as->left[h->i] == 0 || as->rc != CR_OK ||
-        cr_async_semaphore_acquire(as->async, as->sem, 1, slow(TURN_WAIT_MS),
-                                   sem_acquired, h, NULL) != CR_OK)
-        as->running--;
-}
-
-static void
-sem_released(void *userdata, cr_status rc, int64_t value)
-{
-    async_sem_holder *h = userdata;
-
-    (void)value;
-    if (rc != CR_OK && h->as->rc == CR_OK)
-        h->as->rc = rc;
-    h->as->left[h->i]--;
-    sem_next(h);
-}
-
-static void
-sem_acquired(void *userdata, cr_status rc, int64_t value)
-{
-    async_sem_holder *h = userdata;
-    async_sem *as = h->as;
-
-    (void)value;
-    if (rc == CR_OK && !inside(as->redis))
-        rc = CR_EIO;
-    if (rc == CR_OK)
-        rc = cr_async_semaphore_release(as->async, as->sem, 1, sem_released,
-                                        h, NULL);
-    if (rc != CR_OK) {
-        if (as->rc == CR_OK)
-            as->rc = rc;
-        as->running--;
-    }
-}
-
-static bool
-async_sem_done(void *arg)
-{
-    return ((async_sem *)arg)->running == 0;
-}
-
-typedef struct async_sem_run_arg {
-    async_sem *as;
-    async_sem_holder h[2];
-    pthread_t thread;
-} async_sem_run_arg;
-
-static void *
-async_sem_run(void *arg)
-{
-    async_sem_run_arg *r = arg;
-    int i;
-
-    r->as->running = 2;
-    for (i = 0; i < 2; i++) {
-        r->h[i] = (async_sem_holder){r->as, i};
-        sem_next(&r->h[i]);
-    }
-    if (!poll_loop_until(r->as->async, async_sem_done, r->as, slow(60000)) &&
-        r->as->rc == CR_OK)
-        r->as->rc = CR_TIMEOUT;
-    return NULL;
-}
-
 /* A C thread that waits in `fn(obj)` and notes when it returned. */
 typedef struct c_waiter {
     cr_status (*fn)(void *obj);
@@ -209,6 +95,19 @@ c_wait_start(c_waiter *w, cr_status (*fn)(void *), void *obj)
     assert_int_equal(pthread_create(&w->thread, NULL, c_wait_run, w), 0);
 }
 
+/* Waits until C waiter w stands in the line of semaphore `name` and
+ * listens on `channel`, its own, where Java's releases are published
+ * (c_waiter_listens); fails the test, once the waiter is back, when it
+ * did not. */
+static void
+c_wait_listens(c_waiter *w, const char *name, const char *channel)
+{
+    if (!c_waiter_listens(name, channel)) {
+        pthread_join(w->thread, NULL); /* before the teardown frees it all */
+        fail_msg("the C waiter for %s never listened on %s", name, channel);
+    }
+}
+
 /* One permit of a semaphore, waiting up to 10 s. */
 static cr_status
 sem_take_one(void *obj)
@@ -218,66 +117,31 @@ sem_take_one(void *obj)
 
 /* --------------------------------------------------------- semaphores */
 
+/* A mixed run (java_mix.h) on a semaphore of `permits` named `name`, set
+ * by Java. */
 static void
-test_java_semaphore_of_two_never_has_a_third_holder_across_c_and_java(
+sem_mix(const char *name, int permits)
+{
+    mix_object o = {.kind = "sem", .name = name, .permits = permits};
+
+    JAVA_OK(jpeer[0], "a", 5000, "sem-set %s %d", name, permits);
+    mix_run(&o);
+}
+
+static void
+test_java_semaphore_of_one_mixed_holders_never_overlap_and_none_waits_past_the_bound(
     void **state)
 {
-    char n[16];
-    const char *wargs[] = {"sem-count", test_redis.url, worker_version(),
-                           "sem2", "cur", "over", "2", n, NULL};
-    cr_semaphore *s = NULL;
-    sem_job jobs[2];
-    async_sem as;
-    async_sem_run_arg ar;
-    pid_t procs[2];
-    int tags[3], i;
-    int64_t avail = -1;
-
     (void)state;
-    snprintf(n, sizeof(n), "%d", COUNT_EACH);
-    JAVA_OK(jpeer[0], "a", 5000, "sem-set sem2 2");
-    OK(cr_semaphore_new(test_client, "sem2", &s));
-    tags[0] = cr_test_java_send(jpeer[0], "a", "sem-count sem2 cur over 2 %d",
-                                COUNT_EACH);
-    tags[1] = cr_test_java_send(jpeer[0], "b", "sem-count sem2 cur over 2 %d",
-                                COUNT_EACH);
-    tags[2] = cr_test_java_send(jpeer[1], "a", "sem-count sem2 cur over 2 %d",
-                                COUNT_EACH);
-    for (i = 0; i < 2; i++)
-        procs[i] = spawn_worker(wargs);
-    for (i = 0; i < 2; i++) {
-        jobs[i] = (sem_job){.sem = s, .n = COUNT_EACH};
-        assert_int_equal(pthread_create(&jobs[i].thread, NULL, sem_thread,
-                                        &jobs[i]), 0);
-    }
-    memset(&as, 0, sizeof(as));
-    OK(cr_async_new(test_client, &poll_loop, &as.async));
-    as.sem = s;
-    as.redis = cr_test_redis_connect(&test_redis);
-    assert_non_null(as.redis);
-    as.left[0] = as.left[1] = COUNT_EACH;
-    ar.as = &as;
-    assert_int_equal(pthread_create(&ar.thread, NULL, async_sem_run, &ar), 0);
-    for (i = 0; i < 2; i++) {
-        pthread_join(jobs[i].thread, NULL);
-        OK(jobs[i].rc);
-    }
-    pthread_join(ar.thread, NULL);
-    OK(as.rc);
-    cr_async_free(as.async);
-    redisFree(as.redis);
-    for (i = 0; i < 2; i++)
-        assert_int_equal(reap_worker(procs[i], slow(60000)), 0);
-    java_wait_ok(jpeer[0], tags[0], 60000);
-    java_wait_ok(jpeer[0], tags[1], 60000);
-    java_wait_ok(jpeer[1], tags[2], 60000);
-    assert_int_equal(redis_int("EXISTS over"), 0);
-    assert_int_equal(redis_int("GET cur"), 0);
-    OK(cr_semaphore_available_permits(s, &avail));
-    assert_int_equal(avail, 2);
-    assert_int_equal(cr_test_java_num(JAVA_OK(jpeer[1], "a", 5000,
-                                              "sem-avail sem2"), "n"), 2);
-    cr_semaphore_free(s);
+    sem_mix("msem1", 1);
+}
+
+static void
+test_java_semaphore_of_two_mixed_holders_never_exceed_it_and_none_waits_past_the_bound(
+    void **state)
+{
+    (void)state;
+    sem_mix("msem2", 2);
 }
 
 static void
@@ -297,7 +161,7 @@ test_java_semaphore_release_wakes_the_other_side_within_the_bound(
     a = JAVA_OK(jpeer[0], "a", 5000, "sem-try sem1 1 0");
     assert_int_equal(cr_test_java_num(a, "got"), 1);
     c_wait_start(&w, sem_take_one, s);
-    await_subscribers("redisson_sc:{sem1}", 1);
+    c_wait_listens(&w, "sem1", "redisson_sc:{sem1}");
     a = JAVA_OK(jpeer[0], "a", 5000, "sem-release sem1 1");
     released = cr_test_java_num(a, "t");
     pthread_join(w.thread, NULL);
@@ -509,7 +373,7 @@ test_java_permit_release_and_lease_end_wake_the_other_side(void **state)
     assert_true(cr_test_java_str(a, "id", jid, sizeof(jid)));
     t.sem = s;
     c_wait_start(&w, pes_take_one, &t);
-    await_subscribers("redisson_sc:{pes1}", 1);
+    c_wait_listens(&w, "pes1", "redisson_sc:{pes1}");
     a = JAVA_OK(jpeer[0], "a", 5000, "pes-release pes1 %s", jid);
     released = cr_test_java_num(a, "t");
     pthread_join(w.thread, NULL);
@@ -707,7 +571,8 @@ main(void)
 {
     const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, cross_up, client_down)
-        T(test_java_semaphore_of_two_never_has_a_third_holder_across_c_and_java),
+        T(test_java_semaphore_of_one_mixed_holders_never_overlap_and_none_waits_past_the_bound),
+        T(test_java_semaphore_of_two_mixed_holders_never_exceed_it_and_none_waits_past_the_bound),
         T(test_java_semaphore_release_wakes_the_other_side_within_the_bound),
         T(test_java_permit_semaphore_of_two_never_has_a_third_holder_across_c_and_java),
         T(test_java_permit_ids_and_leases_cross_both_ways),

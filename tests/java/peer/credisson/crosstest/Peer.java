@@ -59,6 +59,15 @@ import org.redisson.config.Config;
  *   status KIND NAME                     locked= held= count= ttl=
  *   count KIND NAME KEY N [HOLD]         N times: lock; GET KEY; sleep HOLD
  *                                        ms; SET KEY +1; unlock
+ *   mix ROLE NAME KEY UNTIL PAUSE LEASE PERMITS
+ *                                        n= max=: until epoch ms UNTIL, take
+ *                                        NAME as ROLE (lock, fair, write,
+ *                                        read: with LEASE; sem: a permit of
+ *                                        semaphore NAME), the turn inside of
+ *                                        tests/integration/mix_inside.h
+ *                                        (PERMITS: a semaphore's), give it
+ *                                        back, sleep PAUSE ms; n turns, the
+ *                                        longest wait max ms
  *   sem-set NAME N | sem-avail NAME | sem-release NAME N
  *   sem-try NAME PERMITS WAIT            got=1|0
  *   sem-count NAME CUR OVER MAX N        N times: acquire 1; INCR CUR, INCR
@@ -211,6 +220,63 @@ public final class Peer {
         client.getAtomicLong(cur).decrementAndGet();
     }
 
+    /* A holder's turn inside in a mixed run, as role (see the header and
+     * tests/integration/mix_inside.h): the count, who is inside, and each
+     * overlap seen. */
+    private void mixInside(String role, String key, long permits) throws InterruptedException {
+        if (role.equals("sem")) {
+            if (client.getAtomicLong(key + ":in").incrementAndGet() > permits)
+                client.getAtomicLong(key + ":over").incrementAndGet();
+            Thread.sleep(1);
+            client.getAtomicLong(key + ":in").decrementAndGet();
+            client.getAtomicLong(key).incrementAndGet();
+        } else if (role.equals("read")) {
+            client.getAtomicLong(key + ":r").incrementAndGet();
+            if (client.getAtomicLong(key + ":w").get() > 0)
+                client.getAtomicLong(key + ":over").incrementAndGet();
+            Thread.sleep(1);
+            client.getAtomicLong(key + ":r").decrementAndGet();
+        } else {
+            if (client.getAtomicLong(key + ":w").incrementAndGet() > 1
+                    || client.getAtomicLong(key + ":r").get() > 0)
+                client.getAtomicLong(key + ":over").incrementAndGet();
+            String s = (String) client.getBucket(key).get();
+            long c = s == null ? 0 : Long.parseLong(s);
+            Thread.sleep(1);
+            client.getBucket(key).set(Long.toString(c + 1));
+            client.getAtomicLong(key + ":w").decrementAndGet();
+        }
+    }
+
+    /* The mix verb: turns until the epoch ms `until`; " n= max=". */
+    private String mix(String role, String name, String key, long until, long pause,
+            long lease, long permits) throws InterruptedException {
+        RSemaphore s = role.equals("sem") ? client.getSemaphore(name) : null;
+        RLock l = s == null ? lockOf(role, name) : null;
+        long n = 0, max = 0;
+
+        while (System.currentTimeMillis() < until) {
+            long start = System.nanoTime();
+            if (s != null)
+                s.acquire(1);
+            else
+                acquire(l, -1, lease);
+            max = Math.max(max, (System.nanoTime() - start) / 1000000);
+            try {
+                mixInside(role, key, permits);
+            } finally {
+                if (s != null)
+                    s.release(1);
+                else
+                    l.unlock();
+            }
+            n++;
+            if (pause > 0)
+                Thread.sleep(pause);
+        }
+        return " n=" + n + " max=" + max;
+    }
+
     /* lock() or lock(lease) for a wait of -1, else tryLock(wait, lease). */
     private static boolean acquire(RLock l, long wait, long lease) throws InterruptedException {
         if (wait >= 0)
@@ -296,6 +362,8 @@ public final class Peer {
             }
             return " n=" + n;
         }
+        case "mix":
+            return mix(a[0], a[1], a[2], num(a[3]), num(a[4]), num(a[5]), num(a[6]));
         case "get":
             return " v=" + client.getBucket(a[0]).get();
         case "set":
