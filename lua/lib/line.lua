@@ -190,13 +190,18 @@ local function line_offer(L, served, after)
 end
 
 -- Keeps the keys while entries remain (a lease past every entry's), and
--- drops them with the last.
+-- drops them with the last. Clients' leases differ: a time to live is
+-- only ever lengthened here, never cut to a shorter lease than the one
+-- that set it.
 local function line_close(L)
     if redis.call('zcard', L.key) == 0 then
         redis.call('del', L.key, L.state)
     else
-        redis.call('pexpire', L.key, L.lease + L.turn)
-        redis.call('pexpire', L.state, L.lease + L.turn)
+        local ttl = L.lease + L.turn
+        if redis.call('pttl', L.key) < ttl then
+            redis.call('pexpire', L.key, ttl)
+            redis.call('pexpire', L.state, ttl)
+        end
     end
 end
 

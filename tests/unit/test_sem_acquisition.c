@@ -126,7 +126,7 @@ sem_begin(struct fx *f, int64_t permits)
  * and *listen. */
 static cr_status
 sem_replied_place(struct fx *f, const char *resp, int64_t *hint,
-                  bool *listen)
+                  int *listen)
 {
     cr__cmd cmd = cmd_of(true);
 
@@ -140,7 +140,7 @@ static cr_status
 sem_replied(struct fx *f, const char *resp)
 {
     int64_t hint;
-    bool listen;
+    int listen;
 
     return sem_replied_place(f, resp, &hint, &listen);
 }
@@ -153,11 +153,11 @@ sem_failed(struct fx *f, cr_status rc, bool sent)
 {
     cr__cmd cmd = cmd_of(sent);
     int64_t hint = 5;
-    bool listen = true;
+    int listen = CR__LISTEN_SOON;
 
     rc = cr__sem_acquisition_replied(&f->a, rc, NULL, &cmd, &hint, &listen);
     assert_int_equal(hint, -1);
-    assert_false(listen);
+    assert_int_equal(listen, CR__LISTEN_NO);
     return rc;
 }
 
@@ -315,21 +315,21 @@ test_place_in_line_says_who_listens_and_until_when_to_sleep(void **state)
 {
     struct fx *f = *state;
     int64_t hint = 5;
-    bool listen = false;
+    int listen = CR__LISTEN_NO;
 
     sem_begin(f, 3);
     assert_int_equal(sem_replied_place(f, "*3\r\n:0\r\n:1\r\n:-1\r\n",
                                        &hint, &listen),
                      CR_BUSY);
-    assert_true(listen);
+    assert_int_equal(listen, CR__LISTEN_SOON);
     assert_int_equal(hint, -1);
     assert_int_equal(sem_replied_place(f, "*3\r\n:0\r\n:0\r\n:120\r\n",
                                        &hint, &listen),
                      CR_BUSY);
-    assert_false(listen);
+    assert_int_equal(listen, CR__LISTEN_NO);
     assert_int_equal(hint, 120);
     assert_int_equal(sem_replied_place(f, IN_LINE, &hint, &listen), CR_BUSY);
-    assert_false(listen);
+    assert_int_equal(listen, CR__LISTEN_NO);
     assert_int_equal(hint, -1);
 }
 
@@ -591,7 +591,7 @@ call_id(const cr__script_call *call, size_t i, size_t *len)
  * listens in *listen. */
 static cr_status
 permit_replied_place(struct fx *f, const char *resp, int64_t *hint,
-                     bool *listen)
+                     int *listen)
 {
     cr__cmd cmd = cmd_of(true);
 
@@ -604,7 +604,7 @@ permit_replied_place(struct fx *f, const char *resp, int64_t *hint,
 static cr_status
 permit_replied(struct fx *f, const char *resp, int64_t *hint)
 {
-    bool listen;
+    int listen;
 
     return permit_replied_place(f, resp, hint, &listen);
 }
@@ -617,12 +617,12 @@ permit_failed(struct fx *f, cr_status rc, bool sent)
 {
     cr__cmd cmd = cmd_of(sent);
     int64_t hint = 5;
-    bool listen = true;
+    int listen = CR__LISTEN_SOON;
 
     rc = cr__permit_acquisition_replied(&f->p, rc, NULL, &cmd, &hint,
                                         &listen);
     assert_int_equal(hint, -1);
-    assert_false(listen);
+    assert_int_equal(listen, CR__LISTEN_NO);
     return rc;
 }
 
@@ -851,14 +851,14 @@ test_attempt_answered_an_expiry_is_busy_until_then_within_bounds(
 {
     struct fx *f = *state;
     int64_t hint = -1;
-    bool listen = false;
+    int listen = CR__LISTEN_NO;
 
     permit_begin(f, 1, CR_LEASE_NONE);
     /* An expiry long past: look again at once. */
     assert_int_equal(permit_replied_place(f, "*3\r\n:5\r\n:1\r\n:-1\r\n",
                                           &hint, &listen),
                      CR_BUSY);
-    assert_true(listen);
+    assert_int_equal(listen, CR__LISTEN_SOON);
     assert_int_equal(hint, 0);
     /* One past any duration: the longest. */
     assert_int_equal(permit_replied(f, "*3\r\n:922337203685476\r\n:1\r\n"
@@ -875,13 +875,13 @@ test_expiry_is_watched_by_the_first_in_line_alone(void **state)
 {
     struct fx *f = *state;
     int64_t hint = 5;
-    bool listen = true;
+    int listen = CR__LISTEN_SOON;
 
     permit_begin(f, 1, CR_LEASE_NONE);
     assert_int_equal(permit_replied_place(f, "*3\r\n:5\r\n:0\r\n:-1\r\n",
                                           &hint, &listen),
                      CR_BUSY);
-    assert_false(listen);
+    assert_int_equal(listen, CR__LISTEN_NO);
     assert_int_equal(hint, -1);
     assert_int_equal(permit_replied_place(f, "*3\r\n:5\r\n:0\r\n:40\r\n",
                                           &hint, &listen),
@@ -891,7 +891,7 @@ test_expiry_is_watched_by_the_first_in_line_alone(void **state)
     assert_int_equal(permit_replied_place(f, "*3\r\n:922337203685476\r\n"
                                              ":1\r\n:40\r\n", &hint, &listen),
                      CR_BUSY);
-    assert_true(listen);
+    assert_int_equal(listen, CR__LISTEN_SOON);
     assert_int_equal(hint, 40);
 }
 
