@@ -926,7 +926,7 @@ cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
 cr_status
 cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
 {
-    cr__sem_line_args ln = cr__sem_line_args_of(s);
+    cr__sem_line_args ln;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr__op op;
@@ -934,6 +934,8 @@ cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
 
     if (rc != CR_OK)
         return rc;
+    /* The handle is known good from here. */
+    ln = cr__sem_line_args_of(s);
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
     rc = cr__run_permit_semaphore_set_permits(&op, &cmd,

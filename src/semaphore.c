@@ -526,7 +526,7 @@ cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
 cr_status
 cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
 {
-    cr__sem_line_args ln = cr__sem_line_args_of(s);
+    cr__sem_line_args ln;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr__op op;
@@ -534,6 +534,8 @@ cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
 
     if (rc != CR_OK)
         return rc;
+    /* The handle is known good from here. */
+    ln = cr__sem_line_args_of(s);
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
     rc = cr__run_semaphore_set_permits(&op, &cmd,
@@ -790,7 +792,7 @@ cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
                         int64_t ttl_ms, bool *set)
 {
     cr__sem *s = obj;
-    cr__sem_line_args ln = cr__sem_line_args_of(s);
+    cr__sem_line_args ln;
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     bool done = false;
@@ -799,6 +801,8 @@ cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
 
     if (rc != CR_OK)
         return rc;
+    /* The handle is known good from here. */
+    ln = cr__sem_line_args_of(s);
     if ((rc = cr__check_permits(permits)) == CR_OK &&
         (rc = cr__check_ttl(ttl_ms)) == CR_OK)
         rc = cr__run_semaphore_try_set_permits(&op, &cmd,
