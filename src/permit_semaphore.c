@@ -569,7 +569,7 @@ acquisition_end(cr__op *op, cr__permit_acquisition *a, cr_status rc)
                       a->permits);
             break;
         case CR__PERMIT_END_LEAVE:
-            cr__sem_leave(op, a->sem, &a->waiter);
+            cr__sem_leave(op, a->sem, &a->waiter, a->rc);
             break;
         case CR__PERMIT_END_DONE:
             return cr__permit_acquisition_done(a);

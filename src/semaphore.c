@@ -353,7 +353,7 @@ acquisition_end(cr__op *op, cr__sem_acquisition *a, cr_status rc)
             give_back_later(a);
             break;
         case CR__SEM_END_LEAVE:
-            cr__sem_leave(op, a->sem, &a->waiter);
+            cr__sem_leave(op, a->sem, &a->waiter, a->rc);
             break;
         case CR__SEM_END_DROP:
             cr__del_noreply(op, a->acquire_latch);
@@ -684,7 +684,8 @@ leave_failed(const cr__sem *s, const cr__sem_waiter *sw, cr_status rc)
 }
 
 void
-cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw)
+cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw,
+              cr_status ended)
 {
     cr__sem *s = obj;
     cr__script_call call = {0};
@@ -693,6 +694,10 @@ cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw)
     char keep[512];
     cr_status rc;
 
+    if (ended == CR_EIO) {
+        cr__sem_leave_later(obj, sw);
+        return;
+    }
     snprintf(keep, sizeof(keep), "%s", cr_last_error());
     rc = leave_call(s, sw, &call);
     if (rc == CR_OK)
@@ -714,7 +719,7 @@ late_leave_run(const cr__op *op, void *arg)
 {
     late_leave *p = arg;
 
-    cr__sem_leave(op, p->sem, &p->waiter);
+    cr__sem_leave(op, p->sem, &p->waiter, CR_OK);
 }
 
 void
