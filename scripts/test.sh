@@ -3,8 +3,10 @@
 # Sets everything up and runs every test:
 #   1. make check: unit tests, integration tests against private redis-server
 #      (and Sentinel) processes, CLI tests;
-#   2. make check-valgrind: the same suite under valgrind memcheck;
-#   3. scripts/sanitize.sh: the suite built with ASan+UBSan, then with TSan;
+#   2. make check-valgrind: the same suite under valgrind memcheck, two
+#      programs at a time;
+#   3. scripts/sanitize.sh: the suite built with ASan+UBSan, and with TSan
+#      (side by side);
 #   4. fuzz/run.sh: each libFuzzer target for a bounded time;
 #   5. make distcheck (packaging, VPATH build, install; the suite already ran).
 # Ends with the line "total: N passed, N failed" (tests counted in 1).
@@ -42,17 +44,19 @@ count() {
     fi
 }
 run() {
+    local start=$SECONDS
     echo "== $*"
     if ! "$@"; then
         status=1
         tail -n 200 test-suite.log 2>/dev/null
     fi
+    echo "== $* took $((SECONDS - start)) s"
 }
 
 run make -j2 check
 count check
 if [ "${CR_QUICK:-0}" != 1 ]; then
-    run make check-valgrind
+    run make -j2 check-valgrind
     count valgrind
     run scripts/sanitize.sh
     run fuzz/run.sh "${CR_FUZZ_SECONDS:-20}"
