@@ -182,6 +182,103 @@ bench_cmd_argv(redisContext *c, int argc, const char **argv,
     return checked(c, redisCommandArgv(c, argc, argv, lens));
 }
 
+/* ------------------------------------------------------------ the library's scripts */
+
+/* The benchmarks fill each script's argument struct with designated
+ * initializers, so a renamed or removed argument fails to compile; these
+ * make an added one fail too (it would otherwise go out as 0 or crash the
+ * run). Each field of a generated struct is 8 bytes (a pointer, an
+ * int64_t or a size_t) on the 64-bit targets the project builds for, so
+ * the size counts them: when one fails, fill the new argument where the
+ * benchmarks build that script's calls, then update the count. */
+#if UINTPTR_MAX == UINT64_MAX
+#define ARGS_FIELDS(type, n)                                                   \
+    _Static_assert(sizeof(type) == (n) * 8,                                    \
+                   #type " changed: update the benchmarks' calls of its script")
+ARGS_FIELDS(cr__lock_acquire_args, 11);
+ARGS_FIELDS(cr__lock_unlock_args, 13);
+ARGS_FIELDS(cr__lock_renew_args, 7);
+ARGS_FIELDS(cr__semaphore_try_acquire_args, 12);
+ARGS_FIELDS(cr__semaphore_release_args, 10);
+ARGS_FIELDS(cr__rwlock_read_acquire_args, 12);
+ARGS_FIELDS(cr__rwlock_write_acquire_args, 10);
+ARGS_FIELDS(cr__rwlock_read_unlock_args, 14);
+ARGS_FIELDS(cr__rwlock_write_unlock_args, 13);
+#endif
+
+void
+bench_script_load(redisContext *c, cr__script_id id)
+{
+    const char *argv[3] = {"SCRIPT", "LOAD", cr__scripts[id].body};
+    size_t lens[3] = {6, 4, cr__scripts[id].len};
+    redisReply *r = bench_cmd_argv(c, 3, argv, lens);
+
+    if (r->type != REDIS_REPLY_STRING || strcmp(r->str, cr__scripts[id].sha1) != 0)
+        bench_die("SCRIPT LOAD of %s gave an unexpected SHA1", cr__scripts[id].name);
+    freeReplyObject(r);
+}
+
+void
+bench_script_argv(cr_status built, cr__script_call *call, char nk[24])
+{
+    if (built != CR_OK)
+        bench_die("building a call of %s: %s", call->script->name,
+                  cr_strerror(built));
+    cr__script_call_argv(call, false, nk);
+}
+
+void
+bench_script_append(redisContext *c, cr_status built, cr__script_call *call)
+{
+    char nk[24];
+
+    bench_script_argv(built, call, nk);
+    if (redisAppendCommandArgv(c, (int)call->argc, call->argv, call->lens) != REDIS_OK)
+        bench_die("redis: %s", c->errstr);
+    cr__script_call_free(call);
+}
+
+redisReply *
+bench_script(redisContext *c, cr_status built, cr__script_call *call)
+{
+    void *r = NULL;
+
+    bench_script_append(c, built, call);
+    if (redisGetReply(c, &r) != REDIS_OK)
+        r = NULL;
+    return checked(c, r);
+}
+
+void
+bench_line(cr__line *ln, const char *raw)
+{
+    if (cr__line_init(ln, raw) != CR_OK)
+        bench_die("out of memory");
+}
+
+cr__lock_acquire_args
+bench_lock_acquire_args(const char *key, const char *owner, int64_t lease_ms,
+                        const cr__line *ln)
+{
+    return (cr__lock_acquire_args){
+        .lock = key, .line = ln->key, .line_state = ln->state,
+        .lease_ms = lease_ms, .owner = owner, .wait = BENCH_LINE_IGNORE,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
+        .line_channel = ln->prefix, .publish = "publish", .non_reentrant = 0};
+}
+
+cr__lock_unlock_args
+bench_lock_unlock_args(const char *key, const char *channel, const char *latch,
+                       const char *owner, int64_t lease_ms, const cr__line *ln)
+{
+    return (cr__lock_unlock_args){
+        .lock = key, .channel = channel, .latch = latch, .line = ln->key,
+        .line_state = ln->state, .message = 0, .lease_ms = lease_ms,
+        .owner = owner, .publish = "publish", .latch_ms = BENCH_LATCH_MS,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
+        .line_channel = ln->prefix};
+}
+
 /* ------------------------------------------------------------ memory */
 
 void *

@@ -23,6 +23,9 @@
 
 #include <credisson.h>
 
+#include "line.h"
+#include "scripts.h"
+
 /* ------------------------------------------------------------ clock */
 
 /* Nanoseconds on CLOCK_MONOTONIC: one scale for every process of a run. */
@@ -70,6 +73,70 @@ redisReply *bench_cmd(redisContext *c, const char *fmt, ...);
 /* bench_cmd_argv: the same with an argument vector. */
 redisReply *bench_cmd_argv(redisContext *c, int argc, const char **argv,
                            const size_t *lens);
+
+/* ------------------------------------------------------------ the library's scripts */
+
+/* The programs that run the library's scripts by hand (the ceiling and the
+ * floors) build each call with the generated cr__build_<name>() of
+ * scripts.h, from the script's own "--! keys:" and "--! argv:" lines, so
+ * that a script whose arguments change breaks their build, not their
+ * figures:
+ *   cr__script_call call;
+ *   cr__lock_acquire_args a = {.lock = key, ...};
+ *   redisReply *r = bench_script(c, cr__build_lock_acquire(&a, &call), &call);
+ */
+
+/* bench_script_load: SCRIPT LOAD of the library's script `id`; exits
+ * unless the server's SHA1 is the one the library sends. */
+void bench_script_load(redisContext *c, cr__script_id id);
+
+/* bench_script_argv: completes the call that a cr__build_<name>() made
+ * (`built`: its status, `call`: what it filled) as EVALSHA, `nk` holding
+ * the key count's digits: call->argc, call->argv and call->lens can then
+ * be sent as often as wanted (redisCommandArgv) while the args struct, nk
+ * and call live; free it with cr__script_call_free. Exits when the build
+ * failed. */
+void bench_script_argv(cr_status built, cr__script_call *call, char nk[24]);
+
+/* bench_script_append: appends the call that a cr__build_<name>() made
+ * to c's output buffer as EVALSHA, without sending it, and frees what the
+ * build took; exits when the build failed. Its reply is read later
+ * (redisGetReply). */
+void bench_script_append(redisContext *c, cr_status built,
+                         cr__script_call *call);
+
+/* bench_script: the same call sent, and its reply; exits when the link
+ * fails or Redis answers an error. Ownership: the caller frees the reply. */
+redisReply *bench_script(redisContext *c, cr_status built,
+                         cr__script_call *call);
+
+/* The line arguments of a script run outside the library's waiting line
+ * (doc/waiting-line.md): the object's real line names (cr__line_init) on
+ * which nobody waits, the library's default waiting lease and turn, and
+ * the `wait` that ignores the line (as the spin lock's attempts do). What
+ * the scripts still run for the line (a TIME in an acquire, a TIME and an
+ * EXISTS of the empty line in a release) and what it costs: "The floors'
+ * scripts and the waiting line" in doc/benchmarks.md. */
+#define BENCH_LINE_LEASE_MS 30000
+#define BENCH_LINE_TURN_MS 250 /* the client default, cr_client_options.line_turn_ms */
+#define BENCH_LINE_IGNORE cr__line_wait_arg(0, true)
+#define BENCH_LATCH_MS 10000 /* an unlock or acquire latch's lifetime */
+
+/* bench_line: the line names of raw name N into `ln` (free them with
+ * cr__line_free); exits when out of memory. */
+void bench_line(cr__line *ln, const char *raw);
+
+/* bench_lock_acquire_args: RLock's acquire of `key` by `owner` for
+ * lease_ms, outside the line (`ln`: the key's line names, bench_line). */
+cr__lock_acquire_args bench_lock_acquire_args(const char *key, const char *owner,
+                                              int64_t lease_ms, const cr__line *ln);
+
+/* bench_lock_unlock_args: RLock's unlock of `key` by `owner`, publishing
+ * 0 on `channel`, with the unlock latch `latch` (lease_ms: the lease left
+ * to a partial unlock); `ln` as above. */
+cr__lock_unlock_args bench_lock_unlock_args(const char *key, const char *channel,
+                                            const char *latch, const char *owner,
+                                            int64_t lease_ms, const cr__line *ln);
 
 /* bench_die: print "bench: <what>" and exit 1. */
 void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),

@@ -58,7 +58,6 @@
 
 #include "bench.h"
 #include "naive_lock.h"
-#include "scripts.h"
 
 #define LOCK_NAME "bench:lock"
 #define COUNTER_KEY "bench:counter"
@@ -66,6 +65,7 @@
 #define PES_NAME "bench:pes"
 #define MAX_WORKERS 256
 #define MAX_SAMPLES (4u << 20)
+#define FLOOR_LEASE_MS 30000 /* the floors' lease */
 
 /* ------------------------------------------------------------ shared state */
 
@@ -158,6 +158,7 @@ typedef struct worker {
     cr_lock *lock;       /* credisson kinds */
     char floor_key[32];  /* the floor's private lock */
     char floor_owner[32];
+    cr__line floor_line; /* the line names of the floor's object (unused) */
     uint64_t floor_seq;
     uint64_t floor_ticket; /* the ticket it holds the floor with */
     int floor_pending;   /* replies still to read: a latch DEL, wake-ups */
@@ -262,24 +263,34 @@ load_scripts(worker *w, const cr__script_id *ids, int n)
 {
     int i;
 
-    for (i = 0; i < n; i++) {
-        const char *argv[3] = {"SCRIPT", "LOAD", cr__scripts[ids[i]].body};
+    for (i = 0; i < n; i++)
+        bench_script_load(w->redis, ids[i]);
+}
 
-        freeReplyObject(bench_cmd_argv(w->redis, 3, argv, NULL));
-    }
+/* Names the floor's object `key` (its line's names too) and the worker's
+ * owner name in it, "<who>:<worker id>". */
+static void
+floor_name(worker *w, const char *key, const char *who)
+{
+    snprintf(w->floor_key, sizeof(w->floor_key), "%s", key);
+    snprintf(w->floor_owner, sizeof(w->floor_owner), "%s:%d", who, w->id);
+    cr__line_free(&w->floor_line);
+    bench_line(&w->floor_line, key);
 }
 
 static void
 floor_open(worker *w)
 {
     cr__script_id ids[2] = {CR__SCRIPT_LOCK_ACQUIRE, CR__SCRIPT_LOCK_UNLOCK};
+    char key[32];
 
     load_scripts(w, ids, 2);
-    snprintf(w->floor_key, sizeof(w->floor_key), "bench:floor:%d", w->id);
-    snprintf(w->floor_owner, sizeof(w->floor_owner), "bench-floor:%d", w->id);
+    snprintf(key, sizeof(key), "bench:floor:%d", w->id);
+    floor_name(w, key, "bench-floor");
 }
 
-/* Reads one reply of the floor's connection; exits on failure. */
+/* Reads one reply of the floor's connection; exits on failure or an
+ * error reply. */
 static redisReply *
 floor_reply(worker *w)
 {
@@ -287,6 +298,8 @@ floor_reply(worker *w)
 
     if (redisGetReply(w->redis, &r) != REDIS_OK || r == NULL)
         bench_die("floor: %s", w->redis->errstr);
+    if (((redisReply *)r)->type == REDIS_REPLY_ERROR)
+        bench_die("floor: redis error: %s", ((redisReply *)r)->str);
     return r;
 }
 
@@ -308,14 +321,25 @@ floor_call(worker *w, int argc, const char **argv)
     return floor_reply(w);
 }
 
+/* The same for the script call a cr__build_<name>() made (`built`, its
+ * status, and `call`). */
+static redisReply *
+floor_script(worker *w, cr_status built, cr__script_call *call)
+{
+    bench_script_append(w->redis, built, call);
+    floor_drain(w);
+    return floor_reply(w);
+}
+
 /* The floor's acquire script on its lock key (and the reply of the last
- * cycle's latch DEL). */
+ * cycle's latch DEL), ignoring the library's line as Redisson does. */
 static void
 floor_lock_cmds(worker *w)
 {
-    const char *acq[6] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].sha1,
-                          "1", w->floor_key, "30000", w->floor_owner};
-    redisReply *r = floor_call(w, 6, acq);
+    cr__script_call call;
+    cr__lock_acquire_args a = bench_lock_acquire_args(w->floor_key, w->floor_owner,
+                                                      FLOOR_LEASE_MS, &w->floor_line);
+    redisReply *r = floor_script(w, cr__build_lock_acquire(&a, &call), &call);
 
     if (r->type != REDIS_REPLY_NIL)
         bench_die("floor: the lock was not free");
@@ -338,20 +362,21 @@ static void
 floor_unlock_cmds(worker *w, const char *channel)
 {
     char latch[96], own[64];
-    const char *unl[11] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_UNLOCK].sha1,
-                           "3", w->floor_key, channel, latch, "0", "30000",
-                           w->floor_owner, "publish", "10000"};
+    cr__script_call call;
+    cr__lock_unlock_args a;
     const char *del[2] = {"DEL", latch};
     redisReply *r;
 
     if (channel == NULL) {
         snprintf(own, sizeof(own), "redisson_lock__channel:{%s}", w->floor_key);
-        unl[4] = own;
+        channel = own;
     }
     /* Per worker: the targeted floor's workers share one key. */
     snprintf(latch, sizeof(latch), "redisson_unlock_latch:{%s}:%d:%llx",
              w->floor_key, w->id, (unsigned long long)++w->floor_seq);
-    r = floor_call(w, 11, unl);
+    a = bench_lock_unlock_args(w->floor_key, channel, latch, w->floor_owner,
+                               FLOOR_LEASE_MS, &w->floor_line);
+    r = floor_script(w, cr__build_lock_unlock(&a, &call), &call);
     /* 1: released, nobody heard; -n: released, n subscribers heard. */
     if (r->type != REDIS_REPLY_INTEGER || (r->integer != 1 && r->integer >= 0))
         bench_die("floor: the unlock failed");
@@ -371,6 +396,7 @@ static void
 floor_close(worker *w)
 {
     floor_drain(w);
+    cr__line_free(&w->floor_line);
 }
 
 /* The naive SET NX PX lock with 1 ms sleep-and-retry (naive_lock.c). */
@@ -527,44 +553,62 @@ floor_sem_open(worker *w)
 
     load_scripts(w, ids, 2);
     snprintf(w->floor_sem_key, sizeof(w->floor_sem_key), "bench:floorsem:%d", w->id);
+    floor_name(w, w->floor_sem_key, "bench-floor");
     freeReplyObject(bench_cmd(w->redis, "SET %s 1", w->floor_sem_key));
 }
 
-/* The semaphore's acquire script for one permit of the floor's key, with
- * a fresh latch whose DEL goes out now (its reply is read later). */
+/* The semaphore's acquire script for one permit of the floor's key,
+ * ignoring the library's line as Redisson does, with a fresh latch (its
+ * DEL goes out with the release script). */
 static void
 floor_sem_acquire_cmds(worker *w)
 {
-    const char *acq[7] = {"EVALSHA", cr__scripts[CR__SCRIPT_SEMAPHORE_TRY_ACQUIRE].sha1,
-                          "2", w->floor_sem_key, w->floor_sem_latch, "1", "10000"};
-    const char *del[2] = {"DEL", w->floor_sem_latch};
+    cr__script_call call;
+    cr__semaphore_try_acquire_args a = {
+        .permits = w->floor_sem_key, .latch = w->floor_sem_latch,
+        .line = w->floor_line.key, .line_state = w->floor_line.state,
+        .count_value = 1, .latch_ms = BENCH_LATCH_MS, .entry = w->floor_owner,
+        .wait = BENCH_LINE_IGNORE, .line_lease_ms = BENCH_LINE_LEASE_MS,
+        .turn_ms = BENCH_LINE_TURN_MS, .line_channel = w->floor_line.prefix,
+        .publish = "publish"};
     redisReply *r;
 
     snprintf(w->floor_sem_latch, sizeof(w->floor_sem_latch),
              "credisson_semaphore_acquire:{%s}:%d:%llx", w->floor_sem_key, w->id,
              (unsigned long long)++w->floor_seq);
-    r = floor_call(w, 7, acq);
+    r = floor_script(w, cr__build_semaphore_try_acquire(&a, &call), &call);
     if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
         bench_die("floor_sem: the permit was not there");
     freeReplyObject(r);
-    redisAppendCommandArgv(w->redis, 2, del, NULL);
-    w->floor_pending++;
 }
 
 /* The semaphore's release script for one permit, publishing to `channel`
- * (the semaphore's own channel when NULL). */
+ * (the semaphore's own channel when NULL), sent behind the DEL of the
+ * acquire's latch; the DEL's reply is read first. (A DEL sent right after
+ * the acquire went out with the first command of the critical section,
+ * whose replies were then each read as the one before's: the GET of
+ * --permits 1 saw the DEL's, and the counter stayed at 1.) */
 static void
 floor_sem_release_cmds(worker *w, const char *channel)
 {
     char own[64];
-    const char *rel[8] = {"EVALSHA", cr__scripts[CR__SCRIPT_SEMAPHORE_RELEASE].sha1,
-                          "2", w->floor_sem_key, channel, "1", "publish", "0"};
+    cr__script_call call;
+    cr__semaphore_release_args a = {
+        .permits = w->floor_sem_key, .channel = channel,
+        .line = w->floor_line.key, .line_state = w->floor_line.state,
+        .count_value = 1, .publish = "publish", .if_exists = 0,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
+        .line_channel = w->floor_line.prefix};
+
+    const char *del[2] = {"DEL", w->floor_sem_latch};
 
     if (channel == NULL) {
         snprintf(own, sizeof(own), "redisson_sc:{%s}", w->floor_sem_key);
-        rel[4] = own;
+        a.channel = own;
     }
-    freeReplyObject(floor_call(w, 8, rel));
+    redisAppendCommandArgv(w->redis, 2, del, NULL);
+    w->floor_pending++;
+    freeReplyObject(floor_script(w, cr__build_semaphore_release(&a, &call), &call));
 }
 
 static void
@@ -742,9 +786,10 @@ lock_take(tline *l, bool write)
 static void
 tfloor_open(worker *w)
 {
-    floor_open(w);
-    snprintf(w->floor_key, sizeof(w->floor_key), "%s", LOCK_NAME);
-    snprintf(w->floor_owner, sizeof(w->floor_owner), "bench-tfloor:%d", w->id);
+    cr__script_id ids[2] = {CR__SCRIPT_LOCK_ACQUIRE, CR__SCRIPT_LOCK_UNLOCK};
+
+    load_scripts(w, ids, 2);
+    floor_name(w, LOCK_NAME, "bench-tfloor");
     tfloor_subscribe(w);
 }
 
@@ -799,7 +844,7 @@ tfloor_unlock(worker *w)
 static void
 tfloor_close(worker *w)
 {
-    floor_drain(w);
+    floor_close(w);
     redisFree(w->sub);
     w->sub = NULL;
 }
@@ -824,6 +869,7 @@ tfloor_sem_open(worker *w)
 
     load_scripts(w, ids, 2);
     snprintf(w->floor_sem_key, sizeof(w->floor_sem_key), "%s", SEM_NAME);
+    floor_name(w, SEM_NAME, "bench-tfloor");
     tfloor_subscribe(w);
 }
 
@@ -869,25 +915,35 @@ tfloor_rw_open(worker *w)
                             CR__SCRIPT_RWLOCK_WRITE_ACQUIRE, CR__SCRIPT_RWLOCK_WRITE_UNLOCK};
 
     load_scripts(w, ids, 4);
-    snprintf(w->floor_key, sizeof(w->floor_key), "%s", LOCK_NAME);
-    snprintf(w->floor_owner, sizeof(w->floor_owner), "bench-tfloor:%d", w->id);
+    floor_name(w, LOCK_NAME, "bench-tfloor");
     snprintf(w->tf_writer, sizeof(w->tf_writer), "%s:write", w->floor_owner);
     snprintf(w->tf_timeouts, sizeof(w->tf_timeouts), "{%s}:%s:rwlock_timeout",
              LOCK_NAME, w->floor_owner);
     tfloor_subscribe(w);
 }
 
-/* The write or read acquire script; it cannot fail after the line's
- * turn. */
+/* The write or read acquire script, ignoring the library's line; it
+ * cannot fail after the floor's line gave the worker its turn. */
 static void
 tfloor_rw_acquire_cmds(worker *w, bool write)
 {
-    const char *wr[6] = {"EVALSHA", cr__scripts[CR__SCRIPT_RWLOCK_WRITE_ACQUIRE].sha1,
-                         "1", w->floor_key, "30000", w->tf_writer};
-    const char *rd[8] = {"EVALSHA", cr__scripts[CR__SCRIPT_RWLOCK_READ_ACQUIRE].sha1,
-                         "2", w->floor_key, w->tf_timeouts, "30000", w->floor_owner,
-                         w->tf_writer};
-    redisReply *r = write ? floor_call(w, 6, wr) : floor_call(w, 8, rd);
+    cr__script_call call;
+    cr__rwlock_write_acquire_args wr = {
+        .lock = w->floor_key, .line = w->floor_line.key,
+        .line_state = w->floor_line.state, .lease_ms = FLOOR_LEASE_MS,
+        .writer = w->tf_writer, .wait = BENCH_LINE_IGNORE,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
+        .line_channel = w->floor_line.prefix, .publish = "publish"};
+    cr__rwlock_read_acquire_args rd = {
+        .lock = w->floor_key, .reader_timeouts = w->tf_timeouts,
+        .line = w->floor_line.key, .line_state = w->floor_line.state,
+        .lease_ms = FLOOR_LEASE_MS, .reader = w->floor_owner,
+        .writer = w->tf_writer, .wait = BENCH_LINE_IGNORE,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
+        .line_channel = w->floor_line.prefix, .publish = "publish"};
+    redisReply *r = write
+        ? floor_script(w, cr__build_rwlock_write_acquire(&wr, &call), &call)
+        : floor_script(w, cr__build_rwlock_read_acquire(&rd, &call), &call);
 
     if (r->type != REDIS_REPLY_NIL)
         bench_die("tfloor_rw: the %s lock was not free", write ? "write" : "read");
@@ -903,12 +959,21 @@ static long long
 tfloor_rw_release_cmds(worker *w, bool write, const int *wakes, int n)
 {
     char latch[96], prefix[40], ch[48];
-    const char *wr[11] = {"EVALSHA", cr__scripts[CR__SCRIPT_RWLOCK_WRITE_UNLOCK].sha1,
-                          "3", w->floor_key, ch, latch, "1", "30000", w->tf_writer,
-                          "publish", "10000"};
-    const char *rd[12] = {"EVALSHA", cr__scripts[CR__SCRIPT_RWLOCK_READ_UNLOCK].sha1,
-                          "5", w->floor_key, ch, w->tf_timeouts, prefix, latch,
-                          "0", w->floor_owner, "publish", "10000"};
+    cr__script_call call;
+    cr__rwlock_write_unlock_args wr = {
+        .lock = w->floor_key, .channel = ch, .latch = latch,
+        .line = w->floor_line.key, .line_state = w->floor_line.state,
+        .message = 1, .lease_ms = FLOOR_LEASE_MS, .writer = w->tf_writer,
+        .publish = "publish", .latch_ms = BENCH_LATCH_MS,
+        .line_lease_ms = BENCH_LINE_LEASE_MS, .turn_ms = BENCH_LINE_TURN_MS,
+        .line_channel = w->floor_line.prefix};
+    cr__rwlock_read_unlock_args rd = {
+        .lock = w->floor_key, .channel = ch, .reader_timeouts = w->tf_timeouts,
+        .key_prefix = prefix, .latch = latch, .line = w->floor_line.key,
+        .line_state = w->floor_line.state, .message = 0,
+        .reader = w->floor_owner, .publish = "publish",
+        .latch_ms = BENCH_LATCH_MS, .line_lease_ms = BENCH_LINE_LEASE_MS,
+        .turn_ms = BENCH_LINE_TURN_MS, .line_channel = w->floor_line.prefix};
     const char *del[2] = {"DEL", latch};
     redisReply *r;
     long long v;
@@ -919,9 +984,9 @@ tfloor_rw_release_cmds(worker *w, bool write, const int *wakes, int n)
     snprintf(latch, sizeof(latch), "redisson_unlock_latch:{%s}:%d:%llx", LOCK_NAME,
              w->id, (unsigned long long)++w->floor_seq);
     if (write)
-        redisAppendCommandArgv(w->redis, 11, wr, NULL);
+        bench_script_append(w->redis, cr__build_rwlock_write_unlock(&wr, &call), &call);
     else
-        redisAppendCommandArgv(w->redis, 12, rd, NULL);
+        bench_script_append(w->redis, cr__build_rwlock_read_unlock(&rd, &call), &call);
     for (i = 1; i < n; i++) {
         char rch[48];
         const char *pub[3] = {"PUBLISH", rch, "1"};
@@ -1302,6 +1367,32 @@ reset_keys(redisContext *c, int permits)
     freeReplyObject(bench_cmd(c, "SET %s %d", PES_NAME, permits));
 }
 
+/* Sets up the floors' process-shared primitives for `workers` workers
+ * and `permits` permits: the instant floor's ticket slots, floor_sem's
+ * semaphore, the targeted floors' line and floor_rw's rwlock. */
+static void
+floors_init(shared *sh, int workers, int permits)
+{
+    pthread_rwlockattr_t rwa;
+    pthread_mutexattr_t ma;
+    int i;
+
+    for (i = 0; i < workers; i++)
+        sem_init(&sh->floor_slot[i], 1, i == 0 ? 1 : 0);
+    sem_init(&sh->floor_permits, 1, (unsigned)permits);
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutex_init(&sh->line.mu, &ma);
+    pthread_mutexattr_destroy(&ma);
+    sh->line.avail = permits;
+    sh->line.owed = -1;
+    pthread_rwlockattr_init(&rwa);
+    pthread_rwlockattr_setpshared(&rwa, PTHREAD_PROCESS_SHARED);
+    pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&sh->floor_rw, &rwa);
+    pthread_rwlockattr_destroy(&rwa);
+}
+
 /* Reads the counter after a run. */
 static long long
 read_counter(redisContext *c)
@@ -1496,8 +1587,6 @@ run(const run_cfg *cfg)
     pid_t *pids = calloc((size_t)k + 1, sizeof(*pids));
     jvm *jvms = calloc((size_t)njvm + 1, sizeof(*jvms));
     cr_client *shared_client = NULL;
-    pthread_rwlockattr_t rwa;
-    pthread_mutexattr_t ma;
     uint64_t writes, cycles, c_cycles = 0, j_cycles = 0, wmin = UINT64_MAX, wmax = 0;
     int64_t start, end, c_wait_max = 0, j_wait_max = 0;
     double cpu0, cpu1, elapsed;
@@ -1512,20 +1601,7 @@ run(const run_cfg *cfg)
     if (kj > 0 && (cfg->im->java == NULL || cfg->java_cp == NULL))
         bench_die("Java workers need --java-cp and an impl the Java peer has (rlock, "
                   "semaphore)");
-    for (i = 0; i < kc; i++)
-        sem_init(&sh->floor_slot[i], 1, i == 0 ? 1 : 0);
-    sem_init(&sh->floor_permits, 1, (unsigned)cfg->permits);
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-    pthread_mutex_init(&sh->line.mu, &ma);
-    pthread_mutexattr_destroy(&ma);
-    sh->line.avail = cfg->permits;
-    sh->line.owed = -1;
-    pthread_rwlockattr_init(&rwa);
-    pthread_rwlockattr_setpshared(&rwa, PTHREAD_PROCESS_SHARED);
-    pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&sh->floor_rw, &rwa);
-    pthread_rwlockattr_destroy(&rwa);
+    floors_init(sh, kc, cfg->permits);
     sh->last_holder = -1;
     bench_samples_init(&sh->waits, MAX_SAMPLES, true);
     bench_samples_init(&sh->handoffs, MAX_SAMPLES, true);
@@ -1719,9 +1795,10 @@ run_uncontended(const run_cfg *cfg)
 {
     const impl *im = cfg->im;
     shared *sh = bench_shared(sizeof(*sh));
-    const char *acq[6] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].sha1,
-                          "1", "bench:s1:ceiling", "30000", "bench-owner:1"};
-    const char *load[3] = {"SCRIPT", "LOAD", cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].body};
+    cr__line ceil_line;
+    cr__lock_acquire_args ceil_args;
+    cr__script_call acq;
+    char nk[24];
     int rounds = (int)(cfg->seconds / 0.5 + 0.5), r;
     int64_t slice, pair_ns = 0, ceil_ns = 0;
     uint64_t pairs = 0, ceils = 0;
@@ -1737,11 +1814,18 @@ run_uncontended(const run_cfg *cfg)
     if (ratios == NULL)
         bench_die("out of memory");
     bench_samples_init(&lat, MAX_SAMPLES, false);
+    floors_init(sh, 1, cfg->permits);
     memset(&w, 0, sizeof(w));
     w.cfg = cfg;
     w.sh = sh;
     w.redis = bench_redis(cfg->url);
-    freeReplyObject(bench_cmd_argv(w.redis, 3, load, NULL));
+    bench_script_load(w.redis, CR__SCRIPT_LOCK_ACQUIRE);
+    /* The ceiling: RLock's acquire script on a key this thread holds after
+     * its first call (the reentrant path), as the library sends it. */
+    bench_line(&ceil_line, "bench:s1:ceiling");
+    ceil_args = bench_lock_acquire_args("bench:s1:ceiling", "bench-owner:1",
+                                        FLOOR_LEASE_MS, &ceil_line);
+    bench_script_argv(cr__build_lock_acquire(&ceil_args, &acq), &acq, nk);
     reset_keys(w.redis, 1);
     if (im->uses_client) {
         w.client = bench_client(cfg->url);
@@ -1772,7 +1856,7 @@ run_uncontended(const run_cfg *cfg)
         t0 = bench_now_ns();
         end = t0 + slice;
         do {
-            freeReplyObject(bench_cmd_argv(w.redis, 6, acq, NULL));
+            freeReplyObject(bench_cmd_argv(w.redis, (int)acq.argc, acq.argv, acq.lens));
             m++;
             t = bench_now_ns();
         } while (t < end);
@@ -1786,6 +1870,8 @@ run_uncontended(const run_cfg *cfg)
     freeReplyObject(bench_cmd(w.redis, "DEL bench:s1:ceiling"));
     reset_keys(w.redis, 1);
     redisFree(w.redis);
+    cr__script_call_free(&acq);
+    cr__line_free(&ceil_line);
     qsort(ratios, (size_t)rounds, sizeof(*ratios), cmp_double);
     bench_samples_sort(&lat);
 

@@ -4,15 +4,22 @@
  * server in the same run with nothing but hiredis:
  *
  *   ping_rps         PING round trips per second on one connection
- *   evalsha_rps_1    EVALSHA of lua/lock_acquire.lua (its reentrant path:
- *                    exists, hexists, hincrby, pexpire, the heaviest) per
- *                    second on one connection
+ *   evalsha_rps_1    EVALSHA of lua/lock_acquire.lua on a key its owner
+ *                    holds (the reentrant path: hexists, hincrby, pexpire;
+ *                    the waiting line is not reached) per second on one
+ *                    connection
  *   evalsha_rps_C    the same over C connections (8 and 32 by default), one
  *                    command in flight on each, driven by one thread
  *   protocol_pair_rps  the RLock protocol done by hand on one connection:
  *                    acquire script, unlock script with a fresh latch, and
  *                    the latch's DEL sent without waiting (as the library
- *                    does); what a client with zero overhead would reach
+ *                    does); what a client with zero overhead would reach.
+ *                    The acquire ignores the waiting line (wait 2, as
+ *                    Redisson's clients do), which costs a TIME; the
+ *                    unlock looks at the line (a TIME and an EXISTS)
+ *
+ * Every script call is built by the generated cr__build_<name>() from the
+ * script's own argument lines (bench.h), with the line's real names.
  *   renew100_rps     lock_renew.lua calls of 100 held keys per second on one
  *                    connection (the watchdog's unit of work)
  *
@@ -28,25 +35,51 @@
 #include <string.h>
 
 #include "bench.h"
-#include "scripts.h"
 
-/* Loads script `id` into the server; exits unless its SHA1 is the one the
- * library will send. */
+#define OWNER "bench-owner:1"
+#define LEASE_MS 30000
+
+/* One call of RLock's acquire script on `key` by OWNER, ready to be sent
+ * as often as wanted (bench_script_argv), with what it points into. */
+typedef struct acquire {
+    cr__line line;
+    cr__lock_acquire_args args;
+    cr__script_call call;
+    char nk[24];
+} acquire;
+
+/* Builds `a`, the acquire call of `key` (which must outlive it). */
 static void
-load_script(redisContext *c, cr__script_id id)
+acquire_init(acquire *a, const char *key)
 {
-    const char *argv[3] = {"SCRIPT", "LOAD", cr__scripts[id].body};
-    size_t lens[3] = {6, 4, cr__scripts[id].len};
-    redisReply *r = bench_cmd_argv(c, 3, argv, lens);
+    bench_line(&a->line, key);
+    a->args = bench_lock_acquire_args(key, OWNER, LEASE_MS, &a->line);
+    bench_script_argv(cr__build_lock_acquire(&a->args, &a->call), &a->call, a->nk);
+}
 
-    if (r->type != REDIS_REPLY_STRING || strcmp(r->str, cr__scripts[id].sha1) != 0)
-        bench_die("SCRIPT LOAD of %s gave an unexpected SHA1", cr__scripts[id].name);
-    freeReplyObject(r);
+static void
+acquire_free(acquire *a)
+{
+    cr__script_call_free(&a->call);
+    cr__line_free(&a->line);
+}
+
+/* Appends `a`'s call to c's output and writes it out; exits on failure. */
+static void
+acquire_send(redisContext *c, const acquire *a)
+{
+    int done = 0;
+
+    redisAppendCommandArgv(c, (int)a->call.argc, a->call.argv, a->call.lens);
+    while (!done)
+        if (redisBufferWrite(c, &done) != REDIS_OK)
+            bench_die("write: %s", c->errstr);
 }
 
 /* Runs `argv` on `c` in a loop for `seconds`; returns commands per second. */
 static double
-rate_one(redisContext *c, int argc, const char **argv, double seconds)
+rate_one(redisContext *c, int argc, const char **argv, const size_t *lens,
+         double seconds)
 {
     int64_t start = bench_now_ns(), end = start + (int64_t)(seconds * 1e9), now;
     uint64_t n = 0;
@@ -55,7 +88,7 @@ rate_one(redisContext *c, int argc, const char **argv, double seconds)
         int i;
 
         for (i = 0; i < 64; i++)
-            freeReplyObject(bench_cmd_argv(c, argc, argv, NULL));
+            freeReplyObject(bench_cmd_argv(c, argc, argv, lens));
         n += 64;
         now = bench_now_ns();
     } while (now < end);
@@ -70,24 +103,20 @@ rate_many(redisContext **cs, int nconn, double seconds)
 {
     struct pollfd *fds = calloc((size_t)nconn, sizeof(*fds));
     char (*keys)[32] = calloc((size_t)nconn, sizeof(*keys));
+    acquire *acqs = calloc((size_t)nconn, sizeof(*acqs));
     int64_t start, end, now;
     uint64_t n = 0;
     int i;
 
-    if (fds == NULL || keys == NULL)
+    if (fds == NULL || keys == NULL || acqs == NULL)
         bench_die("out of memory");
-    for (i = 0; i < nconn; i++)
+    for (i = 0; i < nconn; i++) {
         snprintf(keys[i], sizeof(keys[i]), "bench:ceiling:%d", i);
+        acquire_init(&acqs[i], keys[i]);
+    }
     /* Prime: one command in flight per connection. */
     for (i = 0; i < nconn; i++) {
-        const char *argv[6] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].sha1,
-                               "1", keys[i], "30000", "bench-owner:1"};
-        int done = 0;
-
-        redisAppendCommandArgv(cs[i], 6, argv, NULL);
-        while (!done)
-            if (redisBufferWrite(cs[i], &done) != REDIS_OK)
-                bench_die("write: %s", cs[i]->errstr);
+        acquire_send(cs[i], &acqs[i]);
         fds[i].fd = cs[i]->fd;
         fds[i].events = POLLIN;
     }
@@ -108,20 +137,12 @@ rate_many(redisContext **cs, int nconn, double seconds)
                 bench_die("read: %s", cs[i]->errstr);
             while (redisGetReplyFromReader(cs[i], &reply) == REDIS_OK &&
                    reply != NULL) {
-                const char *argv[6] = {"EVALSHA",
-                                       cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].sha1,
-                                       "1", keys[i], "30000", "bench-owner:1"};
-                int done = 0;
-
                 if (((redisReply *)reply)->type == REDIS_REPLY_ERROR)
                     bench_die("redis error: %s", ((redisReply *)reply)->str);
                 freeReplyObject(reply);
                 reply = NULL;
                 n++;
-                redisAppendCommandArgv(cs[i], 6, argv, NULL);
-                while (!done)
-                    if (redisBufferWrite(cs[i], &done) != REDIS_OK)
-                        bench_die("write: %s", cs[i]->errstr);
+                acquire_send(cs[i], &acqs[i]);
             }
         }
     }
@@ -132,9 +153,11 @@ rate_many(redisContext **cs, int nconn, double seconds)
         if (redisGetReply(cs[i], &reply) != REDIS_OK)
             bench_die("read: %s", cs[i]->errstr);
         freeReplyObject(reply);
+        acquire_free(&acqs[i]);
     }
     free(fds);
     free(keys);
+    free(acqs);
     return (double)n / ((double)(now - start) / 1e9);
 }
 
@@ -145,40 +168,41 @@ static double
 protocol_pairs(redisContext *c, double seconds)
 {
     int64_t start = bench_now_ns(), end = start + (int64_t)(seconds * 1e9), now;
-    const char *owner = "bench-owner:1", *key = "bench:ceiling:pair";
+    const char *key = "bench:ceiling:pair";
     const char *channel = "redisson_lock__channel:{bench:ceiling:pair}";
     uint64_t n = 0;
     bool pending = false;
+    cr__line line;
 
+    bench_line(&line, key);
     do {
         char latch[96];
-        const char *acq[6] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].sha1,
-                              "1", key, "30000", owner};
-        const char *unl[11] = {"EVALSHA", cr__scripts[CR__SCRIPT_LOCK_UNLOCK].sha1,
-                               "3", key, channel, latch, "0", "30000", owner,
-                               "publish", "10000"};
+        cr__script_call call;
+        cr__lock_acquire_args acq = bench_lock_acquire_args(key, OWNER, LEASE_MS, &line);
+        cr__lock_unlock_args unl;
         const char *del[2] = {"DEL", latch};
         redisReply *r;
 
         snprintf(latch, sizeof(latch),
                  "redisson_unlock_latch:{bench:ceiling:pair}:%032llx",
                  (unsigned long long)n);
+        unl = bench_lock_unlock_args(key, channel, latch, OWNER, LEASE_MS, &line);
         if (pending) {
             void *dropped = NULL;
 
-            redisAppendCommandArgv(c, 6, acq, NULL);
+            bench_script_append(c, cr__build_lock_acquire(&acq, &call), &call);
             if (redisGetReply(c, &dropped) != REDIS_OK)
                 bench_die("read: %s", c->errstr);
             freeReplyObject(dropped);
             if (redisGetReply(c, (void **)&r) != REDIS_OK)
                 bench_die("read: %s", c->errstr);
         } else {
-            r = bench_cmd_argv(c, 6, acq, NULL);
+            r = bench_script(c, cr__build_lock_acquire(&acq, &call), &call);
         }
         if (r->type != REDIS_REPLY_NIL)
             bench_die("the pair's acquire failed");
         freeReplyObject(r);
-        r = bench_cmd_argv(c, 11, unl, NULL);
+        r = bench_script(c, cr__build_lock_unlock(&unl, &call), &call);
         if (r->type != REDIS_REPLY_INTEGER || r->integer != 1)
             bench_die("the pair's unlock failed");
         freeReplyObject(r);
@@ -193,6 +217,7 @@ protocol_pairs(redisContext *c, double seconds)
         if (redisGetReply(c, &dropped) == REDIS_OK)
             freeReplyObject(dropped);
     }
+    cr__line_free(&line);
     return (double)n / ((double)(now - start) / 1e9);
 }
 
@@ -200,21 +225,24 @@ protocol_pairs(redisContext *c, double seconds)
 static double
 renew_calls(redisContext *c, double seconds)
 {
-    const char *argv[3 + 100 + 101];
-    char keys[100][32];
+    const char *keyv[100], *owners[100];
+    char keys[100][32], nk[24];
+    cr__lock_renew_args a = {.locks = keyv, .n_locks = 100, .lease_ms = LEASE_MS,
+                             .owners = owners, .n_owners = 100};
+    cr__script_call call;
+    double rate;
     int i;
 
-    argv[0] = "EVALSHA";
-    argv[1] = cr__scripts[CR__SCRIPT_LOCK_RENEW].sha1;
-    argv[2] = "100";
-    argv[103] = "30000";
     for (i = 0; i < 100; i++) {
         snprintf(keys[i], sizeof(keys[i]), "bench:ceiling:renew:%d", i);
-        freeReplyObject(bench_cmd(c, "HSET %s bench-owner:1 1", keys[i]));
-        argv[3 + i] = keys[i];
-        argv[104 + i] = "bench-owner:1";
+        freeReplyObject(bench_cmd(c, "HSET %s %s 1", keys[i], OWNER));
+        keyv[i] = keys[i];
+        owners[i] = OWNER;
     }
-    return rate_one(c, 204, argv, seconds);
+    bench_script_argv(cr__build_lock_renew(&a, &call), &call, nk);
+    rate = rate_one(c, (int)call.argc, call.argv, call.lens, seconds);
+    cr__script_call_free(&call);
+    return rate;
 }
 
 int
@@ -224,8 +252,7 @@ main(int argc, char **argv)
     redisContext *c;
     const char *conns;
     const char *ping[1] = {"PING"};
-    const char *acq[6] = {"EVALSHA", NULL, "1", "bench:ceiling:one", "30000",
-                          "bench-owner:1"};
+    acquire one;
     bench_json j;
     char *list, *tok, *save = NULL;
     double each;
@@ -234,19 +261,21 @@ main(int argc, char **argv)
     conns = bench_opt(&a, "--conns", "8,32");
     each = a.seconds;
     c = bench_redis(a.url);
-    load_script(c, CR__SCRIPT_LOCK_ACQUIRE);
-    load_script(c, CR__SCRIPT_LOCK_UNLOCK);
-    load_script(c, CR__SCRIPT_LOCK_RENEW);
-    acq[1] = cr__scripts[CR__SCRIPT_LOCK_ACQUIRE].sha1;
+    bench_script_load(c, CR__SCRIPT_LOCK_ACQUIRE);
+    bench_script_load(c, CR__SCRIPT_LOCK_UNLOCK);
+    bench_script_load(c, CR__SCRIPT_LOCK_RENEW);
+    acquire_init(&one, "bench:ceiling:one");
 
     bench_json_begin(&j, "ceiling");
     {
-        double ping_rps = rate_one(c, 1, ping, each);
+        double ping_rps = rate_one(c, 1, ping, NULL, each);
 
         bench_json_num(&j, "ping_rps", ping_rps);
         bench_json_num(&j, "rtt_us", 1e6 / ping_rps);
     }
-    bench_json_num(&j, "evalsha_rps_1", rate_one(c, 6, acq, each));
+    bench_json_num(&j, "evalsha_rps_1",
+                   rate_one(c, (int)one.call.argc, one.call.argv, one.call.lens, each));
+    acquire_free(&one);
     list = strdup(conns);
     if (list == NULL)
         bench_die("out of memory");

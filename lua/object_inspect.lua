@@ -1,11 +1,12 @@
---! keys: object queue timeouts token permits conditions arrivals
+--! keys: object queue timeouts token permits conditions arrivals line line_state
 --! argv: most_listed:int most_holds:int key_prefix most_fields:int cond_prefix queue_prefix leases_prefix
+--! uses: line
 -- What an object holds, read in one step so the answer is a snapshot;
 -- writes nothing (credisson's own; Java has no counterpart). Reads every
 -- layout a name may have: a lock hash (RLock, fenced, spin, non-reentrant,
 -- read/write), a fair lock's queue and deadlines, a fenced lock's token,
 -- a semaphore's or latch's count, an expirable semaphore's issued permits,
--- the waiters of a lock's conditions.
+-- the waiters of a lock's conditions, credisson's waiting line.
 -- KEYS[1] = N
 -- KEYS[2] = fair lock queue prefixName(redisson_lock_queue, N)
 -- KEYS[3] = fair lock deadlines prefixName(redisson_lock_timeout, N)
@@ -14,6 +15,8 @@
 -- KEYS[6] = the lock's conditions credisson_conditions:{N} (set of names C)
 -- KEYS[7] = a barrier's waiting parties credisson_barrier_arrivals:{N}
 -- (zset: owner -> lease deadline)
+-- KEYS[8], KEYS[9] = the waiting line credisson_line:{N} and its state
+-- credisson_line_state:{N} (lua/lib/line.lua, read with its line_entry)
 -- ARGV[1] = the most queue entries and permits listed
 -- ARGV[2] = the most hold keys looked at per reader
 -- ARGV[3] = the readers' hold key prefix ({N}, or N when it has a '{')
@@ -23,8 +26,8 @@
 -- condition C's keys are these followed by ":C" (the same slot as N: the
 -- set names them, so they cannot be passed as KEYS)
 -- Returns { type, pttl, server time ms, hash, readers, queue length,
--- queue, token, value, issued count, permits, conditions, parties }: hash
--- is the flat HGETALL
+-- queue, token, value, issued count, permits, conditions, parties, line
+-- length, line }: hash is the flat HGETALL
 -- (or "big", or 0 when N is no hash); readers is { owner, longest PTTL of
 -- its hold keys (-2: none left) }...; queue is { owner, deadline score or
 -- "" }...; token and value are the strings or 0; permits is ZRANGE
@@ -32,8 +35,10 @@
 -- lease deadline }... }... }, the signalled first, then the waiting in
 -- line; parties is { owner, lease deadline, arrival index or "", arrival
 -- time ms or "" }... for a barrier's waiting parties (its hash holds the
--- index under the owner and the time under "a:" .. owner). A key of
--- another type than expected reads as absent.
+-- index under the owner and the time under "a:" .. owner); line is
+-- { entry, lease deadline, turn 0|1, permits, writer 0|1, since }... in
+-- line order, the five after the entry "" when its state is missing. A
+-- key of another type than expected reads as absent.
 local function try(...)
     local ok, v = pcall(redis.call, ...)
     if ok then
@@ -131,5 +136,26 @@ if t == 'hash' then
         table.insert(parties, got[2] or '')
     end
 end
+local llen, line = 0, {}
+if redis.call('type', KEYS[8])['ok'] == 'zset' then
+    local L = {state = KEYS[9]}
+    local stated = redis.call('type', KEYS[9])['ok'] == 'hash'
+    llen = redis.call('zcard', KEYS[8])
+    for _, id in ipairs(redis.call('zrange', KEYS[8], 0, limit - 1)) do
+        local e = stated and line_entry(L, id)
+        table.insert(line, id)
+        if e then
+            table.insert(line, e.deadline)
+            table.insert(line, e.turn and 1 or 0)
+            table.insert(line, e.n)
+            table.insert(line, e.w and 1 or 0)
+            table.insert(line, e.since)
+        else
+            for _ = 1, 5 do
+                table.insert(line, '')
+            end
+        end
+    end
+end
 return {t, redis.call('pttl', KEYS[1]), now, hash, readers, qlen, queue,
-        token, value, plen, permits, conditions, parties}
+        token, value, plen, permits, conditions, parties, llen, line}

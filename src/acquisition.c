@@ -130,7 +130,9 @@ cr__acquisition_end_next(cr__acquisition *a, unsigned stop, unsigned gen)
             }
             break;
         case E_LOOK:
-            if ((a->rc == CR_EIO || a->rc == CR_BUSY) && a->uncertain)
+            /* A cancel too: what the lost attempt took is given back. */
+            if ((a->rc == CR_EIO || a->rc == CR_BUSY ||
+                 a->rc == CR_ECANCELED) && a->uncertain)
                 return CR__ACQUISITION_END_LOOK;
             break;
         case E_STOP:

@@ -15,7 +15,6 @@
 #include "client.h"
 #include "credisson/lock.h"
 #include "credisson/version.h"
-#include "line.h"
 #include "renewal.h"
 #include "slot.h"
 #include "topology.h"
@@ -501,7 +500,7 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     c->fair_wait_timeout_ms = or_default(opts->fair_lock_wait_timeout_ms,
                                          c->wire.fair_wait_ms);
     c->subscription_timeout_ms = or_default(opts->subscription_timeout_ms, 7500);
-    c->line_turn_ms = or_default(opts->line_turn_ms, CR__LINE_TURN_MS);
+    c->line_turn_ms = or_default(opts->line_turn_ms, 250);
     c->reconnect_window_ms = or_default(opts->reconnect_window_ms, 30000);
     /* An unlock latch outlives every send of its script (transport.c's
      * resend, route.c's redirections): two on a connection, each with a

@@ -38,7 +38,7 @@ struct cr_client {
     cr__wire wire; /* the Java side's release line (names.h) */
     int64_t subscription_timeout_ms;
     int64_t reconnect_window_ms;
-    int64_t line_turn_ms;     /* a waiting line's turn (line.h) */
+    int64_t line_turn_ms;     /* a waiting line's turn (line.h); 250 */
     int64_t unlock_latch_timeout_ms; /* lifetime of unlock latch keys */
     const char *publish_cmd;  /* "publish", or "spublish" (cluster, sharded) */
     cr__logger log;

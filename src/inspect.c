@@ -5,7 +5,7 @@
  * in a cluster) on the semaphore's and the latch's channels tells a plain
  * semaphore from a latch when nothing else does, and on a lock's or a
  * semaphore's channel counts its subscribers; one CLIENT LIST tells which
- * owners' clients are connected, and where.
+ * owners' (and waiters') clients are connected, and where.
  *
  * Everything a snapshot points at lives in one arena of allocations freed
  * with it: the caller frees one pointer.
@@ -74,6 +74,7 @@ cr_object_info_free(cr_object_info *info)
         free(info->conditions[i].waiters);
     free(info->conditions);
     free(info->waiting_parties);
+    free(info->line);
     free(a);
 }
 
@@ -367,6 +368,45 @@ read_parties(arena *a, const cr__reply *p)
     return true;
 }
 
+/* Fills credisson's waiting line: { entry, lease, turn, permits, writer,
+ * since } each, in line order (the five "" when its state is missing). */
+static bool
+read_line(arena *a, const cr__reply *p)
+{
+    cr_object_info *in = &a->info;
+
+    if (p->type != CR__REPLY_ARRAY || p->elements < 6)
+        return true;
+    in->line = calloc(p->elements / 6, sizeof(*in->line));
+    if (in->line == NULL)
+        return false;
+    for (size_t i = 0; i + 5 < p->elements; i += 6) {
+        cr_line_waiter_info *e = &in->line[in->nline];
+        cr__reply *const *f = &p->element[i + 1];
+        const cr__reply *who = p->element[i];
+        int64_t turn = 0, writer = 0;
+
+        if (!is_str(who))
+            continue;
+        if ((e->who.owner = keep(a, who->str, who->len)) == NULL)
+            return false;
+        e->who.owner_len = who->len;
+        e->has_state = reply_num(f[0], &e->lease_ms) &&
+                       reply_num(f[1], &turn) &&
+                       reply_num(f[2], &e->permits) &&
+                       reply_num(f[3], &writer) &&
+                       reply_num(f[4], &e->since_ms);
+        if (e->has_state) {
+            e->turn = turn == 1;
+            e->writer = writer == 1;
+        } else {
+            e->lease_ms = e->permits = e->since_ms = 0;
+        }
+        in->nline++;
+    }
+    return true;
+}
+
 /* Counts the subscribers of the channels `names` (n of them, at most 2)
  * into counts: PUBSUB NUMSUB, with SHARDNUMSUB added in a cluster. False
  * when they cannot be counted. */
@@ -479,12 +519,16 @@ classify(cr_object_info *in, const char *type, bool has_queue, int64_t sem,
         in->kind = CR_OBJECT_OTHER;
 }
 
+/* The names object_inspect.lua is given: its keys, and the condition
+ * prefixes it makes keys of. */
+#define NKEYS 12
+
 /* Runs object_inspect.lua for `raw` and fills the snapshot from it. */
 static cr_status
 read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
 {
     cr_object_info *in = &a->info;
-    char *keys[10], *kp;
+    char *keys[NKEYS], *kp;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL, **e;
     int64_t sem = 0, latch = 0, sem_read = -1;
@@ -502,8 +546,10 @@ read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
     keys[7] = cr__name(CR__NAME_CONDITION_QUEUE, raw);
     keys[8] = cr__name(CR__NAME_CONDITION_LEASES, raw);
     keys[9] = cr__name(CR__NAME_BARRIER_ARRIVALS, raw);
+    keys[10] = cr__name(CR__NAME_LINE, raw);
+    keys[11] = cr__name(CR__NAME_LINE_STATE, raw);
     kp = cr__name(CR__NAME_KEY_PREFIX, raw);
-    for (i = 0; i < 10; i++)
+    for (i = 0; i < NKEYS; i++)
         if (keys[i] == NULL)
             goto out;
     if (kp == NULL)
@@ -512,7 +558,7 @@ read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
         &(cr__object_inspect_args){
             .object = keys[0], .queue = keys[1], .timeouts = keys[2],
             .token = keys[3], .permits = keys[4], .conditions = keys[5],
-            .arrivals = keys[9],
+            .arrivals = keys[9], .line = keys[10], .line_state = keys[11],
             .most_listed = CR_INSPECT_MAX_LISTED,
             .most_holds = MAX_READER_HOLDS, .key_prefix = kp,
             .most_fields = MAX_HASH_FIELDS, .cond_prefix = keys[6],
@@ -521,14 +567,15 @@ read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
     if (rc != CR_OK)
         goto out;
     rc = CR_ESCRIPT;
-    if (r->type != CR__REPLY_ARRAY || r->elements != 13 ||
+    if (r->type != CR__REPLY_ARRAY || r->elements != 15 ||
         !is_str(r->element[0]))
         goto out;
     e = r->element;
     snprintf(in->redis_type, sizeof(in->redis_type), "%s", e[0]->str);
     if (!cr__reply_int(e[1], &in->ttl_ms) || !cr__reply_int(e[2], &in->now_ms) ||
         !cr__reply_int(e[5], &in->queue_length) ||
-        !cr__reply_int(e[9], &in->issued_count))
+        !cr__reply_int(e[9], &in->issued_count) ||
+        !cr__reply_int(e[13], &in->line_length))
         goto out;
     if (is_str(e[3]) && strcmp(e[3]->str, "big") == 0)
         in->kind = CR_OBJECT_OTHER;
@@ -537,7 +584,7 @@ read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
     rc = CR_ENOMEM;
     if (!read_holders(a, e[3], e[4]) || !read_queue(a, e[6]) ||
         !read_permits(a, e[10]) || !read_conditions(a, e[11]) ||
-        !read_parties(a, e[12]))
+        !read_parties(a, e[12]) || !read_line(a, e[14]))
         goto out;
     has_queue = in->queue_length != 0;
     if (strcmp(in->redis_type, "string") == 0 && in->has_value &&
@@ -555,7 +602,7 @@ read_object(const cr__op *op, cr_client *c, arena *a, const char *raw)
     rc = CR_OK;
 out:
     cr__reply_free(r);
-    for (i = 0; i < 10; i++)
+    for (i = 0; i < NKEYS; i++)
         free(keys[i]);
     free(kp);
     if (rc == CR_ESCRIPT)
@@ -646,7 +693,8 @@ read_presence(const cr__op *op, arena *a)
 
     for (i = 0; i < in->nconditions; i++)
         waiters += in->conditions[i].nwaiters;
-    if (in->nholders + in->nqueue + waiters + in->nwaiting_parties == 0)
+    if (in->nholders + in->nqueue + waiters + in->nwaiting_parties +
+            in->nline == 0)
         return true;
     if (cr__command_retry(op, 2, argv, NULL, &r) != CR_OK ||
         r->type != CR__REPLY_STRING) {
@@ -675,6 +723,8 @@ read_presence(const cr__op *op, arena *a)
                        unnamed);
     for (i = 0; ok && i < in->nwaiting_parties; i++)
         ok = place(a, &in->waiting_parties[i].who, r->str, r->len, unnamed);
+    for (i = 0; ok && i < in->nline; i++)
+        ok = place(a, &in->line[i].who, r->str, r->len, unnamed);
     cr__reply_free(r);
     return ok;
 }

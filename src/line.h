@@ -22,10 +22,11 @@
 
 struct cr_client;
 
-/* A waiter's turn lasts this long by default: a waiter that does not take
- * what its turn gave within it (dead, or stopped) loses its place, and
- * the next gets a turn (cr_client_options.line_turn_ms). */
-#define CR__LINE_TURN_MS 250
+/* A waiter that attempts have told for this long that it is the first the
+ * object cannot serve also listens on the object's own channel (a release
+ * by a client outside the line is published only there; one by a waiter
+ * in line would have given it its turn, usually well before). */
+#define CR__LINE_LISTEN_AFTER_MS 50
 
 /* The yield of a waiter whose turn's release was heard by others on the
  * object's own channel (Java waiters, which ignore the line): it lets
@@ -70,9 +71,9 @@ int64_t cr__line_wait_arg(int64_t wait_ms, bool spin);
 
 /* Whether a waiter in line listens on the object's own channel too, for
  * releases of clients outside the line: not (it is not the first the
- * object cannot serve), soon (it is: once attempts have said so for a
- * turn's length), now (it is, and what its turn gave was taken by a client
- * outside the line). */
+ * object cannot serve), soon (it is: once attempts have said so for
+ * CR__LINE_LISTEN_AFTER_MS), now (it is, and what its turn gave was taken
+ * by a client outside the line). */
 enum { CR__LISTEN_NO = 0, CR__LISTEN_SOON = 1, CR__LISTEN_NOW = 2 };
 
 /* What a failed attempt's reply says of the waiter's place ({..., listen,

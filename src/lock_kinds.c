@@ -197,24 +197,14 @@ cr_spin_lock_new(cr_client *c, const char *name, cr_lock **out)
 
 /* ------------------------------------------------- non-reentrant lock */
 
-/* Non-reentrant acquire: as RLock's, but this owner taking it again gets
- * CR_EREENTRANT (Redisson raises IllegalMonitorStateException). */
+/* Non-reentrant acquire: RLock's script, refusing this owner taking it
+ * again (CR_EREENTRANT; Redisson raises IllegalMonitorStateException). */
 static cr_status
 non_reentrant_call(cr_lock *l, const char *owner, int64_t lease_ms,
                    int64_t wait_ms, cr__script_call *call, char **tmp)
 {
-    cr__lock_line_args ln = cr__lock_line_args_of(l);
-
-    (void)tmp;
-    return cr__build_non_reentrant_lock_acquire(
-        &(cr__non_reentrant_lock_acquire_args){
-            .lock = l->raw, .line = ln.line, .line_state = ln.line_state,
-            .lease_ms = lease_ms, .owner = owner,
-            .wait = cr__line_wait_arg(wait_ms, false),
-            .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
-            .line_channel = ln.line_channel,
-            .publish = l->client->publish_cmd},
-        call);
+    return cr__rlock_acquire_call_of(l, owner, lease_ms, wait_ms, true, call,
+                                     tmp);
 }
 
 static const cr__lock_kind non_reentrant_kind =

@@ -42,6 +42,7 @@ static const struct {
     [CR__NAME_ACQUIRE_LATCH] = {PREFIX, "credisson_semaphore_acquire", true},
     [CR__NAME_RATE_VALUE] = {SUFFIX, "value", false},
     [CR__NAME_RATE_PERMITS] = {SUFFIX, "permits", false},
+    [CR__NAME_RATE_HELD] = {SUFFIX, "credisson_rate_held", false},
     [CR__NAME_BARRIER_ARRIVALS] = {PREFIX, "credisson_barrier_arrivals", false},
     [CR__NAME_BARRIER_CHANNEL] = {PREFIX, "credisson_barrier__channel", false},
     [CR__NAME_CONDITION] = {PREFIX, "credisson_condition", false},

@@ -36,6 +36,8 @@ typedef enum cr__name_id {
     CR__NAME_RATE_VALUE,        /* {N}:value, a rate limiter's permits left
                                  * (OVERALL; PER_CLIENT adds ":<client id>") */
     CR__NAME_RATE_PERMITS,      /* {N}:permits, its grant records (likewise) */
+    CR__NAME_RATE_HELD,         /* {N}:credisson_rate_held, the summary of
+                                 * those records (credisson's; likewise) */
     CR__NAME_BARRIER_ARRIVALS,  /* credisson_barrier_arrivals:{N}, a cyclic
                                  * barrier's parties waiting and their leases
                                  * (credisson's) */

@@ -330,7 +330,9 @@ cr__permit_acquisition_end_next(cr__permit_acquisition *a, unsigned stop)
     for (;;) {
         switch (a->end_step++) {
         case E_LOOK:
-            if ((a->rc == CR_EIO || a->rc == CR_BUSY) && a->uncertain)
+            /* A cancel too: what the lost attempt took is given back. */
+            if ((a->rc == CR_EIO || a->rc == CR_BUSY ||
+                 a->rc == CR_ECANCELED) && a->uncertain)
                 return CR__PERMIT_END_LOOK;
             break;
         case E_STOP:

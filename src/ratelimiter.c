@@ -4,8 +4,16 @@
  * section" numbers below are its): the configuration hash N, the permits
  * left in {N}:value and the grant records in the zset {N}:permits, or
  * {N}:value:<client id> and {N}:permits:<client id> for a PER_CLIENT
- * limiter. Every script takes all five keys and picks the pair by the
- * stored type.
+ * limiter. Every script takes all five keys, and credisson's summary of
+ * the records ({N}:credisson_rate_held, and its ":<client id>" form), and
+ * picks by the stored type.
+ *
+ * A grant needs room in the records, not only in the stored value: the
+ * permits of the live records plus those asked for stay within the rate
+ * whatever the value says (a Java release() can raise it above that, and
+ * Java's availablePermits() above the rate). The summary (the records'
+ * permits, their number and the lowest member) spares the scripts counting
+ * every record on each attempt while no other client changed them.
  *
  * An attempt sends a fresh 16-byte record id; the script finds a record
  * with that id before anything else, so the transport's one resend after
@@ -48,6 +56,8 @@ struct cr_rate_limiter {
     char *client_value;   /* {N}:value:<client id> */
     char *records;        /* {N}:permits */
     char *client_records; /* {N}:permits:<client id> */
+    char *held;           /* {N}:credisson_rate_held */
+    char *client_held;    /* {N}:credisson_rate_held:<client id> */
 };
 
 /* The guard of every call (*op: the call's operation; end it with
@@ -80,11 +90,14 @@ cr_rate_limiter_new(cr_client *c, const char *name, cr_rate_limiter **out)
     }
     l->value = cr__name(CR__NAME_RATE_VALUE, l->raw);
     l->records = cr__name(CR__NAME_RATE_PERMITS, l->raw);
-    if (l->value != NULL && l->records != NULL) {
+    l->held = cr__name(CR__NAME_RATE_HELD, l->raw);
+    if (l->value != NULL && l->records != NULL && l->held != NULL) {
         l->client_value = cr__name_suffixed(l->value, c->id);
         l->client_records = cr__name_suffixed(l->records, c->id);
+        l->client_held = cr__name_suffixed(l->held, c->id);
     }
-    if (l->client_value == NULL || l->client_records == NULL) {
+    if (l->client_value == NULL || l->client_records == NULL ||
+        l->client_held == NULL) {
         cr__object_free(l, free_parts);
         return cr__fail(CR_ENOMEM, "out of memory");
     }
@@ -102,6 +115,8 @@ free_parts(void *obj)
     free(l->client_value);
     free(l->records);
     free(l->client_records);
+    free(l->held);
+    free(l->client_held);
 }
 
 void
@@ -296,7 +311,8 @@ acquire_call(const cr_rate_limiter *l, int64_t permits,
         &(cr__rate_limiter_acquire_args){
             .config = l->raw, .value = l->value,
             .client_value = l->client_value, .permits = l->records,
-            .client_permits = l->client_records, .count = permits,
+            .client_permits = l->client_records, .held = l->held,
+            .client_held = l->client_held, .count = permits,
             .id = {(const char *)id, ID_BYTES}},
         call);
 }
@@ -471,6 +487,8 @@ cr_rate_limiter_acquire(cr_rate_limiter *l, int64_t permits)
 cr_status
 cr_rate_limiter_available_permits(cr_rate_limiter *l, int64_t *permits)
 {
+    static const unsigned char unused[ID_BYTES];
+    cr__script_call call = {0};
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     int64_t answer = 0, value = 0;
@@ -481,12 +499,11 @@ cr_rate_limiter_available_permits(cr_rate_limiter *l, int64_t *permits)
         return rc;
     if ((rc = cr__check_out(permits, "permits")) != CR_OK)
         goto out;
-    rc = cr__run_rate_limiter_available(&op, &cmd,
-        &(cr__rate_limiter_available_args){
-            .config = l->raw, .value = l->value,
-            .client_value = l->client_value, .permits = l->records,
-            .client_permits = l->client_records},
-        &r);
+    /* The acquire script with no permits asked for only looks. */
+    rc = acquire_call(l, 0, unused, &call);
+    if (rc == CR_OK)
+        rc = cr__script_call_run(&op, &cmd, &call, &r);
+    cr__script_call_free(&call);
     if (rc == CR_OK)
         rc = answer_of(l, r, &answer, &value);
     if (rc == CR_OK)
@@ -518,6 +535,16 @@ cr_rate_limiter_delete(cr_rate_limiter *l, bool *deleted)
         rc = cr__reply_i64(r, "rate limiter delete", &n);
     if (rc == CR_OK && deleted != NULL)
         *deleted = n > 0;
+    if (rc == CR_OK) {
+        /* credisson's summary of the records, on its own so that it does
+         * not count as a limiter deleted. Where this fails it expires
+         * within an interval, and describes no records a new limiter under
+         * the name could have. */
+        argv[1] = l->held;
+        argv[2] = l->client_held;
+        if (cr__command_retry(&op, 3, argv, NULL, &r) == CR_OK)
+            cr__reply_free(r);
+    }
     cr__object_leave(l);
     return rc;
 }

@@ -9,10 +9,11 @@
 #include "script_lock.h"
 
 /* Acquire: nil when acquired, else {PTTL, listen, turn}. The spin lock's
- * too, without the line. */
+ * too, without the line; with `non_reentrant`, the non-reentrant lock's. */
 cr_status
-cr__rlock_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
-                       int64_t wait_ms, cr__script_call *call, char **tmp)
+cr__rlock_acquire_call_of(cr_lock *l, const char *owner, int64_t lease_ms,
+                          int64_t wait_ms, bool non_reentrant,
+                          cr__script_call *call, char **tmp)
 {
     cr__lock_line_args ln = cr__lock_line_args_of(l);
 
@@ -23,7 +24,16 @@ cr__rlock_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
         .wait = cr__line_wait_arg(wait_ms, l->kind->spin),
         .line_lease_ms = ln.line_lease_ms, .turn_ms = ln.turn_ms,
         .line_channel = ln.line_channel,
-        .publish = l->client->publish_cmd}, call);
+        .publish = l->client->publish_cmd, .non_reentrant = non_reentrant},
+        call);
+}
+
+cr_status
+cr__rlock_acquire_call(cr_lock *l, const char *owner, int64_t lease_ms,
+                       int64_t wait_ms, cr__script_call *call, char **tmp)
+{
+    return cr__rlock_acquire_call_of(l, owner, lease_ms, wait_ms, false, call,
+                                     tmp);
 }
 
 /* Unlock: nil (not held by the owner), 0 (holds remain), 1 or -n

@@ -199,7 +199,7 @@ cr__lock_wait_spec(cr_lock *l, const char *owner, int64_t wait_ms,
     if (line) {
         spec->max_sleep_ms = cr__line_max_sleep(l->client,
                                                 spec->max_sleep_ms);
-        spec->listen_after_ms = cr__line_times_of(l->client).turn_ms;
+        spec->listen_after_ms = CR__LINE_LISTEN_AFTER_MS;
     }
     return CR_OK;
 }

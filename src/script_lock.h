@@ -200,6 +200,10 @@ cr_status cr__lock_del(const cr__op *op, cr_lock *l, bool *done);
 cr_status cr__rlock_acquire_call(cr_lock *l, const char *owner,
                                  int64_t lease_ms, int64_t wait_ms,
                                  cr__script_call *call, char **tmp);
+cr_status cr__rlock_acquire_call_of(cr_lock *l, const char *owner,
+                                    int64_t lease_ms, int64_t wait_ms,
+                                    bool non_reentrant, cr__script_call *call,
+                                    char **tmp);
 cr_status cr__rlock_unlock_call(cr_lock *l, const char *owner,
                                 int64_t lease_ms, const cr__unlock *u,
                                 cr__script_call *call, char **tmp);

@@ -183,7 +183,8 @@ cr__sem_acquisition_end_next(cr__sem_acquisition *a, unsigned stop)
     for (;;) {
         switch (a->end_step++) {
         case E_LOOK:
-            if (a->rc == CR_EIO && a->uncertain)
+            /* A cancel too: what the lost attempt took is given back. */
+            if ((a->rc == CR_EIO || a->rc == CR_ECANCELED) && a->uncertain)
                 return CR__SEM_END_LOOK;
             break;
         case E_STOP:
@@ -632,7 +633,7 @@ cr__sem_wait_spec(const void *obj, const cr__sem_kind *k,
         /* The first in line re-checks as before the line (an expired
          * permit of the expirable kind comes back unannounced). */
         .max_sleep_ms = cr__line_max_sleep(s->client, CR__OBJECT_RECHECK_MS),
-        .listen_after_ms = cr__line_times_of(s->client).turn_ms,
+        .listen_after_ms = CR__LINE_LISTEN_AFTER_MS,
     };
 }
 

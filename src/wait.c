@@ -408,9 +408,12 @@ step(cr__wait *w, int64_t now)
             w->subs->quiet_since(w->subs_ctx, w->sub, &w->mark)) {
             /* Subscribed since before the try and nothing read since: a
              * release after the try is still to come as a message, and a
-             * try now would only see what the first saw. */
+             * try now would only see what the first saw. A waiter first
+             * in line still takes the listening rules (a release by a
+             * client outside the line comes on the object's own channel
+             * only, which it does not hear yet). */
             w->rc = CR_BUSY;
-            return fence_then_sleep(w, now);
+            return listen_or(w, now, fence_then_sleep);
         }
         w->phase = P_SECOND;
         return attempt(w);

@@ -44,9 +44,10 @@ typedef struct cr__wait_spec {
     cr__decode_fn decode; /* what its messages mean */
     /* A waiter in line: the object's own channel, which it listens on
      * too once attempts have said for `listen_after_ms` that it is the
-     * first the object cannot serve (`listen`): releases of clients
-     * outside the line come only there (a release by a waiter in line
-     * gives the next its turn, usually well before). Its own channel's
+     * first the object cannot serve (`listen`; at once for
+     * CR__LISTEN_NOW): releases of clients outside the line come only
+     * there (a release by a waiter in line gives the next its turn,
+     * usually well before). Its own channel's
      * messages are the line's (cr__line_decode): its turn, after which it
      * yields CR__LINE_YIELD_MS when others heard the release, or a watch,
      * after which it attempts when the turns before it end. NULL: not in

@@ -110,8 +110,31 @@ typedef struct cr_party_info {
     int64_t lease_ms;    /* epoch ms its lease lapses unless it looks again */
 } cr_party_info;
 
+/* A waiter in credisson's waiting line of a lock that is not fair, a
+ * read/write lock or a semaphore (doc/waiting-line.md): credisson's
+ * waiters queue there so that a release wakes only those it can serve.
+ * Java Redisson's waiters are never in it. */
+typedef struct cr_line_waiter_info {
+    cr_owner_info who;   /* "<client id>:<thread id>": the thread's reader
+                          * name even when it waits to write */
+    bool has_state;      /* false: its state is missing (the next script
+                          * that walks the line drops it); the fields
+                          * below are then 0 */
+    int64_t since_ms;    /* epoch ms it came into line */
+    bool turn;           /* it holds a turn: it was told that the object
+                          * can serve it now */
+    int64_t lease_ms;    /* epoch ms its place lapses unless its waiter
+                          * attempts again: its turn's end when `turn`,
+                          * else its waiting lease's (a lapsed entry stays
+                          * listed until a script walks the line) */
+    int64_t permits;     /* what it wants: permits of a semaphore, 1 for a
+                          * lock */
+    bool writer;         /* read/write lock: it waits to write */
+} cr_line_waiter_info;
+
 /* The snapshot. Lists hold at most CR_INSPECT_MAX_LISTED entries; the
- * counts beside them are the whole. */
+ * counts beside them are the whole. The library allocates it: fields are
+ * only added at the end. */
 #define CR_INSPECT_MAX_LISTED 100
 
 typedef struct cr_object_info {
@@ -157,6 +180,13 @@ typedef struct cr_object_info {
      * subscribed a while after the last (Java's too). -1 for other kinds,
      * or when it cannot be read. */
     int64_t subscribers;
+    /* credisson's waiting line (cr_line_waiter_info), for any kind whose
+     * name has one, a name with no object too (a semaphore never set,
+     * whose waiters wait for permits): its length (0: no line), and its
+     * first CR_INSPECT_MAX_LISTED entries in order. */
+    int64_t line_length;
+    size_t nline;
+    cr_line_waiter_info *line;
 } cr_object_info;
 
 /* cr_object_inspect: read what `name` (after the client's name prefix)

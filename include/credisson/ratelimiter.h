@@ -11,7 +11,10 @@
  * permits from the count in {name}:value. A record counts for one interval
  * and is reclaimed by the next call that looks. With CR_RATE_PER_CLIENT
  * each client (each cr_client, one UUID) has its own budget, in
- * {name}:value:<client id> and {name}:permits:<client id>.
+ * {name}:value:<client id> and {name}:permits:<client id>. A grant needs
+ * room in the records of the last interval as well as in the count, so
+ * the rate holds over the grants recorded whatever a Java release() or
+ * availablePermits() left in the count.
  *
  * Waiting: nothing is published when permits come back (Redisson has no
  * channel for it), so a waiting acquire sleeps for the time the last

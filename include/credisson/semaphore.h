@@ -255,9 +255,11 @@ CR_EXPORT cr_status cr_permit_semaphore_release(cr_permit_semaphore *sem,
                                                 const char *id);
 
 /* cr_permit_semaphore_release_n: give back the `permits` permits that `id`
- * stands for (Redisson release(permitId, permits), before 3.23.4, when one
- * id stood for all the permits of an acquire(n)). Since 3.23.4 an id
- * stands for one permit, and `permits` must be 1 (else CR_EINVAL).
+ * stands for: an id of cr_permit_semaphore_acquire_n for a Java side
+ * before Redisson 3.23.4, which stands for all its permits (Java has no
+ * public acquire(n) or release of several there; its release(permitId)
+ * gives back one). Since 3.23.4 an id stands for one permit, and
+ * `permits` must be 1 (else CR_EINVAL).
  * Returns CR_OK, CR_ENOTOWNER, CR_ELOST, CR_EINVAL, CR_ENOMEM, CR_ECLOSED,
  * CR_EFORKED, CR_EIO, CR_ESERVER, CR_ESCRIPT, CR_EAUTH, CR_ENOPERM,
  * CR_ECONFIG, CR_ETLS, as cr_permit_semaphore_release. */

@@ -23,16 +23,22 @@
 
 -- The line's handle for one script run: its keys, the channel prefix
 -- (ending in ':'), the publish command, the waiting lease and the turn's in
--- ms, the object (its kind, as line_fits reads it, and its key) and the
--- server's time.
+-- ms, and the object (its kind, as line_fits reads it, and its key).
 local function line_open(key, state, prefix, publish, lease_ms, turn_ms,
                          kind, object)
-    local t = redis.call('time')
     return {key = key, state = state, prefix = prefix, publish = publish,
             lease = tonumber(lease_ms), turn = tonumber(turn_ms),
-            kind = kind, object = object,
-            now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000),
+            kind = kind, object = object, now = nil,
             heard = 0, self = nil, front_moved = false}
+end
+
+-- Reads the server's time (epoch ms) into L.now, once per script run and
+-- only when the line is used (an empty line costs no TIME).
+local function line_clock(L)
+    if not L.now then
+        local t = redis.call('time')
+        L.now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
 end
 
 -- The entry of owner name `owner`: the thread's reader name (a writer's
@@ -68,9 +74,15 @@ local function line_drop(L, id)
 end
 
 -- Waiter `id` goes in line (at the end) or, in line already, renews its
--- waiting lease (a turn keeps its own end) and what it wants.
+-- waiting lease (a turn keeps its own end) and what it wants. One whose
+-- lease lapsed (a turn it let pass) lost its place: it goes to the end.
 local function line_join(L, id, n, w)
+    line_clock(L)
     local e = line_entry(L, id)
+    if e and e.deadline <= L.now then
+        line_drop(L, id)
+        e = nil
+    end
     if not e then
         local seq = redis.call('hincrby', L.state, 'seq', 1)
         redis.call('zadd', L.key, seq, id)
@@ -109,7 +121,12 @@ local function line_fits(L)
             return mode ~= 'write' and not writer
         end
     end
-    local budget = tonumber(redis.call('get', key) or '0') or 0
+    local value = redis.call('get', key)
+    local budget = tonumber(value or '0')
+    if not budget then
+        -- Not a count: no semaphore (a script error, as Redisson's).
+        error('the semaphore ' .. key .. ' holds no number')
+    end
     return function(e, first)
         if e.n > budget then
             return false
@@ -122,6 +139,7 @@ end
 -- Walks the line from the front: lapsed entries go; returns the entries
 -- the object can serve now (line_fits) and the first it cannot (or nil).
 local function line_walk(L)
+    line_clock(L)
     local fits = line_fits(L)
     local served, at = {}, 0
     while true do
@@ -172,13 +190,18 @@ local function line_offer(L, served, after)
 end
 
 -- Keeps the keys while entries remain (a lease past every entry's), and
--- drops them with the last.
+-- drops them with the last. Clients' leases differ: a time to live is
+-- only ever lengthened here, never cut to a shorter lease than the one
+-- that set it.
 local function line_close(L)
     if redis.call('zcard', L.key) == 0 then
         redis.call('del', L.key, L.state)
     else
-        redis.call('pexpire', L.key, L.lease + L.turn)
-        redis.call('pexpire', L.state, L.lease + L.turn)
+        local ttl = L.lease + L.turn
+        if redis.call('pttl', L.key) < ttl then
+            redis.call('pexpire', L.key, ttl)
+            redis.call('pexpire', L.state, ttl)
+        end
     end
 end
 
@@ -198,11 +221,12 @@ end
 -- nothing behind), 1 for one that waits (it goes in line), 2 for one that
 -- ignores the line (the spin lock, which cannot be woken). Returns true
 -- when the waiter may take the object now (the caller takes it), else
--- false, `listen` and the ms until the earliest turn before it ends (-1:
--- none). `listen`: 0 when it is not the first the object cannot serve; 1
--- when it is (after a while it listens on the object's own channel too,
--- for releases of Java clients); 2 when it is, and what its turn gave was
--- taken from it by a client outside the line (it listens at once).
+-- false, `listen` and, for the first it cannot serve, the ms until the
+-- earliest turn before it ends (-1: none, or not the first). `listen`: 0
+-- when it is not the first the object cannot serve; 1 when it is (after a
+-- while it listens on the object's own channel too, for releases of Java
+-- clients); 2 when it is, and what its turn gave was taken from it by a
+-- client outside the line (it listens at once).
 local function line_attempt(L, id, n, w, wait)
     L.self = id
     local me = {id = id, n = n, w = w}
@@ -217,11 +241,11 @@ local function line_attempt(L, id, n, w, wait)
             return false, 1, -1
         end
     end
-    local mine = line_entry(L, id)
     if wait ~= '0' then
-        mine = line_join(L, id, n, w)
+        line_join(L, id, n, w)
     end
     local served, after = line_walk(L)
+    local mine = line_entry(L, id) -- in line still (the walk drops lapsed)
     local take = false
     for i, e in ipairs(served) do
         if e.id == id then
@@ -255,14 +279,16 @@ local function line_attempt(L, id, n, w, wait)
     end
     line_offer(L, served, after)
     line_close(L)
+    if after == nil or after.id ~= id then
+        return false, 0, -1 -- its turn, or a watch, will tell it
+    end
+    -- The first the object cannot serve watches the turns before it: if
+    -- their waiters let them lapse, its own attempt then passes them on.
     local earliest = -1
     for _, e in ipairs(served) do
         if e.turn and (earliest < 0 or e.deadline - L.now < earliest) then
             earliest = e.deadline - L.now
         end
-    end
-    if after == nil or after.id ~= id then
-        return false, 0, earliest
     end
     return false, robbed and 2 or 1, earliest
 end

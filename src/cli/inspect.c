@@ -65,6 +65,38 @@ void cr__cli_json_client(const cr_owner_info *w)
     }
 }
 
+/* Writes `,"line_length":N,"line":[...]`: credisson's waiting line in
+ * order, when the name has one. */
+static void json_line(const cr_object_info *in)
+{
+    size_t i;
+
+    if (in->line_length == 0)
+        return;
+    printf(",\"line_length\":%lld,\"line\":[", (long long)in->line_length);
+    for (i = 0; i < in->nline; i++) {
+        const cr_line_waiter_info *w = &in->line[i];
+
+        fputs(i > 0 ? ",{\"owner\":" : "{\"owner\":", stdout);
+        cr__cli_json_str(stdout, w->who.owner, w->who.owner_len);
+        if (w->has_state) {
+            printf(",\"since_ms\":%lld,\"waited_ms\":%lld,\"turn\":%s",
+                   (long long)w->since_ms,
+                   (long long)(in->now_ms - w->since_ms),
+                   w->turn ? "true" : "false");
+            json_deadline(stdout, "lease_ms", w->lease_ms, in->now_ms);
+            printf(",\"permits\":%lld,\"writer\":%s", (long long)w->permits,
+                   w->writer ? "true" : "false");
+        } else {
+            fputs(",\"since_ms\":null,\"turn\":false,\"lease_ms\":null,"
+                  "\"permits\":null,\"writer\":false", stdout);
+        }
+        cr__cli_json_client(&w->who);
+        fputc('}', stdout);
+    }
+    fputc(']', stdout);
+}
+
 /* Prints the snapshot as one JSON object. */
 static void print_json(const cr__cli *cli, const cr_object_info *in)
 {
@@ -121,6 +153,7 @@ static void print_json(const cr__cli *cli, const cr_object_info *in)
         }
         fputc(']', stdout);
     }
+    json_line(in);
     if (in->has_token)
         printf(",\"fencing_token\":%lld", (long long)in->token);
     if (in->kind == CR_OBJECT_SEMAPHORE || in->kind == CR_OBJECT_PERMIT_SEMAPHORE)
@@ -376,6 +409,45 @@ static void print_parties(const cr_object_info *in)
     }
 }
 
+/* Prints credisson's waiting line in order: who, for how long, whether it
+ * holds a turn, its lease, what it wants and its client. */
+static void print_line(const cr_object_info *in)
+{
+    char t[64], d[32], who[160];
+    bool sem = in->kind == CR_OBJECT_SEMAPHORE ||
+               in->kind == CR_OBJECT_PERMIT_SEMAPHORE ||
+               in->kind == CR_OBJECT_SEMAPHORE_OR_LATCH;
+    size_t i;
+
+    if (in->line_length == 0)
+        return;
+    printf("line:       %lld waiting (credisson's waiters; Java's are not "
+           "in it)\n", (long long)in->line_length);
+    for (i = 0; i < in->nline; i++) {
+        const cr_line_waiter_info *w = &in->line[i];
+
+        printf("  %zu. ", i + 1);
+        text_str(w->who.owner, w->who.owner_len);
+        if (!w->has_state) {
+            fputs(" (no state: lapsed)", stdout);
+        } else {
+            printf(" (waiting %s", cr__cli_fmt_ms(in->now_ms - w->since_ms,
+                                                   d, sizeof(d)));
+            if (w->writer)
+                fputs(", to write", stdout);
+            else if (in->kind == CR_OBJECT_RWLOCK)
+                fputs(", to read", stdout);
+            if (sem || w->permits != 1)
+                printf(", wants %lld permit%s", (long long)w->permits,
+                       w->permits == 1 ? "" : "s");
+            printf("%s, lease %s)", w->turn ? ", its turn" : "",
+                   until_text(w->lease_ms, in->now_ms, t, sizeof(t)));
+        }
+        printf(", client: %s\n",
+               cr__cli_client_text(&w->who, false, who, sizeof(who)));
+    }
+}
+
 /* Prints the snapshot for people. */
 static void print_text(const cr__cli *cli, const cr_object_info *in)
 {
@@ -393,7 +465,9 @@ static void print_text(const cr__cli *cli, const cr_object_info *in)
     switch (in->kind) {
     case CR_OBJECT_NONE:
         puts("type:       none (no such object)");
-        return;
+        if (in->line_length == 0)
+            return;
+        break; /* waiters in line for it (a semaphore never set) */
     case CR_OBJECT_OTHER:
         printf("type:       other (a Redis %s that is not a lock, semaphore "
                "or latch)\n", in->redis_type);
@@ -464,6 +538,7 @@ static void print_text(const cr__cli *cli, const cr_object_info *in)
                    cr__cli_client_text(&w->who, false, who, sizeof(who)));
         }
     }
+    print_line(in);
     if (in->has_token)
         printf("fencing token: %lld\n", (long long)in->token);
     if (in->subscribers >= 0)
@@ -538,20 +613,23 @@ static void short_owner(const cr_owner_info *w, char *buf, size_t len)
         snprintf(buf, len, "%s", clean);
 }
 
-/* The place (from 1) of this run's owner, "<client id>:<thread id>", in
- * a fair lock's queue as listed; 0 when it is not listed. */
-static size_t queue_place(const cr__cli *cli, cr_client *client,
-                          const cr_object_info *in)
+/* The place (from 1) of this run's waiter in a fair lock's queue, or with
+ * `line` in credisson's waiting line, as listed; 0 when it is not listed.
+ * A run has one client and one waiter: its entry is the one named
+ * "<its client id>:...". */
+static size_t own_place(cr_client *client, const cr_object_info *in,
+                        bool line)
 {
-    char own[128];
-    size_t i, n;
+    char own[64];
+    size_t i, n, count = line ? in->nline : in->nqueue;
 
-    n = (size_t)snprintf(own, sizeof(own), "%s:%lld", cr_client_id(client),
-                         (long long)cli->tid);
-    for (i = 0; i < in->nqueue; i++)
-        if (in->queue[i].who.owner_len == n &&
-            memcmp(in->queue[i].who.owner, own, n) == 0)
+    n = (size_t)snprintf(own, sizeof(own), "%s:", cr_client_id(client));
+    for (i = 0; i < count; i++) {
+        const cr_owner_info *w = line ? &in->line[i].who : &in->queue[i].who;
+
+        if (w->owner_len > n && memcmp(w->owner, own, n) == 0)
             return i + 1;
+    }
     return 0;
 }
 
@@ -567,15 +645,18 @@ void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len)
         snprintf(buf, len, "(cannot read its state)");
         return;
     }
-    /* A fair lock's waiter first wants to know its place. */
-    if (in->queue_length > 0) {
-        size_t place = queue_place(cli, client, in);
+    /* A waiter in a fair lock's queue, or in line, first wants to know
+     * its place. */
+    if (in->queue_length > 0 || in->line_length > 0) {
+        bool line = in->queue_length <= 0;
+        long long all = line ? in->line_length : in->queue_length;
+        size_t place = own_place(client, in, line);
 
         if (place > 0)
-            snprintf(buf, len, "place %zu of %lld in the queue; ", place,
-                     (long long)in->queue_length);
+            snprintf(buf, len, "place %zu of %lld %s; ", place, all,
+                     line ? "in line" : "in the queue");
         else
-            snprintf(buf, len, "%lld queued; ", (long long)in->queue_length);
+            snprintf(buf, len, "%lld %s; ", all, line ? "in line" : "queued");
     }
     if (in->nholders > 0) {
         const cr_holder_info *h = &in->holders[0];
@@ -611,7 +692,8 @@ void cr__cli_summary(cr__cli *cli, cr_client *client, char *buf, size_t len)
         else
             snprintf(buf, len, "count %lld", (long long)in->value);
     } else if (cli->args->command == CR__CLI_SEMAPHORE) {
-        snprintf(buf, len, "%lld available, %lld issued",
+        snprintf(buf + strlen(buf), len - strlen(buf),
+                 "%lld available, %lld issued",
                  (long long)(in->has_value ? in->value : 0),
                  (long long)in->issued_count);
         if (in->npermits > 0 && !in->permits[0].never)

@@ -148,6 +148,13 @@ rcli() {
     redis-cli -p "$PORT" "$@"
 }
 
+# Succeeds when the waiting line of object $1 (credisson_line:{$1}, where
+# the waiters of a lock or a semaphore queue) has $2 waiters, on the
+# server on port $3 (default: the test server).
+waiters_in_line() {
+    [ "$(redis-cli -p "${3:-$PORT}" zcard "credisson_line:{$1}")" = "$2" ]
+}
+
 # ------------------------------------------------------------------- tool
 
 # Runs the built credisson; under valgrind when CR_TEST_SLOW=1 (through

@@ -35,6 +35,74 @@ listeners_are() {
     [ "$(rcli pubsub numsub "$1" | tail -n 1)" = "$2" ]
 }
 
+# Succeeds when credisson's waiting line of name $1 holds $2 entries.
+line_is() {
+    [ "$(rcli zcard "credisson_line:{$1}")" = "$2" ]
+}
+
+# Starts `credisson $@ --wait 60s -- true` in the background (a waiter
+# that leaves as soon as it is served) and waits until it is entry $1 of
+# the line of the name $3 (the name after the command); its pid is
+# appended to $waiters.
+waiter_joins() {
+    local place=$1
+    shift
+    cli_exec "$@" --wait 60s -- true &
+    waiters="$waiters $!"
+    wait_until 5000 line_is "$2" "$place" || fail "waiter $place never in line"
+}
+
+# Checks the line of the JSON object $json against the waiters' pids in
+# order (the arguments) and the writer flags in $writers (one 0 or 1 per
+# waiter, or empty): each entry with its fields, no turn, ages that do not
+# grow down the line.
+expect_json_line() {
+    printf '%s' "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+pids = [int(p) for p in sys.argv[2:]]
+writers = [w == "1" for w in sys.argv[1].split()] or [False] * len(pids)
+assert d["line_length"] == len(pids), d["line_length"]
+line = d["line"]
+assert [e["client"]["pid"] for e in line] == pids, line
+for e, w in zip(line, writers):
+    assert set(e) == {"owner", "since_ms", "waited_ms", "turn", "lease_ms",
+                      "remaining_ms", "permits", "writer", "client"}, e
+    assert e["waited_ms"] >= 0 and e["remaining_ms"] > 0, e
+    assert e["turn"] is False and e["permits"] == 1 and e["writer"] is w, e
+assert all(a["waited_ms"] >= b["waited_ms"] for a, b in zip(line, line[1:]))
+' "${writers:-}" "$@" || fail "JSON line: $json"
+}
+
+# expect_text_entry PLACE PID WHAT: text $text lists the waiter PID at
+# PLACE of its line, its parenthesis holding WHAT after its age.
+expect_text_entry() {
+    printf '%s\n' "$text" | grep -q "^  $1\. .* (waiting [0-9.ms]*$3, lease in .*, client: host .*, pid $2," ||
+        fail "text: waiter $1 (pid $2) not listed with '$3': $text"
+}
+
+# Checks that text $text lists the waiters' pids (the arguments) in order
+# from the first place of its line, each entry's parenthesis holding $what
+# after its age.
+expect_text_line() {
+    local i=1 pid
+    for pid in "$@"; do
+        expect_text_entry "$i" "$pid" "${what:-}"
+        i=$((i + 1))
+    done
+}
+
+# Ends the holder $1 (SIGTERM) and waits until every waiter of $waiters
+# was served.
+serve_the_line() {
+    local pid
+    kill -TERM "$1"
+    wait "$1"
+    for pid in $waiters; do
+        wait "$pid" || fail "waiter $pid failed"
+    done
+}
+
 test_inspect_absent_name() {
     # Nothing under the name: its own exit status, output all the same.
     want_rc=79 inspect_both nothing
@@ -195,6 +263,91 @@ test_inspect_read_lock_taken_by_credisson() {
     return 0
 }
 
+test_inspect_lists_a_locks_line_in_order_and_then_none() {
+    local waiters=
+    cli_exec lock held -- sleep 30 &
+    local holder=$!
+    wait_until 5000 key_exists held || fail "holder never locked"
+    inspect_both held
+    expect_not_contains "$text" "line:" "text without waiters"
+    expect_not_contains "$json" '"line' "json without waiters"
+    waiter_joins 1 lock held
+    waiter_joins 2 lock held
+    waiter_joins 3 lock held
+    inspect_both held
+    expect_contains "$text" "line:       3 waiting" "text"
+    expect_text_line $waiters
+    expect_json_line $waiters
+    serve_the_line "$holder"
+    want_rc=79 inspect_both held
+    expect_not_contains "$text" "line:" "text once all were served"
+    expect_not_contains "$json" '"line' "json once all were served"
+}
+
+test_inspect_lists_a_writer_in_line_before_a_later_reader() {
+    local waiters=
+    cli_exec lock rwl --read -- sleep 30 &
+    local holder=$!
+    wait_until 5000 key_exists rwl || fail "reader never locked"
+    waiter_joins 1 lock rwl --write
+    waiter_joins 2 lock rwl --read
+    inspect_both rwl
+    expect_contains "$text" "state:      held for reading" "text"
+    local first=${waiters# } second
+    second=${first#* }
+    first=${first%% *}
+    expect_contains "$text" "line:       2 waiting" "text"
+    expect_text_entry 1 "$first" ", to write"
+    expect_text_entry 2 "$second" ", to read"
+    writers="1 0" expect_json_line $waiters
+    serve_the_line "$holder"
+}
+
+test_inspect_lists_a_semaphores_line() {
+    local waiters=
+    cli semaphore sline set 1
+    cli_exec semaphore sline -- sleep 30 &
+    local holder=$!
+    wait_until 5000 eval '[ "$(rcli get sline)" = 0 ]' ||
+        fail "holder never took the permit"
+    waiter_joins 1 semaphore sline
+    waiter_joins 2 semaphore sline
+    inspect_both sline
+    expect_contains "$text" "type:       expirable semaphore" "text"
+    expect_contains "$text" "line:       2 waiting" "text"
+    what=", wants 1 permit" expect_text_line $waiters
+    expect_json_line $waiters
+    serve_the_line "$holder"
+}
+
+test_inspect_shows_a_turn_and_an_entry_without_state() {
+    # A line as credisson writes it (lua/lib/line.lua): b:2 holds a turn,
+    # c:3 waits, d:4 lost its state (the next walk of the line drops it).
+    local now
+    now=$(now_ms)
+    rcli hset tl "a:1" 1 >/dev/null
+    rcli zadd "credisson_line:{tl}" 1 "b:2" 2 "c:3" 3 "d:4" >/dev/null
+    rcli hset "credisson_line_state:{tl}" seq 3 \
+        "e:b:2" "$((now + 200000)) 1 1 0 $((now - 5000))" \
+        "e:c:3" "$((now + 30000)) 0 1 0 $((now - 3000))" >/dev/null
+    inspect_both tl
+    expect_contains "$text" "line:       3 waiting" "text"
+    expect_contains "$text" "  1. b:2 (waiting " "text: the first"
+    expect_contains "$text" ", its turn, lease in 3m" "text: its turn"
+    expect_contains "$text" "  3. d:4 (no state: lapsed), client: " \
+        "text: the entry without state"
+    expect_contains "$json" \
+        "{\"owner\":\"b:2\",\"since_ms\":$((now - 5000)),\"waited_ms\":" "json"
+    expect_contains "$json" \
+        "\"turn\":true,\"lease_ms\":$((now + 200000)),\"remaining_ms\":" \
+        "json: its turn"
+    expect_contains "$json" \
+        "{\"owner\":\"c:3\",\"since_ms\":$((now - 3000)),\"waited_ms\":" "json"
+    expect_contains "$json" \
+        '{"owner":"d:4","since_ms":null,"turn":false,"lease_ms":null,"permits":null,"writer":false,' \
+        "json: the entry without state"
+}
+
 test_inspect_plain_integer_is_semaphore_or_latch() {
     rcli set num 3 >/dev/null
     inspect_both num
@@ -207,8 +360,7 @@ test_inspect_semaphore_with_waiter() {
     cli semaphore sem set 0
     cli_exec semaphore sem --wait 60s -- true &
     local pid=$!
-    wait_until 5000 listeners_are "redisson_sc:{sem}" 1 ||
-        fail "waiter never subscribed"
+    wait_until 5000 waiters_in_line sem 1 || fail "waiter never waited"
     inspect_both sem
     expect_contains "$text" "type:       semaphore" "text"
     expect_contains "$text" "available:  0" "text"
@@ -366,6 +518,10 @@ run_test test_inspect_fair_queue_of_name_with_hash_tag
 run_test test_inspect_lock_conditions
 run_test test_inspect_read_write_lock
 run_test test_inspect_read_lock_taken_by_credisson
+run_test test_inspect_lists_a_locks_line_in_order_and_then_none
+run_test test_inspect_lists_a_writer_in_line_before_a_later_reader
+run_test test_inspect_lists_a_semaphores_line
+run_test test_inspect_shows_a_turn_and_an_entry_without_state
 run_test test_inspect_plain_integer_is_semaphore_or_latch
 run_test test_inspect_semaphore_with_waiter
 run_test test_inspect_expirable_semaphore

@@ -442,12 +442,6 @@ expect_prompt_end() {
         fail "exit $((t1 - t0)) ms after SIG$1 (bound $SIGNAL_BOUND_MS ms)"
 }
 
-# Succeeds when $2 clients listen on the lock channel of $1 on port $3.
-waiters_are() {
-    [ "$(redis-cli -p "$3" pubsub numsub "redisson_lock__channel:{$1}" |
-        tail -n 1)" = "$2" ]
-}
-
 # Succeeds when the key $1 exists on the server on port $2.
 key_exists_on() {
     [ "$(redis-cli -p "$2" exists "$1")" = 1 ]
@@ -464,7 +458,7 @@ test_sigint_ends_wait_behind_holder_at_once() {
     wait_until 5000 key_exists queue || fail "holder never locked"
     cli_exec lock queue --wait 30s -- touch ran &
     local waiter=$!
-    wait_until 5000 waiters_are queue 1 "$PORT" || fail "waiter never waited"
+    wait_until 5000 waiters_in_line queue 1 || fail "waiter never waited"
     expect_prompt_end INT "$waiter" 130
     [ -e ran ] && fail "the command ran"
     expect_eq "$(rcli hlen queue)" 1 "holders left"
@@ -482,7 +476,8 @@ test_sigterm_ends_wait_on_a_stalled_server_at_once() {
     wait_until 5000 key_exists_on stall "$port" || fail "holder never locked"
     cli_exec lock stall --wait 30s -- touch ran &
     local waiter=$!
-    wait_until 5000 waiters_are stall 1 "$port" || fail "waiter never waited"
+    wait_until 5000 waiters_in_line stall 1 "$port" ||
+        fail "waiter never waited"
     # The server stops answering anyone for 5 s.
     redis-cli -p "$port" debug sleep 5 >/dev/null 2>&1 &
     wait_until 5000 server_stalled "$port" || fail "the server never stalled"

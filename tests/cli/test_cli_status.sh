@@ -4,7 +4,7 @@
 # standard error is a terminal (a pseudo-terminal made by python3's pty
 # module), with what is waited for and for how long, who holds it (owner,
 # host and pid, read with CLIENT LIST) and the place in a fair lock's
-# queue; cleared when the wait ends; never shown with --no-status or -q,
+# queue or in credisson's waiting line; cleared when the wait ends; never shown with --no-status or -q,
 # nor when standard error is not a terminal; and it changes neither exit
 # statuses nor how fast a signal ends a wait.
 
@@ -53,7 +53,7 @@ test_status_line_shows_the_holder_by_default_and_is_cleared() {
     have_pty || return 0
     hold_until_go tty
     cli_on_pty lock tty -- echo acquired
-    wait_until 5000 screen_has "for lock 'tty': held by $(cut -c1-8 owner)..." ||
+    wait_until 5000 screen_has "for lock 'tty': place 1 of 1 in line; held by $(cut -c1-8 owner)..." ||
         fail "no status line: $(cat screen)"
     # The holder's host and pid come from its connection's name.
     wait_until 5000 screen_has "host $(hostname), pid $holder" ||
@@ -89,6 +89,43 @@ test_status_line_shows_the_place_in_a_fair_queue() {
     wait "$holder"
 }
 
+# Succeeds when $2 entries are in credisson's waiting line of $1.
+line_is() {
+    [ "$(rcli zcard "credisson_line:{$1}")" = "$2" ]
+}
+
+test_status_line_shows_the_place_in_line() {
+    have_pty || return 0
+    hold_until_go ln
+    cli_exec lock ln -- true &
+    local first=$!
+    wait_until 5000 line_is ln 1 || fail "first waiter never in line"
+    cli_on_pty lock ln -- echo acquired
+    wait_until 5000 screen_has "place 2 of 2 in line; held by $(cut -c1-8 owner)..." ||
+        fail "no place in line: $(cat screen)"
+    touch go
+    wait "$first" || fail "first waiter failed"
+    wait "$pty_pid"
+    expect_eq "$?" 0 "exit status"
+    wait "$holder"
+}
+
+test_status_line_shows_a_semaphore_waiters_place_in_line() {
+    have_pty || return 0
+    cli semaphore sln set 1
+    cli_exec semaphore sln -- sh -c 'while [ ! -e go ]; do sleep 0.05; done' &
+    local holder=$!
+    wait_until 5000 eval '[ "$(rcli get sln)" = 0 ]' ||
+        fail "holder never took the permit"
+    cli_on_pty semaphore sln -- echo acquired
+    wait_until 5000 screen_has "place 1 of 1 in line; 0 available, 1 issued" ||
+        fail "no place in line: $(cat screen)"
+    touch go
+    wait "$pty_pid"
+    expect_eq "$?" 0 "exit status"
+    wait "$holder"
+}
+
 test_no_status_and_quiet_show_no_line_on_a_terminal() {
     have_pty || return 0
     local opts
@@ -112,18 +149,13 @@ test_no_status_line_when_stderr_is_not_a_terminal() {
     hold_until_go plain
     cli_exec lock plain -- echo acquired >out 2>err &
     local waiter=$!
-    wait_until 5000 waiters_are plain 1 || fail "waiter never waited"
+    wait_until 5000 waiters_in_line plain 1 || fail "waiter never waited"
     touch go
     wait "$waiter"
     expect_eq "$?" 0 "exit status"
     expect_eq "$(cat out)" acquired "stdout"
     expect_eq "$(cat err)" "" "stderr"
     wait "$holder"
-}
-
-# Succeeds when $2 clients listen on the lock channel of $1.
-waiters_are() {
-    [ "$(rcli pubsub numsub "redisson_lock__channel:{$1}" | tail -n 1)" = "$2" ]
 }
 
 # Succeeds when the key $1 exists on the server on port $2.
@@ -172,6 +204,8 @@ test_signal_ends_a_wait_with_status_line_on_a_stalled_server_at_once() {
 redis_up
 run_test test_status_line_shows_the_holder_by_default_and_is_cleared
 run_test test_status_line_shows_the_place_in_a_fair_queue
+run_test test_status_line_shows_the_place_in_line
+run_test test_status_line_shows_a_semaphore_waiters_place_in_line
 run_test test_no_status_and_quiet_show_no_line_on_a_terminal
 run_test test_no_status_line_when_stderr_is_not_a_terminal
 run_test test_signal_ends_a_wait_with_status_line_on_a_stalled_server_at_once

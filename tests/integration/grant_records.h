@@ -3,7 +3,8 @@
  * What the rate limiter's tests (blocking and asynchronous) share to judge
  * grants on the records the script wrote: a thread that collects every
  * record of a zset (member and grant time) while the run goes on, and the
- * most permits any sliding window of one interval holds. Include after
+ * most permits any sliding window of one interval holds; and taking every
+ * permit a limiter has left. Include after
  * lock_common.h (test_redis).
  */
 #ifndef CR_TEST_GRANT_RECORDS_H
@@ -118,6 +119,20 @@ most_in_a_window(grant_record *v, size_t n, long long interval)
             most = sum;
     }
     return most;
+}
+
+/* Takes one permit at a time from `l` without waiting until refused;
+ * how many. */
+static inline int
+take_all(cr_rate_limiter *l)
+{
+    int n = 0;
+    cr_status rc;
+
+    while ((rc = cr_rate_limiter_try_acquire(l, 1, 0)) == CR_OK)
+        n++;
+    assert_int_equal(rc, CR_BUSY);
+    return n;
 }
 
 #endif

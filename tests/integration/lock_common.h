@@ -206,6 +206,50 @@ line_reaches(void *arg)
     return line_length(l->name) >= l->n;
 }
 
+/* Number of waiters of object `name` that listen on their own channels
+ * (credisson_line__channel:{name}:<entry>, one each); -1 on error. */
+static inline long long
+line_listeners(const char *name)
+{
+    redisReply *r = cr_test_redis_cmd(
+        &test_redis, "PUBSUB CHANNELS credisson_line__channel:{%s}:*", name);
+    long long n = r != NULL && r->type == REDIS_REPLY_ARRAY
+                      ? (long long)r->elements : -1;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+/* cr_test_wait_until condition: `n` (or more) waiters of the line_of's
+ * object listen on their own channels. */
+static inline bool
+line_listening(void *arg)
+{
+    const line_of *l = arg;
+
+    return line_listeners(l->name) >= l->n;
+}
+
+/* cr_test_wait_until condition: no waiter of object `name` (arg) listens
+ * on its own channel. */
+static inline bool
+no_line_listener(void *arg)
+{
+    return line_listeners(arg) == 0;
+}
+
+/* Waits until the waiting line of `name` has at least `n` waiters (each
+ * has made an attempt that put it there: a release from now on is theirs
+ * to take, in order); fails the test otherwise. */
+static inline void
+await_waiters_in_line(const char *name, long long n)
+{
+    line_of want = {name, n};
+
+    assert_true(cr_test_wait_until(line_reaches, &want, slow(5000)));
+}
+
 /* cr_test_wait_until condition: `channel` (arg) has a subscriber. */
 static inline bool
 has_subscriber(void *arg)

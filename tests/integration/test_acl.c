@@ -203,17 +203,24 @@ wait_lock(void *arg)
     return NULL;
 }
 
-/* Takes `mine` (of client a), makes `theirs` (of client b) wait for it
- * (subscribed: a waiter woken by the release), then releases. */
+/* Takes `mine` (of client a), makes `theirs` (of client b) wait for it,
+ * then releases. For a kind with a waiting line (`line`: the object's
+ * name), the waiter is in line, subscribed to its own channel and, first
+ * there, to the object's `channel` (where Java's releases come): a waiter
+ * woken by the release with every subscription the user needs. */
 static void
-contend(cr_lock *mine, cr_lock *theirs, const char *channel)
+contend(cr_lock *mine, cr_lock *theirs, const char *line, const char *channel)
 {
     waiter w = {theirs, CR_EINVAL, 0};
 
     OK(cr_lock_lock(mine, CR_LEASE_WATCHDOG));
     assert_int_equal(pthread_create(&w.thread, NULL, wait_lock, &w), 0);
-    if (channel != NULL)
+    if (line != NULL) {
+        await_waiters_in_line(line, 1);
+        assert_true(cr_test_wait_until(line_listening, &(line_of){line, 1},
+                                       slow(5000)));
         await_subscribers(channel, 1);
+    }
     OK(cr_lock_unlock(mine));
     pthread_join(w.thread, NULL);
     if (w.rc != CR_OK)
@@ -248,7 +255,7 @@ test_acl_documented_user_runs_every_lock_kind(void **state)
     await_more_renewals(a, 2);
     OK(cr_lock_unlock(l));
     OK(cr_lock_unlock(l));
-    contend(l, l2, "redisson_lock__channel:{app:lock}");
+    contend(l, l2, "app:lock", "redisson_lock__channel:{app:lock}");
     OK(cr_lock_lock(l, CR_LEASE_WATCHDOG));
     OK(cr_lock_force_unlock(l2, &yes));
     OK(cr_lock_delete(l, &yes));
@@ -258,7 +265,7 @@ test_acl_documented_user_runs_every_lock_kind(void **state)
     OK(cr_fenced_lock_try_lock_and_get_token(f, 0, CR_LEASE_WATCHDOG, &v));
     OK(cr_fenced_lock_get_token(f2, &v));
     OK(cr_lock_unlock(f));
-    contend(f, f2, "redisson_lock__channel:{app:fenced}");
+    contend(f, f2, "app:fenced", "redisson_lock__channel:{app:fenced}");
     OK(cr_lock_delete(f, &yes));
     OK(cr_non_reentrant_lock_new(a, "app:nr", &n));
     OK(cr_lock_lock(n, CR_LEASE_WATCHDOG));
@@ -267,7 +274,7 @@ test_acl_documented_user_runs_every_lock_kind(void **state)
     /* Spin: no pub/sub. */
     OK(cr_spin_lock_new(a, "app:spin", &s));
     OK(cr_spin_lock_new(b, "app:spin", &s2));
-    contend(s, s2, NULL);
+    contend(s, s2, NULL, NULL);
     /* Fair: a waiter that gives up, one that gets it. */
     cr_lock_free(f);
     cr_lock_free(f2);
@@ -276,7 +283,7 @@ test_acl_documented_user_runs_every_lock_kind(void **state)
     OK(cr_lock_lock(f, CR_LEASE_WATCHDOG));
     assert_int_equal(cr_lock_try_lock(f2, 200, CR_LEASE_WATCHDOG), CR_BUSY);
     OK(cr_lock_unlock(f));
-    contend(f, f2, NULL);
+    contend(f, f2, NULL, NULL);
     OK(cr_lock_force_unlock(f, &yes));
     /* Read/write: two readers, then a writer woken by their release. */
     OK(cr_rwlock_new(a, "app:rw", &rw));
@@ -286,7 +293,7 @@ test_acl_documented_user_runs_every_lock_kind(void **state)
     await_more_renewals(a, 1);
     OK(cr_lock_unlock(cr_rwlock_read_lock(rw2)));
     OK(cr_lock_unlock(cr_rwlock_read_lock(rw)));
-    contend(cr_rwlock_read_lock(rw), cr_rwlock_write_lock(rw2),
+    contend(cr_rwlock_read_lock(rw), cr_rwlock_write_lock(rw2), "app:rw",
             "redisson_rwlock:{app:rw}");
     OK(cr_rwlock_delete(rw, &yes));
     /* MultiLock over two names. */
@@ -358,6 +365,10 @@ test_acl_documented_user_runs_semaphores_latches_and_inspect(void **state)
     memset(&w, 0, sizeof(w));
     w.sem = s2;
     assert_int_equal(pthread_create(&w.thread, NULL, wait_permit, &w), 0);
+    /* In line, on its own channel and (first there) on the semaphore's. */
+    await_waiters_in_line("app:sem", 1);
+    assert_true(cr_test_wait_until(line_listening, &(line_of){"app:sem", 1},
+                                   slow(5000)));
     await_subscribers("redisson_sc:{app:sem}", 1);
     OK(cr_semaphore_release(s, 1));
     pthread_join(w.thread, NULL);
@@ -594,6 +605,8 @@ test_acl_a_refused_subscribe_ends_the_wait_at_once(void **state)
     assert_non_null(strstr(cr_last_error(), "SUBSCRIBE"));
     /* Not the subscription timeout (7.5 s), nor the wait (5 s). */
     assert_true(took < slow(1000));
+    /* Its first attempt put it in the lock's line; it left as it gave up. */
+    assert_int_equal(line_length("app:nosub"), 0);
     OK(cr_lock_unlock(l));
     cr_lock_free(l);
     cr_lock_free(l2);

@@ -263,20 +263,20 @@ objects_close(objects *o)
 }
 
 /* cr_test_wait_until condition: each waiting call begun before the fault
- * listens on its channel, so it is inside its wait. */
+ * is inside its wait: the lock's and the semaphores' waiters in their
+ * objects' lines, listening on their own channels; the latch's waiter on
+ * the latch's channel. */
 static bool
 all_waiting(void *arg)
 {
-    static const char *const channels[] = {
-        "redisson_lock__channel:{b:busy}", "redisson_sc:{b:sem}",
-        "redisson_sc:{b:psem}", "redisson_countdownlatch__channel__{b:latch}"};
+    static const char *const lines[] = {"b:busy", "b:sem", "b:psem"};
     size_t i;
 
     (void)arg;
-    for (i = 0; i < sizeof(channels) / sizeof(channels[0]); i++)
-        if (numsub(channels[i]) < 1)
+    for (i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        if (line_length(lines[i]) < 1 || line_listeners(lines[i]) < 1)
             return false;
-    return true;
+    return numsub("redisson_countdownlatch__channel__{b:latch}") >= 1;
 }
 
 /* How a scenario makes the server bad, and mends it. */
@@ -941,7 +941,9 @@ block_two_waiters(blocked_wait *b)
                      0);
     assert_int_equal(pthread_create(&b[1].thread, NULL, blocked_wait_run, &b[1]),
                      0);
-    await_subscribers("redisson_lock__channel:{b:held}", 1);
+    await_waiters_in_line("b:held", 1);
+    assert_true(cr_test_wait_until(line_listening, &(line_of){"b:held", 1},
+                                   slow(5000)));
     assert_true(cr_test_wait_until(fair_queued, "redisson_lock_queue:{b:fair}",
                                    slow(5000)));
     cr_test_relay_freeze(relay, true, true);

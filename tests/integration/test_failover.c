@@ -1081,9 +1081,10 @@ auth_client(int k, const char *sentinel_user, const char *sentinel_pw,
     return cr_client_new(&o, out);
 }
 
-/* Subscribers of `channel` on the auth master. */
+/* The count a command about object `name` answers on the auth master:
+ * an integer, or an array's length; -1 on error. */
 static long long
-auth_numsub(const char *channel)
+auth_count(const char *fmt, const char *name)
 {
     redisContext *c = cr_test_redis_connect(&auth_master);
     redisReply *r;
@@ -1094,19 +1095,25 @@ auth_numsub(const char *channel)
     r = redisCommand(c, "AUTH %s", MASTER_PW);
     if (r != NULL)
         freeReplyObject(r);
-    r = redisCommand(c, "PUBSUB NUMSUB %s", channel);
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        n = r->element[1]->integer;
+    r = redisCommand(c, fmt, name);
+    if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+        n = r->integer;
+    else if (r != NULL && r->type == REDIS_REPLY_ARRAY)
+        n = (long long)r->elements;
     if (r != NULL)
         freeReplyObject(r);
     redisFree(c);
     return n;
 }
 
+/* cr_test_wait_until condition: the waiting line of object `arg` on the
+ * auth master has a waiter, listening on its own channel. */
 static bool
-auth_has_subscriber(void *arg)
+auth_waits_in_line(void *arg)
 {
-    return auth_numsub(arg) >= 1;
+    return auth_count("ZCARD credisson_line:{%s}", arg) >= 1 &&
+           auth_count("PUBSUB CHANNELS credisson_line__channel:{%s}:*",
+                      arg) >= 1;
 }
 
 typedef struct auth_waiter {
@@ -1152,7 +1159,6 @@ static void
 lock_and_wake(cr_client *c, const char *name)
 {
     cr_client *plain = auth_direct_client();
-    char channel[128];
     auth_waiter w;
     cr_lock *l;
     int64_t released;
@@ -1162,8 +1168,8 @@ lock_and_wake(cr_client *c, const char *name)
     memset(&w, 0, sizeof(w));
     assert_int_equal(cr_lock_new(plain, name, &w.lock), CR_OK);
     assert_int_equal(pthread_create(&w.thread, NULL, auth_wait_run, &w), 0);
-    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
-    assert_true(cr_test_wait_until(auth_has_subscriber, channel, slow(5000)));
+    assert_true(cr_test_wait_until(auth_waits_in_line, (void *)name,
+                                   slow(5000)));
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_unlock(l), CR_OK);
     pthread_join(w.thread, NULL);

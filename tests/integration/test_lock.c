@@ -510,8 +510,7 @@ test_lock_unlock_wakes_a_waiter_of_another_client_promptly(void **state)
     assert_int_equal(cr_lock_new(test_client, "handoff", &mine), CR_OK);
     assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
     waiter_start(&w, mine, slow(20000));
-    assert_true(cr_test_wait_until(has_subscriber,
-                                   "redisson_lock__channel:{handoff}", slow(3000)));
+    await_waiters_in_line("handoff", 1);
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_unlock(theirs), CR_OK);
     pthread_join(w.thread, NULL);
@@ -526,11 +525,11 @@ test_lock_unlock_wakes_a_waiter_of_another_client_promptly(void **state)
 /* Two threads of one client wait on a lock another client holds: the
  * first to wait reads the subscriber link itself, the other sleeps. The
  * reader, woken, takes the lock and hands the link over as it stops
- * waiting; its unlock's message must then wake the other at once, not at
+ * waiting; its unlock's message (the other's turn, on the other's own
+ * channel over the same link) must then wake the other at once, not at
  * the dispatcher's next round, up to a second later (nothing else pokes
- * the dispatcher: the subscription keeps a waiter). Fresh names each
- * round: a new subscription, so a subscriber on the server means the
- * waiters are about to wait. */
+ * the dispatcher: the subscription keeps a waiter). Both in the lock's
+ * line means both wait. */
 static void
 test_lock_waiter_that_read_the_link_hands_it_to_the_next(void **state)
 {
@@ -541,18 +540,17 @@ test_lock_waiter_that_read_the_link_hands_it_to_the_next(void **state)
     (void)state;
     for (round = 0; round < 5; round++) {
         cr_lock *theirs, *m1, *m2;
-        char name[32], channel[64];
+        char name[32];
         waiter w1, w2, *first, *second;
 
         snprintf(name, sizeof(name), "handover%d", round);
-        snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
         assert_int_equal(cr_lock_new(other, name, &theirs), CR_OK);
         assert_int_equal(cr_lock_new(test_client, name, &m1), CR_OK);
         assert_int_equal(cr_lock_new(test_client, name, &m2), CR_OK);
         assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
         waiter_start_holding(&w1, m1, slow(20000), 20);
         waiter_start_holding(&w2, m2, slow(20000), 20);
-        assert_true(cr_test_wait_until(has_subscriber, channel, slow(3000)));
+        await_waiters_in_line(name, 2);
         assert_int_equal(cr_lock_unlock(theirs), CR_OK);
         pthread_join(w1.thread, NULL);
         pthread_join(w2.thread, NULL);
@@ -745,42 +743,35 @@ test_lock_releaser_is_woken_a_few_times_for_many_releases(void **state)
     assert_true(switches < HERD);
 }
 
-/* The releaser that takes the lock again at once yields to the waiter its
- * unlock woke (no barging). The yield lasts four unlock round trips: under
- * valgrind a thread wakes too slowly for that, so the test needs real
- * speed and is skipped when CR_TEST_SLOW is set. Without the yield the
- * waiter still comes first in about three rounds of four (it reads the
- * message itself, while the releaser also drops its unlock latch). With
- * the yield, whose turns grow while the waiter comes late: 40 of 40 in
- * ten runs, five of them next to a parallel `make check` (with fixed
- * turns, 26 of 40 once there); without: 45 of 60. At least 35 of 40 tells
- * them apart (a false pass without the yield about one run in 25). */
+/* The releaser that takes the lock again at once goes behind the waiter
+ * its unlock gave the turn to (no barging): the waiter comes first every
+ * round, however quick the releaser is. The promise lasts as long as the
+ * waiter's turn (250 ms: a waiter slower than that loses its place), so
+ * the test needs real speed and is skipped when CR_TEST_SLOW is set.
+ * (Before the line, the releaser's yield let the waiter first in about 39
+ * rounds of 40, without it about 3 of 4.) */
 static void
-test_lock_releaser_yields_to_the_waiter_it_woke(void **state)
+test_lock_releaser_goes_behind_the_waiter_it_gave_the_turn(void **state)
 {
-    cr_client *other = new_client(30000);
-    cr_lock *theirs;
+    cr_client *other = new_client(30000), *third = new_client(30000);
+    cr_lock *theirs, *mine;
     int round, waiter_first = 0;
 
     (void)state;
     if (slow(1) > 1) {
         cr_client_free(other);
+        cr_client_free(third);
         skip();
     }
     assert_int_equal(cr_lock_new(other, "yield", &theirs), CR_OK);
+    assert_int_equal(cr_lock_new(third, "yield", &mine), CR_OK);
     for (round = 0; round < 40; round++) {
-        /* A fresh waiting client each round: no subscription lingers from
-         * the last, so a subscriber means the waiter is waiting. */
-        cr_client *third = new_client(30000);
-        cr_lock *mine;
         waiter w;
         int64_t again_at;
 
-        assert_int_equal(cr_lock_new(third, "yield", &mine), CR_OK);
         assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
         waiter_start(&w, mine, 20000);
-        assert_true(cr_test_wait_until(has_subscriber,
-                                       "redisson_lock__channel:{yield}", 3000));
+        await_waiters_in_line("yield", 1);
         assert_int_equal(cr_lock_unlock(theirs), CR_OK);
         assert_int_equal(cr_lock_try_lock(theirs, 20000, CR_LEASE_WATCHDOG),
                          CR_OK);
@@ -790,12 +781,12 @@ test_lock_releaser_yields_to_the_waiter_it_woke(void **state)
         assert_int_equal(w.rc, CR_OK);
         if (w.acquired_at <= again_at)
             waiter_first++;
-        cr_lock_free(mine);
-        cr_client_free(third);
     }
-    assert_true(waiter_first >= 35);
+    assert_int_equal(waiter_first, 40);
+    cr_lock_free(mine);
     cr_lock_free(theirs);
     cr_client_free(other);
+    cr_client_free(third);
 }
 
 static void
@@ -812,8 +803,7 @@ test_lock_force_unlock_wakes_a_waiter_promptly(void **state)
     assert_int_equal(cr_lock_new(test_client, "forced", &mine), CR_OK);
     assert_int_equal(cr_lock_lock(theirs, CR_LEASE_WATCHDOG), CR_OK);
     waiter_start(&w, mine, slow(20000));
-    assert_true(cr_test_wait_until(has_subscriber,
-                                   "redisson_lock__channel:{forced}", slow(3000)));
+    await_waiters_in_line("forced", 1);
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_force_unlock(mine, &done), CR_OK);
     assert_true(done);
@@ -833,6 +823,7 @@ test_lock_try_lock_returns_busy_within_its_wait_budget(void **state)
     cr_client *other = new_client(30000);
     cr_lock *mine, *theirs;
     int64_t start, took;
+    char own[160];
 
     (void)state;
     assert_int_equal(cr_lock_new(other, "budget", &theirs), CR_OK);
@@ -843,8 +834,14 @@ test_lock_try_lock_returns_busy_within_its_wait_budget(void **state)
     took = cr_test_now_ms() - start;
     assert_true(took >= 290);
     assert_true(took < slow(1500));
-    /* No subscription is left behind by the waiter that gave up (the
-     * UNSUBSCRIBE goes out from the dispatcher thread just after). */
+    /* The waiter that gave up left the lock's line before it returned,
+     * and no subscription is left behind, on its own channel or the
+     * lock's (the UNSUBSCRIBE goes out from the dispatcher thread just
+     * after). */
+    assert_int_equal(line_length("budget"), 0);
+    snprintf(own, sizeof(own), "credisson_line__channel:{budget}:%s:%lld",
+             cr_client_id(test_client), (long long)cr_thread_id());
+    assert_true(cr_test_wait_until(has_no_subscriber, own, slow(2000)));
     assert_true(cr_test_wait_until(has_no_subscriber,
                                    "redisson_lock__channel:{budget}", slow(2000)));
     assert_int_equal(cr_lock_unlock(theirs), CR_OK);
@@ -1261,8 +1258,7 @@ test_client_free_wakes_waiting_threads_with_eclosed(void **state)
     f.lock = mine;
     f.rc = CR_OK;
     assert_int_equal(pthread_create(&t, NULL, wait_forever, &f), 0);
-    assert_true(cr_test_wait_until(has_subscriber,
-                                   "redisson_lock__channel:{closing}", slow(3000)));
+    await_waiters_in_line("closing", 1);
     cr_client_free(test_client);
     test_client = NULL;
     pthread_join(t, NULL);
@@ -1615,7 +1611,7 @@ main(void)
         T(test_lock_delete_resets_the_lease_to_the_watchdog_timeout),
         T(test_lock_unlock_wakes_a_waiter_of_another_client_promptly),
         T(test_lock_waiter_that_read_the_link_hands_it_to_the_next),
-        T(test_lock_releaser_yields_to_the_waiter_it_woke),
+        T(test_lock_releaser_goes_behind_the_waiter_it_gave_the_turn),
         T(test_lock_releaser_lets_every_woken_process_go_first),
         T(test_lock_releaser_is_woken_a_few_times_for_many_releases),
         T(test_lock_force_unlock_wakes_a_waiter_promptly),

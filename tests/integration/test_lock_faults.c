@@ -70,8 +70,7 @@ test_lock_waiting_survives_script_flush(void **state)
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "flushed", &mine), CR_OK);
     waiter_start(&w, mine, slow(20000));
-    assert_true(cr_test_wait_until(has_subscriber, "redisson_lock__channel:{flushed}",
-                                   slow(3000)));
+    await_waiters_in_line("flushed", 1);
     redisReply *r = cr_test_redis_cmd(&test_redis, "SCRIPT FLUSH");
     assert_non_null(r);
     freeReplyObject(r);
@@ -106,7 +105,7 @@ reconnected(void *arg)
 static void
 test_lock_waiting_survives_client_kill_of_the_pubsub_connection(void **state)
 {
-    const char *channel = "redisson_lock__channel:{killed}";
+    line_of listening = {"killed", 1};
     cr_lock *theirs, *mine;
     cr_client *other = hold_elsewhere("killed", &theirs);
     cr_client_stats st = CR_CLIENT_STATS_INIT;
@@ -118,15 +117,17 @@ test_lock_waiting_survives_client_kill_of_the_pubsub_connection(void **state)
     (void)state;
     assert_int_equal(cr_lock_new(test_client, "killed", &mine), CR_OK);
     waiter_start(&w, mine, slow(30000));
-    assert_true(cr_test_wait_until(has_subscriber, (void *)channel, slow(3000)));
+    await_waiters_in_line("killed", 1);
+    assert_true(cr_test_wait_until(line_listening, &listening, slow(3000)));
     assert_int_equal(cr_client_stats_get(test_client, &st), CR_OK);
     rw.before = st.reconnects;
     r = cr_test_redis_cmd(&test_redis, "CLIENT KILL TYPE pubsub");
     assert_non_null(r);
     freeReplyObject(r);
-    /* The subscriber reconnects and subscribes again on its own. */
+    /* The subscriber reconnects and subscribes again on its own: the
+     * waiter listens on its own channel, where its turn will come. */
     assert_true(cr_test_wait_until(reconnected, &rw, slow(5000)));
-    assert_true(cr_test_wait_until(has_subscriber, (void *)channel, slow(5000)));
+    assert_true(cr_test_wait_until(line_listening, &listening, slow(5000)));
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_unlock(theirs), CR_OK);
     pthread_join(w.thread, NULL);
@@ -187,15 +188,15 @@ test_lock_waiting_survives_a_redis_restart(void **state)
     (void)state;
     assert_int_equal(cr_lock_new(c, "restart", &mine), CR_OK);
     waiter_start(&w, mine, CR_WAIT_FOREVER);
-    assert_true(cr_test_wait_until(has_subscriber, "redisson_lock__channel:{restart}",
-                                   slow(3000)));
+    await_waiters_in_line("restart", 1);
     cr_test_redis_stop(&test_redis);
     /* The waiter's client has seen the server gone. */
     assert_true(cr_test_wait_until(a_link_was_lost, NULL, slow(5000)));
     assert_int_equal(cr_test_redis_restart(&test_redis), 0);
     restarted = cr_test_now_ms();
-    /* Without persistence the restarted server has no lock: the waiter must
-     * notice through its resubscription, not wait for the 30 s lease. */
+    /* Without persistence the restarted server has no lock (and no line):
+     * the waiter must notice through its resubscription, not wait for the
+     * 30 s lease. */
     pthread_join(w.thread, NULL);
     assert_int_equal(w.rc, CR_OK);
     assert_true(w.acquired_at - restarted < slow(5000));
@@ -217,7 +218,7 @@ test_lock_waiting_survives_a_redis_restart(void **state)
 static void
 test_lock_waiter_reading_a_silent_link_recovers_when_it_is_dropped(void **state)
 {
-    const char *channel = "redisson_lock__channel:{silent}";
+    line_of listening = {"silent", 1};
     cr_lock *theirs, *mine;
     cr_client *other = hold_elsewhere("silent", &theirs), *c;
     cr_client_stats st = CR_CLIENT_STATS_INIT;
@@ -230,7 +231,8 @@ test_lock_waiter_reading_a_silent_link_recovers_when_it_is_dropped(void **state)
     c = link_watching_client();
     assert_int_equal(cr_lock_new(c, "silent", &mine), CR_OK);
     waiter_start(&w, mine, slow(60000));
-    assert_true(cr_test_wait_until(has_subscriber, (void *)channel, slow(3000)));
+    await_waiters_in_line("silent", 1);
+    assert_true(cr_test_wait_until(line_listening, &listening, slow(3000)));
     assert_int_equal(cr_client_stats_get(c, &st), CR_OK);
     rw.client = c;
     rw.before = st.reconnects;
@@ -239,9 +241,10 @@ test_lock_waiter_reading_a_silent_link_recovers_when_it_is_dropped(void **state)
     assert_int_equal(kill(test_redis.pid, SIGCONT), 0); /* before asserting */
     assert_true(lost);
     /* Reconnected first: until the resumed server reads the old socket's
-     * close, the channel may still count that connection's subscription. */
+     * close, the waiter's channel may still count that connection's
+     * subscription. */
     assert_true(cr_test_wait_until(reconnected, &rw, slow(10000)));
-    assert_true(cr_test_wait_until(has_subscriber, (void *)channel, slow(10000)));
+    assert_true(cr_test_wait_until(line_listening, &listening, slow(10000)));
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_unlock(theirs), CR_OK);
     pthread_join(w.thread, NULL);

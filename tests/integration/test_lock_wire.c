@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lock_common.h"
+#include "scripts.h"
 
 /* An owner of another process, as a Java client would write it. */
 #define FOREIGN_UUID "9f6a4c1e-2b3d-4e5f-8a7b-0c1d2e3f4a5b"
@@ -71,45 +72,6 @@ write_foreign_hold(const char *key, const char *owner, long long count,
     assert_int_equal(redis_int("HSET %s %s %lld", key, owner, count), 1);
     if (ttl_ms > 0)
         assert_int_equal(redis_int("PEXPIRE %s %lld", key, ttl_ms), 1);
-}
-
-/* Reads a whole file into a NUL-terminated buffer, or NULL. */
-static char *
-slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    long size;
-
-    if (f == NULL)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 &&
-        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)size + 1)) != NULL) {
-        if (fread(buf, 1, (size_t)size, f) == (size_t)size) {
-            buf[size] = '\0';
-        } else {
-            free(buf);
-            buf = NULL;
-        }
-    }
-    fclose(f);
-    return buf;
-}
-
-/* The text of lua/<file> from the source tree: $CR_TEST_SRCDIR, else
- * automake's $srcdir, else the current directory. NULL when unreadable. */
-static char *
-read_script(const char *file)
-{
-    const char *dir = getenv("CR_TEST_SRCDIR");
-    char path[1024];
-
-    if (dir == NULL || dir[0] == '\0')
-        dir = getenv("srcdir");
-    if (dir == NULL || dir[0] == '\0')
-        dir = ".";
-    snprintf(path, sizeof(path), "%s/lua/%s", dir, file);
-    return slurp(path);
 }
 
 /* A thread that takes a lock with try_lock and keeps it. */
@@ -836,14 +798,18 @@ test_wire_partial_unlock_sets_latch_to_0(void **state)
     cr_lock_free(l);
 }
 
-/* EVAL of lua/lock_unlock.lua with this latch; returns the reply. */
+/* EVAL of lua/lock_unlock.lua as the library embeds it (with the waiting
+ * line's functions it uses) with this latch, on lock "replay" with its
+ * line; returns the reply. */
 static redisReply *
-eval_unlock(const char *body, const char *key, const char *latch,
-            const char *owner)
+eval_unlock(const char *key, const char *latch, const char *owner)
 {
-    return cr_test_redis_cmd(&test_redis, "EVAL %s 3 %s %s %s %s %s %s %s %s",
-                             body, key, "redisson_lock__channel:{replay}",
-                             latch, "0", "10000", owner, "publish", "5000");
+    return cr_test_redis_cmd(
+        &test_redis, "EVAL %s 5 %s %s %s %s %s %s %s %s %s %s %s %s %s",
+        cr__scripts[CR__SCRIPT_LOCK_UNLOCK].body, key,
+        "redisson_lock__channel:{replay}", latch, "credisson_line:{replay}",
+        "credisson_line_state:{replay}", "0", "10000", owner, "publish",
+        "5000", "30000", "250", "credisson_line__channel:{replay}:");
 }
 
 static void
@@ -857,20 +823,17 @@ test_wire_unlock_script_replays_latch_result(void **state)
                          "ffeeddccbbaa99887766554433221100";
     const char *latch3 = "redisson_unlock_latch:{replay}:"
                          "0123456789abcdef0123456789abcdef";
-    char *body = read_script("lock_unlock.lua");
     cr_test_listener *li;
     redisReply *r;
     long long ttl;
     int i;
 
     (void)state;
-    if (body == NULL)
-        skip();
     li = listen_on(&ch, 1);
     write_foreign_hold("replay", owner, 2, 3000);
     /* A partial unlock, then its retry with the same latch. */
     for (i = 0; i < 2; i++) {
-        r = eval_unlock(body, "replay", latch1, owner);
+        r = eval_unlock("replay", latch1, owner);
         assert_non_null(r);
         assert_int_equal(r->type, REDIS_REPLY_INTEGER);
         assert_int_equal(r->integer, 0);
@@ -886,7 +849,7 @@ test_wire_unlock_script_replays_latch_result(void **state)
     /* The full unlock, then its retry: one release and one message. The
      * first reply says the listener heard it (-1); the replay says 1. */
     for (i = 0; i < 2; i++) {
-        r = eval_unlock(body, "replay", latch2, owner);
+        r = eval_unlock("replay", latch2, owner);
         assert_non_null(r);
         assert_int_equal(r->type, REDIS_REPLY_INTEGER);
         assert_int_equal(r->integer, i == 0 ? -1 : 1);
@@ -897,13 +860,12 @@ test_wire_unlock_script_replays_latch_result(void **state)
     assert_int_equal(settle(li, ch, "marker"), 1);
     assert_string_equal(cr_test_listener_get(li, 0)->payload, "0");
     /* Not the owner: nil, and no latch written. */
-    r = eval_unlock(body, "replay", latch3, owner);
+    r = eval_unlock("replay", latch3, owner);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_NIL);
     freeReplyObject(r);
     assert_int_equal(redis_int("EXISTS %s", latch3), 0);
     cr_test_listener_stop(li);
-    free(body);
 }
 
 /* ---------------------------------------------------------------- names */
@@ -1082,10 +1044,14 @@ test_wire_java_held_lock_wakes_c_waiter_on_java_style_unlock(void **state)
     assert_int_equal(cr_lock_new(test_client, "handoff", &l), CR_OK);
     before = commands_of(test_client);
     waiter_start(&w, l, slow(30000));
+    /* First in the lock's line, and no release of a waiter in line to
+     * come: after a turn's length it listens on the lock's channel too. */
+    await_waiters_in_line("handoff", 1);
     assert_true(cr_test_wait_until(has_subscriber, (void *)ch, slow(3000)));
-    /* Its two tries made (one before subscribing, one after): it sleeps
-     * until a message or the 20 s lease. */
-    await_commands(test_client, before + 2);
+    /* Its four tries made (before subscribing to its own channel, after,
+     * once first for a turn's length, and after subscribing to the lock's
+     * channel): it sleeps until a message or the 20 s lease. */
+    await_commands(test_client, before + 4);
     /* What a Java unlock does to the keys. */
     released = cr_test_now_ms();
     assert_int_equal(redis_int("DEL handoff"), 1);
@@ -1137,10 +1103,17 @@ test_wire_try_lock_on_a_key_without_ttl_waits_out_its_budget(void **state)
     assert_true(took >= 290 && took < slow(2000));
     assert_int_equal(redis_int("PTTL forever"), -1);
     assert_single_field("forever", foreign, 1);
-    /* The waiter that gave up leaves no subscription behind (the client
-     * sends its UNSUBSCRIBE from its own thread, so wait for it). */
+    /* The waiter that gave up left the line, the last there: its keys
+     * went with it. */
+    assert_int_equal(redis_int("EXISTS credisson_line:{forever} "
+                               "credisson_line_state:{forever}"), 0);
+    /* It leaves no subscription behind, on the lock's channel or its own
+     * (the client sends its UNSUBSCRIBE from its own thread, so wait for
+     * it). */
     assert_true(cr_test_wait_until(has_no_subscriber,
                                    (void *)"redisson_lock__channel:{forever}",
+                                   slow(2000)));
+    assert_true(cr_test_wait_until(no_line_listener, (void *)"forever",
                                    slow(2000)));
     cr_lock_free(l);
 }

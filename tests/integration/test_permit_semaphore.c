@@ -361,7 +361,7 @@ test_permit_semaphore_release_wakes_a_waiter_promptly(void **state)
     w.sem = s;
     w.wait_ms = slow(10000);
     assert_int_equal(pthread_create(&w.thread, NULL, waiter_run, &w), 0);
-    await_subscribers("redisson_sc:{wake}", 1);
+    await_waiters_in_line("wake", 1);
     assert_int_equal(cr_permit_semaphore_release(theirs, id), CR_OK);
     released = cr_test_now_ms();
     pthread_join(w.thread, NULL);

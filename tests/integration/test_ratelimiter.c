@@ -205,7 +205,9 @@ test_rate_limiter_a_resent_attempt_takes_permits_once(void **state)
     cr__rate_limiter_acquire_args args = {
         .config = "resend", .value = "{resend}:value",
         .client_value = "{resend}:value:x", .permits = "{resend}:permits",
-        .client_permits = "{resend}:permits:x", .count = 2,
+        .client_permits = "{resend}:permits:x",
+        .held = "{resend}:credisson_rate_held",
+        .client_held = "{resend}:credisson_rate_held:x", .count = 2,
         .id = {id, 16}};
     int round;
 
@@ -261,6 +263,91 @@ test_rate_limiter_reads_records_it_did_not_write(void **state)
     OK(cr_rate_limiter_available_permits(l, &n));
     assert_int_equal(n, 3);
     assert_int_equal(redis_int("ZCARD {foreign}:permits"), 1);
+    cr_rate_limiter_free(l);
+}
+
+/* Adds a live grant record of `permits` stamped `at` (as another client,
+ * Java say, writes it) to `key`, under id byte `tag` repeated. */
+static void
+add_record(const char *key, long long at, char tag, unsigned permits)
+{
+    char m[21];
+
+    m[0] = 16;
+    memset(m + 1, tag, 16);
+    m[17] = (char)(permits & 0xff);
+    m[18] = (char)(permits >> 8 & 0xff);
+    m[19] = (char)(permits >> 16 & 0xff);
+    m[20] = (char)(permits >> 24 & 0xff);
+    assert_true(redis_ok("ZADD %s %lld %b", key, at, m, sizeof(m)));
+}
+
+static void
+test_rate_limiter_grants_within_the_rate_over_the_records_whatever_the_value(
+    void **state)
+{
+    cr_rate_limiter *l = limiter("stored");
+    int64_t n = 0;
+
+    (void)state;
+    /* A limiter of 10 per minute with a live record of 5: whatever the
+     * stored value says, 5 are left. Above the rate, as a Java
+     * availablePermits() leaves it after a release(): */
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 10, 60000, 0, NULL));
+    add_record("{stored}:permits", server_ms(), 'J', 5);
+    assert_true(redis_ok("SET {stored}:value 15"));
+    OK(cr_rate_limiter_available_permits(l, &n));
+    assert_int_equal(n, 5);
+    assert_int_equal(take_all(l), 5);
+    /* Within the rate but above what the records leave, as a Java
+     * release(4) of a grant of 5 leaves it: */
+    assert_true(redis_ok("DEL {stored}:permits"));
+    add_record("{stored}:permits", server_ms(), 'K', 5);
+    assert_true(redis_ok("SET {stored}:value 9"));
+    OK(cr_rate_limiter_available_permits(l, &n));
+    assert_int_equal(n, 5);
+    assert_int_equal(take_all(l), 5);
+    assert_int_equal(cr_rate_limiter_try_acquire(l, 1, 0), CR_BUSY);
+    /* No value at all with live records: the records still count. */
+    assert_true(redis_ok("DEL {stored}:value"));
+    assert_int_equal(take_all(l), 0);
+    /* A stored value below the records' room is kept: it only refuses. */
+    assert_true(redis_ok("DEL {stored}:permits"));
+    add_record("{stored}:permits", server_ms(), 'L', 1);
+    assert_true(redis_ok("SET {stored}:value 2"));
+    assert_int_equal(take_all(l), 2);
+    cr_rate_limiter_free(l);
+}
+
+static void
+test_rate_limiter_counts_records_another_client_added_between_its_grants(
+    void **state)
+{
+    cr_rate_limiter *l = limiter("mixed");
+    long long pttl;
+
+    (void)state;
+    /* credisson keeps a summary of the records beside them; a record
+     * another client adds between two attempts, with the value left
+     * unchanged (as a Java acquire followed by a release()), is counted. */
+    OK(cr_rate_limiter_try_set_rate(l, CR_RATE_OVERALL, 10, 60000, 0, NULL));
+    OK(cr_rate_limiter_try_acquire(l, 3, 0));
+    assert_int_equal(redis_int("EXISTS {mixed}:credisson_rate_held"), 1);
+    pttl = redis_int("PTTL {mixed}:credisson_rate_held");
+    assert_true(pttl > 0 && pttl <= 60000);
+    add_record("{mixed}:permits", server_ms(), 'J', 4);
+    assert_int_equal(take_all(l), 3);
+    /* And a record another client removed (an early one, as Java's
+     * reclaiming of a record its clock saw expire) frees its permits. */
+    add_record("{mixed}:permits", server_ms() - 60000 - 1000, 'A', 2);
+    assert_true(redis_ok("SET {mixed}:value 10"));
+    assert_true(redis_ok("ZREMRANGEBYSCORE {mixed}:permits 0 %lld",
+                         server_ms() - 60000));
+    assert_int_equal(take_all(l), 0);
+    assert_true(redis_ok("ZREM {mixed}:permits %b",
+                         "\x10JJJJJJJJJJJJJJJJ\x04\x00\x00\x00",
+                         (size_t)21));
+    assert_int_equal(take_all(l), 4);
     cr_rate_limiter_free(l);
 }
 
@@ -676,6 +763,8 @@ main(void)
         T(test_rate_limiter_without_a_rate_is_not_initialized),
         T(test_rate_limiter_a_resent_attempt_takes_permits_once),
         T(test_rate_limiter_reads_records_it_did_not_write),
+        T(test_rate_limiter_grants_within_the_rate_over_the_records_whatever_the_value),
+        T(test_rate_limiter_counts_records_another_client_added_between_its_grants),
         T(test_rate_limiter_available_permits_come_back_after_the_interval),
         T(test_rate_limiter_a_wait_sleeps_the_hint_without_polling),
         T(test_rate_limiter_gives_up_at_once_when_the_hint_is_beyond_the_wait),

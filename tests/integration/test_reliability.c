@@ -930,16 +930,24 @@ blocked_run(void *arg)
     return NULL;
 }
 
-/* For cr_test_wait_until: every channel has a subscriber. */
+/* For cr_test_wait_until: every object named (NULL-terminated) has a
+ * waiter in its line, listening on its own channel. */
 static bool
-all_subscribed(void *arg)
+all_in_line(void *arg)
 {
-    const char *const *ch = arg;
+    const char *const *name = arg;
 
-    for (; *ch != NULL; ch++)
-        if (numsub(*ch) < 1)
+    for (; *name != NULL; name++)
+        if (line_length(*name) < 1 || line_listeners(*name) < 1)
             return false;
     return true;
+}
+
+/* For cr_test_wait_until: `channel` (arg) has a subscriber. */
+static bool
+subscribed(void *arg)
+{
+    return numsub(arg) >= 1;
 }
 
 /* True once the client under test has sent a few more commands than *arg:
@@ -972,13 +980,8 @@ test_reliability_client_freed_while_threads_wait_returns_eclosed(void **state)
     /* The spin lock comes last: it is started once the others wait. */
     static const char *const held_kinds[] = {"lock", "fenced", "nonreentrant",
                                              "fair", "write", "spin"};
-    const char *channels[] = {"redisson_lock__channel:{freed-lock}",
-                              "redisson_lock__channel:{freed-fenced}",
-                              "redisson_lock__channel:{freed-nonreentrant}",
-                              "redisson_rwlock:{freed-write}",
-                              "redisson_sc:{freed-semaphore}",
-                              "redisson_countdownlatch__channel__{freed-latch}",
-                              NULL};
+    const char *lines[] = {"freed-lock", "freed-fenced", "freed-nonreentrant",
+                           "freed-write", "freed-semaphore", NULL};
     enum { NHELD = 6, SPIN = NHELD - 1, SEM = NHELD, LATCH = NHELD + 1,
            NB = NHELD + 2 };
     cr_client *other = new_client(30000);
@@ -1013,8 +1016,12 @@ test_reliability_client_freed_while_threads_wait_returns_eclosed(void **state)
             assert_int_equal(pthread_create(&b[i].thread, NULL, blocked_run,
                                             &b[i]), 0);
     /* Every waiter must be inside its call before the client goes: one
-     * that enters afterwards would use freed memory (documented misuse). */
-    assert_true(cr_test_wait_until(all_subscribed, channels, slow(5000)));
+     * that enters afterwards would use freed memory (documented misuse).
+     * The lock kinds' and the semaphore's are in their objects' lines. */
+    assert_true(cr_test_wait_until(all_in_line, lines, slow(5000)));
+    assert_true(cr_test_wait_until(
+        subscribed, "redisson_countdownlatch__channel__{freed-latch}",
+        slow(5000)));
     assert_true(cr_test_wait_until(fair_queued,
                                    "redisson_lock_queue:{freed-fair}",
                                    slow(5000)));
@@ -1034,6 +1041,10 @@ test_reliability_client_freed_while_threads_wait_returns_eclosed(void **state)
         obj_close(&b[i].o);
         cr_latch_free(b[i].latch);
     }
+    /* Each left its line as its client went: nobody behind it would wait
+     * for its place's lease. */
+    for (i = 0; lines[i] != NULL; i++)
+        assert_int_equal(line_length(lines[i]), 0);
     for (i = 0; i < NHELD; i++) {
         assert_int_equal(obj_release(&theirs[i]), CR_OK);
         obj_close(&theirs[i]);

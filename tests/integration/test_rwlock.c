@@ -300,7 +300,7 @@ test_rwlock_writer_gets_the_lock_when_the_last_reader_leaves(void **state)
     assert_int_equal(cr_lock_lock_tid(cr_rwlock_read_lock(theirs), -2,
                                       CR_LEASE_WATCHDOG), CR_OK);
     waiter_start(&w, cr_rwlock_write_lock(mine), slow(10000), true);
-    assert_true(cr_test_wait_until(has_subscriber, CHANNEL, slow(3000)));
+    await_waiters_in_line(NAME, 1);
     assert_int_equal(cr_lock_unlock_tid(cr_rwlock_read_lock(theirs), -1), CR_OK);
     assert_int_equal(cr_lock_is_locked(cr_rwlock_write_lock(mine), &locked), CR_OK);
     assert_false(locked);
@@ -405,7 +405,7 @@ test_rwlock_downgrade_keeps_a_read_hold_and_wakes_other_readers(void **state)
     assert_int_equal(cr_lock_is_locked(cr_rwlock_read_lock(mine), &locked), CR_OK);
     assert_true(locked);
     waiter_start(&r, cr_rwlock_read_lock(mine), slow(10000), true);
-    assert_true(cr_test_wait_until(has_subscriber, CHANNEL, slow(3000)));
+    await_waiters_in_line(NAME, 1);
     released = cr_test_now_ms();
     assert_int_equal(cr_lock_unlock(wr), CR_OK);
     pthread_join(r.thread, NULL);
@@ -815,8 +815,11 @@ test_rwlock_wire_java_write_unlock_message_wakes_every_c_reader(void **state)
     before = commands_of(test_client);
     for (i = 0; i < 3; i++)
         waiter_start(&w[i], cr_rwlock_read_lock(rw), slow(10000), true);
-    /* Each has found it write-locked: all three wait for the message. */
+    /* Each has found it write-locked: all three wait in the lock's line,
+     * and the first of them also listens on its channel (a Java release
+     * comes there alone; the others get their turns from the first). */
     await_commands(test_client, before + 3);
+    await_waiters_in_line(NAME, 3);
     assert_true(cr_test_wait_until(has_subscriber, CHANNEL, slow(3000)));
     /* The Java write unlock, atomic as its script: one "1" for all. */
     published = cr_test_now_ms();

@@ -124,7 +124,7 @@ test_semaphore_acquire_waits_on_a_semaphore_never_set(void **state)
     assert_int_equal(cr_semaphore_new(test_client, "unset", &mine), CR_OK);
     assert_int_equal(cr_semaphore_new(other, "unset", &theirs), CR_OK);
     waiter_start(&w, mine, 1, slow(10000));
-    await_subscribers("redisson_sc:{unset}", 1);
+    await_waiters_in_line("unset", 1);
     assert_int_equal(cr_semaphore_release(theirs, 1), CR_OK);
     pthread_join(w.thread, NULL);
     assert_int_equal(w.rc, CR_OK);
@@ -213,8 +213,12 @@ test_semaphore_try_acquire_returns_busy_within_its_wait_budget(void **state)
     took = cr_test_now_ms() - start;
     assert_true(took >= 400);
     assert_true(took < 400 + slow(600));
+    /* The wait that ran out left the semaphore's line, and no subscription
+     * behind, on the semaphore's channel or its own. */
+    assert_int_equal(line_length("sem"), 0);
     assert_true(cr_test_wait_until(has_no_subscriber, "redisson_sc:{sem}",
                                    slow(3000)));
+    assert_true(cr_test_wait_until(no_line_listener, "sem", slow(3000)));
     assert_int_equal(available(s), 1);
     cr_semaphore_free(s);
 }
@@ -233,7 +237,7 @@ test_semaphore_release_wakes_a_waiter_of_another_client_promptly(void **state)
     assert_int_equal(cr_semaphore_new(other, "sem", &theirs), CR_OK);
     assert_int_equal(cr_semaphore_try_set_permits(mine, 0, 0, NULL), CR_OK);
     waiter_start(&w, mine, 2, slow(10000));
-    await_subscribers("redisson_sc:{sem}", 1);
+    await_waiters_in_line("sem", 1);
     assert_int_equal(cr_semaphore_release(theirs, 1), CR_OK);
     assert_int_equal(cr_semaphore_release(theirs, 1), CR_OK);
     released = cr_test_now_ms();
@@ -365,6 +369,9 @@ test_semaphore_waiter_wakes_on_a_java_style_release_message(void **state)
     (void)state;
     assert_int_equal(cr_semaphore_new(test_client, "jsem", &s), CR_OK);
     waiter_start(&w, s, 1, slow(10000));
+    /* In line, and the first there: it listens on the semaphore's channel
+     * too, where a Java release is heard. */
+    await_waiters_in_line("jsem", 1);
     await_subscribers("redisson_sc:{jsem}", 1);
     /* What Java's release(1) does: INCRBY, then publish the new total, in
      * one script (no re-check of the waiter can come between them); the
@@ -392,7 +399,7 @@ test_semaphore_waiter_rechecks_when_no_message_comes(void **state)
     (void)state;
     assert_int_equal(cr_semaphore_new(test_client, "quiet", &s), CR_OK);
     waiter_start(&w, s, 1, CR_WAIT_FOREVER);
-    await_subscribers("redisson_sc:{quiet}", 1);
+    await_waiters_in_line("quiet", 1);
     /* Permits appear without any message. */
     assert_true(redis_ok("SET quiet 1"));
     set_at = cr_test_now_ms();
@@ -536,8 +543,12 @@ test_semaphore_acquire_attempt_replays_with_the_same_request_id(void **state)
 {
     const char *latch = "credisson_semaphore_acquire:{replay}:00112233445566778899aabbccddeeff";
     const cr__semaphore_try_acquire_args args = {
-        .permits = "replay", .latch = latch, .count_value = 2,
-        .latch_ms = 60000};
+        .permits = "replay", .latch = latch, .line = "credisson_line:{replay}",
+        .line_state = "credisson_line_state:{replay}", .count_value = 2,
+        .latch_ms = 60000, .entry = "c0ffee:1", .wait = 0,
+        .line_lease_ms = 30000, .turn_ms = 250,
+        .line_channel = "credisson_line__channel:{replay}:",
+        .publish = "publish"};
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     int64_t v = -1;

@@ -130,23 +130,24 @@ wait_lock(void *arg)
     return NULL;
 }
 
-/* Client c2 waits on `name` held by test_client, subscribed over TLS, and
- * gets it when the holder lets go. */
+/* Client c2 waits on `name` held by test_client, in the lock's line and
+ * subscribed to its own channel over TLS, and gets it when the holder lets
+ * go. */
 static void
 waiter_woken_over_tls(cr_client *c1, cr_client *c2, const char *name)
 {
-    char channel[128];
     cr_lock *a, *b;
     waiter w;
 
-    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
     assert_int_equal(cr_lock_new(c1, name, &a), CR_OK);
     assert_int_equal(cr_lock_new(c2, name, &b), CR_OK);
     assert_int_equal(cr_lock_lock(a, CR_LEASE_WATCHDOG), CR_OK);
     w.lock = b;
     w.rc = CR_EINVAL;
     assert_int_equal(pthread_create(&w.thread, NULL, wait_lock, &w), 0);
-    await_subscribers(channel, 1);
+    await_waiters_in_line(name, 1);
+    assert_true(cr_test_wait_until(line_listening, &(line_of){name, 1},
+                                   slow(5000)));
     assert_int_equal(cr_lock_unlock(a), CR_OK);
     pthread_join(w.thread, NULL);
     assert_int_equal(w.rc, CR_OK);
@@ -424,7 +425,7 @@ test_tls_sentinel_deployment_with_a_waiter_and_a_failover(void **state)
     {
         cr_test_redis keep = test_redis;
 
-        /* await_subscribers asks test_redis: the master here. */
+        /* await_waiters_in_line asks test_redis: the master here. */
         test_redis = master;
         waiter_woken_over_tls(c1, c2, "tls-sentinel");
         test_redis = keep;

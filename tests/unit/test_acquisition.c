@@ -506,6 +506,24 @@ test_wait_that_ran_out_after_a_lost_reply_looks_too(void **state)
                      CR__ACQUISITION_END_LOOK);
 }
 
+/* A request cancelled after a lost reply looks too, and gives back what
+ * the lost attempt took. */
+static void
+test_cancel_after_a_lost_reply_looks_and_gives_a_grant_back(void **state)
+{
+    struct fx *f = *state;
+
+    attempt(&f->a, CR_EIO, -1, cmd_of(true, CR_OK), 0);
+    cr__acquisition_end_begin(&f->a, CR_ECANCELED);
+    assert_int_equal(cr__acquisition_end_next(&f->a, CR__STOP_CANCELLED, GEN),
+                     CR__ACQUISITION_END_LOOK);
+    cr__acquisition_end_looked(&f->a, CR_OK, 1, 0);
+    assert_int_equal(cr__acquisition_end_next(&f->a, CR__STOP_CANCELLED, GEN),
+                     CR__ACQUISITION_END_UNDO);
+    cr__acquisition_end_undone(&f->a, CR_OK);
+    assert_int_equal(done(&f->a, 0), CR_ECANCELED);
+}
+
 static void
 test_end_without_a_lost_reply_does_not_look(void **state)
 {
@@ -776,6 +794,7 @@ main(void)
         T(test_end_look_that_finds_no_grant_keeps_the_failure_and_leaves_the_queue),
         T(test_end_look_that_fails_leaves_the_lost_reply_to_the_background),
         T(test_wait_that_ran_out_after_a_lost_reply_looks_too),
+        T(test_cancel_after_a_lost_reply_looks_and_gives_a_grant_back),
         T(test_end_without_a_lost_reply_does_not_look),
         T(test_end_of_a_client_being_freed_neither_looks_nor_leaves_anything),
         T(test_grant_that_came_after_a_cancel_is_undone_and_the_call_cancelled),

@@ -131,7 +131,8 @@ test_wait_is_woken_on_the_latchs_channel_and_trusts_its_opening(
     assert_int_equal(f->spec.wait_ms, WAIT_MS);
     assert_true(f->spec.trust_open);
     assert_false(f->spec.subscribe_first);
-    assert_false(f->spec.in_line);
+    /* A latch has no waiting line: every waiter hears the opening. */
+    assert_null(f->spec.shared);
     /* Without a hint, it looks again at least every second. */
     assert_int_equal(f->spec.min_sleep_ms, 1);
     assert_int_equal(f->spec.max_sleep_ms, CR__OBJECT_RECHECK_MS);
