@@ -160,11 +160,19 @@ cr__acquisition_end_next(cr__acquisition *a, unsigned stop, unsigned gen)
                 return CR__ACQUISITION_END_VERIFY;
             break;
         case E_GIVE_UP:
-            /* A try without a wait never enqueued. */
-            if (a->rc != CR_OK && !a->undone &&
-                l->kind->give_up_call != NULL && a->wait_ms != 0)
-                return CR__ACQUISITION_END_GIVE_UP;
-            break;
+            /* A try without a wait never enqueued. A wait that ended on a
+             * broken link leaves its queue or line in the background: a
+             * leave inline would try the link again inside the caller's
+             * call (and a MultiLock's sub-lock on a dead server would
+             * cost its whole round that much). */
+            if (a->rc == CR_OK || a->undone || l->kind->give_up_call == NULL ||
+                a->wait_ms == 0)
+                break;
+            if (a->rc == CR_EIO) {
+                a->cleanup |= CR__CLEANUP_LEAVE_QUEUE;
+                break;
+            }
+            return CR__ACQUISITION_END_GIVE_UP;
         default:
             a->end_step = E_DONE;
             return CR__ACQUISITION_END_DONE;

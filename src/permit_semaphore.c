@@ -569,7 +569,7 @@ acquisition_end(cr__op *op, cr__permit_acquisition *a, cr_status rc)
                       a->permits);
             break;
         case CR__PERMIT_END_LEAVE:
-            cr__sem_leave(op, a->sem, &a->waiter);
+            cr__sem_leave(op, a->sem, &a->waiter, a->rc);
             break;
         case CR__PERMIT_END_DONE:
             return cr__permit_acquisition_done(a);
@@ -927,7 +927,7 @@ cr_permit_semaphore_try_set_permits(cr_permit_semaphore *s, int64_t permits,
 cr_status
 cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
 {
-    cr__sem_line_args ln = cr__sem_line_args_of(s);
+    cr__sem_line_args ln;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr__op op;
@@ -935,6 +935,8 @@ cr_permit_semaphore_set_permits(cr_permit_semaphore *s, int64_t permits)
 
     if (rc != CR_OK)
         return rc;
+    /* The handle is known good from here. */
+    ln = cr__sem_line_args_of(s);
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
     rc = cr__run_permit_semaphore_set_permits(&op, &cmd,

@@ -89,10 +89,13 @@ bool cr__sem_place(const cr__reply *r, size_t at, int64_t object_hint,
                    int64_t *hint, int *listen);
 
 /* cr__sem_leave: `sw` leaves the line (its wait ended without the
- * permits), within `op`; cr__sem_leave_later: in the background (the
+ * permits, with `ended`), within `op`, or in the background when the wait
+ * ended on a broken link (inline, the leave would try the link again
+ * within the caller's call); cr__sem_leave_later: in the background (the
  * loop's requests). A failure is logged: the entry's lease then ends its
  * place. */
-void cr__sem_leave(const cr__op *op, void *s, const cr__sem_waiter *sw);
+void cr__sem_leave(const cr__op *op, void *s, const cr__sem_waiter *sw,
+                   cr_status ended);
 void cr__sem_leave_later(void *s, const cr__sem_waiter *sw);
 
 /* The rules of one RSemaphore acquisition, written once for the blocking

@@ -353,7 +353,7 @@ acquisition_end(cr__op *op, cr__sem_acquisition *a, cr_status rc)
             give_back_later(a);
             break;
         case CR__SEM_END_LEAVE:
-            cr__sem_leave(op, a->sem, &a->waiter);
+            cr__sem_leave(op, a->sem, &a->waiter, a->rc);
             break;
         case CR__SEM_END_DROP:
             cr__del_noreply(op, a->acquire_latch);
@@ -526,7 +526,7 @@ cr_semaphore_add_permits(cr_semaphore *s, int64_t delta)
 cr_status
 cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
 {
-    cr__sem_line_args ln = cr__sem_line_args_of(s);
+    cr__sem_line_args ln;
     cr__cmd cmd = {.flags = CR__CMD_RETRY};
     cr__reply *r = NULL;
     cr__op op;
@@ -534,6 +534,8 @@ cr_semaphore_set_permits(cr_semaphore *s, int64_t permits)
 
     if (rc != CR_OK)
         return rc;
+    /* The handle is known good from here. */
+    ln = cr__sem_line_args_of(s);
     if ((rc = cr__check_permits(permits)) != CR_OK)
         goto out;
     rc = cr__run_semaphore_set_permits(&op, &cmd,
@@ -682,7 +684,8 @@ leave_failed(const cr__sem *s, const cr__sem_waiter *sw, cr_status rc)
 }
 
 void
-cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw)
+cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw,
+              cr_status ended)
 {
     cr__sem *s = obj;
     cr__script_call call = {0};
@@ -691,6 +694,10 @@ cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw)
     char keep[512];
     cr_status rc;
 
+    if (ended == CR_EIO) {
+        cr__sem_leave_later(obj, sw);
+        return;
+    }
     snprintf(keep, sizeof(keep), "%s", cr_last_error());
     rc = leave_call(s, sw, &call);
     if (rc == CR_OK)
@@ -712,7 +719,7 @@ late_leave_run(const cr__op *op, void *arg)
 {
     late_leave *p = arg;
 
-    cr__sem_leave(op, p->sem, &p->waiter);
+    cr__sem_leave(op, p->sem, &p->waiter, CR_OK);
 }
 
 void
@@ -790,7 +797,7 @@ cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
                         int64_t ttl_ms, bool *set)
 {
     cr__sem *s = obj;
-    cr__sem_line_args ln = cr__sem_line_args_of(s);
+    cr__sem_line_args ln;
     cr__cmd cmd = {0};
     cr__reply *r = NULL;
     bool done = false;
@@ -799,6 +806,8 @@ cr__sem_try_set_permits(void *obj, const cr__sem_kind *k, int64_t permits,
 
     if (rc != CR_OK)
         return rc;
+    /* The handle is known good from here. */
+    ln = cr__sem_line_args_of(s);
     if ((rc = cr__check_permits(permits)) == CR_OK &&
         (rc = cr__check_ttl(ttl_ms)) == CR_OK)
         rc = cr__run_semaphore_try_set_permits(&op, &cmd,

@@ -554,45 +554,100 @@ test_cluster_watchdog_renews_read_holds_in_every_slot(void **state)
 
 /* ------------------------------------------------------ slot migration */
 
+/* A client whose commands may wait out a migration that the test finishes
+ * while its loop stands still (a long command timeout). */
+static cr_client *
+patient_client(void)
+{
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client *c = NULL;
+
+    o.url = cl.url;
+    o.command_timeout_ms = slow(20000);
+    if (cr_client_new(&o, &c) != CR_OK)
+        fail_msg("cr_client_new: %s", cr_last_error());
+    return c;
+}
+
+/* The TRYAGAIN replies every live node has given (INFO errorstats). */
+static long long
+tryagains(void)
+{
+    static const char field[] = "errorstat_TRYAGAIN:count=";
+    long long n = 0;
+    int i;
+
+    for (i = 0; i < cl.nnodes; i++) {
+        redisReply *r;
+        const char *p;
+
+        if (cl.nodes[i].pid == 0)
+            continue;
+        r = cr_test_cluster_cmd(&cl, i, "INFO errorstats");
+        if (r != NULL && r->type == REDIS_REPLY_STRING &&
+            (p = strstr(r->str, field)) != NULL)
+            n += atoll(p + sizeof(field) - 1);
+        if (r != NULL)
+            freeReplyObject(r);
+    }
+    return n;
+}
+
+static bool
+tryagains_reach(void *arg)
+{
+    return tryagains() >= *(long long *)arg;
+}
+
 static void
 test_cluster_slot_migration_keeps_locks_working(void **state)
 {
-    cr_client *a = client(NULL, 600, 0), *b = client(NULL, 600, 0);
+    cr_client *a = client(NULL, 600, 0), *b = client(NULL, 600, 0),
+              *p = patient_client();
     unsigned slot = cr_test_cluster_keyslot(&cl, "mig");
     int from = cr_test_cluster_master_of(&cl, slot), m[3], to;
     renew_arg renewed;
     cr_lock *held, *other, *wl;
     int64_t released;
+    long long tries;
     bool lost = true;
-    waiter w;
+    waiter w, wo;
     line_arg in_line = {"{mig}held", true};
 
     (void)state;
     masters(m);
     to = m[0] != from ? m[0] : m[1];
     assert_int_equal(cr_lock_new(a, "{mig}held", &held), CR_OK);
-    assert_int_equal(cr_lock_new(a, "{mig}other", &other), CR_OK);
+    assert_int_equal(cr_lock_new(p, "{mig}other", &other), CR_OK);
     assert_int_equal(cr_lock_new(b, "{mig}held", &wl), CR_OK);
     assert_int_equal(cr_lock_lock(held, CR_LEASE_WATCHDOG), CR_OK);
     waiter_start(&w, wl, slow(30000));
     assert_true(cr_test_wait_until(waits_in_line, &in_line, slow(5000)));
 
-    /* Mid-migration: the held lock's key is already on the new owner; a
-     * new acquisition is sent there after ASK, and renewals follow. */
+    /* Mid-migration: the held lock's key is already on the new owner;
+     * renewals are sent there after ASK. */
     assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
     assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
-    assert_int_equal(cr_lock_try_lock(other, 0, 20000), CR_OK);
     renewed.c = a;
     renewed.target = stats(a).renewal_calls + 3;
     assert_true(cr_test_wait_until(renewed_enough, &renewed, slow(5000)));
     assert_int_equal(stats(a).renewal_failures, 0);
     assert_true(stats(a).redirects >= 1);
+    /* A new acquisition names its lock's waiting line too (three keys),
+     * which neither node holds whole until the slot is moved: it waits out
+     * TRYAGAIN, as Redisson's unlock and fair lock do, and is in once the
+     * migration ends (then lets go). */
+    tries = tryagains() + 1;
+    waiter_start(&wo, other, 0);
+    assert_true(cr_test_wait_until(tryagains_reach, &tries, slow(5000)));
 
-    /* Done: the old owner answers MOVED; unlock, renewal and the waiter's
-     * subscription follow the slot. */
+    /* Done: the old owner answers MOVED; the acquisition waiting out
+     * TRYAGAIN, unlock, renewal and the waiter's subscription follow the
+     * slot. */
     assert_int_equal(cr_test_cluster_migrate_finish(&cl, slot, to, slow(10000)),
                      0);
-    assert_int_equal(cr_lock_unlock(other), CR_OK);
+    pthread_join(wo.thread, NULL);
+    assert_int_equal(wo.rc, CR_OK);
     assert_int_equal(cr_lock_is_lost(held, &lost), CR_OK);
     assert_false(lost);
     released = cr_test_now_ms();
@@ -609,6 +664,7 @@ test_cluster_slot_migration_keeps_locks_working(void **state)
     cr_lock_free(wl);
     cr_client_free(a);
     cr_client_free(b);
+    cr_client_free(p);
 }
 
 /* ------------------------------------------------------------ the tool */
@@ -1030,6 +1086,14 @@ redirects_heard(redirect_log *log)
     return copy;
 }
 
+/* Whether an asynchronous command was redirected (a poll loop's
+ * condition). */
+static bool
+async_redirected(void *arg)
+{
+    return redirects_heard(arg).async >= 1;
+}
+
 /* A slot moved by hand under a client whose map still names the old
  * owner: mid-migration the old owner answers ASK for a key it lacks (the
  * map stays, so every such command is redirected again), then MOVED once
@@ -1047,6 +1111,7 @@ test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
     outcome o = {0}, u = {0};
     cr_lock *a, *b, *d;
     cr_async *as = NULL;
+    bool locked = false;
 
     (void)state;
     masters(m);
@@ -1057,22 +1122,25 @@ test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
     assert_int_equal(cr_async_new(c, &poll_loop, &as), CR_OK);
     /* The map is right: nothing redirected. */
     assert_int_equal(cr_lock_try_lock(a, 0, 30000), CR_OK);
-    assert_int_equal(cr_lock_unlock(a), CR_OK);
     assert_int_equal(redirects_heard(&log).n, 0);
 
-    /* ASK: the old owner is MIGRATING and lacks the keys. */
+    /* ASK: the old owner is MIGRATING and lacks the keys; a command on
+     * one key is served by the new owner after ASKING, every time. */
     assert_int_equal(cr_test_cluster_migrate_begin(&cl, slot, to), 0);
     assert_int_equal(cr_test_cluster_migrate_keys(&cl, slot, to), 0);
-    assert_int_equal(cr_lock_try_lock(a, 0, 30000), CR_OK);
+    assert_int_equal(cr_lock_is_locked(a, &locked), CR_OK);
+    assert_true(locked);
     before = redirects_heard(&log).n;
     assert_true(before >= 1);
-    assert_int_equal(cr_lock_try_lock(b, 0, 30000), CR_OK);
+    assert_int_equal(cr_lock_is_locked(b, &locked), CR_OK);
+    assert_false(locked);
     assert_true(redirects_heard(&log).n > before);
+    /* An asynchronous acquisition (its script names the lock's waiting
+     * line too, which the new owner answers TRYAGAIN until the slot is
+     * moved) is redirected as well, and waits. */
     assert_int_equal(cr_async_lock(as, d, owner, 0, 30000, record, &o,
                                    NULL), CR_OK);
-    assert_true(poll_loop_until(as, called, &o, slow(5000)));
-    assert_int_equal(o.rc, CR_OK);
-    assert_true(redirects_heard(&log).async >= 1);
+    assert_true(poll_loop_until(as, async_redirected, &log, slow(5000)));
 
     /* MOVED: the slot is the new owner's now. One redirection, then the
      * map knows. */
@@ -1082,10 +1150,10 @@ test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
     assert_int_equal(cr_lock_unlock(a), CR_OK);
     assert_true(redirects_heard(&log).n > before);
     before = redirects_heard(&log).n;
-    assert_int_equal(cr_lock_unlock(b), CR_OK);
+    assert_int_equal(cr_lock_is_locked(b, &locked), CR_OK);
     assert_int_equal(redirects_heard(&log).n, before);
-    /* (Unlocked only now: its script names a key the slot lacks, which
-     * the importing node would answer TRYAGAIN mid-migration.) */
+    assert_true(poll_loop_until(as, called, &o, slow(5000)));
+    assert_int_equal(o.rc, CR_OK);
     assert_int_equal(cr_async_unlock(as, d, owner, record, &u, NULL),
                      CR_OK);
     assert_true(poll_loop_until(as, called, &u, slow(5000)));
@@ -1102,51 +1170,6 @@ test_cluster_moved_and_ask_are_reported_as_redirect_events(void **state)
 }
 
 /* ------------------------------------- asynchronous TRYAGAIN and MOVED */
-
-/* A client whose commands may wait out a migration that the test finishes
- * while its loop stands still (a long command timeout). */
-static cr_client *
-patient_client(void)
-{
-    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
-    cr_client *c = NULL;
-
-    o.url = cl.url;
-    o.command_timeout_ms = slow(20000);
-    if (cr_client_new(&o, &c) != CR_OK)
-        fail_msg("cr_client_new: %s", cr_last_error());
-    return c;
-}
-
-/* The TRYAGAIN replies every live node has given (INFO errorstats). */
-static long long
-tryagains(void)
-{
-    static const char field[] = "errorstat_TRYAGAIN:count=";
-    long long n = 0;
-    int i;
-
-    for (i = 0; i < cl.nnodes; i++) {
-        redisReply *r;
-        const char *p;
-
-        if (cl.nodes[i].pid == 0)
-            continue;
-        r = cr_test_cluster_cmd(&cl, i, "INFO errorstats");
-        if (r != NULL && r->type == REDIS_REPLY_STRING &&
-            (p = strstr(r->str, field)) != NULL)
-            n += atoll(p + sizeof(field) - 1);
-        if (r != NULL)
-            freeReplyObject(r);
-    }
-    return n;
-}
-
-static bool
-tryagains_reach(void *arg)
-{
-    return tryagains() >= *(long long *)arg;
-}
 
 /* Mid-migration, with a lock's hash already on the new owner, a script
  * naming keys of the slot that the new owner lacks (the unlock's channel

@@ -462,8 +462,10 @@ test_end_after_a_lost_reply_looks_once_and_keeps_a_grant_it_finds(
     assert_int_equal(done(&f->a, 0), CR_OK);
 }
 
+/* A wait that ended on a broken link leaves its queue or line in the
+ * background, not inline (where it would try the link again). */
 static void
-test_end_look_that_finds_no_grant_keeps_the_failure_and_leaves_the_queue(
+test_end_look_that_finds_no_grant_keeps_the_failure_and_leaves_the_queue_later(
     void **state)
 {
     struct fx *f = *state;
@@ -474,10 +476,7 @@ test_end_look_that_finds_no_grant_keeps_the_failure_and_leaves_the_queue(
                      CR__ACQUISITION_END_LOOK);
     cr__acquisition_end_looked(&f->a, CR_OK, 1, 1);
     assert_false(f->a.uncertain);
-    assert_int_equal(cr__acquisition_end_next(&f->a, 0, GEN),
-                     CR__ACQUISITION_END_GIVE_UP);
-    cr__acquisition_end_given_up(&f->a, CR_OK);
-    assert_int_equal(done(&f->a, 0), CR_EIO);
+    assert_int_equal(done(&f->a, CR__CLEANUP_LEAVE_QUEUE), CR_EIO);
 }
 
 static void
@@ -489,10 +488,22 @@ test_end_look_that_fails_leaves_the_lost_reply_to_the_background(
     assert_int_equal(ended_after(&f->a, CR_EIO, CR_OK, 0, GEN),
                      CR__ACQUISITION_END_LOOK);
     cr__acquisition_end_looked(&f->a, CR_EIO, 0, 0);
+    assert_int_equal(done(&f->a, CR__CLEANUP_RESOLVE | CR__CLEANUP_LEAVE_QUEUE),
+                     CR_EIO);
+}
+
+/* A wait that ran out (the link is fine) leaves inline. */
+static void
+test_end_of_a_wait_that_ran_out_leaves_the_queue_inline(void **state)
+{
+    struct fx *f = *state;
+
+    attempt(&f->a, CR_BUSY, 100, cmd_of(true, CR_OK), 0);
+    cr__acquisition_end_begin(&f->a, CR_BUSY);
     assert_int_equal(cr__acquisition_end_next(&f->a, 0, GEN),
                      CR__ACQUISITION_END_GIVE_UP);
     cr__acquisition_end_given_up(&f->a, CR_OK);
-    assert_int_equal(done(&f->a, CR__CLEANUP_RESOLVE), CR_EIO);
+    assert_int_equal(done(&f->a, 0), CR_BUSY);
 }
 
 static void
@@ -791,7 +802,8 @@ main(void)
         T(test_grant_on_a_server_that_refuses_wait_is_undone_with_the_refusal),
         T(test_replica_sync_undo_that_fails_is_left_to_the_background),
         T(test_end_after_a_lost_reply_looks_once_and_keeps_a_grant_it_finds),
-        T(test_end_look_that_finds_no_grant_keeps_the_failure_and_leaves_the_queue),
+        T(test_end_look_that_finds_no_grant_keeps_the_failure_and_leaves_the_queue_later),
+        T(test_end_of_a_wait_that_ran_out_leaves_the_queue_inline),
         T(test_end_look_that_fails_leaves_the_lost_reply_to_the_background),
         T(test_wait_that_ran_out_after_a_lost_reply_looks_too),
         T(test_cancel_after_a_lost_reply_looks_and_gives_a_grant_back),
