@@ -352,6 +352,7 @@ test_waiting_commands_end_in_time_when_the_server_stalls_as_they_wait() {
         "69:connection or timeout error" "75:gave up after" \
         "75:the round was broken"
     kill -KILL "${holders[@]}" 2>/dev/null
+    wait "${holders[@]}" 2>/dev/null
     stop_redis "$pid"
 }
 
