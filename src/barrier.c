@@ -667,7 +667,7 @@ cr_barrier_await(cr_barrier *b, int64_t wait_ms, int64_t *generation,
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    cr__op_wait(&op, wait_ms);
+    wait_ms = cr__op_wait(&op, wait_ms);
     party_begin(&a, b, cr_thread_id());
     wait_spec(&a, wait_ms, &spec);
     for (;;) {

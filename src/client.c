@@ -53,14 +53,38 @@ cr__client_leave(cr_client *c)
     }
 }
 
-void
+int64_t
 cr__op_wait(cr__op *op, int64_t wait_ms)
 {
     cr_client *c = op->client;
+    int64_t after = c->command_timeout_ms + c->conn_cfg.sync_timeout_ms;
+    int64_t end = atomic_load(&c->deadline);
 
-    op->deadline = wait_ms < 0 ? -1
-                               : op->start + wait_ms + c->command_timeout_ms +
-                                     c->conn_cfg.sync_timeout_ms;
+    if (end > 0) {
+        int64_t room = end - after - op->start;
+
+        if (room < 0)
+            room = 0;
+        if (wait_ms < 0 || wait_ms > room)
+            wait_ms = room;
+    }
+    op->deadline = wait_ms < 0 ? -1 : op->start + wait_ms + after;
+    if (end > 0 && op->deadline > end)
+        op->deadline = end;
+    return wait_ms;
+}
+
+/* The end of a background job begun now: two command timeouts (and the
+ * replica-sync timeout), or the client's deadline when that comes first. */
+static int64_t
+job_deadline(const cr__op *op)
+{
+    cr_client *c = op->client;
+    int64_t d = op->start + 2 * c->command_timeout_ms +
+                c->conn_cfg.sync_timeout_ms;
+    int64_t end = atomic_load(&c->deadline);
+
+    return end > 0 && end < d ? end : d;
 }
 
 void
@@ -110,8 +134,7 @@ background(void *arg)
             c->jobs_tail = &c->jobs;
         pthread_mutex_unlock(&c->jobs_mu);
         cr__op_begin(&op, c, -1);
-        op.deadline = op.start + 2 * c->command_timeout_ms +
-                      c->conn_cfg.sync_timeout_ms;
+        op.deadline = job_deadline(&op);
         j->run(&op, j->arg);
         j->done(j->arg, true);
         free(j);
@@ -239,14 +262,16 @@ check_options(const cr_client_options *o)
         o->pool_size < 0 || o->lock_watchdog_timeout_ms < 0 ||
         o->lock_watchdog_batch_size < 0 || o->fair_lock_wait_timeout_ms < 0 ||
         o->subscription_timeout_ms < 0 || o->reconnect_window_ms < 0 ||
-        o->replica_sync_timeout_ms < 0 || o->replica_sync_timeout_ms > 3600000)
+        o->replica_sync_timeout_ms < 0 || o->replica_sync_timeout_ms > 3600000 ||
+        o->setup_timeout_ms < 0)
         return cr__fail(CR_EINVAL, "negative option value");
     if (o->connect_timeout_ms > 3600000 || o->command_timeout_ms > 3600000 ||
         o->pool_size > 1024 || o->lock_watchdog_batch_size > 10000 ||
         o->lock_watchdog_timeout_ms > 86400000LL * 365 ||
         o->fair_lock_wait_timeout_ms > 86400000LL * 365 ||
         o->subscription_timeout_ms > 86400000LL * 365 ||
-        o->reconnect_window_ms > 86400000LL * 365)
+        o->reconnect_window_ms > 86400000LL * 365 ||
+        o->setup_timeout_ms > 86400000LL * 365)
         return cr__fail(CR_EINVAL, "option value out of range");
     if ((int)o->sharded_pubsub < CR_SHARDED_AUTO ||
         (int)o->sharded_pubsub > CR_SHARDED_OFF)
@@ -429,6 +454,8 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
     cr_status rc;
     int64_t setup_ms;
 
+    int64_t begun = cr__now_ms();
+
     cr__clear_error();
     if (out == NULL)
         return cr__fail(CR_EINVAL, "out is NULL");
@@ -507,18 +534,20 @@ cr_client_new(const cr_client_options *opts, cr_client **out)
         rc = cr__uuid_v4(c->id);
     if (rc == CR_OK)
         rc = configure_connections(c, opts);
-    /* Set-up: a connect and a command per server asked. */
+    /* Set-up: a connect and a command per server asked, and no more than
+     * setup_timeout_ms in all when that is set. */
     setup_ms = (c->connect_timeout_ms + c->command_timeout_ms) *
                (c->url.nhosts > 1 ? (int64_t)c->url.nhosts : 1);
+    if (opts->setup_timeout_ms > 0 && opts->setup_timeout_ms < setup_ms)
+        setup_ms = opts->setup_timeout_ms;
     if (rc == CR_OK && c->url.is_sentinel) {
-        rc = cr__topology_new(&c->conn_cfg, cr__now_ms() + setup_ms,
-                              &c->topology);
+        rc = cr__topology_new(&c->conn_cfg, begun + setup_ms, &c->topology);
         c->conn_cfg.topology = c->topology;
     }
     if (rc == CR_OK) {
         cr__op op;
 
-        cr__op_begin(&op, c, cr__now_ms() + setup_ms);
+        cr__op_begin(&op, c, begun + setup_ms);
         rc = cr__transport_new(&op, &c->conn_cfg,
                                (int)or_default(opts->pool_size, 4),
                                &c->run.transport);
@@ -633,6 +662,18 @@ const char *
 cr_client_id(const cr_client *c)
 {
     return c != NULL && c->magic == CR__CLIENT_MAGIC ? c->id : "";
+}
+
+cr_status
+cr_client_set_deadline(cr_client *c, int64_t deadline_ms)
+{
+    cr__clear_error();
+    if (c == NULL || c->magic != CR__CLIENT_MAGIC)
+        return cr__fail(CR_EINVAL, "client is NULL or not a live client");
+    if (deadline_ms < 0)
+        return cr__fail(CR_EINVAL, "deadline_ms is negative");
+    atomic_store(&c->deadline, deadline_ms);
+    return CR_OK;
 }
 
 cr_status

@@ -61,6 +61,9 @@ struct cr_client {
     cr__renewal *renewal;
     atomic_bool closing;
     atomic_int active; /* public calls under way */
+    /* cr_client_set_deadline's (monotonic ms): the end of every blocking
+     * call and background job begun while it is set; 0: none. */
+    _Atomic int64_t deadline;
     pthread_mutex_t mu;
     pthread_cond_t idle;
 };
@@ -76,8 +79,11 @@ void cr__client_leave(cr_client *c);
 /* cr__op_wait: operation `op` waits up to wait_ms (CR_WAIT_FOREVER:
  * without limit): its deadline becomes its start + wait_ms + one command
  * timeout (+ the replica-sync timeout when that is on), the bound
- * credisson(3) promises. */
-void cr__op_wait(cr__op *op, int64_t wait_ms);
+ * credisson(3) promises. Under the client's deadline
+ * (cr_client_set_deadline) the wait is cut to end that much before it
+ * (0 at least: one attempt), and the operation's deadline is never
+ * later. Returns the wait to use: wait_ms, or what is left of it. */
+int64_t cr__op_wait(cr__op *op, int64_t wait_ms);
 
 /* cr__op_event: report an event of operation `op` (object and name as the
  * event shows them): into its sink when it has one, else to the hook of

@@ -414,11 +414,10 @@ retake(cr__op *op, cr_lock_condition *c, int64_t tid, int64_t holds,
        int64_t lease_ms)
 {
     cr_lock *l = c->lock;
+    int64_t i, wait_ms = cr__op_wait(op, CR_WAIT_FOREVER);
     cr_status rc;
-    int64_t i;
 
-    cr__op_wait(op, CR_WAIT_FOREVER);
-    rc = l->cls->acquire(op, l, tid, CR_WAIT_FOREVER, lease_ms, NULL);
+    rc = l->cls->acquire(op, l, tid, wait_ms, lease_ms, NULL);
     for (i = 1; i < holds && rc == CR_OK; i++)
         rc = l->cls->acquire(op, l, tid, 0, lease_ms, NULL);
     if (rc != CR_OK) {
@@ -509,7 +508,7 @@ cr_lock_condition_await(cr_lock_condition *c, int64_t wait_ms)
         leave(&op, &wt, LEAVE_PASS_ON, &signalled);
         goto out;
     }
-    cr__op_wait(&op, wait_ms);
+    wait_ms = cr__op_wait(&op, wait_ms);
     wait_spec(c, wait_ms, &spec);
     cr__wait_begin(&w, &op, &spec);
     for (rc = CR_BUSY; cr__wait_next(&w, &rc, hint);)

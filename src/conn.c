@@ -316,6 +316,9 @@ breaker_enter(cr__breakers *b, const char *addr, int64_t deadline,
         pthread_mutex_unlock(&b->mu);
         if (final != CR_OK) /* what the server said stands: say it again */
             return cr__fail(final, "%s", why);
+        if (failures == 0) /* no backoff: the time ran out first */
+            return cr__fail(CR_EIO, "%s: no time left to connect (timed "
+                            "out)", addr);
         return cr__fail(CR_EIO, "%s: not tried again yet (%u failures in a "
                         "row, backing off%s%s)", addr, failures,
                         why[0] ? "; last: " : "", why);

@@ -416,7 +416,7 @@ wait_open(cr_latch *l, int64_t wait_ms, bool count_first, bool must_exist)
         return rc;
     if ((rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    cr__op_wait(&op, wait_ms);
+    wait_ms = cr__op_wait(&op, wait_ms);
     cr__latch_opening_begin(&o, l, wait_ms, count_first, must_exist, &spec);
     if (count_first && wait_ms == 0) {
         rc = opening_attempt(&op, &o, &hint);

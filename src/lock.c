@@ -87,7 +87,7 @@ cr__lock_try_lock(cr_lock *l, cr__event_sink *sink, int64_t tid,
     op.sink = sink;
     if ((rc = cr__check_wait(wait_ms)) == CR_OK &&
         (rc = cr__check_lease(lease_ms, "CR_LEASE_WATCHDOG")) == CR_OK) {
-        cr__op_wait(&op, wait_ms);
+        wait_ms = cr__op_wait(&op, wait_ms);
         rc = l->cls->acquire(&op, l, tid, wait_ms, lease_ms, token);
     }
     cr__lock_leave(l);

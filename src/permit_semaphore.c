@@ -596,11 +596,12 @@ blocking_acquire(cr_permit_semaphore *s, int64_t permits, int64_t wait_ms,
     if ((rc = cr__check_wait(wait_ms)) != CR_OK ||
         (rc = cr__check_lease(lease_ms, "CR_LEASE_NONE")) != CR_OK ||
         (rc = check_acquire_n(s, permits, lease_ms)) != CR_OK ||
-        (rc = cr__check_out(out, "id")) != CR_OK ||
-        (rc = cr__permit_acquisition_begin(&a, s, permits, lease_ms,
+        (rc = cr__check_out(out, "id")) != CR_OK)
+        goto out;
+    wait_ms = cr__op_wait(&op, wait_ms);
+    if ((rc = cr__permit_acquisition_begin(&a, s, permits, lease_ms,
                                            cr_thread_id(), wait_ms)) != CR_OK)
         goto out;
-    cr__op_wait(&op, wait_ms);
     cr__wait_turn(s->client->pubsub, s->channel, &s->handoff, wait_ms);
     cr__sem_wait_spec(s, &cr__permit_semaphore_kind, &a.waiter, false,
                       &spec);

@@ -455,7 +455,7 @@ cr_rate_limiter_try_acquire(cr_rate_limiter *l, int64_t permits,
                               CR_RATE_PERMITS_MAX)) != CR_OK ||
         (rc = cr__check_wait(wait_ms)) != CR_OK)
         goto out;
-    cr__op_wait(&op, wait_ms);
+    wait_ms = cr__op_wait(&op, wait_ms);
     cr__wait_poll_begin(&w, l->client, wait_ms, cr__now_ms());
     for (;;) {
         int64_t sleep;

@@ -266,6 +266,10 @@ woke(void *ctx, cr_status woke, bool opened)
 
     if (q->subscribing)
         q->w.got = q->sleeper.sub;
+    /* The sleeper is out of every line now, and the subscription is the
+     * wait's to give back: a stale pointer here would have the sleeper's
+     * later stop read a subscription freed once it lingered out. */
+    q->sleeper.sub = NULL;
     q->sleeping = false;
     q->subscribing = false;
     q->w.woke = woke;

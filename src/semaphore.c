@@ -380,7 +380,7 @@ blocking_acquire(cr_semaphore *s, int64_t permits, int64_t wait_ms)
     if ((rc = cr__check_permits(permits)) != CR_OK ||
         (rc = cr__check_wait(wait_ms)) != CR_OK || permits == 0)
         goto out;
-    cr__op_wait(&op, wait_ms);
+    wait_ms = cr__op_wait(&op, wait_ms);
     if ((rc = cr__sem_acquisition_begin(&a, s, permits, cr_thread_id(),
                                         wait_ms)) != CR_OK)
         goto out;

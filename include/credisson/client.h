@@ -215,6 +215,12 @@ typedef struct cr_client_options {
      * its place to the next, which bounds how long a dead or stopped
      * waiter holds up those behind it. Between 10 and 60000 ms; 0: 250. */
     int64_t line_turn_ms;
+    /* The most cr_client_new may take in all: connecting, TLS, the
+     * handshake, naming, asking the sentinels or a cluster node, each
+     * exchange still bounded by its own timeout. 0: no bound beyond
+     * those (a connect and a command timeout per server asked). At most
+     * one year. */
+    int64_t setup_timeout_ms;
 } cr_client_options;
 
 /* An initialiser for cr_client_options: every option at its default. As a
@@ -299,6 +305,25 @@ CR_EXPORT int64_t cr_thread_id(void);
  * size the struct ever had). */
 CR_EXPORT cr_status cr_client_stats_get(cr_client *client,
                                         cr_client_stats *out);
+
+/* cr_client_set_deadline: end everything `client` does for the blocking
+ * calls begun from now on by `deadline_ms`, a time in milliseconds on
+ * CLOCK_MONOTONIC (clock_gettime's seconds * 1000 + nanoseconds /
+ * 1000000), as a program that must be done by then needs (credisson(1)
+ * bounds its run so). A call's wait is cut to end one command timeout
+ * (plus the replica-sync timeout) before the deadline, 0 at least (one
+ * attempt), so that it ends as a wait that ran out (CR_BUSY, CR_TIMEOUT)
+ * rather than cut off; every command a call sends ends by the deadline
+ * (CR_EIO when the server has not answered by then), and so does the
+ * work a call leaves to the background (giving back an acquisition
+ * whose answer came late), which freeing a handle waits for. Calls under
+ * way keep the bound they began with; the asynchronous API's requests,
+ * the watchdog's renewals and the lease clock are not bounded by it.
+ * 0 removes the deadline.
+ * Returns CR_OK, or CR_EINVAL (client NULL or freed, deadline_ms
+ * negative). */
+CR_EXPORT cr_status cr_client_set_deadline(cr_client *client,
+                                           int64_t deadline_ms);
 
 /* cr_version_str / cr_version_num: the library's run-time version. */
 CR_EXPORT const char *cr_version_str(void);

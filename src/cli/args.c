@@ -251,6 +251,13 @@ static const char *quote(const char *s, char *buf)
 
 /* ---------------------------------------------------------------- words */
 
+bool cr__cli_action_waits(const cr__cli_args *a)
+{
+    return a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT ||
+           a->action == CR__CLI_BARRIER_AWAIT ||
+           a->action == CR__CLI_LOCK_HOLD;
+}
+
 const char *cr__cli_command_name(cr__cli_command c)
 {
     switch (c) {

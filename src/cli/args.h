@@ -19,6 +19,9 @@
 /* The lease the watchdog renews when --watchdog is not given: the
  * library's default lock_watchdog_timeout_ms. */
 #define CR__CLI_DEFAULT_WATCHDOG_MS ((int64_t)30000)
+/* The command timeout when --command-timeout is not given: the library's
+ * default command_timeout_ms, and connect_timeout_ms. */
+#define CR__CLI_DEFAULT_COMMAND_TIMEOUT_MS ((int64_t)3000)
 /* The longest default --kill-after; a shorter lease makes it a third of
  * the lease. */
 #define CR__CLI_DEFAULT_KILL_AFTER_MS ((int64_t)10000)
@@ -161,6 +164,13 @@ typedef struct cr__cli_option_doc {
  * parser accepts. */
 size_t cr__cli_option_docs(cr__cli_command c, cr__cli_option_doc *out,
                            size_t max);
+
+/* cr__cli_action_waits: whether the action parsed waits (for a lock, a
+ * permit, a latch, a barrier's parties or a rate limiter's permit; --wait
+ * bounds it) and may run a command or hold what it got: lock and
+ * semaphore with a command or holding, latch await, barrier await,
+ * ratelimit with a command. The others make one or a few calls and end. */
+bool cr__cli_action_waits(const cr__cli_args *a);
 
 /* cr__cli_command_name: the word for a command ("lock"...), "" for none. */
 const char *cr__cli_command_name(cr__cli_command c);

@@ -59,6 +59,12 @@ typedef struct cr__cli {
     /* Variables the command run must not inherit (NULL-terminated). */
     const char *env_drop[4];
     cr_client *client;      /* NULL until connected, and after an abort */
+    int64_t started_ms;     /* when main began (cr__cli_now_ms) */
+    /* The end of the run until something is obtained: its start, its
+     * wait (0 for a command that does not wait) and one command timeout
+     * (cr__cli_now_ms's clock, which is the library's); -1: none, for a
+     * wait without end. Connecting and every call end by it. */
+    int64_t deadline_ms;
     int64_t tid;            /* the owner thread id of every hold */
     bool status_line;       /* stderr is a terminal, no --no-status */
     bool abandoned;         /* a waiting thread was left running: exit now */

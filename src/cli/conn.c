@@ -266,6 +266,7 @@ int cr__cli_settle_connection(cr__cli *cli, const char *url)
     const cr__cli_args *a = cli->args;
     char *env_url = getenv("CREDISSON_URL");
     size_t off, len, n = 0;
+    int64_t cmd_ms, wait_ms;
     int code;
 
     /* $CREDISSON_URL is copied, and its password blotted out of the
@@ -286,10 +287,14 @@ int cr__cli_settle_connection(cr__cli *cli, const char *url)
         code = settle_credentials(cli);
     if (code != 0)
         return code;
-    if (a->command_timeout_ms > 0) {
-        cli->conn.connect_timeout_ms = a->command_timeout_ms;
-        cli->conn.command_timeout_ms = a->command_timeout_ms;
-    }
+    cmd_ms = a->command_timeout_ms > 0 ? a->command_timeout_ms
+                                       : CR__CLI_DEFAULT_COMMAND_TIMEOUT_MS;
+    cli->conn.connect_timeout_ms = cmd_ms;
+    cli->conn.command_timeout_ms = cmd_ms;
+    /* The run's bound: its wait (0 for a command that does not wait)
+     * and one command timeout from its start, connecting included. */
+    wait_ms = cr__cli_action_waits(a) ? a->wait_ms : 0;
+    cli->deadline_ms = wait_ms < 0 ? -1 : cli->started_ms + wait_ms + cmd_ms;
     if (a->watchdog_ms > 0)
         cli->conn.lock_watchdog_timeout_ms = a->watchdog_ms;
     cli->conn.name_prefix = a->name_prefix;
@@ -368,6 +373,13 @@ int cr__cli_connect(cr__cli *cli)
 
     job.o = cli->conn;
     job.client = NULL;
+    /* Connecting counts against the run's bound, which every call made
+     * until something is obtained keeps too. */
+    if (cli->deadline_ms >= 0) {
+        int64_t left = cli->deadline_ms - cr__cli_now_ms();
+
+        job.o.setup_timeout_ms = left > 1 ? left : 1;
+    }
     if (cli->sigfd >= 0) {
         sig = cr__cli_wait(cli, connect_call, connect_undo, &job, NULL, &rc);
         if (sig != 0)
@@ -377,6 +389,8 @@ int cr__cli_connect(cr__cli *cli)
     }
     if (rc == CR_OK) {
         cli->client = job.client;
+        if (cli->deadline_ms >= 0)
+            cr_client_set_deadline(cli->client, cli->deadline_ms);
         return 0;
     }
     cr__cli_describe(cli, rc, why, sizeof(why));

@@ -315,15 +315,6 @@ static void print_help(cr__cli_command c)
 
 /* ----------------------------------------------------------------- main */
 
-/* Whether the command waits or runs a child, and so needs the signal
- * loop and the waiting thread. */
-static bool needs_loop(const cr__cli_args *a)
-{
-    return a->action == CR__CLI_RUN || a->action == CR__CLI_LATCH_AWAIT ||
-           a->action == CR__CLI_BARRIER_AWAIT ||
-           a->action == CR__CLI_LOCK_HOLD;
-}
-
 int main(int argc, char **argv)
 {
     char err[CR__CLI_ERR_MAX];
@@ -332,6 +323,7 @@ int main(int argc, char **argv)
     int code, parsed;
 
     memset(&cli, 0, sizeof(cli));
+    cli.started_ms = cr__cli_now_ms();
     cli.conn = (cr_client_options)CR_CLIENT_OPTIONS_INIT;
     cli.args = &a;
     cli.sigfd = cli.events[0] = cli.events[1] = -1;
@@ -370,7 +362,9 @@ int main(int argc, char **argv)
     code = a.action == CR__CLI_RUN ? cr__cli_check_program(&cli) : 0;
     if (code == 0)
         code = cr__cli_settle_connection(&cli, cli.owned[0]);
-    if (code == 0 && needs_loop(&a))
+    /* A command that waits, or runs a child, needs the signal loop and
+     * the waiting thread. */
+    if (code == 0 && cr__cli_action_waits(&a))
         code = cr__cli_signals_start(&cli);
     if (code == 0)
         code = cr__cli_connect(&cli);

@@ -366,6 +366,7 @@ typedef enum waiter_verdict {
 /* A call run on a thread of its own by cr__cli_wait. It is allocated, and
  * left allocated when the thread is left running. */
 typedef struct waiter {
+    cr__cli *cli;
     cr_status (*fn)(void *ctx);
     void (*undo)(void *ctx);
     void *ctx;
@@ -377,6 +378,15 @@ typedef struct waiter {
     waiter_state state;
     waiter_verdict verdict;
 } waiter;
+
+/* Ends the run's bound (cli->deadline_ms) once a call obtained what it
+ * waited for (rc CR_OK): what was obtained is kept, and given back,
+ * whatever the time. Connecting (no client yet) leaves it in force. */
+static void bound_over(cr__cli *cli, cr_status rc)
+{
+    if (rc == CR_OK && cli->client != NULL)
+        cr_client_set_deadline(cli->client, 0);
+}
 
 /* The waiting thread: runs the call and keeps the detail of a failure (it
  * is per thread), tells the main loop ('R'), waits for its verdict, and
@@ -398,6 +408,9 @@ static void *waiter_main(void *arg)
         pthread_cond_wait(&w->cv, &w->mu);
     v = w->verdict;
     pthread_mutex_unlock(&w->mu);
+    /* A call cut off touches nothing: its client is being freed. */
+    if (v != V_CUT)
+        bound_over(w->cli, w->rc);
     if (v == V_UNDO && w->rc == CR_OK && w->undo != NULL)
         w->undo(w->ctx);
     pthread_mutex_lock(&w->mu);
@@ -501,8 +514,10 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
     if (w == NULL) {
         /* No memory for a thread: wait here, without interruption. */
         *rc = fn(ctx);
+        bound_over(cli, *rc);
         return 0;
     }
+    w->cli = cli;
     w->fn = fn;
     w->undo = undo;
     w->ctx = ctx;
@@ -515,6 +530,7 @@ int cr__cli_wait(cr__cli *cli, cr_status (*fn)(void *ctx),
         pthread_cond_destroy(&w->cv);
         free(w);
         *rc = fn(ctx);
+        bound_over(cli, *rc);
         return 0;
     }
     /* Without a line to draw, one reading when the wait begins lets a

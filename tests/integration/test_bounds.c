@@ -51,24 +51,32 @@ bound_ms(int64_t wait_ms)
     return wait_ms + CMD_TIMEOUT_MS + slow(SLACK_MS);
 }
 
-/* A client for `url` with the short timeouts of this file, a pool large
- * enough for every thread of a test, and the default reconnect window (30
- * s), which the bounds must not depend on. */
+/* A client for `url` with connect and command timeouts of
+ * command_timeout_ms, a pool large enough for every thread of a test, and
+ * the default reconnect window (30 s), which the bounds must not depend
+ * on. */
 static cr_client *
-short_client(const char *url)
+client_timed(const char *url, int64_t command_timeout_ms)
 {
     cr_client_options o = CR_CLIENT_OPTIONS_INIT;
     cr_client *c = NULL;
 
     o.url = url;
-    o.command_timeout_ms = CMD_TIMEOUT_MS;
-    o.connect_timeout_ms = CMD_TIMEOUT_MS;
+    o.command_timeout_ms = command_timeout_ms;
+    o.connect_timeout_ms = command_timeout_ms;
     o.pool_size = 12;
     if (cr_client_new(&o, &c) != CR_OK) {
         fprintf(stderr, "cr_client_new(%s): %s\n", url, cr_last_error());
         return NULL;
     }
     return c;
+}
+
+/* client_timed with the short timeouts of this file. */
+static cr_client *
+short_client(const char *url)
+{
+    return client_timed(url, CMD_TIMEOUT_MS);
 }
 
 /* Per-test setup: a flushed server, a relay to it, the client under test
@@ -806,6 +814,112 @@ test_bounds_an_acquisition_abandoned_at_its_deadline_is_given_back(void **state)
     cr_lock_free(theirs);
 }
 
+static void
+test_bounds_setup_timeout_ms_bounds_client_new_against_a_server_that_never_answers(void **state)
+{
+    cr_client_options o = CR_CLIENT_OPTIONS_INIT;
+    cr_client *c = NULL;
+    cr_status rc;
+    char url[64];
+    int64_t start, took;
+
+    (void)state;
+    fault = cr_test_fault_start(CR_TEST_FAULT_SILENT);
+    assert_non_null(fault);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", cr_test_fault_port(fault));
+    o.url = url;
+    o.connect_timeout_ms = CMD_TIMEOUT_MS;
+    o.command_timeout_ms = CMD_TIMEOUT_MS;
+    /* Without it: a connect and a command timeout, 800 ms. */
+    o.setup_timeout_ms = CMD_TIMEOUT_MS / 2;
+    start = cr_test_now_ms();
+    rc = cr_client_new(&o, &c);
+    took = cr_test_now_ms() - start;
+    fprintf(stderr, "setup_timeout_ms %lld: %s after %lld ms: %s\n",
+            (long long)o.setup_timeout_ms, cr_strerror(rc), (long long)took,
+            cr_last_error());
+    assert_int_equal(rc, CR_EIO);
+    assert_null(c);
+    assert_true(cr_test_fault_accepts(fault) >= 1);
+    assert_true(took <= o.setup_timeout_ms + slow(SLACK_MS));
+    o.setup_timeout_ms = -1;
+    assert_int_equal(cr_client_new(&o, &c), CR_EINVAL);
+}
+
+/* The monotonic clock in ms, as cr_client_set_deadline reads it. */
+static int64_t
+monotonic_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+test_bounds_a_client_deadline_ends_waits_calls_and_their_give_backs_by_it(void **state)
+{
+    /* The one command the deadline leaves room for gets a command
+     * timeout that holds under valgrind too: this client's, through the
+     * relay. */
+    int64_t cmd_ms = slow(CMD_TIMEOUT_MS), start, took, deadline;
+    cr_client *c;
+    cr_lock *busy, *mine;
+    cr_status rc;
+    char url[64];
+
+    (void)state;
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d",
+             cr_test_relay_port(relay));
+    assert_non_null(c = client_timed(url, cmd_ms));
+    assert_true(redis_ok("HSET b:busy someone-else:1 1"));
+    assert_true(redis_ok("PEXPIRE b:busy 600000"));
+    assert_int_equal(cr_lock_new(c, "b:busy", &busy), CR_OK);
+    assert_int_equal(cr_lock_new(c, "b:given", &mine), CR_OK);
+    /* A healthy server: the long wait is cut to end one command timeout
+     * before the deadline, and ends as a wait that ran out. */
+    start = monotonic_ms();
+    deadline = start + WAIT_MS + cmd_ms;
+    assert_int_equal(cr_client_set_deadline(c, deadline), CR_OK);
+    rc = cr_lock_try_lock(busy, slow(30000), 600000);
+    took = monotonic_ms() - start;
+    fprintf(stderr, "deadline: try_lock on a held lock: %s after %lld ms: "
+            "%s\n", cr_strerror(rc), (long long)took,
+            rc == CR_BUSY ? "" : cr_last_error());
+    assert_int_equal(rc, CR_BUSY);
+    assert_true(took <= WAIT_MS + slow(SLACK_MS));
+    /* With no room left for a wait, a call still makes its one attempt
+     * (a free lock: taken). */
+    assert_int_equal(cr_lock_try_lock(mine, slow(30000), 600000), CR_OK);
+    assert_int_equal(cr_client_set_deadline(c, 0), CR_OK);
+    assert_int_equal(cr_lock_unlock(mine), CR_OK);
+    /* A server that grants an attempt but whose answer never comes: the
+     * call ends by the deadline, and so does giving the grant back in the
+     * background, which freeing the handle waits for (two command
+     * timeouts without the deadline). */
+    assert_int_equal(cr_test_relay_freeze_replies_after(relay, "EVALSHA"), 0);
+    start = monotonic_ms();
+    deadline = start + WAIT_MS + cmd_ms;
+    assert_int_equal(cr_client_set_deadline(c, deadline), CR_OK);
+    rc = cr_lock_try_lock(mine, slow(30000), 600000);
+    cr_lock_free(mine);
+    took = monotonic_ms() - start;
+    fprintf(stderr, "deadline: try_lock and free on a frozen relay: %s "
+            "after %lld ms: %s\n", cr_strerror(rc), (long long)took,
+            cr_last_error());
+    assert_true(cr_test_relay_frozen(relay));
+    assert_true(rc == CR_EIO || rc == CR_BUSY);
+    assert_true(took <= WAIT_MS + cmd_ms + slow(SLACK_MS));
+    cr_test_relay_thaw(relay);
+    /* Without the deadline, calls have their own bounds again. */
+    assert_int_equal(cr_client_set_deadline(c, 0), CR_OK);
+    assert_int_equal(cr_lock_try_lock(busy, 0, 600000), CR_BUSY);
+    assert_int_equal(cr_client_set_deadline(c, -1), CR_EINVAL);
+    assert_int_equal(cr_client_set_deadline(NULL, 1), CR_EINVAL);
+    cr_lock_free(busy);
+    cr_client_free(c);
+}
+
 /* A thread blocked in a long wait on the client under test. */
 typedef struct blocked_wait {
     cr_lock *lock;
@@ -957,6 +1071,8 @@ main(void)
         T(test_bounds_reconnections_to_a_closing_server_stay_within_ten_a_second),
         T(test_bounds_a_server_that_is_not_redis_ends_a_wait_at_once_with_econfig),
         T(test_bounds_an_acquisition_abandoned_at_its_deadline_is_given_back),
+        T(test_bounds_setup_timeout_ms_bounds_client_new_against_a_server_that_never_answers),
+        T(test_bounds_a_client_deadline_ends_waits_calls_and_their_give_backs_by_it),
         T(test_bounds_client_free_returns_within_a_command_timeout_while_a_thread_waits),
         T(test_bounds_client_free_within_zero_returns_at_once),
         T(test_bounds_a_replica_behind_a_plain_url_gives_econfig_within_a_command_timeout),
