@@ -98,10 +98,19 @@ cr__acquisition_replied(cr__acquisition *a, cr_status rc, int64_t hint,
     return rc;
 }
 
+/* Keeps the message of the acquisition's status as it stands (the last
+ * error); returns nothing. */
+static void
+keep_why(cr__acquisition *a)
+{
+    snprintf(a->why, sizeof(a->why), "%s", cr_last_error());
+}
+
 void
 cr__acquisition_end_begin(cr__acquisition *a, cr_status rc)
 {
     a->rc = rc;
+    keep_why(a);
     a->end_step = E_SYNC;
     a->cleanup = 0;
     a->undone = a->unrecorded = false;
@@ -125,6 +134,7 @@ cr__acquisition_end_next(cr__acquisition *a, unsigned stop, unsigned gen)
                 snprintf(why, sizeof(why), "%s", cr_last_error());
                 a->rc = cr__fail(a->sync, "%s %s: %s; the acquisition was "
                                  "undone", l->kind->name, l->name, why);
+                keep_why(a);
                 a->undone = true;
                 return CR__ACQUISITION_END_UNDO;
             }
@@ -143,6 +153,7 @@ cr__acquisition_end_next(cr__acquisition *a, unsigned stop, unsigned gen)
                             : cr__fail(CR_ECLOSED, "the client is being freed "
                                        "(the lock, granted meanwhile, is "
                                        "given back)");
+                keep_why(a);
                 a->undone = true;
                 return CR__ACQUISITION_END_UNDO;
             }
@@ -209,6 +220,7 @@ cr__acquisition_end_recorded(cr__acquisition *a, cr_status rc)
         return;
     /* Nobody would renew or remember it: give it back. */
     a->rc = rc;
+    keep_why(a);
     a->undone = a->unrecorded = true;
 }
 
@@ -224,5 +236,5 @@ cr__acquisition_done(const cr__acquisition *a, unsigned *cleanup)
 {
     /* Nothing runs in the background of a client being freed. */
     *cleanup = a->rc == CR_ECLOSED ? 0 : a->cleanup;
-    return a->rc;
+    return a->rc == CR_OK ? CR_OK : cr__fail(a->rc, "%s", a->why);
 }

@@ -68,6 +68,9 @@ typedef struct cr__acquisition {
     /* The end (cr__acquisition_end_next). */
     int end_step;
     cr_status rc;          /* the acquisition's status so far */
+    char why[512];         /* its message, which the end's own commands'
+                            * failures (an undo's, a look's) must not
+                            * replace: cr__acquisition_done restores it */
     unsigned cleanup;      /* what is left to the background */
     bool undone;           /* a grant was (or is to be) given back */
     bool unrecorded;       /* the holds table could not take it */
@@ -150,7 +153,10 @@ void cr__acquisition_end_given_up(cr__acquisition *a, cr_status rc);
 
 /* cr__acquisition_done: once over, the acquisition's status, with what is
  * left to the background in *cleanup (CR__CLEANUP_*: pass it to
- * cr__lock_clean_up_later when not 0). */
+ * cr__lock_clean_up_later when not 0). A failure's message is back in
+ * cr_last_error(): the reason for that status, not that of a step of the
+ * end that failed (an undo's, a look's, a give-up's) and left its work to
+ * the background. */
 cr_status cr__acquisition_done(const cr__acquisition *a, unsigned *cleanup);
 
 #endif

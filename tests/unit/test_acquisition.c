@@ -121,6 +121,19 @@ ended_after(cr__acquisition *a, cr_status rc, cr_status sync, unsigned stop,
     return cr__acquisition_end_next(a, stop, gen);
 }
 
+/* Ends `a` after a grant no replica acknowledged (its reason the last
+ * error), the master's generation being `gen`; fails the test unless the
+ * end's first step is the undo. */
+static void
+unacknowledged_grant_ends(cr__acquisition *a, unsigned gen)
+{
+    attempt(a, CR_OK, -1, cmd_of(true, CR_EIO), 0);
+    cr__fail(CR_EIO, "no replica acknowledged within the sync timeout");
+    cr__acquisition_end_begin(a, CR_OK);
+    assert_int_equal(cr__acquisition_end_next(a, 0, gen),
+                     CR__ACQUISITION_END_UNDO);
+}
+
 /* Returns the acquisition's status once over, checking that the end has
  * nothing more to ask for and that `cleanup` is left to the background. */
 static cr_status
@@ -408,11 +421,7 @@ test_grant_no_replica_acknowledged_is_undone_first_and_says_why(
 {
     struct fx *f = *state;
 
-    attempt(&f->a, CR_OK, -1, cmd_of(true, CR_EIO), 0);
-    cr__fail(CR_EIO, "no replica acknowledged within the sync timeout");
-    cr__acquisition_end_begin(&f->a, CR_OK);
-    assert_int_equal(cr__acquisition_end_next(&f->a, 0, GEN + 1),
-                     CR__ACQUISITION_END_UNDO);
+    unacknowledged_grant_ends(&f->a, GEN + 1);
     cr__acquisition_end_undone(&f->a, CR_OK);
     /* Neither recorded, nor checked on the new master, nor a queue left
      * (the grant took the waiter out of it). */
@@ -443,6 +452,24 @@ test_replica_sync_undo_that_fails_is_left_to_the_background(void **state)
                      CR__ACQUISITION_END_UNDO);
     cr__acquisition_end_undone(&f->a, CR_EIO);
     assert_int_equal(done(&f->a, CR__CLEANUP_GIVE_BACK), CR_EIO);
+}
+
+/* The undo's unlock fails with its own message (here the grant's lease ran
+ * out during the WAIT, so the unlock found no hold): the acquisition's
+ * status still comes with the reason for it. */
+static void
+test_replica_sync_undo_that_fails_keeps_the_reason_in_the_message(
+    void **state)
+{
+    struct fx *f = *state;
+
+    unacknowledged_grant_ends(&f->a, GEN);
+    cr__acquisition_end_undone(
+        &f->a, cr__fail(CR_ENOTOWNER, "fair lock orders is not held by this "
+                                      "owner"));
+    assert_int_equal(done(&f->a, CR__CLEANUP_GIVE_BACK), CR_EIO);
+    assert_non_null(strstr(cr_last_error(), "fair lock orders: no replica "
+                                            "acknowledged"));
 }
 
 static void
@@ -504,6 +531,31 @@ test_end_of_a_wait_that_ran_out_leaves_the_queue_inline(void **state)
                      CR__ACQUISITION_END_GIVE_UP);
     cr__acquisition_end_given_up(&f->a, CR_OK);
     assert_int_equal(done(&f->a, 0), CR_BUSY);
+}
+
+/* A wait that ran out ends with its own message, though the end's look
+ * and give-up both fail with theirs and leave their work to the
+ * background. */
+static void
+test_end_whose_look_and_give_up_fail_keeps_the_waits_message(void **state)
+{
+    struct fx *f = *state;
+
+    attempt(&f->a, CR_EIO, -1, cmd_of(true, CR_OK), 0);
+    cr__fail(CR_EIO, "EVAL on 127.0.0.1:6379: timed out");
+    cr__acquisition_end_begin(&f->a, CR_EIO);
+    assert_int_equal(cr__acquisition_end_next(&f->a, 0, GEN),
+                     CR__ACQUISITION_END_LOOK);
+    cr__acquisition_end_looked(
+        &f->a, cr__fail(CR_EIO, "HGET: no connection slot"), 0, 0);
+    assert_int_equal(cr__acquisition_end_next(&f->a, 0, GEN),
+                     CR__ACQUISITION_END_GIVE_UP);
+    cr__acquisition_end_given_up(&f->a,
+                                 cr__fail(CR_ENOMEM, "out of memory"));
+    assert_int_equal(done(&f->a, CR__CLEANUP_RESOLVE |
+                                     CR__CLEANUP_LEAVE_QUEUE),
+                     CR_EIO);
+    assert_string_equal(cr_last_error(), "EVAL on 127.0.0.1:6379: timed out");
 }
 
 static void
@@ -801,10 +853,12 @@ main(void)
         T(test_grant_no_replica_acknowledged_is_undone_first_and_says_why),
         T(test_grant_on_a_server_that_refuses_wait_is_undone_with_the_refusal),
         T(test_replica_sync_undo_that_fails_is_left_to_the_background),
+        T(test_replica_sync_undo_that_fails_keeps_the_reason_in_the_message),
         T(test_end_after_a_lost_reply_looks_once_and_keeps_a_grant_it_finds),
         T(test_end_look_that_finds_no_grant_keeps_the_failure_and_leaves_the_queue_later),
         T(test_end_of_a_wait_that_ran_out_leaves_the_queue_inline),
         T(test_end_look_that_fails_leaves_the_lost_reply_to_the_background),
+        T(test_end_whose_look_and_give_up_fail_keeps_the_waits_message),
         T(test_wait_that_ran_out_after_a_lost_reply_looks_too),
         T(test_cancel_after_a_lost_reply_looks_and_gives_a_grant_back),
         T(test_end_without_a_lost_reply_does_not_look),
