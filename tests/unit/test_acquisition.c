@@ -533,11 +533,11 @@ test_end_of_a_wait_that_ran_out_leaves_the_queue_inline(void **state)
     assert_int_equal(done(&f->a, 0), CR_BUSY);
 }
 
-/* A wait that ran out ends with its own message, though the end's look
- * and give-up both fail with theirs and leave their work to the
+/* A wait that failed ends with its own message, though the end's look
+ * fails with its own and leaves its work (and the leave) to the
  * background. */
 static void
-test_end_whose_look_and_give_up_fail_keeps_the_waits_message(void **state)
+test_end_whose_look_fails_keeps_the_waits_message(void **state)
 {
     struct fx *f = *state;
 
@@ -548,10 +548,6 @@ test_end_whose_look_and_give_up_fail_keeps_the_waits_message(void **state)
                      CR__ACQUISITION_END_LOOK);
     cr__acquisition_end_looked(
         &f->a, cr__fail(CR_EIO, "HGET: no connection slot"), 0, 0);
-    assert_int_equal(cr__acquisition_end_next(&f->a, 0, GEN),
-                     CR__ACQUISITION_END_GIVE_UP);
-    cr__acquisition_end_given_up(&f->a,
-                                 cr__fail(CR_ENOMEM, "out of memory"));
     assert_int_equal(done(&f->a, CR__CLEANUP_RESOLVE |
                                      CR__CLEANUP_LEAVE_QUEUE),
                      CR_EIO);
@@ -858,7 +854,7 @@ main(void)
         T(test_end_look_that_finds_no_grant_keeps_the_failure_and_leaves_the_queue_later),
         T(test_end_of_a_wait_that_ran_out_leaves_the_queue_inline),
         T(test_end_look_that_fails_leaves_the_lost_reply_to_the_background),
-        T(test_end_whose_look_and_give_up_fail_keeps_the_waits_message),
+        T(test_end_whose_look_fails_keeps_the_waits_message),
         T(test_wait_that_ran_out_after_a_lost_reply_looks_too),
         T(test_cancel_after_a_lost_reply_looks_and_gives_a_grant_back),
         T(test_end_without_a_lost_reply_does_not_look),
