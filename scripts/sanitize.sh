@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Runs the whole test suite (unit and integration tests) twice, each in its
-# own out-of-tree build, side by side: once built with AddressSanitizer and
+# own out-of-tree build: once built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, once with ThreadSanitizer. Any report fails
 # the test that caused it (halt_on_error, leaks included). Usage:
 #   scripts/sanitize.sh [address|thread]    (default: both, in that order)
@@ -56,13 +56,12 @@ export TSAN_OPTIONS="$tsan_opts"
 # (CR_TEST_SANITIZED: the CLI tests otherwise wrap credisson in valgrind).
 export CR_TEST_SLOW=1 CR_TEST_SANITIZED=1
 
-# One kind: configure, build and run the suite in $work/build-KIND.
-run_kind() {
-    local kind=$1 flags build start
+status=0
+for kind in "${kinds[@]}"; do
     case $kind in
         address) flags=address,undefined ;;
         thread) flags=thread ;;
-        *) echo "sanitize: unknown kind $kind (address or thread)" >&2; return 2 ;;
+        *) echo "sanitize: unknown kind $kind (address or thread)" >&2; exit 2 ;;
     esac
     build=$work/build-$kind
     mkdir -p "$build"
@@ -70,35 +69,23 @@ run_kind() {
     if ! (cd "$build" && "$src/configure" -q --with-sanitizer="$flags" \
             >/dev/null); then
         echo "sanitize: configure --with-sanitizer=$flags failed" >&2
-        return 1
+        status=1
+        continue
     fi
     start=$(date +%s)
     if (cd "$build" && make -j2 >/dev/null && make -j2 check); then
         echo "== sanitize: $flags passed in $(( $(date +%s) - start )) s"
-        return 0
+    else
+        status=1
+        echo "== sanitize: $flags FAILED; the reports:"
+        grep -l -E 'Sanitizer|runtime error' "$build"/tests/*/*.log 2>/dev/null |
+            while read -r log; do
+                echo "--- $log"
+                grep -A 30 -E '^(==[0-9]+==ERROR|WARNING: ThreadSanitizer|SUMMARY|.*runtime error)' \
+                    "$log" | head -n 80
+            done
+        tail -n 40 "$build/test-suite.log" 2>/dev/null
     fi
-    echo "== sanitize: $flags FAILED; the reports:"
-    grep -l -E 'Sanitizer|runtime error' "$build"/tests/*/*.log 2>/dev/null |
-        while read -r log; do
-            echo "--- $log"
-            grep -A 30 -E '^(==[0-9]+==ERROR|WARNING: ThreadSanitizer|SUMMARY|.*runtime error)' \
-                "$log" | head -n 80
-        done
-    tail -n 40 "$build/test-suite.log" 2>/dev/null
-    return 1
-}
-
-# The kinds run side by side (the suite mostly waits on its servers), each
-# printing its output once it is over, in the order asked.
-status=0
-pids=()
-for kind in "${kinds[@]}"; do
-    run_kind "$kind" >"$work/$kind.out" 2>&1 &
-    pids+=($!)
-done
-for i in "${!kinds[@]}"; do
-    wait "${pids[$i]}" || status=1
-    cat "$work/${kinds[$i]}.out"
 done
 [ "${SANITIZE_KEEP:-0}" = 1 ] && echo "sanitize: builds kept in $work"
 exit $status
