@@ -350,7 +350,8 @@ cr__permit_acquisition_end_next(cr__permit_acquisition *a, unsigned stop)
         case E_LEAVE:
             /* A try without a wait never went in line. */
             if (a->rc != CR_OK && a->waiter.wait_ms != 0)
-                return CR__PERMIT_END_LEAVE;
+                return a->rc == CR_EIO ? CR__PERMIT_END_LEAVE_LATER
+                                       : CR__PERMIT_END_LEAVE;
             break;
         default:
             a->end_step = E_DONE;
@@ -569,7 +570,10 @@ acquisition_end(cr__op *op, cr__permit_acquisition *a, cr_status rc)
                       a->permits);
             break;
         case CR__PERMIT_END_LEAVE:
-            cr__sem_leave(op, a->sem, &a->waiter, a->rc);
+            cr__sem_leave(op, a->sem, &a->waiter);
+            break;
+        case CR__PERMIT_END_LEAVE_LATER:
+            cr__sem_leave_later(a->sem, &a->waiter);
             break;
         case CR__PERMIT_END_DONE:
             return cr__permit_acquisition_done(a);
@@ -1108,6 +1112,7 @@ acquire_end_step(acquire_request *q)
             give_back_later(a);
             break;
         case CR__PERMIT_END_LEAVE:
+        case CR__PERMIT_END_LEAVE_LATER:
             cr__sem_leave_later(a->sem, &a->waiter);
             break;
         case CR__PERMIT_END_DONE:

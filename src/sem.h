@@ -89,13 +89,11 @@ bool cr__sem_place(const cr__reply *r, size_t at, int64_t object_hint,
                    int64_t *hint, int *listen);
 
 /* cr__sem_leave: `sw` leaves the line (its wait ended without the
- * permits, with `ended`), within `op`, or in the background when the wait
- * ended on a broken link (inline, the leave would try the link again
- * within the caller's call); cr__sem_leave_later: in the background (the
- * loop's requests). A failure is logged: the entry's lease then ends its
- * place. */
-void cr__sem_leave(const cr__op *op, void *s, const cr__sem_waiter *sw,
-                   cr_status ended);
+ * permits) within `op`; cr__sem_leave_later: in the background (the loop's
+ * requests). A failure is logged: the entry's lease then ends its place.
+ * Which of the two a blocking call takes is its end's rule (LEAVE or
+ * LEAVE_LATER below). */
+void cr__sem_leave(const cr__op *op, void *s, const cr__sem_waiter *sw);
 void cr__sem_leave_later(void *s, const cr__sem_waiter *sw);
 
 /* The rules of one RSemaphore acquisition, written once for the blocking
@@ -128,6 +126,9 @@ typedef enum cr__sem_end_do {
     CR__SEM_END_LOOK,      /* EXISTS the latch, then ..._end_looked */
     CR__SEM_END_GIVE_BACK, /* give them back in the background */
     CR__SEM_END_LEAVE,     /* leave the line (cr__sem_leave) */
+    CR__SEM_END_LEAVE_LATER, /* the same in the background (the wait ended
+                              * on a broken link: inline, the leave would
+                              * try it again within the caller's call) */
     CR__SEM_END_DROP,      /* DEL the latch, no reply awaited */
     CR__SEM_END_DONE       /* cr__sem_acquisition_done */
 } cr__sem_end_do;
@@ -193,6 +194,7 @@ typedef enum cr__permit_end_do {
     CR__PERMIT_END_LOOK,      /* the look, then ..._end_looked */
     CR__PERMIT_END_GIVE_BACK, /* give the ids back */
     CR__PERMIT_END_LEAVE,     /* leave the line (cr__sem_leave) */
+    CR__PERMIT_END_LEAVE_LATER, /* in the background, as the semaphore's */
     CR__PERMIT_END_DONE       /* cr__permit_acquisition_done */
 } cr__permit_end_do;
 

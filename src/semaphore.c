@@ -202,7 +202,8 @@ cr__sem_acquisition_end_next(cr__sem_acquisition *a, unsigned stop)
         case E_LEAVE:
             /* A try without a wait never went in line. */
             if (a->rc != CR_OK && a->waiter.wait_ms != 0)
-                return CR__SEM_END_LEAVE;
+                return a->rc == CR_EIO ? CR__SEM_END_LEAVE_LATER
+                                       : CR__SEM_END_LEAVE;
             break;
         case E_DROP:
             if (a->rc == CR_OK)
@@ -353,7 +354,10 @@ acquisition_end(cr__op *op, cr__sem_acquisition *a, cr_status rc)
             give_back_later(a);
             break;
         case CR__SEM_END_LEAVE:
-            cr__sem_leave(op, a->sem, &a->waiter, a->rc);
+            cr__sem_leave(op, a->sem, &a->waiter);
+            break;
+        case CR__SEM_END_LEAVE_LATER:
+            cr__sem_leave_later(a->sem, &a->waiter);
             break;
         case CR__SEM_END_DROP:
             cr__del_noreply(op, a->acquire_latch);
@@ -684,8 +688,7 @@ leave_failed(const cr__sem *s, const cr__sem_waiter *sw, cr_status rc)
 }
 
 void
-cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw,
-              cr_status ended)
+cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw)
 {
     cr__sem *s = obj;
     cr__script_call call = {0};
@@ -694,10 +697,6 @@ cr__sem_leave(const cr__op *op, void *obj, const cr__sem_waiter *sw,
     char keep[512];
     cr_status rc;
 
-    if (ended == CR_EIO) {
-        cr__sem_leave_later(obj, sw);
-        return;
-    }
     snprintf(keep, sizeof(keep), "%s", cr_last_error());
     rc = leave_call(s, sw, &call);
     if (rc == CR_OK)
@@ -719,7 +718,7 @@ late_leave_run(const cr__op *op, void *arg)
 {
     late_leave *p = arg;
 
-    cr__sem_leave(op, p->sem, &p->waiter, CR_OK);
+    cr__sem_leave(op, p->sem, &p->waiter);
 }
 
 void
@@ -992,6 +991,7 @@ acquire_end_step(acquire_request *q)
             give_back_later(a);
             break;
         case CR__SEM_END_LEAVE:
+        case CR__SEM_END_LEAVE_LATER:
             cr__sem_leave_later(a->sem, &a->waiter);
             break;
         case CR__SEM_END_DROP: {

@@ -414,44 +414,21 @@ static proc *
 worker_start(const char *name, int64_t lease_ms, long hold_ms, cr_hist *h,
              int index, int64_t watchdog_ms)
 {
-    char path[512], lease[24], hold[24], fd[24], idx[24], wd[24];
-    char *argv[9];
-    int in[2], out[2];
+    char lease[24], hold[24], fd[24], idx[24], wd[24];
+    const char *args[] = {url, name, lease, hold, fd, idx, wd, NULL};
     proc *p;
 
     assert_true(nprocs < MAX_PROCS);
     p = &procs[nprocs++];
     memset(p, 0, sizeof(*p));
     p->unlocked = -1;
-    cr_test_worker_path("failover_worker", path, sizeof(path));
     snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
     snprintf(hold, sizeof(hold), "%ld", hold_ms);
     snprintf(fd, sizeof(fd), "%d", cr_hist_fd(h));
     snprintf(idx, sizeof(idx), "%d", index);
     snprintf(wd, sizeof(wd), "%lld", (long long)watchdog_ms);
-    argv[0] = path;
-    argv[1] = url;
-    argv[2] = (char *)name;
-    argv[3] = lease;
-    argv[4] = hold;
-    argv[5] = fd;
-    argv[6] = idx;
-    argv[7] = wd;
-    argv[8] = NULL;
-    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-    p->pid = fork();
-    assert_true(p->pid >= 0);
-    if (p->pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        execv(path, argv);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    p->to = in[1];
-    p->from = out[0];
+    p->pid = cr_test_spawn_piped("failover_worker", args, &p->to, &p->from);
+    assert_true(p->pid > 0);
     fcntl(p->from, F_SETFL, O_NONBLOCK);
     return p;
 }

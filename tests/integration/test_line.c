@@ -185,30 +185,13 @@ typedef struct proc {
 static void
 proc_start(proc *p, const char *kind, const char *name, int64_t turn_ms)
 {
-    char path[512], turn[24], line[160];
-    const char *argv[] = {path, "serve", test_redis.url, kind, name, turn,
-                          NULL};
-    int in[2], out[2];
+    char turn[24], line[160];
+    const char *args[] = {"serve", test_redis.url, kind, name, turn, NULL};
 
-    cr_test_worker_path("line_worker", path, sizeof(path));
     snprintf(turn, sizeof(turn), "%lld", (long long)turn_ms);
-    assert_int_equal(pipe(in), 0);
-    assert_int_equal(pipe(out), 0);
-    p->pid = fork();
-    assert_true(p->pid >= 0);
-    if (p->pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
+    p->pid = cr_test_spawn_piped("line_worker", args, &p->to, &p->from);
+    assert_true(p->pid > 0);
     note_started(p->pid);
-    close(in[0]);
-    close(out[1]);
-    p->to = in[1];
-    p->from = out[0];
     assert_true(cr_test_read_line(p->from, line, sizeof(line), slow(10000)));
     assert_true(line[0] == 'E' && line[1] == ' ');
     snprintf(p->entry, sizeof(p->entry), "%s", line + 2);

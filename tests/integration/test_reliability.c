@@ -409,33 +409,6 @@ typedef struct proc {
     int from; /* its stdout */
 } proc;
 
-/* Starts rel_worker with argv (argv[0] is replaced by the path). */
-static void
-proc_start(proc *p, char **argv)
-{
-    char path[512];
-    int in[2], out[2];
-
-    cr_test_worker_path("rel_worker", path, sizeof(path));
-    argv[0] = path;
-    assert_int_equal(pipe(in), 0);
-    assert_int_equal(pipe(out), 0);
-    p->pid = fork();
-    assert_true(p->pid >= 0);
-    if (p->pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execv(path, argv);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    p->to = in[1];
-    p->from = out[0];
-}
-
 /* Reads one line from the worker within timeout_ms into buf (without the
  * newline); false on timeout or end of file. */
 static bool
@@ -468,13 +441,14 @@ hold_in_worker(proc *p, const char *kind, const char *name, cr_hist *h,
                int index, int64_t watchdog_ms)
 {
     char wd[24], fd[24], idx[24], line[32];
-    char *argv[] = {NULL, "hold", test_redis.url, (char *)kind, (char *)name,
-                    wd, fd, idx, "1000", NULL};
+    const char *args[] = {"hold", test_redis.url, kind, name, wd, fd, idx,
+                          "1000", NULL};
 
     snprintf(wd, sizeof(wd), "%lld", (long long)watchdog_ms);
     snprintf(fd, sizeof(fd), "%d", cr_hist_fd(h));
     snprintf(idx, sizeof(idx), "%d", index);
-    proc_start(p, argv);
+    p->pid = cr_test_spawn_piped("rel_worker", args, &p->to, &p->from);
+    assert_true(p->pid > 0);
     assert_true(proc_read_line(p, line, sizeof(line), slow(10000)));
     assert_string_equal(line, "L");
 }

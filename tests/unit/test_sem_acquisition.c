@@ -182,6 +182,16 @@ sem_left(struct fx *f)
     return sem_done(f);
 }
 
+/* As sem_left, the leave in the background: the wait ended on a broken
+ * link, which a leave inline would try again within the caller's call. */
+static cr_status
+sem_left_later(struct fx *f)
+{
+    assert_int_equal(cr__sem_acquisition_end_next(&f->a, 0),
+                     CR__SEM_END_LEAVE_LATER);
+    return sem_done(f);
+}
+
 /* Ends f's semaphore acquisition of 3 after an attempt whose reply was
  * lost, the wait having ended with `rc`: returns the end's first step,
  * with the reasons a grant cannot be kept `stop`. */
@@ -440,7 +450,7 @@ test_semaphores_look_without_the_latch_keeps_the_failure(void **state)
     assert_int_equal(sem_ended_after_a_lost_reply(f, CR_EIO, 0),
                      CR__SEM_END_LOOK);
     assert_true(cr__sem_acquisition_end_looked(&f->a, CR_OK, false));
-    assert_int_equal(sem_left(f), CR_EIO);
+    assert_int_equal(sem_left_later(f), CR_EIO);
 }
 
 static void
@@ -452,7 +462,7 @@ test_semaphores_look_that_fails_is_not_known(void **state)
                      CR__SEM_END_LOOK);
     /* The driver leaves the look to the background. */
     assert_false(cr__sem_acquisition_end_looked(&f->a, CR_EIO, true));
-    assert_int_equal(sem_left(f), CR_EIO);
+    assert_int_equal(sem_left_later(f), CR_EIO);
 }
 
 static void
@@ -477,25 +487,29 @@ test_semaphores_end_without_a_lost_reply_does_not_look(void **state)
     sem_begin(f, 3);
     sem_failed(f, CR_EIO, false);
     cr__sem_acquisition_end_begin(&f->a, CR_EIO);
-    assert_int_equal(sem_left(f), CR_EIO);
+    assert_int_equal(sem_left_later(f), CR_EIO);
 }
 
 /* A wait that ends without the permits, however it ends, takes its entry
- * out of the line (those behind it may be served now); one that got them
- * was taken out by the script that granted them. */
+ * out of the line (those behind it may be served now): within the call,
+ * or in the background when the wait ended on a broken link. One that got
+ * them was taken out by the script that granted them. */
 static void
 test_semaphores_wait_that_ends_without_the_permits_leaves_the_line(
     void **state)
 {
     struct fx *f = *state;
     static const cr_status ends[] = {CR_BUSY, CR_ECANCELED, CR_ECLOSED,
-                                     CR_EIO};
+                                     CR_ESERVER, CR_ESCRIPT};
 
     for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
         sem_begin(f, 3);
         cr__sem_acquisition_end_begin(&f->a, ends[i]);
         assert_int_equal(sem_left(f), ends[i]);
     }
+    sem_begin(f, 3);
+    cr__sem_acquisition_end_begin(&f->a, CR_EIO);
+    assert_int_equal(sem_left_later(f), CR_EIO);
     sem_begin(f, 3);
     assert_int_equal(sem_replied(f, ":1\r\n"), CR_OK);
     cr__sem_acquisition_end_begin(&f->a, CR_OK);
@@ -644,6 +658,15 @@ permit_left(struct fx *f)
 {
     assert_int_equal(cr__permit_acquisition_end_next(&f->p, 0),
                      CR__PERMIT_END_LEAVE);
+    return permit_done(f);
+}
+
+/* As permit_left, the leave in the background (as sem_left_later). */
+static cr_status
+permit_left_later(struct fx *f)
+{
+    assert_int_equal(cr__permit_acquisition_end_next(&f->p, 0),
+                     CR__PERMIT_END_LEAVE_LATER);
     return permit_done(f);
 }
 
@@ -1044,7 +1067,7 @@ test_permits_look_that_finds_nothing_keeps_the_failure(void **state)
                      CR__PERMIT_END_LOOK);
     assert_true(cr__permit_acquisition_end_looked(&f->p, CR_OK,
                                                   reply_of("$-1\r\n")));
-    assert_int_equal(permit_left(f), CR_EIO);
+    assert_int_equal(permit_left_later(f), CR_EIO);
 }
 
 static void
@@ -1055,7 +1078,7 @@ test_permits_look_that_fails_is_not_known(void **state)
     assert_int_equal(permit_ended_after_a_lost_reply(f, CR_EIO, 0),
                      CR__PERMIT_END_LOOK);
     assert_false(cr__permit_acquisition_end_looked(&f->p, CR_EIO, NULL));
-    assert_int_equal(permit_left(f), CR_EIO);
+    assert_int_equal(permit_left_later(f), CR_EIO);
 }
 
 static void
@@ -1082,7 +1105,7 @@ test_permits_end_without_a_lost_reply_does_not_look(void **state)
     permit_begin(f, 1, CR_LEASE_NONE);
     permit_failed(f, CR_EIO, false);
     cr__permit_acquisition_end_begin(&f->p, CR_EIO);
-    assert_int_equal(permit_left(f), CR_EIO);
+    assert_int_equal(permit_left_later(f), CR_EIO);
     permit_begin(f, 1, CR_LEASE_NONE);
     cr__permit_acquisition_end_begin(&f->p, CR_BUSY);
     assert_int_equal(permit_left(f), CR_BUSY);
@@ -1099,6 +1122,10 @@ test_permits_wait_that_ends_without_them_leaves_the_line(void **state)
     permit_begin(f, 1, CR_LEASE_NONE);
     cr__permit_acquisition_end_begin(&f->p, CR_ECANCELED);
     assert_int_equal(permit_left(f), CR_ECANCELED);
+    /* Ended on a broken link: in the background (as the semaphore's). */
+    permit_begin(f, 1, CR_LEASE_NONE);
+    cr__permit_acquisition_end_begin(&f->p, CR_EIO);
+    assert_int_equal(permit_left_later(f), CR_EIO);
     permit_begin_waiting(f, 1, CR_LEASE_NONE, 0);
     cr__permit_acquisition_end_begin(&f->p, CR_BUSY);
     assert_int_equal(permit_done(f), CR_BUSY);
