@@ -1,12 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Runs the whole test suite (unit and integration tests) twice, each in its
-# own out-of-tree build: once built with AddressSanitizer and
+# own out-of-tree build, side by side: once built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, once with ThreadSanitizer. Any report fails
 # the test that caused it (halt_on_error, leaks included). Usage:
 #   scripts/sanitize.sh [address|thread]    (default: both, in that order)
 # Set SANITIZE_KEEP=1 to keep the build directories (their paths are
-# printed). Exits non-zero when a run fails.
+# printed); CR_TEST_JOBS: the test programs run at a time (default two per
+# core, as scripts/test.sh). Exits non-zero when a run fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -56,12 +57,13 @@ export TSAN_OPTIONS="$tsan_opts"
 # (CR_TEST_SANITIZED: the CLI tests otherwise wrap credisson in valgrind).
 export CR_TEST_SLOW=1 CR_TEST_SANITIZED=1
 
-status=0
-for kind in "${kinds[@]}"; do
+# One kind: configure, build and run the suite in $work/build-KIND.
+run_kind() {
+    local kind=$1 flags build start
     case $kind in
         address) flags=address,undefined ;;
         thread) flags=thread ;;
-        *) echo "sanitize: unknown kind $kind (address or thread)" >&2; exit 2 ;;
+        *) echo "sanitize: unknown kind $kind (address or thread)" >&2; return 2 ;;
     esac
     build=$work/build-$kind
     mkdir -p "$build"
@@ -69,23 +71,38 @@ for kind in "${kinds[@]}"; do
     if ! (cd "$build" && "$src/configure" -q --with-sanitizer="$flags" \
             >/dev/null); then
         echo "sanitize: configure --with-sanitizer=$flags failed" >&2
-        status=1
-        continue
+        return 1
     fi
     start=$(date +%s)
-    if (cd "$build" && make -j2 >/dev/null && make -j2 check); then
+    if (cd "$build" && make -j"$(nproc)" >/dev/null &&
+            make -j"${CR_TEST_JOBS:-$((2 * $(nproc)))}" check); then
         echo "== sanitize: $flags passed in $(( $(date +%s) - start )) s"
-    else
-        status=1
-        echo "== sanitize: $flags FAILED; the reports:"
-        grep -l -E 'Sanitizer|runtime error' "$build"/tests/*/*.log 2>/dev/null |
-            while read -r log; do
-                echo "--- $log"
-                grep -A 30 -E '^(==[0-9]+==ERROR|WARNING: ThreadSanitizer|SUMMARY|.*runtime error)' \
-                    "$log" | head -n 80
-            done
-        tail -n 40 "$build/test-suite.log" 2>/dev/null
+        return 0
     fi
+    echo "== sanitize: $flags FAILED; the reports:"
+    grep -l -E 'Sanitizer|runtime error' "$build"/tests/*/*.log 2>/dev/null |
+        while read -r log; do
+            echo "--- $log"
+            grep -A 30 -E '^(==[0-9]+==ERROR|WARNING: ThreadSanitizer|SUMMARY|.*runtime error)' \
+                "$log" | head -n 80
+        done
+    tail -n 40 "$build/test-suite.log" 2>/dev/null
+    return 1
+}
+
+# The kinds run side by side: the suite mostly waits (its bounds are
+# widened tenfold, CR_TEST_SLOW), so one kind's pass leaves most of the
+# machine to the other's. Each prints its output once it is over, in the
+# order asked.
+status=0
+pids=()
+for kind in "${kinds[@]}"; do
+    run_kind "$kind" >"$work/$kind.out" 2>&1 &
+    pids+=($!)
+done
+for i in "${!kinds[@]}"; do
+    wait "${pids[$i]}" || status=1
+    cat "$work/${kinds[$i]}.out"
 done
 [ "${SANITIZE_KEEP:-0}" = 1 ] && echo "sanitize: builds kept in $work"
 exit $status

@@ -198,7 +198,7 @@ test_help_lists_exactly_the_options_each_command_takes() {
             unlock) line=(unlock --force x "$name" $val) ;;
             delete) line=(delete x "$name" $val) ;;
             esac
-            run_cli --url "$url" "${line[@]}"
+            run_cli_direct --url "$url" "${line[@]}"
             expect_not_contains "$err" "unknown option" "${line[*]}"
             if printf '%s\n' "$listed" | grep -qx -- "$name${arg:+ $arg}"; then
                 expect_not_contains "$err" "does not apply" "${line[*]}"
