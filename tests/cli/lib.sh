@@ -225,6 +225,17 @@ file_exists() {
     [ -e "$1" ]
 }
 
+# Succeeds when process $1 (credisson, or valgrind running it) has a child
+# that runs program $2 (its name in /proc), started from any of its
+# threads.
+has_child() {
+    local c
+    for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+        [ "$(cat /proc/"$c"/comm 2>/dev/null)" = "$2" ] && return 0
+    done
+    return 1
+}
+
 # Runs credisson with "$@", keeping its exit status in $rc and its
 # output in $out and $err.
 run_cli() {
