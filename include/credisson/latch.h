@@ -37,7 +37,11 @@
  * the key is absent without a marker, it waits as for a closed latch.
  * A latch opened by Java (whose countDown writes no marker), or deleted,
  * leaves no marker: a waiter that is waiting then sees the "0" message and
- * returns, one that comes later waits until its wait runs out. Versions of
+ * returns, one that comes later waits until its wait runs out. (Waiting:
+ * its look after subscribing found the latch closed and its fence, a PING
+ * on the subscription's link, came back, a few round trips after it
+ * subscribed; a Java opening within those round trips is missed as one
+ * before the wait.) Versions of
  * credisson before this marker read an "opened" marker in its last
  * CR_LATCH_EXPIRY_GRACE_MS as an expiry: upgrade the C clients sharing
  * latches together. Limits of the expiry: a waiter
