@@ -86,6 +86,14 @@ run_kind() {
             grep -A 30 -E '^(==[0-9]+==ERROR|WARNING: ThreadSanitizer|SUMMARY|.*runtime error)' \
                 "$log" | head -n 80
         done
+    # What each failed program said where it failed (a timing failure has
+    # no report above).
+    grep -l -E '^FAIL ' "$build"/tests/*/*.log 2>/dev/null |
+        while read -r log; do
+            echo "--- $log"
+            grep -B 3 -E '^\[  (ERROR|FAILED) +\]|^\[   LINE   \]|^    .*: got ' \
+                "$log" | head -n 40
+        done
     tail -n 40 "$build/test-suite.log" 2>/dev/null
     return 1
 }
