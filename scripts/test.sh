@@ -6,7 +6,7 @@
 #   2. make check-valgrind: the same suite under valgrind memcheck;
 #   3. scripts/sanitize.sh: the suite built with ASan+UBSan and with TSan,
 #      side by side;
-#   4. fuzz/run.sh: each libFuzzer target for a bounded time (beside 3);
+#   4. fuzz/run.sh: each libFuzzer target for a bounded time;
 #   5. make distcheck (packaging, VPATH build, install; the suite already ran).
 # Ends with the line "total: N passed, N failed" (tests counted in 1).
 # CR_QUICK=1 runs step 1 only. Each pass runs CR_TEST_JOBS programs at a
@@ -61,15 +61,8 @@ count check
 if [ "${CR_QUICK:-0}" != 1 ]; then
     run make -j"$CR_TEST_JOBS" check-valgrind
     count valgrind
-    # The fuzzers (which compute) run beside the sanitizer builds' suites
-    # (which mostly wait); their output follows the sanitizers'.
-    fuzz_out=$(mktemp "${TMPDIR:-/tmp}/credisson-fuzz-out.XXXXXX")
-    (run fuzz/run.sh "${CR_FUZZ_SECONDS:-20}"; exit $status) >"$fuzz_out" 2>&1 &
-    fuzz_pid=$!
     run scripts/sanitize.sh
-    wait "$fuzz_pid" || status=1
-    cat "$fuzz_out"
-    rm -f "$fuzz_out"
+    run fuzz/run.sh "${CR_FUZZ_SECONDS:-20}"
     run make -j"$(nproc)" distcheck TESTS=
 fi
 [ $status -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
