@@ -4,8 +4,7 @@
 #   1. make check: unit tests, integration tests against private redis-server
 #      (and Sentinel) processes, CLI tests;
 #   2. make check-valgrind: the same suite under valgrind memcheck;
-#   3. scripts/sanitize.sh: the suite built with ASan+UBSan and with TSan,
-#      side by side;
+#   3. scripts/sanitize.sh: the suite built with ASan+UBSan, then with TSan;
 #   4. fuzz/run.sh: each libFuzzer target for a bounded time;
 #   5. make distcheck (packaging, VPATH build, install; the suite already ran).
 # Ends with the line "total: N passed, N failed" (tests counted in 1).
