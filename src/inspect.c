@@ -508,7 +508,8 @@ classify(cr_object_info *in, const char *type, bool has_queue, int64_t sem,
         in->kind = !in->has_value ? CR_OBJECT_OTHER
                    : in->issued_count > 0 ? CR_OBJECT_PERMIT_SEMAPHORE
                    : latch > 0 && sem == 0 ? CR_OBJECT_LATCH
-                   : sem > 0 && latch == 0 ? CR_OBJECT_SEMAPHORE
+                   : (sem > 0 || in->line_length > 0) && latch == 0
+                       ? CR_OBJECT_SEMAPHORE /* a latch has no line */
                    : CR_OBJECT_SEMAPHORE_OR_LATCH;
     else if (strcmp(type, "none") == 0)
         in->kind = has_queue ? CR_OBJECT_FAIR_LOCK

@@ -27,7 +27,8 @@ extern "C" {
 
 /* What a name holds. A semaphore and a latch are both a plain integer:
  * when nothing else tells them apart (an expirable semaphore's issued
- * permits, who listens on which channel) the kind is
+ * permits, credisson's waiting line, who listens on which channel) the
+ * kind is
  * CR_OBJECT_SEMAPHORE_OR_LATCH. New kinds are only added at the end. */
 typedef enum cr_object_kind {
     CR_OBJECT_NONE = 0,           /* nothing under this name */

@@ -361,6 +361,9 @@ test_inspect_semaphore_with_waiter() {
     cli_exec semaphore sem --wait 60s -- true &
     local pid=$!
     wait_until 5000 waiters_in_line sem 1 || fail "waiter never waited"
+    # It joins the line before its client subscribes to the channel.
+    wait_until 5000 listeners_are "redisson_sc:{sem}" 1 ||
+        fail "waiter never subscribed"
     inspect_both sem
     expect_contains "$text" "type:       semaphore" "text"
     expect_contains "$text" "available:  0" "text"

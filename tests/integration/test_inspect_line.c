@@ -275,6 +275,32 @@ test_inspect_lists_a_semaphores_waiters_with_the_permits_they_want(
     cr_semaphore_free(mine);
 }
 
+/* A plain integer that nobody listens on is a semaphore when credisson's
+ * waiting line holds an entry for it: a latch has no line. */
+static void
+test_inspect_a_plain_integer_with_a_line_is_a_semaphore(void **state)
+{
+    cr_object_info *in = NULL;
+    redisReply *r;
+
+    (void)state;
+    r = cr_test_redis_cmd(&test_redis, "SET quiet 0");
+    freeReplyObject(r);
+    OK(cr_object_inspect(test_client, "quiet", &in));
+    assert_int_equal(in->kind, CR_OBJECT_SEMAPHORE_OR_LATCH);
+    cr_object_info_free(in);
+    /* One entry, as a waiter that joined and has not subscribed yet. */
+    r = cr_test_redis_cmd(&test_redis, "ZADD credisson_line:{quiet} 1 gone:1");
+    freeReplyObject(r);
+    OK(cr_object_inspect(test_client, "quiet", &in));
+    assert_int_equal(in->kind, CR_OBJECT_SEMAPHORE);
+    assert_int_equal(in->line_length, 1);
+    assert_int_equal(in->value, 0);
+    cr_object_info_free(in);
+    freeReplyObject(cr_test_redis_cmd(&test_redis, "DEL quiet "
+                                      "credisson_line:{quiet}"));
+}
+
 int
 main(void)
 {
@@ -283,6 +309,7 @@ main(void)
         T(test_inspect_lists_a_locks_waiters_in_line_order_with_the_first_turn),
         T(test_inspect_lists_a_writer_in_line_behind_the_readers),
         T(test_inspect_lists_a_semaphores_waiters_with_the_permits_they_want),
+        T(test_inspect_a_plain_integer_with_a_line_is_a_semaphore),
 #undef T
     };
 
