@@ -57,6 +57,16 @@ export TSAN_OPTIONS="$tsan_opts"
 # (CR_TEST_SANITIZED: the CLI tests otherwise wrap credisson in valgrind).
 export CR_TEST_SLOW=1 CR_TEST_SANITIZED=1
 
+# Prints, for each test log of build $2 that matches $1, its name and the
+# lines that match $3 with $4 lines before and $5 after, at most $6 lines.
+logs_matching() {
+    grep -l -E "$1" "$2"/tests/*/*.log 2>/dev/null |
+        while read -r log; do
+            echo "--- $log"
+            grep -B "$4" -A "$5" -E "$3" "$log" | head -n "$6"
+        done
+}
+
 # One kind: configure, build and run the suite in $work/build-KIND.
 run_kind() {
     local kind=$1 flags build start
@@ -80,20 +90,13 @@ run_kind() {
         return 0
     fi
     echo "== sanitize: $flags FAILED; the reports:"
-    grep -l -E 'Sanitizer|runtime error' "$build"/tests/*/*.log 2>/dev/null |
-        while read -r log; do
-            echo "--- $log"
-            grep -A 30 -E '^(==[0-9]+==ERROR|WARNING: ThreadSanitizer|SUMMARY|.*runtime error)' \
-                "$log" | head -n 80
-        done
+    logs_matching 'Sanitizer|runtime error' "$build" \
+        '^(==[0-9]+==ERROR|WARNING: ThreadSanitizer|SUMMARY|.*runtime error)' \
+        0 30 80
     # What each failed program said where it failed (a timing failure has
     # no report above).
-    grep -l -E '^FAIL ' "$build"/tests/*/*.log 2>/dev/null |
-        while read -r log; do
-            echo "--- $log"
-            grep -B 3 -E '^\[  (ERROR|FAILED) +\]|^\[   LINE   \]|^    .*: got ' \
-                "$log" | head -n 40
-        done
+    logs_matching '^FAIL ' "$build" \
+        '^\[  (ERROR|FAILED) +\]|^\[   LINE   \]|^    .*: got ' 3 0 40
     tail -n 40 "$build/test-suite.log" 2>/dev/null
     return 1
 }

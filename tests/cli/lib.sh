@@ -239,10 +239,7 @@ has_child() {
 # Runs credisson with "$@", keeping its exit status in $rc and its
 # output in $out and $err.
 run_cli() {
-    cli "$@" >"$SCRATCH/out" 2>"$SCRATCH/err"
-    rc=$?
-    out=$(cat "$SCRATCH/out")
-    err=$(cat "$SCRATCH/err")
+    run_into cli "$@"
 }
 
 # As run_cli, but never under valgrind: for a loop of hundreds of runs
@@ -250,7 +247,12 @@ run_cli() {
 # CPU a run; the same paths run under valgrind in test_cli_args' parser
 # tests and in the other scripts, and under ASan in the sanitizer pass).
 run_cli_direct() {
-    "$CLI_BIN" "$@" >"$SCRATCH/out" 2>"$SCRATCH/err"
+    run_into "$CLI_BIN" "$@"
+}
+
+# Runs "$@" with its exit status in $rc and its output in $out and $err.
+run_into() {
+    "$@" >"$SCRATCH/out" 2>"$SCRATCH/err"
     rc=$?
     out=$(cat "$SCRATCH/out")
     err=$(cat "$SCRATCH/err")
