@@ -34,6 +34,7 @@ redis.call('set', KEYS[3], 1, 'px', ARGV[5])
 local L = line_open(KEYS[4], KEYS[5], ARGV[8], ARGV[4], ARGV[6], ARGV[7],
                     'lock', KEYS[1])
 L.heard = heard
+L.obj = true -- free: deleted above
 line_release(L)
 if heard > 0 then
     return -heard

@@ -138,7 +138,7 @@ if t == 'hash' then
 end
 local llen, line = 0, {}
 if redis.call('type', KEYS[8])['ok'] == 'zset' then
-    local L = {state = KEYS[9]}
+    local L = {state = KEYS[9], entries = {}}
     local stated = redis.call('type', KEYS[9])['ok'] == 'hash'
     llen = redis.call('zcard', KEYS[8])
     for _, id in ipairs(redis.call('zrange', KEYS[8], 0, limit - 1)) do

@@ -24,6 +24,7 @@ if total > 0 then
     local L = line_open(KEYS[3], KEYS[4], ARGV[6], ARGV[2], ARGV[4], ARGV[5],
                         'sem', KEYS[1])
     L.heard = heard
+    L.obj = total -- the permits now
     line_release(L)
 end
 return 1 + heard

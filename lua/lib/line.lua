@@ -24,12 +24,21 @@
 -- The line's handle for one script run: its keys, the channel prefix
 -- (ending in ':'), the publish command, the waiting lease and the turn's in
 -- ms, and the object (its kind, as line_fits reads it, and its key).
+-- A script calls one of line_attempt, line_release and line_leave, after
+-- it changed the object, so what the handle reads stays true for the run:
+-- the object's state as line_fits reads it (obj: whether a lock is free, a
+-- read/write lock's mode, a semaphore's permits; a script that has just
+-- written it may set it), the entries read or written (entries: id ->
+-- entry, or false when it is not in line), how many entries the line holds
+-- (count, when known; at least min otherwise) and whether a deadline was
+-- pushed later (grew: the keys' time to live may have to follow).
 local function line_open(key, state, prefix, publish, lease_ms, turn_ms,
                          kind, object)
     return {key = key, state = state, prefix = prefix, publish = publish,
             lease = tonumber(lease_ms), turn = tonumber(turn_ms),
             kind = kind, object = object, now = nil,
-            heard = 0, self = nil, front_moved = false}
+            heard = 0, self = nil, front_moved = false,
+            obj = nil, entries = {}, count = nil, min = 0, grew = false}
 end
 
 -- Reads the server's time (epoch ms) into L.now, once per script run and
@@ -48,29 +57,48 @@ local function line_entry_of(owner)
     return (string.gsub(owner, ':write$', ''))
 end
 
--- Entry `id` as a table, or nil when it is not in line.
+-- Entry `id` as a table, or nil when it is not in line (read once a run).
+-- `stored` is the deadline the server holds for it.
 local function line_entry(L, id)
+    local e = L.entries[id]
+    if e ~= nil then
+        return e or nil
+    end
     local v = redis.call('hget', L.state, 'e:' .. id)
-    if not v then
-        return nil
+    local d, t, n, w, since
+    if v then
+        d, t, n, w, since = string.match(v, '^(%d+) (%d) (%d+) (%d) (%d+)$')
     end
-    local d, t, n, w, since = string.match(v, '^(%d+) (%d) (%d+) (%d) (%d+)$')
-    if not d then
-        return nil
+    if d then
+        e = {id = id, deadline = tonumber(d), turn = t == '1',
+             n = tonumber(n), w = w == '1', since = tonumber(since)}
+        e.stored = e.deadline
     end
-    return {id = id, deadline = tonumber(d), turn = t == '1',
-            n = tonumber(n), w = w == '1', since = tonumber(since)}
+    L.entries[id] = e or false
+    return e
 end
 
 local function line_put(L, e)
     redis.call('hset', L.state, 'e:' .. e.id,
                string.format('%d %d %d %d %d', e.deadline, e.turn and 1 or 0,
                              e.n, e.w and 1 or 0, e.since))
+    if not e.stored or e.deadline > e.stored then
+        L.grew = true
+    end
+    e.stored = e.deadline
+    L.entries[e.id] = e
 end
 
 local function line_drop(L, id)
     redis.call('zrem', L.key, id)
     redis.call('hdel', L.state, 'e:' .. id)
+    L.entries[id] = false
+    if L.count then
+        L.count = L.count - 1
+    end
+    if L.min > 0 then
+        L.min = L.min - 1
+    end
 end
 
 -- Waiter `id` goes in line (at the end) or, in line already, renews its
@@ -87,6 +115,8 @@ local function line_join(L, id, n, w)
         local seq = redis.call('hincrby', L.state, 'seq', 1)
         redis.call('zadd', L.key, seq, id)
         e = {id = id, turn = false, since = L.now}
+    elseif e.turn and e.n == n and e.w == w then
+        return e -- a turn keeps its end: nothing to write
     end
     if not e.turn then
         e.deadline = L.now + L.lease
@@ -106,12 +136,18 @@ end
 local function line_fits(L)
     local kind, key = L.kind, L.object
     if kind == 'lock' then
-        local free = redis.call('exists', key) == 0
+        if L.obj == nil then
+            L.obj = redis.call('exists', key) == 0
+        end
+        local free = L.obj
         return function(e, first)
             return first and free
         end
     elseif kind == 'rw' then
-        local mode = redis.call('hget', key, 'mode')
+        if L.obj == nil then
+            L.obj = redis.call('hget', key, 'mode')
+        end
+        local mode = L.obj
         local writer = false
         return function(e, first)
             if e.w then
@@ -121,7 +157,10 @@ local function line_fits(L)
             return mode ~= 'write' and not writer
         end
     end
-    local value = redis.call('get', key)
+    if L.obj == nil then
+        L.obj = redis.call('get', key)
+    end
+    local value = L.obj
     local budget = tonumber(value or '0')
     if not budget then
         -- Not a count: no semaphore (a script error, as Redisson's).
@@ -138,15 +177,14 @@ end
 
 -- Walks the line from the front: lapsed entries go; returns the entries
 -- the object can serve now (line_fits) and the first it cannot (or nil).
+-- It learns how many entries the line holds (L.count, L.min).
 local function line_walk(L)
     line_clock(L)
     local fits = line_fits(L)
     local served, at = {}, 0
+    L.count, L.min = nil, 0
     while true do
         local ids = redis.call('zrange', L.key, at, at + 15)
-        if #ids == 0 then
-            return served, nil
-        end
         for _, id in ipairs(ids) do
             local e = line_entry(L, id)
             if not e or e.deadline <= L.now then
@@ -158,8 +196,13 @@ local function line_walk(L)
                 served[#served + 1] = e
                 at = at + 1
             else
+                L.min = at + 1
                 return served, e
             end
+        end
+        if #ids < 16 then
+            L.count = at -- read to its end: all served
+            return served, nil
         end
     end
 end
@@ -192,11 +235,20 @@ end
 -- Keeps the keys while entries remain (a lease past every entry's), and
 -- drops them with the last. Clients' leases differ: a time to live is
 -- only ever lengthened here, never cut to a shorter lease than the one
--- that set it.
+-- that set it. So it outlasts every entry's deadline, and only a run that
+-- pushed a deadline later (L.grew) has to look at it.
 local function line_close(L)
-    if redis.call('zcard', L.key) == 0 then
-        redis.call('del', L.key, L.state)
+    local empty
+    if L.count then
+        empty = L.count == 0
+    elseif L.min > 0 then
+        empty = false
     else
+        empty = redis.call('zcard', L.key) == 0
+    end
+    if empty then
+        redis.call('del', L.key, L.state)
+    elseif L.grew then
         local ttl = L.lease + L.turn
         if redis.call('pttl', L.key) < ttl then
             redis.call('pexpire', L.key, ttl)

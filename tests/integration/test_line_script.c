@@ -784,6 +784,48 @@ test_line_script_semaphore_serves_a_large_request_before_smaller_ones_behind_it(
     cr_test_listener_stop(e.li);
 }
 
+/* The line's two keys outlast every entry's deadline: a waiter that joins
+ * sets their time to live past its lease, a shorter lease never cuts it,
+ * a renewal and a turn longer than the waiting lease push it later; the
+ * keys go with the last entry. */
+static void
+test_line_script_keys_outlast_every_entry_and_go_with_the_last(void **state)
+{
+    obj o;
+    refusal r;
+
+    (void)state;
+    obj_init(&o, "ttl", "redisson_lock__channel:{%s}");
+    assert_true(lock_attempt(&o, "X", 1, LONG_MS, &r));
+    assert_false(lock_attempt(&o, "A", 1, LONG_MS, &r));
+    assert_true(redis_int("PTTL %s", o.line) > LONG_MS - 10000);
+    assert_true(redis_int("PTTL %s", o.state) > LONG_MS - 10000);
+    assert_false(lock_attempt(&o, "B", 1, 1000, &r));
+    assert_true(redis_int("PTTL %s", o.line) > LONG_MS - 10000);
+    assert_true(redis_int("PTTL %s", o.state) > LONG_MS - 10000);
+    /* As if most of it had passed: A's next attempt renews its lease, and
+     * the keys follow it. */
+    redis_int("PEXPIRE %s 500", o.line);
+    redis_int("PEXPIRE %s 500", o.state);
+    assert_false(lock_attempt(&o, "A", 1, LONG_MS, &r));
+    assert_true(redis_int("PTTL %s", o.line) > LONG_MS - 10000);
+    assert_true(redis_int("PTTL %s", o.state) > LONG_MS - 10000);
+    /* A turn past the waiting lease it replaces. */
+    assert_true(leave(&o, "lock", "A"));
+    assert_true(leave(&o, "lock", "B"));
+    assert_false(lock_attempt(&o, "C", 1, 300, &r));
+    redis_int("PEXPIRE %s 300", o.line);
+    redis_int("PEXPIRE %s 300", o.state);
+    lock_release(&o, "X", 20000);
+    assert_true(has_turn(&o, "C"));
+    assert_true(redis_int("PTTL %s", o.line) > 10000);
+    assert_true(redis_int("PTTL %s", o.state) > 10000);
+    /* C takes it: the line is empty, and its keys are gone. */
+    assert_true(lock_attempt(&o, "C", 1, 300, &r));
+    assert_int_equal(redis_int("EXISTS %s %s", o.line, o.state), 0);
+    lock_release(&o, "C", 1000);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, client_up, client_down)
 
 int
@@ -800,6 +842,7 @@ main(void)
         T(test_line_script_keeps_new_readers_behind_a_waiting_writer),
         T(test_line_script_gives_readers_behind_each_other_turns_together),
         T(test_line_script_semaphore_serves_a_large_request_before_smaller_ones_behind_it),
+        T(test_line_script_keys_outlast_every_entry_and_go_with_the_last),
     };
 
     /* CR_TEST_FILTER=pattern runs only the matching tests. */
