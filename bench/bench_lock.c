@@ -676,6 +676,7 @@ floor_rw_lock_shared(worker *w)
  * script; that is not how a Redisson waiter is woken, and not this floor. */
 
 #define TFLOOR_NOBODY "bench:tfloor:nobody"
+#define TFLOOR_TURN_MAX_S 30 /* the longest a floor's waiter waits */
 
 /* Writes worker `id`'s channel into buf, or the channel nobody listens to
  * when id < 0; returns buf. */
@@ -727,6 +728,11 @@ tfloor_subscribe(worker *w)
         redisGetReply(w->sub, &r) != REDIS_OK || r == NULL)
         bench_die("tfloor: SUBSCRIBE failed");
     freeReplyObject(r);
+    /* A turn comes within a few holds: a floor that lost a wake-up fails
+     * the run rather than hanging it. */
+    if (redisSetTimeout(w->sub, (struct timeval){TFLOOR_TURN_MAX_S, 0}) !=
+        REDIS_OK)
+        bench_die("tfloor: cannot set a read timeout");
 }
 
 /* Blocks until the worker's channel brings its turn. */
@@ -736,7 +742,8 @@ tfloor_await(worker *w)
     redisReply *r = NULL;
 
     if (redisGetReply(w->sub, (void **)&r) != REDIS_OK || r == NULL)
-        bench_die("tfloor: %s", w->sub->errstr);
+        bench_die("tfloor: no turn within %d s (%s)", TFLOOR_TURN_MAX_S,
+                  w->sub->errstr);
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
         strcmp(r->element[0]->str, "message") != 0)
         bench_die("tfloor: a reply other than a message on the channel");
