@@ -1049,10 +1049,10 @@ rw_hand_over(tline *l, int *ids, bool *to_writer)
 }
 
 /* A write release. The lock goes to the first in line as the script is
- * sent (a writer, or the readers before the next writer); otherwise
- * `w_releasing` keeps newcomers in line until the script has answered,
- * so that nobody is let in before the server has let the write hold go,
- * and then it goes to those who came meanwhile. */
+ * sent (a writer, or the readers before the next writer); otherwise, or
+ * when it went to readers, `w_releasing` keeps newcomers in line until the
+ * script has answered, so that nobody is let in before the server has let
+ * the write hold go, and then it goes to those who came meanwhile. */
 static void
 tfloor_rw_unlock(worker *w)
 {
@@ -1072,7 +1072,11 @@ tfloor_rw_unlock(worker *w)
         return;
     pthread_mutex_lock(&l->mu);
     l->w_releasing = false;
-    if (n == 0) {
+    if (l->readers == 0 && !l->writer) {
+        /* Nobody holds it: it went to nobody, or the readers it went to
+         * have all left while this release was on its way (the last of
+         * them handed nothing on, as it was). The first in line gets it,
+         * a writer too. */
         n = rw_hand_over(l, ids, &to_writer);
     } else {
         /* Readers that came meanwhile with no writer before them join the
