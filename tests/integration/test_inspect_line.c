@@ -281,24 +281,20 @@ static void
 test_inspect_a_plain_integer_with_a_line_is_a_semaphore(void **state)
 {
     cr_object_info *in = NULL;
-    redisReply *r;
 
     (void)state;
-    r = cr_test_redis_cmd(&test_redis, "SET quiet 0");
-    freeReplyObject(r);
+    assert_true(redis_ok("SET quiet 0"));
     OK(cr_object_inspect(test_client, "quiet", &in));
     assert_int_equal(in->kind, CR_OBJECT_SEMAPHORE_OR_LATCH);
     cr_object_info_free(in);
     /* One entry, as a waiter that joined and has not subscribed yet. */
-    r = cr_test_redis_cmd(&test_redis, "ZADD credisson_line:{quiet} 1 gone:1");
-    freeReplyObject(r);
+    assert_int_equal(redis_int("ZADD credisson_line:{quiet} 1 gone:1"), 1);
     OK(cr_object_inspect(test_client, "quiet", &in));
     assert_int_equal(in->kind, CR_OBJECT_SEMAPHORE);
     assert_int_equal(in->line_length, 1);
     assert_int_equal(in->value, 0);
     cr_object_info_free(in);
-    freeReplyObject(cr_test_redis_cmd(&test_redis, "DEL quiet "
-                                      "credisson_line:{quiet}"));
+    assert_int_equal(redis_int("DEL quiet credisson_line:{quiet}"), 2);
 }
 
 int
