@@ -37,6 +37,18 @@ scaled(int n, int by)
     return slow(1) > 1 ? (n + by - 1) / by : n;
 }
 
+/* The hold of a run whose order is checked: 1 ms, or 10 ms under
+ * CR_TEST_SLOW. There, an attempt takes a few ms to reach the server from
+ * many workers on two cores, and a worker whose attempt has not joined the
+ * line yet can be overtaken by one that released and joined again: with
+ * holds long against that time, the order checked is the line's, not the
+ * time an attempt took to join it. */
+static int64_t
+order_hold_us(void)
+{
+    return slow(1) > 1 ? 10000 : 1000;
+}
+
 /* A client on the test server with a turn of turn_ms (0: the default)
  * and a watchdog timeout (the line's waiting lease) of watchdog_ms. */
 static cr_client *
@@ -534,8 +546,11 @@ check_line_order(const cycle_run *r, const char *scenario)
 
 /* Checks r's waits: none longer than the line allows; with one holder at
  * a time, no waiter overtaken by another worker more than twice (once is
- * a line's order; twice, a place lost), and twice in a few waits at
- * most. */
+ * a line's order; twice, a place lost), and twice in a few waits at most:
+ * one in 50, or in 25 under CR_TEST_SLOW, where attempts and messages
+ * run late under load and a place is lost now and then (four waits of
+ * 144 with four ThreadSanitizer runs of this suite at once on two cores).
+ * A line that lets others barge loses most of them. */
 static void
 check_waits(const cycle_run *r, const order *o)
 {
@@ -548,7 +563,7 @@ check_waits(const cycle_run *r, const order *o)
     if (r->permits > 1)
         return;
     assert_true(o->most <= 2);
-    assert_true(o->twice <= 2 + waits / 50);
+    assert_true(o->twice <= 2 + waits / (slow(1) > 1 ? 25 : 50));
 }
 
 /* Checks run r, which is over: exact, and in the line's order. */
@@ -573,7 +588,8 @@ static void
 test_line_32_processes_share_one_lock_in_order(void **state)
 {
     cycle_run r = {.kind = "lock", .name = "line32",
-                   .cycles = scaled(50, 5), .hold_us = 1000, .permits = 1,
+                   .cycles = scaled(50, 5),
+                   .hold_us = order_hold_us(), .permits = 1,
                    .groups = one_each, .ngroups = scaled(32, 4)};
 
     (void)state;
@@ -599,13 +615,9 @@ test_line_threads_and_async_requests_share_a_lock_with_processes_in_order(
         {"libuv", 4},
 #endif
     };
-    /* Under valgrind and the sanitizers an attempt takes a few ms to
-     * reach the server from 24 workers on two cores: the holds grow with
-     * it, so that the order checked is the line's, not the time an
-     * attempt took to join it. */
     cycle_run r = {.kind = "lock", .name = "linemix",
                    .cycles = scaled(30, 5),
-                   .hold_us = slow(1) > 1 ? 5000 : 1000, .permits = 1,
+                   .hold_us = order_hold_us(), .permits = 1,
                    .groups = mix,
                    .ngroups = (int)(sizeof(mix) / sizeof(mix[0]))};
 
@@ -622,7 +634,8 @@ static void
 semaphore_run(const char *kind, const char *name, int permits)
 {
     cycle_run r = {.kind = kind, .name = name, .cycles = scaled(20, 4),
-                   .hold_us = 1000, .permits = permits, .groups = one_each,
+                   .hold_us = order_hold_us(), .permits = permits,
+                   .groups = one_each,
                    .ngroups = scaled(32, 4)};
     char scenario[64];
     int64_t left = -1;
@@ -1098,7 +1111,8 @@ static void
 links_cut_while_the_line_is_long(const char *kind, const char *name,
                                  int permits)
 {
-    cycle_run r = {.kind = kind, .name = name, .cycles = 6, .hold_us = 2000,
+    cycle_run r = {.kind = kind, .name = name, .cycles = 6,
+                   .hold_us = 2 * order_hold_us(),
                    .permits = permits, .groups = one_each, .ngroups = 16};
     cr_lock *l = NULL;
     cr_semaphore *s = NULL;
