@@ -51,6 +51,18 @@ def fair_share_note(floor):
     return "the instant-handoff floor's own: %.1f x" % fs
 
 
+def s13_alone(rows, r, side):
+    """The row of one side of mixed run r running alone with the same
+    workers (scenario 13), or None."""
+    if side == "C":
+        impl, k, mode = r["impl"], r["c_workers"], r["mode"]
+    else:
+        impl = "redisson" if r["impl"] == "rlock" else "redisson_sem"
+        k, mode = r["java_workers"], r["java_mode"]
+    return find(rows, "s2_contended" if r["permits"] == 1 else "s5_semaphore",
+                impl=impl, mode=mode, workers=k, permits=r["permits"])
+
+
 def ratio(a, b, key="rate"):
     """a[key] / b[key], or None when either is missing."""
     if not a or not b or not b.get(key) or a.get(key) is None:
@@ -561,9 +573,10 @@ def main():
     s13 = [x for x in rows if x.get("bench") == "s13_mixed"]
     if s13:
         p("Scenario 13: mixed fairness, C processes and Java threads on one object")
-        row = "  {:<10} {:<10} {:>3} {:<8} {:>7} {:>6} {:>6} {:>10} {:>7} {:>6}".format
+        row = ("  {:<10} {:<10} {:>3} {:<8} {:>7} {:>6} {:>6} {:>10} {:>7} {:>7} "
+               "{:>6}").format
         p(row("object", "side", "K", "as", "cycles", "share", "fair", "longest ms",
-              "/fair", "exact"))
+              "/fair", "alone", "exact"))
         for r in s13:
             obj = "rlock" if r["impl"] == "rlock" else "sem of %d" % r["permits"]
             for side, k, cyc, mx, mode in (
@@ -575,12 +588,16 @@ def main():
                       fmt(cyc / r["cycles"] if r["cycles"] else None, 2),
                       fmt(k / float(r["workers"]), 2), fmt(ms(mx), 1),
                       fmt(mx / r["fair_share_us"] if r.get("fair_share_us") else None, 1),
+                      fmt(fair_shares(s13_alone(rows, r, "C" if side == "credisson"
+                                                else "Java")), 1),
                       fmt(r.get("counter_exact")) if side == "credisson" else ""))
                 obj = ""
         p("  share: the side's part of all acquisitions; fair: its part of the")
         p("  workers; longest: the side's longest wait; /fair: that in fair shares (all")
-        p("  K workers x the mean cycle). exact: the counter both sides increment")
-        p("  under the object (GET + SET, or INCR) matches their cycles.")
+        p("  K workers x the mean cycle); alone: the same side's longest wait in fair")
+        p("  shares when its K workers run alone (Redisson's threads barge on each")
+        p("  other). exact: the counter both sides increment under the object (GET +")
+        p("  SET, or INCR) matches their cycles.")
         p("")
 
     # ---------------------------------------------------------------- issue 30
@@ -730,9 +747,14 @@ def main():
                   % (what, r["c_workers"], r["mode"], r["java_workers"], r["java_mode"],
                      side),
                   mx / fs if fs else None, 3.0, False, "x fair share",
-                  "its share of acquisitions %.2f for %.2f of the workers" % (
-                      (r["c_cycles"] if side == "C" else r["java_cycles"]) / float(r["cycles"]),
-                      k / float(r["workers"])) if r["cycles"] else "")
+                  "; ".join(x for x in (
+                      "its share of acquisitions %.2f for %.2f of the workers" % (
+                          (r["c_cycles"] if side == "C" else r["java_cycles"]) /
+                          float(r["cycles"]), k / float(r["workers"]))
+                      if r["cycles"] else "",
+                      "alone %.1f x" % fair_shares(s13_alone(rows, r, side))
+                      if fair_shares(s13_alone(rows, r, side)) is not None else "")
+                      if x))
     # Issue 30: against the targeted floor.
     for name, v, limit, hib, unit, fl, note in issue30_rows(rows) + ab_rows(rows, ab):
         if fl is not None:

@@ -425,6 +425,16 @@ if want s13 && [ -n "$java_cp" ]; then
     run "$bin/bench_lock" --url "$url" --seconds "$seconds" --scenario contended \
         --impl semaphore --permits 2 --workers 4 --mode procs --java-workers 4 \
         --java-mode threads --java-cp "$java_cp"
+    # Each side alone, with the same workers: the longest wait its own
+    # protocol gives it, beside its longest wait in the mix.
+    run "$bin/bench_lock" --url "$url" --seconds "$seconds" --scenario contended \
+        --impl rlock --workers 4 --mode procs
+    run "$bin/bench_lock" --url "$url" --seconds "$seconds" --scenario contended \
+        --impl redisson --workers 4 --mode threads --java-cp "$java_cp"
+    run "$bin/bench_lock" --url "$url" --seconds "$seconds" --scenario contended \
+        --impl semaphore --permits 2 --workers 4 --mode procs
+    run "$bin/bench_lock" --url "$url" --seconds "$seconds" --scenario contended \
+        --impl redisson_sem --permits 2 --workers 4 --mode threads --java-cp "$java_cp"
 fi
 
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
