@@ -72,8 +72,9 @@ int64_t cr__line_wait_arg(int64_t wait_ms, bool spin);
 /* Whether a waiter in line listens on the object's own channel too, for
  * releases of clients outside the line: not (it is not the first the
  * object cannot serve), soon (it is: once attempts have said so for
- * CR__LINE_LISTEN_AFTER_MS), now (it is, and what its turn gave was taken
- * by a client outside the line). */
+ * CR__LINE_LISTEN_AFTER_MS), now (it is, and a client outside the line
+ * took what a turn had given, its own or another's, within the last four
+ * turns: Java clients are about). */
 enum { CR__LISTEN_NO = 0, CR__LISTEN_SOON = 1, CR__LISTEN_NOW = 2 };
 
 /* What a failed attempt's reply says of the waiter's place ({..., listen,

@@ -200,6 +200,7 @@ cr__lock_wait_spec(cr_lock *l, const char *owner, int64_t wait_ms,
         spec->max_sleep_ms = cr__line_max_sleep(l->client,
                                                 spec->max_sleep_ms);
         spec->listen_after_ms = CR__LINE_LISTEN_AFTER_MS;
+        spec->shared_yield_ms = CR__LINE_YIELD_MS;
     }
     return CR_OK;
 }

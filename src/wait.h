@@ -55,6 +55,12 @@ typedef struct cr__wait_spec {
     const char *shared;
     cr__decode_fn shared_decode;
     int64_t listen_after_ms;
+    /* How long a waiter woken by a release on the object's own channel
+     * holds off its attempt: a lock's CR__LINE_YIELD_MS (a JVM's waiters
+     * react in ms and a C one in µs: without it a Java release went to a
+     * credisson waiter nearly every time), 0 for a semaphore (whose
+     * credisson waiters got a fifth of the acquisitions with it). */
+    int64_t shared_yield_ms;
     int64_t wait_ms;      /* CR_WAIT_FOREVER (-1) or >= 0 */
     int64_t min_sleep_ms; /* floor for hinted sleeps (a 0 hint must not spin) */
     int64_t max_sleep_ms; /* re-check at least this often; -1: no bound */

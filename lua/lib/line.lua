@@ -6,11 +6,14 @@
 -- The line of object N is two keys under N's hash tag:
 --   credisson_line:{N}, a sorted set: entry -> ticket (arrival order); an
 --     entry is a waiter's name "<client id>:<thread or handle id>";
---   credisson_line_state:{N}, a hash: 'seq' -> the last ticket given, and
+--   credisson_line_state:{N}, a hash: 'seq' -> the last ticket given,
 --     'e:' .. entry -> "<deadline> <turn> <n> <writer> <since>": the end
 --     of the entry's lease in the server's epoch ms (a waiting lease,
 --     renewed by each attempt of its waiter; or, turn 1, its turn's), the
---     permits it wants, whether it wants to write (1) and when it came.
+--     permits it wants, whether it wants to write (1) and when it came;
+--     and 'outside' -> when (epoch ms) a client outside the line last took
+--     what a turn had given. The hash outlives the line while that is
+--     recent (line_outside_left).
 -- Each waiter listens on credisson_line__channel:{N}:<entry> for
 --   't<heard>': its turn: the object can serve it now (heard: how many
 --     clients heard the release on the object's own channel: Java waiters
@@ -38,7 +41,8 @@ local function line_open(key, state, prefix, publish, lease_ms, turn_ms,
             lease = tonumber(lease_ms), turn = tonumber(turn_ms),
             kind = kind, object = object, now = nil,
             heard = 0, self = nil, front_moved = false,
-            obj = nil, entries = {}, count = nil, min = 0, grew = false}
+            obj = nil, entries = {}, count = nil, min = 0, grew = false,
+            outside = nil}
 end
 
 -- Reads the server's time (epoch ms) into L.now, once per script run and
@@ -232,6 +236,22 @@ local function line_offer(L, served, after)
     end
 end
 
+-- Clients outside the line (Java's) took what a turn had given within the
+-- last LINE_OUTSIDE_TURNS turns: the ms that this stays so (0: not so).
+-- Meanwhile the first waiter the object cannot serve listens on the
+-- object's own channel at once, where their releases are published.
+local LINE_OUTSIDE_TURNS = 4
+local function line_outside_left(L)
+    if L.outside == nil then
+        L.outside = tonumber(redis.call('hget', L.state, 'outside') or '')
+            or false
+    end
+    if not L.outside then
+        return 0
+    end
+    return math.max(0, L.outside + LINE_OUTSIDE_TURNS * L.turn - L.now)
+end
+
 -- Keeps the keys while entries remain (a lease past every entry's), and
 -- drops them with the last. Clients' leases differ: a time to live is
 -- only ever lengthened here, never cut to a shorter lease than the one
@@ -247,7 +267,13 @@ local function line_close(L)
         empty = redis.call('zcard', L.key) == 0
     end
     if empty then
-        redis.call('del', L.key, L.state)
+        local left = line_outside_left(L)
+        if left > 0 then
+            redis.call('del', L.key)
+            redis.call('pexpire', L.state, left)
+        else
+            redis.call('del', L.key, L.state)
+        end
     elseif L.grew then
         local ttl = L.lease + L.turn
         if redis.call('pttl', L.key) < ttl then
@@ -277,8 +303,8 @@ end
 -- earliest turn before it ends (-1: none, or not the first). `listen`: 0
 -- when it is not the first the object cannot serve; 1 when it is (after a
 -- while it listens on the object's own channel too, for releases of Java
--- clients); 2 when it is, and what its turn gave was taken from it by a
--- client outside the line (it listens at once).
+-- clients); 2 when it is, and a client outside the line took what a turn
+-- had given, its own or another's, lately (it listens at once).
 local function line_attempt(L, id, n, w, wait)
     L.self = id
     local me = {id = id, n = n, w = w}
@@ -328,6 +354,8 @@ local function line_attempt(L, id, n, w, wait)
         -- what it was given. It waits again, first in line.
         mine.turn, mine.deadline = false, L.now + L.lease
         line_put(L, mine)
+        L.outside = L.now
+        redis.call('hset', L.state, 'outside', L.now)
     end
     line_offer(L, served, after)
     line_close(L)
@@ -342,7 +370,7 @@ local function line_attempt(L, id, n, w, wait)
             earliest = e.deadline - L.now
         end
     end
-    return false, robbed and 2 or 1, earliest
+    return false, line_outside_left(L) > 0 and 2 or 1, earliest
 end
 
 -- Waiter `id` leaves the line (its wait ended without the object): those

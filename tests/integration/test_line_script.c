@@ -520,6 +520,60 @@ test_line_script_waiter_robbed_of_its_turn_stays_first_and_listens_at_once(
     assert_true(lock_attempt(&o, "A", 1, LONG_MS, &r));
 }
 
+/* cr_test_wait_until condition: waiter C's attempt at lock `arg` is
+ * refused with listen 1 (it listens on the lock's channel only after a
+ * while again). */
+static bool
+c_listens_later(void *arg)
+{
+    refusal r;
+
+    return !lock_attempt(arg, "C", 1, LONG_MS, &r) && r.listen == 1;
+}
+
+/* Once a client outside the line took what a turn had given, every
+ * waiter that becomes first listens on the object's channel at once for
+ * four turns (listen 2), even across an empty line, whose state keeps the
+ * mark that long; then again only after a while (listen 1). */
+static void
+test_line_script_after_an_outside_taker_every_first_waiter_listens_at_once(
+    void **state)
+{
+    obj o;
+    refusal r;
+    long long ttl;
+
+    (void)state;
+    obj_init(&o, "outside", "redisson_lock__channel:{%s}");
+    assert_true(lock_attempt(&o, "X", 1, LONG_MS, &r));
+    assert_false(lock_attempt(&o, "A", 1, LONG_MS, &r));
+    assert_false(lock_attempt(&o, "B", 1, LONG_MS, &r));
+    assert_int_equal(r.listen, 0);
+    lock_release(&o, "X", 250);
+    assert_true(redis_ok("HSET %s J 1", o.name)); /* A's turn, J's lock */
+    assert_false(lock_attempt(&o, "A", 1, LONG_MS, &r));
+    assert_int_equal(r.listen, 2);
+    assert_true(redis_ok("DEL %s", o.name));
+    assert_true(lock_attempt(&o, "A", 1, LONG_MS, &r));
+    /* B is first now, and nothing was taken from it: it listens at once
+     * all the same. */
+    assert_false(lock_attempt(&o, "B", 1, LONG_MS, &r));
+    assert_int_equal(r.listen, 2);
+    lock_release(&o, "A", 250);
+    assert_true(lock_attempt(&o, "B", 1, LONG_MS, &r));
+    /* The line is empty; its state stays for what is left of four turns
+     * of 250 ms, with the mark. */
+    assert_int_equal(redis_int("EXISTS %s", o.line), 0);
+    ttl = redis_int("PTTL %s", o.state);
+    assert_true(ttl > 0 && ttl <= 1000);
+    lock_release(&o, "B", 250);
+    assert_true(redis_ok("HSET %s J 1", o.name));
+    assert_false(lock_attempt(&o, "C", 1, LONG_MS, &r));
+    assert_int_equal(r.listen, 2);
+    /* Four turns after the mark, a first waiter waits a while again. */
+    assert_true(cr_test_wait_until(c_listens_later, &o, slow(5000)));
+}
+
 static void
 test_line_script_passes_a_turn_that_ran_out_to_the_next(void **state)
 {
@@ -835,6 +889,7 @@ main(void)
         T(test_line_script_gives_the_first_a_turn_and_the_next_a_watch),
         T(test_line_script_try_without_a_wait_is_refused_behind_a_turn_and_leaves_nothing),
         T(test_line_script_waiter_robbed_of_its_turn_stays_first_and_listens_at_once),
+        T(test_line_script_after_an_outside_taker_every_first_waiter_listens_at_once),
         T(test_line_script_passes_a_turn_that_ran_out_to_the_next),
         T(test_line_script_waiter_whose_turn_ran_out_goes_back_in_line_at_the_end),
         T(test_line_script_drops_entries_whose_waiting_lease_ran_out),

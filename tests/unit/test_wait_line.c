@@ -169,6 +169,7 @@ in_line(int64_t wait_ms)
                            .shared = SHARED,
                            .shared_decode = cr__lock_decode,
                            .listen_after_ms = LISTEN_AFTER_MS,
+                           .shared_yield_ms = CR__LINE_YIELD_MS,
                            .wait_ms = wait_ms,
                            .min_sleep_ms = 1, .max_sleep_ms = WATCHDOG_MS / 3};
 }
@@ -394,9 +395,12 @@ test_line_wait_sleeps_on_the_objects_channel_while_it_listens(void **state)
     cr__wait_spec spec = in_line(CR_WAIT_FOREVER);
 
     to_listening(f, &spec);
-    /* A release there wakes it: it attempts at once (a Java release). */
-    assert_int_equal(slept(f, CR_OK, "0", T0 + 400), CR__WAIT_ATTEMPT);
-    assert_int_equal(attempted(&f->w, CR_BUSY, 800, FIRST, T0 + 400),
+    /* A release there (a Java one) wakes it: it yields to the Java
+     * waiters, which heard it too, then attempts. */
+    assert_int_equal(slept(f, CR_OK, "0", T0 + 400), CR__WAIT_SLEEP);
+    assert_int_equal(f->w.sleep_ms, CR__LINE_YIELD_MS);
+    assert_int_equal(slept(f, CR_TIMEOUT, NULL, T0 + 402), CR__WAIT_ATTEMPT);
+    assert_int_equal(attempted(&f->w, CR_BUSY, 800, FIRST, T0 + 402),
                      CR__WAIT_SLEEP);
     assert_ptr_equal(f->w.sleep_on, SHARED_SUB);
     assert_int_equal(f->w.sleep_ms, 800); /* the lock's hint, once listening */
@@ -550,9 +554,11 @@ test_line_wait_does_not_hold_off_after_a_release_on_the_objects_channel(
     struct fx *f = *state;
     cr__wait_spec spec = in_line(CR_WAIT_FOREVER);
 
+    /* A semaphore's waiter (no yield on the object's channel). */
+    spec.shared_yield_ms = 0;
     to_listening(f, &spec);
     /* Its own channel's last message was a watch, long read: a release
-     * heard on the lock's channel is not delayed by it. */
+     * heard on the object's channel is not delayed by it. */
     cr__kept_note(&f->subs.kept[0], cr__line_decode("w900", 4), "w900", 4);
     assert_int_equal(slept(f, CR_OK, "0", T0 + 400), CR__WAIT_ATTEMPT);
 }
