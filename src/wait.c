@@ -359,15 +359,19 @@ listen_or(cr__wait *w, int64_t now, cr__wait_do (*next)(cr__wait *, int64_t))
 /* A waiter in line woken by a message: how long it holds off its attempt
  * (on its own channel, its turn with others that heard the release: a
  * yield; a watch: until the turns before it end; on the object's, the
- * spec's shared_yield_ms). */
+ * spec's shared_yield_ms the first time). */
 static int64_t
 line_delay(cr__wait *w)
 {
     cr__kept k;
 
     if (w->spec.shared != NULL && w->shared_sub != NULL &&
-        w->sleep_on == w->shared_sub)
+        w->sleep_on == w->shared_sub) {
+        if (w->shared_yielded)
+            return 0;
+        w->shared_yielded = true;
         return w->spec.shared_yield_ms;
+    }
     if (w->spec.shared == NULL || w->sleep_on != w->sub || w->sub == NULL)
         return 0;
     w->subs->kept(w->subs_ctx, w->sub, &k);

@@ -56,10 +56,12 @@ typedef struct cr__wait_spec {
     cr__decode_fn shared_decode;
     int64_t listen_after_ms;
     /* How long a waiter woken by a release on the object's own channel
-     * holds off its attempt: a lock's CR__LINE_YIELD_MS (a JVM's waiters
-     * react in ms and a C one in µs: without it a Java release went to a
-     * credisson waiter nearly every time), 0 for a semaphore (whose
-     * credisson waiters got a fifth of the acquisitions with it). */
+     * holds off its attempt, the first time in its wait: a lock's
+     * CR__LINE_YIELD_MS (a JVM's waiters react in ms and a C one in µs:
+     * without it a Java release went to a credisson waiter nearly every
+     * time; at every such release, Java's holds ran on and the credisson
+     * side's longest wait doubled), 0 for a semaphore (whose credisson
+     * waiters got a fifth of the acquisitions with it). */
     int64_t shared_yield_ms;
     int64_t wait_ms;      /* CR_WAIT_FOREVER (-1) or >= 0 */
     int64_t min_sleep_ms; /* floor for hinted sleeps (a 0 hint must not spin) */
@@ -152,6 +154,7 @@ typedef struct cr__wait {
     void *sub;           /* the subscription to spec.channel */
     void *shared_sub;    /* to spec.shared, while it listens */
     int64_t first_since; /* attempts say it is first since (0: not) */
+    bool shared_yielded; /* it yielded once on the object's channel */
     uint64_t ticket, shared_ticket;
     /* The blocking driver's: the operation's slot deadline it replaced. */
     int64_t slot_deadline;

@@ -405,6 +405,9 @@ test_line_wait_sleeps_on_the_objects_channel_while_it_listens(void **state)
     assert_ptr_equal(f->w.sleep_on, SHARED_SUB);
     assert_int_equal(f->w.sleep_ms, 800); /* the lock's hint, once listening */
     assert_int_equal(f->subs.unsubscribes[1], 0);
+    /* The Java side took it. At its next release this waiter attempts at
+     * once: it yields once in a wait. */
+    assert_int_equal(slept(f, CR_OK, "0", T0 + 420), CR__WAIT_ATTEMPT);
 }
 
 static void
