@@ -106,11 +106,15 @@ test_lock_held_with_a_lease_ends_with_it() {
 test_readme_recipe_holds_the_lock_across_steps() {
     PATH="$CR_TEST_BUILDDIR:$PATH" bash -c '
         coproc HOLD { credisson lock --wait 1m30s release-train; }
+        pid=$HOLD_PID in=${HOLD[1]}         # bash unsets both once it exits
         read -r _ owner <&"${HOLD[0]}" || exit 75   # held from here
         redis-cli -p "$1" hkeys release-train >during
         echo "$owner" >owner
-        exec {HOLD[1]}>&-                  # releases the lock
-        wait "$HOLD_PID"                    # 0, or 76 if it was lost meanwhile
+        exec {in}>&-                        # releases the lock
+        # (the test: until bash has reaped it, as it may before the next
+        # line on a loaded machine; HOLD_PID is gone then)
+        while kill -0 "$pid" 2>/dev/null; do sleep 0.01; done
+        wait "$pid"                         # 0, or 76 if it was lost meanwhile
         ' _ "$PORT"
     expect_eq "$?" 0 "the recipe's status"
     expect_eq "$(cat during)" "$(cat owner)" "the lock during the steps"
