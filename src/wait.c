@@ -365,8 +365,7 @@ line_delay(cr__wait *w)
 {
     cr__kept k;
 
-    if (w->spec.shared != NULL && w->shared_sub != NULL &&
-        w->sleep_on == w->shared_sub) {
+    if (w->shared_sub != NULL && w->sleep_on == w->shared_sub) {
         if (w->shared_yielded)
             return 0;
         w->shared_yielded = true;
