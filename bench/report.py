@@ -52,15 +52,16 @@ def fair_share_note(floor):
 
 
 def s13_alone(rows, r, side):
-    """The row of one side of mixed run r running alone with the same
-    workers (scenario 13), or None."""
+    """The longest wait in fair shares of one side ("C" or "Java") of
+    mixed run r when it ran alone with the same workers (scenario 13), or
+    None."""
     if side == "C":
         impl, k, mode = r["impl"], r["c_workers"], r["mode"]
     else:
         impl = "redisson" if r["impl"] == "rlock" else "redisson_sem"
         k, mode = r["java_workers"], r["java_mode"]
-    return find(rows, "s2_contended" if r["permits"] == 1 else "s5_semaphore",
-                impl=impl, mode=mode, workers=k, permits=r["permits"])
+    return fair_shares(find(rows, "s2_contended" if r["permits"] == 1 else "s5_semaphore",
+                            impl=impl, mode=mode, workers=k, permits=r["permits"]))
 
 
 def ratio(a, b, key="rate"):
@@ -588,8 +589,8 @@ def main():
                       fmt(cyc / r["cycles"] if r["cycles"] else None, 2),
                       fmt(k / float(r["workers"]), 2), fmt(ms(mx), 1),
                       fmt(mx / r["fair_share_us"] if r.get("fair_share_us") else None, 1),
-                      fmt(fair_shares(s13_alone(rows, r, "C" if side == "credisson"
-                                                else "Java")), 1),
+                      fmt(s13_alone(rows, r, "C" if side == "credisson" else "Java"),
+                          1),
                       fmt(r.get("counter_exact")) if side == "credisson" else ""))
                 obj = ""
         p("  share: the side's part of all acquisitions; fair: its part of the")
@@ -743,6 +744,7 @@ def main():
         for side, k, mx, mode in (("C", r["c_workers"], r["c_wait_max_us"], r["mode"]),
                                   ("Java", r["java_workers"], r["java_wait_max_us"],
                                    r["java_mode"])):
+            alone = s13_alone(rows, r, side)
             t.add("mixed %s (%d C %s + %d Java %s): %s side's longest wait <= 3 x fair share"
                   % (what, r["c_workers"], r["mode"], r["java_workers"], r["java_mode"],
                      side),
@@ -752,8 +754,7 @@ def main():
                           (r["c_cycles"] if side == "C" else r["java_cycles"]) /
                           float(r["cycles"]), k / float(r["workers"]))
                       if r["cycles"] else "",
-                      "alone %.1f x" % fair_shares(s13_alone(rows, r, side))
-                      if fair_shares(s13_alone(rows, r, side)) is not None else "")
+                      "alone %.1f x" % alone if alone is not None else "")
                       if x))
     # Issue 30: against the targeted floor.
     for name, v, limit, hib, unit, fl, note in issue30_rows(rows) + ab_rows(rows, ab):
